@@ -1,0 +1,571 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+// rawFile is the YAML as written; quantities stay strings until validation so
+// that every error can name its field.
+type rawFile struct {
+	Name   string              `yaml:"name"`
+	Subnet string              `yaml:"subnet"`
+	Seed   *uint64             `yaml:"seed"`
+	Hosts  orderedMap[rawHost] `yaml:"hosts"`
+	Sites  orderedMap[rawSite] `yaml:"sites"`
+	Links  []rawLink           `yaml:"links"`
+}
+
+type rawHost struct {
+	CPUs *float64 `yaml:"cpus"`
+	Site string   `yaml:"site"`
+}
+
+type rawParams struct {
+	Rate    string  `yaml:"rate"`
+	Delay   string  `yaml:"delay"`
+	Jitter  string  `yaml:"jitter"`
+	Loss    rawLoss `yaml:"loss"`
+	Queue   string  `yaml:"queue"`
+	MTU     *int    `yaml:"mtu"`
+	Reorder *bool   `yaml:"reorder"`
+}
+
+type rawLink struct {
+	Between   []string `yaml:"between"`
+	rawParams `yaml:",inline"`
+	Forward   *rawParams `yaml:"forward"`
+	Reverse   *rawParams `yaml:"reverse"`
+}
+
+type rawSite struct {
+	rawParams `yaml:",inline"`
+	Up        *rawParams `yaml:"up"`
+	Down      *rawParams `yaml:"down"`
+	LAN       *rawParams `yaml:"lan"`
+}
+
+// rawLoss is either a percentage ("0.1%") or a Gilbert-Elliott mapping.
+type rawLoss struct {
+	Random  string
+	Gilbert map[string]string
+	set     bool
+}
+
+var gilbertKeys = map[string]bool{"model": true, "p": true, "r": true, "bad_loss": true, "good_loss": true}
+
+func (l *rawLoss) UnmarshalYAML(n *yaml.Node) error {
+	l.set = true
+	switch n.Kind {
+	case yaml.ScalarNode:
+		l.Random = n.Value
+		return nil
+	case yaml.MappingNode:
+		l.Gilbert = map[string]string{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if !gilbertKeys[k.Value] {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: field %s not found in type loss", k.Line, k.Value)}}
+			}
+			if v.Kind != yaml.ScalarNode {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss.%s must be a single value", v.Line, k.Value)}}
+			}
+			l.Gilbert[k.Value] = v.Value
+		}
+		return nil
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss must be a percentage or a gilbert-elliott mapping", n.Line)}}
+}
+
+// orderedMap decodes a YAML mapping keeping the order of its keys.
+type orderedMap[V any] []keyed[V]
+
+type keyed[V any] struct {
+	Key   string
+	Value V
+}
+
+func (m *orderedMap[V]) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a mapping from names to settings (e.g. a: {cpus: 1}), not a list or a value", n.Line)}}
+	}
+	seen := map[string]int{}
+	var problems []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		if first, ok := seen[key.Value]; ok {
+			problems = append(problems, fmt.Sprintf("line %d: mapping key %q already defined at line %d", key.Line, key.Value, first))
+			continue
+		}
+		seen[key.Value] = key.Line
+		var v V
+		if n.Content[i+1].Kind != 0 && !(n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Tag == "!!null") {
+			if err := decodeStrict(n.Content[i+1], &v); err != nil {
+				var te *yaml.TypeError
+				if !errors.As(err, &te) {
+					return err
+				}
+				problems = append(problems, te.Errors...)
+			}
+		}
+		*m = append(*m, keyed[V]{key.Value, v})
+	}
+	if problems != nil {
+		return &yaml.TypeError{Errors: problems}
+	}
+	return nil
+}
+
+// decodeStrict decodes a node rejecting unknown fields; yaml.v3's Node.Decode
+// does not carry the outer decoder's KnownFields setting.
+func decodeStrict(n *yaml.Node, v any) error {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(n); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	err := dec.Decode(v)
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		// Re-encoding renumbers lines from 1; shift them back.
+		for i, msg := range te.Errors {
+			te.Errors[i] = shiftLine(msg, n.Line-1)
+		}
+	}
+	return err
+}
+
+var lineRE = regexp.MustCompile(`line (\d+)`)
+
+func shiftLine(msg string, by int) string {
+	return lineRE.ReplaceAllStringFunc(msg, func(s string) string {
+		n, _ := strconv.Atoi(s[len("line "):])
+		return "line " + strconv.Itoa(n+by)
+	})
+}
+
+// Load reads and validates the test-bed in the scenario file at path.
+func Load(path string) (*Testbed, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading scenario: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads and validates a scenario's test-bed. file names the source in errors.
+// A returned error is an *Error listing every problem found.
+func Parse(file string, data []byte) (*Testbed, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &Error{File: file, Problems: []Problem{{Line: 1, Msg: "the file is empty: a scenario needs at least name and hosts"}}}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var raw rawFile
+	if err := dec.Decode(&raw); err != nil && err != io.EOF {
+		return nil, yamlError(file, err)
+	}
+	v := validator{file: file, pos: positions(root.Content[0])}
+	tb := v.testbed(&raw)
+	if len(v.problems) > 0 {
+		return nil, &Error{File: file, Problems: v.problems}
+	}
+	return tb, nil
+}
+
+// Error lists the problems found in one scenario file.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+// Problem is one thing wrong in a scenario, at a place in the file.
+type Problem struct {
+	Line  int
+	Field string // dotted path such as links[0].forward.rate; "" if unknown
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s:%d: ", e.File, p.Line)
+		if p.Field != "" {
+			b.WriteString(p.Field + ": ")
+		}
+		b.WriteString(p.Msg)
+	}
+	return b.String()
+}
+
+var (
+	yamlLineRE   = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	unknownRE    = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	unmarshalRE  = regexp.MustCompile("^cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)$")
+	alreadyDefRE = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
+)
+
+// yamlError turns yaml.v3's messages into file:line problems in plain words.
+func yamlError(file string, err error) error {
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{err.Error()}
+	}
+	e := &Error{File: file}
+	for _, m := range msgs {
+		p := Problem{Line: 1, Msg: strings.TrimPrefix(m, "yaml: ")}
+		if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
+			p.Line, _ = strconv.Atoi(sm[1])
+			p.Msg = sm[2]
+		}
+		switch {
+		case unknownRE.MatchString(p.Msg):
+			p.Msg = fmt.Sprintf("unknown field %q", unknownRE.FindStringSubmatch(p.Msg)[1])
+		case unmarshalRE.MatchString(p.Msg):
+			sm := unmarshalRE.FindStringSubmatch(p.Msg)
+			what := yamlKindWord(sm[1])
+			if sm[2] != "" {
+				what = fmt.Sprintf("%q is %s", sm[2], what)
+			}
+			p.Msg = fmt.Sprintf("found %s where %s is expected", what, goTypeWord(sm[3]))
+		case alreadyDefRE.MatchString(p.Msg):
+			sm := alreadyDefRE.FindStringSubmatch(p.Msg)
+			p.Msg = fmt.Sprintf("duplicate name %q (first defined at line %s)", sm[1], sm[2])
+		}
+		e.Problems = append(e.Problems, p)
+	}
+	return e
+}
+
+func goTypeWord(t string) string {
+	switch {
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.Contains(t, "int"):
+		return "a whole number"
+	case strings.Contains(t, "float"):
+		return "a number"
+	case strings.Contains(t, "bool"):
+		return "true or false"
+	case strings.Contains(t, "string"):
+		return "a single value"
+	}
+	return "a mapping"
+}
+
+func yamlKindWord(tag string) string {
+	switch tag {
+	case "map":
+		return "a mapping"
+	case "seq":
+		return "a list"
+	case "str":
+		return "text"
+	}
+	return "a " + tag
+}
+
+// positions maps the dotted path of every node to its line.
+func positions(n *yaml.Node) map[string]int {
+	pos := map[string]int{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		pos[path] = n.Line
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				key := n.Content[i].Value
+				child := key
+				if path != "" {
+					child = path + "." + key
+				}
+				walk(n.Content[i+1], child)
+				pos[child] = n.Content[i].Line
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+	}
+	walk(n, "")
+	return pos
+}
+
+type validator struct {
+	file     string
+	pos      map[string]int
+	problems []Problem
+}
+
+// fail records a problem at field; the line is the field's, or its nearest
+// parent's when the field is absent from the file.
+func (v *validator) fail(field, format string, args ...any) {
+	line := 0
+	for p := field; ; {
+		if l, ok := v.pos[p]; ok {
+			line = l
+			break
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			line = v.pos[""]
+			break
+		}
+		p = p[:i]
+	}
+	p := Problem{Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	for _, q := range v.problems {
+		if q == p {
+			return
+		}
+	}
+	v.problems = append(v.problems, p)
+}
+
+func (v *validator) name(field, kind, s string) {
+	if !nameRE.MatchString(s) {
+		v.fail(field, "%s name %q must be 1-32 letters, digits, '-' or '_', starting with a letter or digit", kind, s)
+	}
+}
+
+func (v *validator) testbed(raw *rawFile) *Testbed {
+	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1}
+	if raw.Name == "" {
+		v.fail("name", "missing: every test-bed needs a name")
+	} else {
+		v.name("name", "test-bed", raw.Name)
+	}
+	if raw.Seed != nil {
+		tb.Seed = *raw.Seed
+	}
+	if raw.Subnet != "" {
+		p, err := netip.ParsePrefix(raw.Subnet)
+		switch {
+		case err != nil:
+			v.fail("subnet", "%q is not an IPv4 prefix such as 10.250.0.0/16", raw.Subnet)
+		case !p.Addr().Is4():
+			v.fail("subnet", "%q: only IPv4 is supported", raw.Subnet)
+		case p.Bits() > 30:
+			v.fail("subnet", "%q is too small: use /30 or larger", raw.Subnet)
+		default:
+			tb.Subnet = p.Masked()
+		}
+	}
+
+	for _, s := range raw.Sites {
+		field := "sites." + s.Key
+		v.name(field, "site", s.Key)
+		base := v.params(field, s.Value.rawParams, Direction{MTU: DefaultMTU}, false)
+		site := Site{Name: s.Key,
+			Up:   v.override(field+".up", s.Value.Up, base),
+			Down: v.override(field+".down", s.Value.Down, base),
+			LAN:  Direction{MTU: DefaultMTU},
+		}
+		if s.Value.LAN != nil {
+			site.LAN = v.params(field+".lan", *s.Value.LAN, Direction{MTU: DefaultMTU}, true)
+		}
+		tb.Sites = append(tb.Sites, site)
+	}
+
+	if len(raw.Hosts) == 0 {
+		v.fail("hosts", "missing: a test-bed needs at least one host")
+	}
+	if n := len(raw.Hosts); n > 0 && tb.Subnet.IsValid() && n > (1<<(32-tb.Subnet.Bits()))-2 {
+		v.fail("hosts", "%d hosts do not fit in subnet %s", n, tb.Subnet)
+	}
+	for _, h := range raw.Hosts {
+		field := "hosts." + h.Key
+		v.name(field, "host", h.Key)
+		host := Host{Name: h.Key, Site: h.Value.Site}
+		if c := h.Value.CPUs; c != nil {
+			if *c <= 0 || *c > 1024 {
+				v.fail(field+".cpus", "%v cores is impossible: give a quota above 0 (e.g. 0.5)", *c)
+			}
+			host.CPUs = *c
+		}
+		if host.Site != "" {
+			if _, ok := tb.Site(host.Site); !ok {
+				v.fail(field+".site", "unknown site %q", host.Site)
+			}
+		}
+		tb.Hosts = append(tb.Hosts, host)
+	}
+
+	pairs := map[[2]string]int{}
+	for i, l := range raw.Links {
+		field := fmt.Sprintf("links[%d]", i)
+		if len(l.Between) != 2 {
+			v.fail(field+".between", "a link needs exactly two hosts, e.g. between: [a, b]")
+			continue
+		}
+		link := Link{A: l.Between[0], B: l.Between[1]}
+		for j, name := range l.Between {
+			if _, ok := tb.Host(name); !ok {
+				v.fail(fmt.Sprintf("%s.between[%d]", field, j), "unknown host %q", name)
+			}
+		}
+		if link.A == link.B {
+			v.fail(field+".between", "a link joins two different hosts, not %q to itself", link.A)
+		}
+		key := [2]string{min(link.A, link.B), max(link.A, link.B)}
+		if j, dup := pairs[key]; dup {
+			v.fail(field+".between", "hosts %s and %s are already joined by links[%d]", link.A, link.B, j)
+		}
+		pairs[key] = i
+		base := v.params(field, l.rawParams, Direction{MTU: DefaultMTU}, false)
+		link.Forward = v.override(field+".forward", l.Forward, base)
+		link.Reverse = v.override(field+".reverse", l.Reverse, base)
+		tb.Links = append(tb.Links, link)
+	}
+	return tb
+}
+
+// override applies the per-direction fields in raw over base.
+func (v *validator) override(field string, raw *rawParams, base Direction) Direction {
+	if raw == nil {
+		return v.finish(field, base, false)
+	}
+	return v.params(field, *raw, base, true)
+}
+
+// params reads raw over base. When final is false the queue default is left
+// for finish, so that a direction's own rate and delay size it.
+func (v *validator) params(field string, raw rawParams, d Direction, final bool) Direction {
+	if raw.Rate != "" {
+		r, err := units.ParseRate(raw.Rate)
+		switch {
+		case err != nil:
+			v.fail(field+".rate", "%v", err)
+		case r < MinRate:
+			v.fail(field+".rate", "%s is below the minimum of %s (omit rate for an unlimited link)", raw.Rate, MinRate)
+		default:
+			d.Rate = r
+		}
+	}
+	if raw.Delay != "" {
+		if x, err := units.ParseDuration(raw.Delay); err != nil {
+			v.fail(field+".delay", "%v", err)
+		} else {
+			d.Delay = x
+		}
+	}
+	if raw.Jitter != "" {
+		if x, err := units.ParseDuration(raw.Jitter); err != nil {
+			v.fail(field+".jitter", "%v", err)
+		} else {
+			d.Jitter = x
+		}
+	}
+	if raw.MTU != nil {
+		if *raw.MTU < MinMTU || *raw.MTU > MaxMTU {
+			v.fail(field+".mtu", "%d is outside %d..%d", *raw.MTU, MinMTU, MaxMTU)
+		} else {
+			d.MTU = *raw.MTU
+		}
+	}
+	if raw.Reorder != nil {
+		d.Reorder = *raw.Reorder
+	}
+	if raw.Loss.set {
+		d.Loss = v.loss(field+".loss", raw.Loss)
+	}
+	if raw.Queue != "" {
+		d.Queue = v.queue(field+".queue", raw.Queue)
+	}
+	if !final {
+		return d
+	}
+	return v.finish(field, d, raw.Queue != "")
+}
+
+// finish fills the default queue and checks the queue against the MTU.
+func (v *validator) finish(field string, d Direction, queueSet bool) Direction {
+	if d.Queue == (Queue{}) {
+		d.Queue = DefaultQueue(d.Rate, d.Delay, d.MTU)
+		return d
+	}
+	if d.Queue.Bytes > 0 && d.Queue.Bytes < int64(d.MTU) {
+		f := field + ".queue"
+		if !queueSet {
+			f = strings.TrimSuffix(strings.TrimSuffix(field, ".forward"), ".reverse")
+			f = strings.TrimSuffix(strings.TrimSuffix(f, ".up"), ".down") + ".queue"
+		}
+		v.fail(f, "%s is smaller than one packet of MTU %d bytes", units.Size(d.Queue.Bytes), d.MTU)
+	}
+	return d
+}
+
+func (v *validator) queue(field, s string) Queue {
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+		if n < 1 {
+			v.fail(field, "%d packets: a queue holds at least one packet", n)
+			return Queue{}
+		}
+		return Queue{Packets: n}
+	}
+	z, err := units.ParseSize(s)
+	if err != nil {
+		v.fail(field, "%v (a bare number is a count of packets)", err)
+		return Queue{}
+	}
+	if z == 0 {
+		v.fail(field, "a queue of 0 bytes holds no packet")
+		return Queue{}
+	}
+	return Queue{Bytes: int64(z)}
+}
+
+func (v *validator) loss(field string, raw rawLoss) Loss {
+	if raw.Gilbert == nil {
+		p, err := units.ParsePercent(raw.Random)
+		if err != nil {
+			v.fail(field, "%v", err)
+		}
+		return Loss{Random: p}
+	}
+	if m := raw.Gilbert["model"]; m != "gilbert-elliott" {
+		v.fail(field+".model", "%q: the only loss model with parameters is gilbert-elliott", m)
+		return Loss{}
+	}
+	pct := func(key, def string) float64 {
+		s, ok := raw.Gilbert[key]
+		if !ok {
+			if def == "" {
+				v.fail(field+"."+key, "missing: gilbert-elliott needs p and r")
+				return 0
+			}
+			s = def
+		}
+		x, err := units.ParsePercent(s)
+		if err != nil {
+			v.fail(field+"."+key, "%v", err)
+		}
+		return x
+	}
+	g := &GilbertElliott{P: pct("p", ""), R: pct("r", ""), BadLoss: pct("bad_loss", "100%"), GoodLoss: pct("good_loss", "0%")}
+	return Loss{Gilbert: g}
+}

@@ -1,0 +1,172 @@
+package scenario
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestBadFiles checks that each bad scenario gives exactly the errors in its
+// .err golden file: file, line, field and a message in plain words.
+func TestBadFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	if len(files) == 0 {
+		t.Fatal("no bad fixtures")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := Load(f)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error is %T, want *scenario.Error: %v", err, err)
+			}
+			golden(t, f+".err", err.Error()+"\n")
+		})
+	}
+}
+
+// TestGoodFiles checks the validated test-bed, defaults included, against golden JSON.
+func TestGoodFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	for _, f := range append(files, examples...) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			tb, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(f, "examples") {
+				return
+			}
+			out, err := json.MarshalIndent(tb, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, strings.TrimSuffix(f, ".yaml")+".json", string(out)+"\n")
+		})
+	}
+}
+
+func TestDefaultQueue(t *testing.T) {
+	tests := []struct {
+		rate  units.Rate
+		delay time.Duration
+		want  int64
+	}{
+		{100 * units.Mbit, 25 * time.Millisecond, 625000}, // BDP of a 50 ms round trip
+		{2 * units.Mbit, 0, 150000},                       // floor: 100 x 1500 B
+		{0, 10 * time.Millisecond, 150000},                // unlimited rate: floor
+	}
+	for _, tt := range tests {
+		if got := DefaultQueue(tt.rate, tt.delay, 1500); got.Bytes != tt.want || got.Packets != 0 {
+			t.Errorf("DefaultQueue(%v, %v) = %+v, want %d bytes", tt.rate, tt.delay, got, tt.want)
+		}
+	}
+}
+
+func TestLossMean(t *testing.T) {
+	tests := []struct {
+		loss Loss
+		want float64
+	}{
+		{Loss{Random: 0.01}, 0.01},
+		{Loss{Gilbert: &GilbertElliott{P: 0.01, R: 0.09, BadLoss: 1}}, 0.1},
+		{Loss{Gilbert: &GilbertElliott{P: 0.5, R: 0.5, BadLoss: 0.5, GoodLoss: 0.1}}, 0.3},
+	}
+	for _, tt := range tests {
+		if got := tt.loss.Mean(); abs(got-tt.want) > 1e-12 {
+			t.Errorf("%+v.Mean() = %v, want %v", tt.loss, got, tt.want)
+		}
+	}
+}
+
+func TestDirectionOverrides(t *testing.T) {
+	tb, err := Load("testdata/sites.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cern, _ := tb.Site("cern")
+	if cern.Up.Queue.Bytes != 64<<10 || cern.Up.Delay != 24500*time.Microsecond {
+		t.Errorf("cern up = %+v, want queue 64KiB and the site's delay", cern.Up)
+	}
+	if cern.Down.Rate != 1.7e6 || cern.Down.Queue.Bytes != 150000 {
+		t.Errorf("cern down = %+v, want 1.7Mbit and the default queue", cern.Down)
+	}
+	pd, _ := tb.Site("padova")
+	if pd.Up.Loss.Gilbert == nil || pd.Up.Loss.Gilbert.BadLoss != 1 {
+		t.Errorf("padova up loss = %+v, want gilbert-elliott with bad_loss 100%%", pd.Up.Loss)
+	}
+	if tb.Seed != 7 {
+		t.Errorf("seed = %d, want 7", tb.Seed)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tb, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if tb.Name == "" || len(tb.Hosts) == 0 {
+			t.Fatalf("accepted a test-bed without name or hosts: %+v", tb)
+		}
+		for _, l := range tb.Links {
+			for _, d := range []Direction{l.Forward, l.Reverse} {
+				if d.Rate < 0 || d.Delay < 0 || d.MTU < MinMTU || d.Loss.Mean() > 1 {
+					t.Fatalf("accepted an impossible direction %+v", d)
+				}
+				if d.Queue.Packets == 0 && d.Queue.Bytes < int64(d.MTU) {
+					t.Fatalf("accepted a queue below one MTU: %+v", d)
+				}
+			}
+		}
+	})
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,153 @@
+// Package scenario reads wanlab scenario files: the test-bed (hosts, sites, links)
+// parsed strictly from YAML, with units, validated with errors that name the file,
+// line and field.
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"regexp"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+// Testbed is a validated test-bed: hosts, the sites they belong to and the links
+// between them, with every default filled in.
+type Testbed struct {
+	Name   string
+	Subnet netip.Prefix
+	Seed   uint64
+	Hosts  []Host // in file order
+	Sites  []Site // in file order
+	Links  []Link // in file order
+}
+
+// Host is one end host with its own network stack.
+type Host struct {
+	Name string
+	// CPUs is the host's CPU quota in cores; 0 means no limit.
+	CPUs float64
+	// Site is the name of the host's site, or "" for a host that is only
+	// reached through explicit links.
+	Site string
+}
+
+// Link joins two hosts directly. Forward is A->B, Reverse is B->A.
+type Link struct {
+	A, B             string
+	Forward, Reverse Direction
+}
+
+// Site is a group of hosts that share one access link to the wide area.
+// Traffic between hosts at different sites crosses the source site's Up
+// direction and then the destination site's Down direction.
+type Site struct {
+	Name     string
+	Up, Down Direction
+	// LAN is the path between two hosts of this site that have no explicit
+	// link; each pair of hosts gets its own (a non-blocking switch).
+	LAN Direction
+}
+
+// Direction is the model of one direction of a link.
+type Direction struct {
+	// Rate is the serialisation rate in bit/s; 0 means unlimited.
+	Rate   units.Rate
+	Delay  time.Duration // one-way propagation delay
+	Jitter time.Duration // uniform in [-Jitter, +Jitter] around Delay
+	Loss   Loss
+	Queue  Queue
+	MTU    int
+	// Reorder lets jitter reorder packets; by default a packet never
+	// overtakes the one sent before it, as on a real serial link.
+	Reorder bool
+}
+
+// Loss is a packet loss model: Bernoulli with probability Random, or, when
+// Gilbert is set, a two-state Gilbert-Elliott burst model.
+type Loss struct {
+	Random  float64
+	Gilbert *GilbertElliott
+}
+
+// GilbertElliott is the two-state burst loss model (as in netem's gemodel).
+type GilbertElliott struct {
+	P        float64 // probability of going from the good to the bad state
+	R        float64 // probability of going from the bad to the good state
+	BadLoss  float64 // loss probability in the bad state (netem's 1-h)
+	GoodLoss float64 // loss probability in the good state (netem's 1-k)
+}
+
+// Mean is the long-run loss probability of the model.
+func (l Loss) Mean() float64 {
+	g := l.Gilbert
+	if g == nil {
+		return l.Random
+	}
+	if g.P+g.R == 0 {
+		return g.GoodLoss
+	}
+	bad := g.P / (g.P + g.R)
+	return bad*g.BadLoss + (1-bad)*g.GoodLoss
+}
+
+// Queue is the drop-tail bottleneck buffer, in packets or in bytes (one is set).
+type Queue struct {
+	Packets int
+	Bytes   int64
+}
+
+// String prints the queue as it would be written in a scenario file.
+func (q Queue) String() string {
+	if q.Packets > 0 {
+		return fmt.Sprintf("%d", q.Packets)
+	}
+	return units.Size(q.Bytes).String()
+}
+
+// Defaults that apply where a scenario is silent.
+const (
+	DefaultMTU = 1500
+	// DefaultMinQueuePackets is the floor of the default queue: the default is
+	// one bandwidth-delay product of the direction's round trip (2 x delay),
+	// and never less than this many full-size packets.
+	DefaultMinQueuePackets = 100
+	MinMTU                 = 576
+	MaxMTU                 = 9000
+	MinRate                = 1 * units.Kbit
+)
+
+// DefaultSubnet holds the hosts' addresses unless the scenario sets subnet.
+// It never leaves the test-bed: hosts have no interface but their link to the emulator.
+var DefaultSubnet = netip.MustParsePrefix("10.250.0.0/16")
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+
+// DefaultQueue returns the queue used when a direction does not set one.
+func DefaultQueue(rate units.Rate, delay time.Duration, mtu int) Queue {
+	floor := int64(DefaultMinQueuePackets * mtu)
+	bdp := int64(math.Ceil(float64(rate) / 8 * (2 * delay).Seconds()))
+	return Queue{Bytes: max(floor, bdp)}
+}
+
+// Host returns the host with the given name.
+func (t *Testbed) Host(name string) (Host, bool) {
+	for _, h := range t.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
+
+// Site returns the site with the given name.
+func (t *Testbed) Site(name string) (Site, bool) {
+	for _, s := range t.Sites {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Site{}, false
+}

@@ -1,0 +1,194 @@
+// Package units parses and prints the quantities network engineers write:
+// rates ("1.7Mbit"), durations ("0.5ms"), sizes ("256KiB") and percentages ("0.1%").
+package units
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoUnit reports a bare number where a unit is required.
+var ErrNoUnit = errors.New("missing unit")
+
+// Rate is a data rate in bits per second.
+type Rate float64
+
+// Common rates.
+const (
+	Kbit Rate = 1e3
+	Mbit Rate = 1e6
+	Gbit Rate = 1e9
+)
+
+var ratePrefixes = map[string]float64{
+	"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12,
+}
+
+// ParseRate parses a rate such as "100Mbit", "1.7Mbit/s", "2Mbps" or "1Gbit".
+// Prefixes are decimal (k = 1000), as on every network link.
+func ParseRate(s string) (Rate, error) {
+	num, unit, err := splitNumber(s)
+	if err != nil {
+		return 0, err
+	}
+	if unit == "" {
+		return 0, fmt.Errorf("rate %q: %w (write e.g. 100Mbit)", s, ErrNoUnit)
+	}
+	for _, suffix := range []string{"bit/s", "bps", "bit", "b/s"} {
+		prefix, ok := strings.CutSuffix(unit, suffix)
+		if !ok {
+			continue
+		}
+		if mult, ok := ratePrefixes[prefix]; ok {
+			if num < 0 {
+				return 0, fmt.Errorf("rate %q is negative", s)
+			}
+			return Rate(num * mult), nil
+		}
+	}
+	return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, Mbit, Gbit)", s, unit)
+}
+
+// String prints the rate with the largest prefix that keeps it at or above 1.
+func (r Rate) String() string {
+	v := float64(r)
+	switch {
+	case v >= 1e9:
+		return trimFloat(v/1e9) + "Gbit"
+	case v >= 1e6:
+		return trimFloat(v/1e6) + "Mbit"
+	case v >= 1e3:
+		return trimFloat(v/1e3) + "kbit"
+	}
+	return trimFloat(v) + "bit"
+}
+
+// ParseDuration parses a non-negative duration such as "25ms", "0.5ms", "1s" or "250us".
+// A bare 0 is accepted; any other bare number is an error because its unit is ambiguous.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.ReplaceAll(s, " ", ""))
+	if err != nil {
+		if _, ferr := strconv.ParseFloat(s, 64); ferr == nil {
+			return 0, fmt.Errorf("duration %q: %w (write e.g. 25ms)", s, ErrNoUnit)
+		}
+		return 0, fmt.Errorf("duration %q: use a number and ns, us, ms or s", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return d, nil
+}
+
+// Size is a byte count.
+type Size int64
+
+var sizeUnits = map[string]float64{
+	"B": 1, "": 1,
+	"KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}
+
+// ParseSize parses a byte size such as "256KiB", "1.6GB" or "1500B".
+// KB/MB/GB are decimal and KiB/MiB/GiB binary. A bare number is a byte count.
+func ParseSize(s string) (Size, error) {
+	num, unit, err := splitNumber(s)
+	if err != nil {
+		return 0, err
+	}
+	mult, ok := sizeUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KB, KiB, MB, MiB, GB, GiB)", s, unit)
+	}
+	if num < 0 {
+		return 0, fmt.Errorf("size %q is negative", s)
+	}
+	v := num * mult
+	if v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return Size(math.Round(v)), nil
+}
+
+// String prints the size in the largest binary unit that divides it exactly, and
+// approximately in MiB or GiB when it is large and not a round number.
+func (z Size) String() string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if z != 0 && int64(z)%u.size == 0 {
+			return strconv.FormatInt(int64(z)/u.size, 10) + u.name
+		}
+	}
+	switch v := float64(z); {
+	case v >= 1<<30:
+		return strconv.FormatFloat(v/(1<<30), 'f', 2, 64) + "GiB"
+	case v >= 1<<20:
+		return strconv.FormatFloat(v/(1<<20), 'f', 2, 64) + "MiB"
+	}
+	return strconv.FormatInt(int64(z), 10) + "B"
+}
+
+// ParsePercent parses a probability written as a percentage ("0.1%") into [0, 1].
+// A bare 0 is accepted.
+func ParsePercent(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	body, ok := strings.CutSuffix(s, "%")
+	if !ok {
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			return 0, fmt.Errorf("percentage %q: %w (write e.g. 0.1%%)", s, ErrNoUnit)
+		}
+		return 0, fmt.Errorf("percentage %q: write a number followed by %%", s)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(body), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("percentage %q is not a number", s)
+	}
+	if v < 0 || v > 100 {
+		return 0, fmt.Errorf("percentage %q is outside 0%%..100%%", s)
+	}
+	return v / 100, nil
+}
+
+// FormatPercent prints a probability as a percentage.
+func FormatPercent(p float64) string { return trimFloat(p*100) + "%" }
+
+// FormatDuration prints a duration in milliseconds, the unit of RTTs.
+func FormatDuration(d time.Duration) string {
+	return trimFloat(float64(d)/float64(time.Millisecond)) + "ms"
+}
+
+// splitNumber splits "1.7Mbit" into 1.7 and "Mbit".
+func splitNumber(s string) (float64, string, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	if i == 0 {
+		return 0, "", fmt.Errorf("%q does not start with a number", s)
+	}
+	v, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, "", fmt.Errorf("%q does not start with a number", s)
+	}
+	return v, strings.TrimSpace(s[i:]), nil
+}
+
+func trimFloat(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}

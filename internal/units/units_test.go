@@ -1,0 +1,171 @@
+package units
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Rate
+		wantErr string
+	}{
+		{"100Mbit", 100e6, ""},
+		{"1.7Mbit", 1.7e6, ""},
+		{"2Mbit/s", 2e6, ""},
+		{"2Mbps", 2e6, ""},
+		{"1Gbit", 1e9, ""},
+		{"64kbit", 64e3, ""},
+		{"10 Mbit", 10e6, ""},
+		{"100", 0, "missing unit"},
+		{"-5Mbit", 0, "negative"},
+		{"5MB", 0, "unknown unit"},
+		{"fast", 0, "does not start with a number"},
+		{"", 0, "does not start with a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseRate(tt.in)
+			checkErr(t, err, tt.wantErr)
+			if err == nil && got != tt.want {
+				t.Errorf("ParseRate(%q) = %v, want %v", tt.in, float64(got), float64(tt.want))
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr string
+	}{
+		{"25ms", 25 * time.Millisecond, ""},
+		{"0.5ms", 500 * time.Microsecond, ""},
+		{"1s", time.Second, ""},
+		{"250us", 250 * time.Microsecond, ""},
+		{"0", 0, ""},
+		{"25", 0, "missing unit"},
+		{"-1ms", 0, "negative"},
+		{"soon", 0, "use a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseDuration(tt.in)
+			checkErr(t, err, tt.wantErr)
+			if err == nil && got != tt.want {
+				t.Errorf("ParseDuration(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Size
+		wantErr string
+	}{
+		{"256KiB", 256 << 10, ""},
+		{"1.6GB", 1.6e9, ""},
+		{"1500B", 1500, ""},
+		{"1500", 1500, ""},
+		{"8MiB", 8 << 20, ""},
+		{"-1KB", 0, "negative"},
+		{"3 parsecs", 0, "unknown unit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseSize(tt.in)
+			checkErr(t, err, tt.wantErr)
+			if err == nil && got != tt.want {
+				t.Errorf("ParseSize(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePercent(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float64
+		wantErr string
+	}{
+		{"0.1%", 0.001, ""},
+		{"100%", 1, ""},
+		{"0", 0, ""},
+		{"0%", 0, ""},
+		{"101%", 0, "outside"},
+		{"-1%", 0, "outside"},
+		{"0.5", 0, "missing unit"},
+		{"abc%", 0, "not a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParsePercent(tt.in)
+			checkErr(t, err, tt.wantErr)
+			if err == nil && got != tt.want {
+				t.Errorf("ParsePercent(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNoUnitIsDetectable(t *testing.T) {
+	_, err := ParseRate("100")
+	if !errors.Is(err, ErrNoUnit) {
+		t.Fatalf("ParseRate(100) error %v does not wrap ErrNoUnit", err)
+	}
+}
+
+func TestStrings(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{Rate(1.7e6).String(), "1.7Mbit"},
+		{Rate(1e9).String(), "1Gbit"},
+		{Rate(64e3).String(), "64kbit"},
+		{Size(256 << 10).String(), "256KiB"},
+		{Size(1500).String(), "1500B"},
+		{FormatPercent(0.001), "0.1%"},
+		{FormatDuration(1500 * time.Microsecond), "1.5ms"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"100Mbit", "0.5ms", "256KiB", "0.1%", "-1", "1e9bit", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if r, err := ParseRate(s); err == nil && r < 0 {
+			t.Errorf("ParseRate(%q) = %v < 0 without error", s, r)
+		}
+		if d, err := ParseDuration(s); err == nil && d < 0 {
+			t.Errorf("ParseDuration(%q) = %v < 0 without error", s, d)
+		}
+		if z, err := ParseSize(s); err == nil && z < 0 {
+			t.Errorf("ParseSize(%q) = %v < 0 without error", s, z)
+		}
+		if p, err := ParsePercent(s); err == nil && (p < 0 || p > 1) {
+			t.Errorf("ParsePercent(%q) = %v outside [0,1] without error", s, p)
+		}
+	})
+}
+
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && err == nil:
+		t.Fatalf("no error, want one containing %q", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Fatalf("error %q does not contain %q", err, want)
+	}
+}
