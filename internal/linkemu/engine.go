@@ -1,0 +1,324 @@
+package linkemu
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Port is one host's attachment to the engine: a non-blocking packet fd (a TUN
+// device opened without packet information) and the host's IPv4 address.
+type Port struct {
+	Name string
+	FD   int
+	Addr netip.Addr
+}
+
+// Config is everything the engine needs: ports, link directions and, for each
+// ordered pair of ports, the directions a packet crosses.
+type Config struct {
+	Ports []Port
+	Dirs  []DirConfig
+	// Paths maps {src port, dst port} to indexes into Dirs, in crossing order.
+	// A pair with no entry is unreachable; an empty path forwards directly.
+	Paths map[[2]int][]int
+	Seed  uint64
+	// MaxPacket is the largest packet a port can deliver (the largest MTU).
+	MaxPacket int
+	// PoolBytes caps the memory for packets in flight; 0 means 1 GiB.
+	PoolBytes int64
+}
+
+// Engine forwards packets between ports through the link model. Create it with
+// New, run it with Run and stop it with Stop; Stats may be called at any time.
+type Engine struct {
+	ports    []Port
+	portOf   map[netip.Addr]int
+	dirs     []direction
+	dirStats []DirStats
+	portStat []PortStats
+	pathOf   []int32   // [src*len(ports)+dst] -> index into paths, -1 if none
+	paths    [][]int32 // direction indexes
+	pathDst  []int32   // destination port of each path
+	rng      *rand.Rand
+	pool     pool
+	events   eventHeap
+	seq      uint64
+	late     latenessHist
+	inFlight atomic.Int64
+
+	pollfds []unix.PollFd
+	wakeFD  int
+	timeout unix.Timespec
+	epoch   time.Time
+
+	stopOnce sync.Once
+	stopped  atomic.Bool
+}
+
+// readBatch bounds how many packets one port may deliver before the engine
+// looks at its release schedule again.
+const readBatch = 64
+
+// New checks the configuration and prepares an engine. It takes ownership of
+// nothing: the caller closes the port fds after Run returns.
+func New(cfg Config) (*Engine, error) {
+	if len(cfg.Ports) == 0 {
+		return nil, errors.New("linkemu: no ports")
+	}
+	if cfg.MaxPacket <= 0 {
+		cfg.MaxPacket = 1500
+	}
+	if cfg.PoolBytes <= 0 {
+		cfg.PoolBytes = 1 << 30
+	}
+	n := len(cfg.Ports)
+	e := &Engine{
+		ports:    cfg.Ports,
+		portOf:   make(map[netip.Addr]int, n),
+		dirs:     make([]direction, len(cfg.Dirs)),
+		dirStats: make([]DirStats, len(cfg.Dirs)),
+		portStat: make([]PortStats, n),
+		pathOf:   make([]int32, n*n),
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		epoch:    time.Now(),
+	}
+	e.pool.init(cfg.MaxPacket, cfg.PoolBytes)
+	for i, p := range cfg.Ports {
+		if !p.Addr.Is4() {
+			return nil, fmt.Errorf("linkemu: port %s: address %v is not IPv4", p.Name, p.Addr)
+		}
+		if _, dup := e.portOf[p.Addr]; dup {
+			return nil, fmt.Errorf("linkemu: port %s: address %v used twice", p.Name, p.Addr)
+		}
+		e.portOf[p.Addr] = i
+	}
+	for i, d := range cfg.Dirs {
+		if d.Rate < 0 || d.Delay < 0 || d.Jitter < 0 || d.Loss.Random < 0 || d.Loss.Random > 1 {
+			return nil, fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
+		}
+		e.dirs[i] = newDirection(d, &e.dirStats[i])
+	}
+	for i := range e.pathOf {
+		e.pathOf[i] = -1
+	}
+	for pair, path := range cfg.Paths {
+		src, dst := pair[0], pair[1]
+		if src < 0 || src >= n || dst < 0 || dst >= n || src == dst {
+			return nil, fmt.Errorf("linkemu: path %v: no such pair of ports", pair)
+		}
+		p := make([]int32, len(path))
+		for j, d := range path {
+			if d < 0 || d >= len(cfg.Dirs) {
+				return nil, fmt.Errorf("linkemu: path %v: no direction %d", pair, d)
+			}
+			p[j] = int32(d)
+		}
+		e.pathOf[src*n+dst] = int32(len(e.paths))
+		e.paths = append(e.paths, p)
+		e.pathDst = append(e.pathDst, int32(dst))
+	}
+	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("linkemu: eventfd: %w", err)
+	}
+	e.wakeFD = wake
+	for _, p := range cfg.Ports {
+		e.pollfds = append(e.pollfds, unix.PollFd{Fd: int32(p.FD), Events: unix.POLLIN})
+	}
+	e.pollfds = append(e.pollfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
+	return e, nil
+}
+
+// Run forwards packets until Stop is called. It locks its goroutine to an OS
+// thread with 1 ns timer slack, because Go's timers wake about a millisecond
+// late and a link model needs microseconds.
+func (e *Engine) Run() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer unix.Close(e.wakeFD)
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("linkemu: setting timer slack: %w", err)
+	}
+	const idleWait = int64(time.Second)
+	for !e.stopped.Load() {
+		now := e.now()
+		e.releaseDue(now)
+		wait := idleWait
+		if e.events.len() > 0 {
+			wait = max(0, e.events.top().at-e.now())
+		}
+		e.timeout = unix.NsecToTimespec(wait)
+		n, err := unix.Ppoll(e.pollfds, &e.timeout, nil)
+		if err != nil && err != unix.EINTR {
+			return fmt.Errorf("linkemu: ppoll: %w", err)
+		}
+		if n <= 0 {
+			continue
+		}
+		for i := range e.ports {
+			if re := e.pollfds[i].Revents; re != 0 {
+				if re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 && re&unix.POLLIN == 0 {
+					return fmt.Errorf("linkemu: port %s: device closed or failed (revents %#x)", e.ports[i].Name, re)
+				}
+				e.readPort(i)
+			}
+		}
+	}
+	return nil
+}
+
+// Stop makes Run return soon. It is safe to call more than once and from any goroutine.
+func (e *Engine) Stop() {
+	e.stopOnce.Do(func() {
+		e.stopped.Store(true)
+		var one = [8]byte{1}
+		unix.Write(e.wakeFD, one[:])
+	})
+}
+
+func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
+
+// readPort reads up to readBatch packets from port src and admits each to the
+// first direction of its path.
+func (e *Engine) readPort(src int) {
+	fd := e.ports[src].FD
+	st := &e.portStat[src]
+	for range readBatch {
+		slot, buf := e.pool.get()
+		if slot < 0 {
+			// The pool is at its cap: read into scratch to drain the device, and count it.
+			if _, err := unix.Read(fd, e.pool.scratch); err != nil {
+				return
+			}
+			e.pool.drops.Add(1)
+			continue
+		}
+		n, err := unix.Read(fd, buf)
+		if err != nil || n <= 0 {
+			e.pool.put(slot)
+			return
+		}
+		st.RxPackets.Add(1)
+		path := int32(-1)
+		if dst, ok := e.dest(buf[:n]); ok && dst != src {
+			path = e.pathOf[src*len(e.ports)+dst]
+		}
+		if path < 0 {
+			st.Unroutable.Add(1)
+			e.pool.put(slot)
+			continue
+		}
+		e.pool.len[slot] = int32(n)
+		e.pool.path[slot] = path
+		e.pool.hop[slot] = 0
+		e.inFlight.Add(1)
+		e.forward(slot, e.now())
+	}
+}
+
+// dest returns the port that owns the packet's IPv4 destination address.
+func (e *Engine) dest(pkt []byte) (int, bool) {
+	if len(pkt) < 20 || pkt[0]>>4 != 4 {
+		return 0, false
+	}
+	dst, ok := e.portOf[netip.AddrFrom4([4]byte(pkt[16:20]))]
+	return dst, ok
+}
+
+// forward sends the packet in slot into the next direction of its path at time
+// t, or delivers it when the path is done.
+func (e *Engine) forward(slot int32, t int64) {
+	path := e.paths[e.pool.path[slot]]
+	hop := e.pool.hop[slot]
+	if int(hop) == len(path) {
+		e.deliver(slot)
+		return
+	}
+	d := &e.dirs[path[hop]]
+	release, v := d.admit(t, int(e.pool.len[slot]), e.rng)
+	switch v {
+	case dropQueue:
+		d.stats.QueueDrops.Add(1)
+		e.drop(slot)
+	case dropLoss:
+		d.stats.LossDrops.Add(1)
+		e.drop(slot)
+	default:
+		e.seq++
+		e.events.push(event{at: release, seq: e.seq, slot: slot})
+	}
+}
+
+// releaseDue moves every packet whose release time has come out of its direction.
+func (e *Engine) releaseDue(now int64) {
+	for e.events.len() > 0 && e.events.top().at <= now {
+		ev := e.events.pop()
+		e.late.record(e.now() - ev.at)
+		slot := ev.slot
+		st := e.dirs[e.paths[e.pool.path[slot]][e.pool.hop[slot]]].stats
+		st.Packets.Add(1)
+		st.Bytes.Add(uint64(e.pool.len[slot]))
+		e.pool.hop[slot]++
+		// The next direction sees the packet arrive when the model says, not
+		// when this thread got round to it, so lateness does not accumulate.
+		e.forward(slot, ev.at)
+	}
+}
+
+func (e *Engine) deliver(slot int32) {
+	dst := e.pathDst[e.pool.path[slot]]
+	if _, err := unix.Write(e.ports[dst].FD, e.pool.buf(slot)); err != nil {
+		e.portStat[dst].WriteDrops.Add(1)
+	} else {
+		e.portStat[dst].TxPackets.Add(1)
+	}
+	e.drop(slot)
+}
+
+func (e *Engine) drop(slot int32) {
+	e.inFlight.Add(-1)
+	e.pool.put(slot)
+}
+
+// Stats returns a snapshot of every counter.
+func (e *Engine) Stats() Stats {
+	s := Stats{
+		PoolDrops: e.pool.drops.Load(),
+		InFlight:  e.inFlight.Load(),
+		Lateness:  e.late.summary(),
+		Uptime:    time.Since(e.epoch).Seconds(),
+	}
+	for i := range e.dirStats {
+		st := &e.dirStats[i]
+		s.Dirs = append(s.Dirs, DirSnapshot{
+			Name:       e.dirs[i].cfg.Name,
+			Packets:    st.Packets.Load(),
+			Bytes:      st.Bytes.Load(),
+			QueueDrops: st.QueueDrops.Load(),
+			LossDrops:  st.LossDrops.Load(),
+		})
+	}
+	for i := range e.portStat {
+		st := &e.portStat[i]
+		s.Ports = append(s.Ports, PortSnapshot{
+			Name:       e.ports[i].Name,
+			RxPackets:  st.RxPackets.Load(),
+			TxPackets:  st.TxPackets.Load(),
+			Unroutable: st.Unroutable.Load(),
+			WriteDrops: st.WriteDrops.Load(),
+		})
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		s.CPUSeconds = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	return s
+}

@@ -1,0 +1,166 @@
+package linkemu
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// testNet runs an engine whose ports are datagram socketpairs: the engine
+// holds one end, the test plays the host at the other.
+type testNet struct {
+	eng   *Engine
+	hosts []int // the hosts' ends
+	done  chan error
+}
+
+func addr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 250, 0, byte(i + 1)}) }
+
+func startNet(t *testing.T, nPorts int, dirs []DirConfig, paths map[[2]int][]int) *testNet {
+	t.Helper()
+	cfg := Config{Dirs: dirs, Paths: paths, Seed: 1, MaxPacket: 1500}
+	tn := &testNet{done: make(chan error, 1)}
+	for i := range nPorts {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Large buffers so that a burst is not dropped by the socket itself.
+		for _, fd := range fds {
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+		}
+		cfg.Ports = append(cfg.Ports, Port{Name: string(rune('a' + i)), FD: fds[0], Addr: addr(i)})
+		tn.hosts = append(tn.hosts, fds[1])
+		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	}
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.eng = eng
+	go func() { tn.done <- eng.Run() }()
+	t.Cleanup(func() {
+		eng.Stop()
+		if err := <-tn.done; err != nil {
+			t.Errorf("engine: %v", err)
+		}
+	})
+	return tn
+}
+
+// packet builds an IPv4-looking packet of size bytes from src to dst carrying seq.
+func packet(src, dst, size int, seq uint32) []byte {
+	p := make([]byte, size)
+	p[0] = 0x45
+	binary.BigEndian.PutUint16(p[2:], uint16(size))
+	copy(p[12:16], addr(src).AsSlice())
+	copy(p[16:20], addr(dst).AsSlice())
+	binary.BigEndian.PutUint32(p[20:], seq)
+	return p
+}
+
+// recv waits up to timeout for a packet at host i.
+func (tn *testNet) recv(i int, timeout time.Duration) ([]byte, bool) {
+	buf := make([]byte, 2048)
+	fds := []unix.PollFd{{Fd: int32(tn.hosts[i]), Events: unix.POLLIN}}
+	if n, _ := unix.Poll(fds, int(timeout/time.Millisecond)); n <= 0 {
+		return nil, false
+	}
+	n, err := unix.Read(tn.hosts[i], buf)
+	if err != nil {
+		return nil, false
+	}
+	return buf[:n], true
+}
+
+func TestEngineDelaysAndDelivers(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	tn := startNet(t, 2, []DirConfig{{Name: "a->b", Delay: delay}, {Name: "b->a", Delay: delay}},
+		map[[2]int][]int{{0, 1}: {0}, {1, 0}: {1}})
+	for seq := range uint32(5) {
+		sent := time.Now()
+		if _, err := unix.Write(tn.hosts[0], packet(0, 1, 200, seq)); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := tn.recv(1, 2*time.Second)
+		if !ok {
+			t.Fatalf("packet %d never arrived", seq)
+		}
+		if took := time.Since(sent); took < delay {
+			t.Errorf("packet %d arrived after %v, before the configured delay %v", seq, took, delay)
+		}
+		if s := binary.BigEndian.Uint32(got[20:]); s != seq || len(got) != 200 {
+			t.Errorf("got packet %d of %d bytes, want %d of 200", s, len(got), seq)
+		}
+	}
+	st := tn.eng.Stats()
+	if st.Dirs[0].Packets != 5 || st.Dirs[0].Bytes != 1000 || st.Dirs[1].Packets != 0 {
+		t.Errorf("direction counters %+v, want 5 packets / 1000 bytes a->b only", st.Dirs)
+	}
+	if st.Lateness.Count != 5 {
+		t.Errorf("lateness recorded %d releases, want 5", st.Lateness.Count)
+	}
+}
+
+func TestEngineMultiHopAndDrops(t *testing.T) {
+	// a -> b crosses "up" then "down"; "up" is slow with a 3-packet queue.
+	dirs := []DirConfig{
+		{Name: "up", Rate: 1e6, QueuePackets: 3},
+		{Name: "down", Delay: time.Millisecond},
+	}
+	tn := startNet(t, 3, dirs, map[[2]int][]int{{0, 1}: {0, 1}})
+	for seq := range uint32(10) {
+		unix.Write(tn.hosts[0], packet(0, 1, 1000, seq))
+	}
+	unix.Write(tn.hosts[0], packet(0, 2, 100, 99)) // a -> c: no path
+	unix.Write(tn.hosts[0], []byte{0x60, 0, 0, 0})  // not IPv4
+	var got []uint32
+	for {
+		p, ok := tn.recv(1, 500*time.Millisecond)
+		if !ok {
+			break
+		}
+		got = append(got, binary.BigEndian.Uint32(p[20:]))
+	}
+	st := tn.eng.Stats()
+	up, down := st.Dirs[0], st.Dirs[1]
+	if up.QueueDrops == 0 || int(up.Packets+up.QueueDrops) != 10 {
+		t.Errorf("up: %+v, want queue drops and 10 packets accounted", up)
+	}
+	if down.Packets != up.Packets || len(got) != int(down.Packets) {
+		t.Errorf("delivered %d, up forwarded %d, down forwarded %d: every packet should cross both", len(got), up.Packets, down.Packets)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] < got[i-1] {
+			t.Errorf("packets reordered: %v", got)
+		}
+	}
+	if st.Ports[0].Unroutable != 2 || st.Ports[0].RxPackets != 12 {
+		t.Errorf("port a: %+v, want 12 read and 2 unroutable", st.Ports[0])
+	}
+	if st.InFlight != 0 {
+		t.Errorf("%d packets still in flight after the burst", st.InFlight)
+	}
+}
+
+func TestEngineRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"no ports", Config{}},
+		{"duplicate address", Config{Ports: []Port{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(0)}}}},
+		{"path to itself", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Paths: map[[2]int][]int{{0, 0}: nil}}},
+		{"unknown direction", Config{Ports: []Port{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(1)}}, Paths: map[[2]int][]int{{0, 1}: {3}}}},
+		{"negative delay", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: -1}}}},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.cfg); err == nil {
+			t.Errorf("%s: New accepted it", tt.name)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+// Package linkemu is wanlab's packet engine: it moves IPv4 packets between
+// packet file descriptors (TUN devices in the test-bed's hosts) through
+// emulated link directions with serialisation at a rate, a drop-tail queue,
+// loss, propagation delay and jitter, counting every packet it forwards or drops.
+//
+// It knows nothing of scenarios, YAML or agents: it takes a Config and exposes Stats.
+package linkemu
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// DirConfig configures one direction of an emulated link.
+type DirConfig struct {
+	Name string
+	// Rate is the serialisation rate in bit/s, counting whole IP packets; 0 is unlimited.
+	Rate   float64
+	Delay  time.Duration
+	Jitter time.Duration // uniform in [-Jitter, +Jitter]
+	// Reorder lets jitter reorder packets; otherwise a packet is never
+	// released before the one admitted ahead of it.
+	Reorder bool
+	Loss    LossConfig
+	// The drop-tail queue holds packets whose serialisation has not finished.
+	// Exactly one limit applies: QueuePackets if set, else QueueBytes; with
+	// neither the queue is unbounded.
+	QueuePackets int
+	QueueBytes   int64
+}
+
+// LossConfig is Bernoulli loss with probability Random, or a Gilbert-Elliott
+// model when GE is set.
+type LossConfig struct {
+	Random float64
+	GE     *GilbertElliott
+}
+
+// GilbertElliott is the two-state burst loss model; see netem's gemodel.
+type GilbertElliott struct {
+	P, R              float64 // good->bad and bad->good transition probabilities
+	BadLoss, GoodLoss float64
+}
+
+// verdict is what a direction decides for an admitted packet.
+type verdict uint8
+
+const (
+	pass verdict = iota
+	dropQueue
+	dropLoss
+)
+
+// direction is the state of one link direction. admit is pure given the random
+// source, so the model is tested with a synthetic clock.
+type direction struct {
+	cfg       DirConfig
+	nsPerByte float64
+	busyUntil int64 // when the link finishes serialising what it has accepted
+	lastOut   int64 // release time of the latest packet, to keep order
+	geBad     bool
+	backlog   finishRing // packets still being serialised, for the queue limit
+	stats     *DirStats
+}
+
+func newDirection(cfg DirConfig, stats *DirStats) direction {
+	d := direction{cfg: cfg, stats: stats}
+	if cfg.Rate > 0 {
+		d.nsPerByte = 8e9 / cfg.Rate
+	}
+	return d
+}
+
+// admit decides the fate of a packet of size bytes arriving at time t (ns) and,
+// if it passes, when it leaves the far end of the direction.
+func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v verdict) {
+	d.backlog.drain(t)
+	if d.full(size) {
+		return 0, dropQueue
+	}
+	start := max(t, d.busyUntil)
+	finish := start + int64(float64(size)*d.nsPerByte)
+	d.busyUntil = finish
+	if finish > t {
+		d.backlog.push(finish, size)
+	}
+	// A lost packet still occupied the wire: it is lost in transit, after serialisation.
+	if d.lose(rng) {
+		return 0, dropLoss
+	}
+	release = finish + int64(d.cfg.Delay)
+	if j := int64(d.cfg.Jitter); j > 0 {
+		release += int64((rng.Float64()*2 - 1) * float64(j))
+		release = max(release, finish)
+	}
+	if !d.cfg.Reorder {
+		release = max(release, d.lastOut)
+		d.lastOut = release
+	}
+	return release, pass
+}
+
+func (d *direction) full(size int) bool {
+	switch {
+	case d.cfg.QueuePackets > 0:
+		return d.backlog.len() >= d.cfg.QueuePackets
+	case d.cfg.QueueBytes > 0:
+		return d.backlog.bytes+int64(size) > d.cfg.QueueBytes
+	}
+	return false
+}
+
+func (d *direction) lose(rng *rand.Rand) bool {
+	ge := d.cfg.Loss.GE
+	if ge == nil {
+		return d.cfg.Loss.Random > 0 && rng.Float64() < d.cfg.Loss.Random
+	}
+	if d.geBad {
+		if rng.Float64() < ge.R {
+			d.geBad = false
+		}
+	} else if rng.Float64() < ge.P {
+		d.geBad = true
+	}
+	p := ge.GoodLoss
+	if d.geBad {
+		p = ge.BadLoss
+	}
+	return p > 0 && rng.Float64() < p
+}
+
+// finishRing is a FIFO of (finish time, size) of packets in serialisation.
+// Finish times are non-decreasing, so draining pops from the front.
+type finishRing struct {
+	at    []int64
+	size  []int32
+	head  int
+	n     int
+	bytes int64
+}
+
+func (r *finishRing) len() int { return r.n }
+
+func (r *finishRing) push(at int64, size int) {
+	if r.n == len(r.at) {
+		r.grow()
+	}
+	i := (r.head + r.n) % len(r.at)
+	r.at[i], r.size[i] = at, int32(size)
+	r.n++
+	r.bytes += int64(size)
+}
+
+func (r *finishRing) drain(t int64) {
+	for r.n > 0 && r.at[r.head] <= t {
+		r.bytes -= int64(r.size[r.head])
+		r.head = (r.head + 1) % len(r.at)
+		r.n--
+	}
+}
+
+func (r *finishRing) grow() {
+	c := max(64, 2*len(r.at))
+	at, size := make([]int64, c), make([]int32, c)
+	for i := 0; i < r.n; i++ {
+		j := (r.head + i) % len(r.at)
+		at[i], size[i] = r.at[j], r.size[j]
+	}
+	r.at, r.size, r.head = at, size, 0
+}

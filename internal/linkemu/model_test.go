@@ -1,0 +1,218 @@
+package linkemu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+const ms = int64(time.Millisecond)
+
+func newTestDir(cfg DirConfig) *direction {
+	d := newDirection(cfg, &DirStats{})
+	return &d
+}
+
+func TestSerialisationAndDelay(t *testing.T) {
+	// 1250 bytes at 10 Mbit/s take exactly 1 ms on the wire.
+	d := newTestDir(DirConfig{Rate: 10e6, Delay: 25 * time.Millisecond})
+	rng := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		at, wantRelease int64
+	}{
+		{0, 26 * ms},       // idle link: 1 ms serialisation + 25 ms delay
+		{0, 27 * ms},       // arrives while the first is on the wire: waits 1 ms
+		{10 * ms, 36 * ms}, // link idle again
+	}
+	for i, tt := range tests {
+		rel, v := d.admit(tt.at, 1250, rng)
+		if v != pass || rel != tt.wantRelease {
+			t.Errorf("packet %d at %dms: release %v (%v), want %v", i, tt.at/ms, time.Duration(rel), v, time.Duration(tt.wantRelease))
+		}
+	}
+}
+
+func TestQueueLimits(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      DirConfig
+		wantPass int
+	}{
+		// A burst of 10 packets at t=0: the queue counts every packet not yet serialised.
+		{"packets", DirConfig{Rate: 1e6, QueuePackets: 4}, 4},
+		{"bytes", DirConfig{Rate: 1e6, QueueBytes: 3 * 1500}, 3},
+		{"bytes not a whole packet", DirConfig{Rate: 1e6, QueueBytes: 3*1500 - 1}, 2},
+		{"unlimited rate never queues", DirConfig{QueuePackets: 1}, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newTestDir(tt.cfg)
+			rng := rand.New(rand.NewPCG(1, 2))
+			passed := 0
+			for range 10 {
+				if _, v := d.admit(0, 1500, rng); v == pass {
+					passed++
+				} else if v != dropQueue {
+					t.Fatalf("verdict %v, want a queue drop", v)
+				}
+			}
+			if passed != tt.wantPass {
+				t.Errorf("%d packets passed, want %d", passed, tt.wantPass)
+			}
+		})
+	}
+}
+
+func TestQueueDrainsAsTimePasses(t *testing.T) {
+	d := newTestDir(DirConfig{Rate: 12e6, QueuePackets: 2}) // 1 ms per 1500 B
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2 {
+		d.admit(0, 1500, rng)
+	}
+	if _, v := d.admit(0, 1500, rng); v != dropQueue {
+		t.Fatal("third packet in a 2-packet queue was not dropped")
+	}
+	if _, v := d.admit(1*ms, 1500, rng); v != pass {
+		t.Fatal("after one serialisation time a place should be free")
+	}
+}
+
+func TestJitterKeepsOrderUnlessAsked(t *testing.T) {
+	for _, reorder := range []bool{false, true} {
+		d := newTestDir(DirConfig{Delay: 10 * time.Millisecond, Jitter: 5 * time.Millisecond, Reorder: reorder})
+		rng := rand.New(rand.NewPCG(3, 4))
+		var last int64
+		inversions := 0
+		for i := range 10000 {
+			at := int64(i) * 100_000 // one packet every 0.1 ms
+			rel, _ := d.admit(at, 100, rng)
+			if rel < at+5*ms || rel > at+15*ms {
+				t.Fatalf("release %v outside delay +- jitter for a packet at %v", time.Duration(rel), time.Duration(at))
+			}
+			if rel < last {
+				inversions++
+			}
+			last = max(last, rel)
+		}
+		if !reorder && inversions > 0 {
+			t.Errorf("reorder off: %d packets overtook an earlier one", inversions)
+		}
+		if reorder && inversions == 0 {
+			t.Error("reorder on: jitter of 5 ms at 0.1 ms spacing never reordered")
+		}
+	}
+}
+
+// binomialOK reports whether k losses in n trials fit probability p at 99.9%.
+func binomialOK(k, n int, p float64) bool {
+	mean := float64(n) * p
+	sd := math.Sqrt(float64(n) * p * (1 - p))
+	return math.Abs(float64(k)-mean) <= 3.3*sd+1
+}
+
+func TestLossModels(t *testing.T) {
+	const n = 200000
+	tests := []struct {
+		name string
+		loss LossConfig
+		want float64
+	}{
+		{"none", LossConfig{}, 0},
+		{"bernoulli 1%", LossConfig{Random: 0.01}, 0.01},
+		{"bernoulli 0.1%", LossConfig{Random: 0.001}, 0.001},
+		{"gilbert-elliott", LossConfig{GE: &GilbertElliott{P: 0.01, R: 0.2, BadLoss: 1}}, 0.01 / 0.21},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newTestDir(DirConfig{Loss: tt.loss})
+			rng := rand.New(rand.NewPCG(5, 6))
+			lost, bursts, inBurst := 0, 0, false
+			for i := range n {
+				_, v := d.admit(int64(i), 100, rng)
+				if v == dropLoss {
+					lost++
+					if !inBurst {
+						bursts++
+					}
+				}
+				inBurst = v == dropLoss
+			}
+			if tt.loss.GE == nil {
+				if !binomialOK(lost, n, tt.want) {
+					t.Errorf("lost %d of %d, want about %.0f", lost, n, tt.want*n)
+				}
+				return
+			}
+			// The burst model: mean loss P/(P+R) and mean burst length 1/R.
+			rate := float64(lost) / n
+			if math.Abs(rate-tt.want) > 0.15*tt.want {
+				t.Errorf("loss rate %.4f, want about %.4f", rate, tt.want)
+			}
+			if burst := float64(lost) / float64(bursts); math.Abs(burst-5) > 1 {
+				t.Errorf("mean burst %.2f packets, want about 1/R = 5", burst)
+			}
+		})
+	}
+}
+
+func TestEventHeapOrder(t *testing.T) {
+	var h eventHeap
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 5000 {
+		h.push(event{at: rng.Int64N(1000), seq: uint64(i)})
+	}
+	prev := event{at: -1}
+	for h.len() > 0 {
+		ev := h.pop()
+		if less(ev, prev) {
+			t.Fatalf("popped %+v after %+v", ev, prev)
+		}
+		prev = ev
+	}
+}
+
+func TestPoolCap(t *testing.T) {
+	var p pool
+	p.init(1500, 2*chunkSlots*1500)
+	got := 0
+	for {
+		s, buf := p.get()
+		if s < 0 {
+			break
+		}
+		if len(buf) != 1500 {
+			t.Fatalf("slot buffer of %d bytes, want 1500", len(buf))
+		}
+		got++
+	}
+	if got != 2*chunkSlots {
+		t.Errorf("pool gave %d slots, want %d", got, 2*chunkSlots)
+	}
+	p.put(0)
+	if s, _ := p.get(); s != 0 {
+		t.Errorf("freed slot not reused: got %d", s)
+	}
+}
+
+func BenchmarkAdmit(b *testing.B) {
+	d := newTestDir(DirConfig{Rate: 1e9, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, QueueBytes: 1 << 20, Loss: LossConfig{Random: 0.001}})
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d.admit(int64(i)*12000, 1500, rng)
+	}
+}
+
+func BenchmarkEventHeap(b *testing.B) {
+	var h eventHeap
+	for i := range 4096 {
+		h.push(event{at: int64(i), seq: uint64(i)})
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		ev := h.pop()
+		ev.at += 4096
+		h.push(ev)
+	}
+}

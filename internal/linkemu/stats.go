@@ -1,0 +1,127 @@
+package linkemu
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// DirStats counts what one link direction did. Fields are updated by the
+// engine thread and may be read at any time from others.
+type DirStats struct {
+	Packets    atomic.Uint64 // forwarded out of the direction
+	Bytes      atomic.Uint64
+	QueueDrops atomic.Uint64 // dropped by the drop-tail queue
+	LossDrops  atomic.Uint64 // dropped by the loss model
+}
+
+// DirSnapshot is a copy of DirStats at one moment.
+type DirSnapshot struct {
+	Name       string `json:"name"`
+	Packets    uint64 `json:"packets"`
+	Bytes      uint64 `json:"bytes"`
+	QueueDrops uint64 `json:"queue_drops"`
+	LossDrops  uint64 `json:"loss_drops"`
+	// Backlog is the number of packets queued or in serialisation.
+	Backlog int `json:"-"`
+}
+
+// PortStats counts what the engine did with packets from one host.
+type PortStats struct {
+	RxPackets  atomic.Uint64 // read from the host
+	TxPackets  atomic.Uint64 // written to the host
+	Unroutable atomic.Uint64 // no path to the destination (or not IPv4)
+	WriteDrops atomic.Uint64 // the host's device refused a packet
+}
+
+// PortSnapshot is a copy of PortStats at one moment.
+type PortSnapshot struct {
+	Name       string `json:"name"`
+	RxPackets  uint64 `json:"rx_packets"`
+	TxPackets  uint64 `json:"tx_packets"`
+	Unroutable uint64 `json:"unroutable"`
+	WriteDrops uint64 `json:"write_drops"`
+}
+
+// Stats is a snapshot of the whole engine.
+type Stats struct {
+	Dirs  []DirSnapshot  `json:"directions"`
+	Ports []PortSnapshot `json:"ports"`
+	// PoolDrops counts packets dropped because the packet pool was at its
+	// memory cap: a test-bed limit, never a link-model decision.
+	PoolDrops uint64 `json:"pool_drops"`
+	// InFlight is the number of packets the engine holds now.
+	InFlight int64 `json:"in_flight"`
+	// Lateness is how late the engine released packets compared with the
+	// model's schedule.
+	Lateness LatenessSummary `json:"lateness"`
+	// CPU is the engine process's CPU time so far.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Uptime     float64 `json:"uptime_seconds"`
+}
+
+// LatenessSummary summarises the release lateness histogram.
+type LatenessSummary struct {
+	Count uint64  `json:"count"`
+	P50us float64 `json:"p50_us"`
+	P99us float64 `json:"p99_us"`
+	Maxus float64 `json:"max_us"`
+}
+
+// latenessHist has 1 us buckets below 2 ms and 1 ms buckets up to 1 s.
+type latenessHist struct {
+	buckets [fineBuckets + coarseBuckets]atomic.Uint64
+	max     atomic.Int64
+}
+
+const (
+	fineBuckets   = 2000
+	coarseBuckets = 1000
+)
+
+func (h *latenessHist) record(ns int64) {
+	if ns < 0 {
+		ns = 0
+	}
+	var i int64
+	if us := ns / 1000; us < fineBuckets {
+		i = us
+	} else {
+		i = fineBuckets + min(ns/int64(time.Millisecond), coarseBuckets-1)
+	}
+	h.buckets[i].Add(1)
+	if ns > h.max.Load() {
+		h.max.Store(ns)
+	}
+}
+
+func (h *latenessHist) summary() LatenessSummary {
+	var counts [fineBuckets + coarseBuckets]uint64
+	var total uint64
+	for i := range h.buckets {
+		counts[i] = h.buckets[i].Load()
+		total += counts[i]
+	}
+	s := LatenessSummary{Count: total, Maxus: float64(h.max.Load()) / 1e3}
+	if total == 0 {
+		return s
+	}
+	s.P50us = quantileUS(counts[:], total, 0.50)
+	s.P99us = quantileUS(counts[:], total, 0.99)
+	return s
+}
+
+// quantileUS returns the upper edge of the bucket holding quantile q, in us.
+func quantileUS(counts []uint64, total uint64, q float64) float64 {
+	rank := uint64(q*float64(total-1)) + 1
+	var seen uint64
+	for i, c := range counts {
+		seen += c
+		if seen >= rank {
+			if i < fineBuckets {
+				return float64(i + 1)
+			}
+			return float64(i-fineBuckets+1) * 1000
+		}
+	}
+	return 0
+}
