@@ -117,7 +117,7 @@ func TestEngineMultiHopAndDrops(t *testing.T) {
 		unix.Write(tn.hosts[0], packet(0, 1, 1000, seq))
 	}
 	unix.Write(tn.hosts[0], packet(0, 2, 100, 99)) // a -> c: no path
-	unix.Write(tn.hosts[0], []byte{0x60, 0, 0, 0})  // not IPv4
+	unix.Write(tn.hosts[0], []byte{0x60, 0, 0, 0}) // not IPv4
 	var got []uint32
 	for {
 		p, ok := tn.recv(1, 500*time.Millisecond)
