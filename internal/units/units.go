@@ -117,16 +117,20 @@ func ParseSize(s string) (Size, error) {
 	return Size(math.Round(v)), nil
 }
 
-// String prints the size in the largest binary unit that divides it exactly, and
+// String prints the size in the exact unit that gives the smallest number, and
 // approximately in MiB or GiB when it is large and not a round number.
 func (z Size) String() string {
+	best, bestN := "", int64(z)
 	for _, u := range []struct {
 		name string
 		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if z != 0 && int64(z)%u.size == 0 {
-			return strconv.FormatInt(int64(z)/u.size, 10) + u.name
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}} {
+		if z != 0 && int64(z)%u.size == 0 && int64(z)/u.size < bestN {
+			best, bestN = u.name, int64(z)/u.size
 		}
+	}
+	if best != "" {
+		return strconv.FormatInt(bestN, 10) + best
 	}
 	switch v := float64(z); {
 	case v >= 1<<30:

@@ -128,6 +128,9 @@ func TestStrings(t *testing.T) {
 		{Rate(64e3).String(), "64kbit"},
 		{Size(256 << 10).String(), "256KiB"},
 		{Size(1500).String(), "1500B"},
+		{Size(150000).String(), "150KB"},
+		{Size(1600e6).String(), "1600MB"},
+		{Size(1234567).String(), "1.18MiB"},
 		{FormatPercent(0.001), "0.1%"},
 		{FormatDuration(1500 * time.Microsecond), "1.5ms"},
 	}

@@ -1,0 +1,95 @@
+// Package cli implements wanlab's command line: verbs, flags, exit codes and
+// the human and JSON views of results.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wanlab/wanlab/internal/scenario"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "dev"
+
+// usageError marks an error in how wanlab was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError carries a specific exit status chosen by a verb.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// Main runs wanlab with args and returns the process exit status.
+func Main(args []string) int {
+	return run(args, os.Stdout, os.Stderr)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "wanlab: %v\n", err)
+	var ee exitError
+	var se *scenario.Error
+	var ue usageError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &se), errors.As(err, &ue):
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "wanlab",
+		Short: "A network performance lab for data-intensive distributed computing",
+		Long: `wanlab builds emulated test-beds on one Linux machine (hosts in network namespaces,
+links with rate, delay, jitter, loss and queues) and runs measurements across them.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+	})
+	root.AddCommand(newTestbedCmd())
+	return root
+}
+
+// args wraps a cobra argument check so that its failure is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, a []string) error {
+		if err := check(c, a); err != nil {
+			return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/testbed"
+)
+
+func newTestbedCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "testbed",
+		Short: "Bring emulated test-beds up and down, inspect them, run commands in their hosts",
+		Long: `An emulated test-bed is a set of hosts, each with its own network stack (a network
+namespace) and CPU quota (a cgroup), joined by links that a userspace engine emulates
+packet by packet: rate, drop-tail queue, delay, jitter and loss, per direction.`,
+	}
+	c.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newExecCmd(), newValidateCmd(), newDaemonCmd())
+	return c
+}
+
+func newValidateCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "validate FILE.yaml",
+		Short: "Parse and check a scenario's test-bed without building it",
+		Example: `  wanlab testbed validate examples/wan-lan.yaml
+  wanlab testbed validate --json examples/wan-lan.yaml`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			tb, err := scenario.Load(a[0])
+			if err != nil {
+				return err
+			}
+			plan, err := testbed.NewPlan(tb)
+			if err != nil {
+				return err
+			}
+			view := newPlanView(tb.Name, plan)
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), view)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: test-bed %q is valid: %d hosts, %d sites, %d links\n\n", a[0], tb.Name, len(tb.Hosts), len(tb.Sites), len(tb.Links))
+			printPlan(c.OutOrStdout(), view)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the resolved test-bed as JSON")
+	return c
+}
+
+func newUpCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "up FILE.yaml",
+		Short: "Build a test-bed and return when it is ready (the engine runs in the background)",
+		Long: `Build the test-bed described in FILE.yaml: one network namespace, TUN device and CPU
+cgroup per host, and a background engine process that carries every packet between them.
+State lives in /run/wanlab/NAME/. Leftovers of test-beds whose engine was killed are
+removed first. Ctrl-C while it comes up tears down what was built. Needs root.`,
+		Example: `  wanlab testbed up examples/wan-lan.yaml
+  wanlab testbed exec wan-lan client -- ping -c 3 10.250.0.1
+  wanlab testbed down wan-lan`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := testbed.Up(ctx, a[0])
+			if err != nil {
+				return err
+			}
+			for _, name := range res.Cleaned {
+				fmt.Fprintf(c.ErrOrStderr(), "wanlab: removed the leftovers of test-bed %q, whose engine had died\n", name)
+			}
+			st := res.State
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), newStatusView(&testbed.Status{State: st, Alive: true}))
+			}
+			w := c.OutOrStdout()
+			fmt.Fprintf(w, "test-bed %s is up (engine pid %d)\n\n", st.Name, st.PID)
+			printPlan(w, planViewOf(st))
+			host := st.Hosts[0]
+			peer := host
+			if len(host.Routes) > 0 {
+				peer.Addr = host.Routes[0].Addr
+			}
+			fmt.Fprintf(w, "\nrun a command in a host:  wanlab testbed exec %s %s -- ping -c 3 %s\n", st.Name, host.Name, peer.Addr)
+			fmt.Fprintf(w, "live counters:            wanlab testbed status %s\n", st.Name)
+			fmt.Fprintf(w, "take it down:             wanlab testbed down %s\n", st.Name)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the test-bed as JSON")
+	return c
+}
+
+func newDownCmd() *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "down NAME | --all",
+		Short: "Tear a test-bed down: its engine, namespaces, cgroups and every process in its hosts",
+		Example: `  wanlab testbed down wan-lan
+  wanlab testbed down --all`,
+		Args: args(func(c *cobra.Command, a []string) error {
+			if all && len(a) > 0 || !all && len(a) != 1 {
+				return errors.New("give one test-bed NAME or --all")
+			}
+			return nil
+		}),
+		RunE: func(c *cobra.Command, a []string) error {
+			if err := testbed.CheckEnvironment(); err != nil {
+				return err
+			}
+			if all {
+				names, err := testbed.DownAll()
+				for _, n := range names {
+					fmt.Fprintf(c.OutOrStdout(), "test-bed %s is down\n", n)
+				}
+				if len(names) == 0 {
+					fmt.Fprintln(c.OutOrStdout(), "no test-bed is up")
+				}
+				return err
+			}
+			if err := testbed.Down(a[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "test-bed %s is down\n", a[0])
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "take down every test-bed on this machine, including leftovers of killed runs")
+	return c
+}
+
+func newStatusCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "List test-beds, or show one with its hosts and live link counters",
+		Long: `Without NAME, list the test-beds on this machine. With NAME, show its hosts and, per
+link direction, the configuration and live counters: packets and bytes forwarded, drops
+by the queue and by the loss model, and drops anywhere else (TUN queues, engine pool)
+so that every drop can be accounted for.`,
+		Example: `  wanlab testbed status
+  wanlab testbed status wan-lan --json`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			if len(a) == 0 {
+				list := listTestbeds()
+				if asJSON {
+					return writeJSON(c.OutOrStdout(), list)
+				}
+				printList(c.OutOrStdout(), list)
+				return nil
+			}
+			if err := testbed.CheckEnvironment(); err != nil {
+				return err
+			}
+			st, err := testbed.GetStatus(a[0])
+			if err != nil {
+				return err
+			}
+			view := newStatusView(st)
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), view)
+			}
+			printStatus(c.OutOrStdout(), view)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+func newExecCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "exec NAME HOST -- CMD [ARGS...]",
+		Short: "Run a command inside a host of a test-bed (its network namespace and CPU cgroup)",
+		Long: `Run CMD inside HOST: in its network namespace and CPU cgroup. Standard input, output,
+error and the exit status are the command's own (127 if it is not found). The command
+sees WANLAB_TESTBED, WANLAB_HOST and WANLAB_ADDR_<HOST> (each host's address, upper
+case, '-' as '_') in its environment.`,
+		Example: `  wanlab testbed exec wan-lan server -- iperf3 -s -D
+  wanlab testbed exec wan-lan client -- sh -c 'iperf3 -c $WANLAB_ADDR_SERVER -t 5'`,
+		Args: args(func(c *cobra.Command, a []string) error {
+			if len(a) < 3 {
+				return errors.New("give NAME HOST -- CMD [ARGS...]")
+			}
+			if c.ArgsLenAtDash() != 2 {
+				return errors.New("put -- between HOST and the command")
+			}
+			return nil
+		}),
+		DisableFlagsInUseLine: true,
+		RunE: func(c *cobra.Command, a []string) error {
+			if err := testbed.CheckEnvironment(); err != nil {
+				return err
+			}
+			err := testbed.Exec(a[0], a[1], a[2:])
+			if errors.Is(err, testbed.ErrCommandNotFound) {
+				return exitError{127, err}
+			}
+			return err
+		},
+	}
+	return c
+}
+
+// newDaemonCmd is the background engine process that testbed up starts.
+func newDaemonCmd() *cobra.Command {
+	var source string
+	c := &cobra.Command{
+		Use:    "daemon NAME",
+		Short:  "Run a test-bed's engine (started by testbed up; not for direct use)",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			ready := os.NewFile(3, "ready")
+			if ready == nil {
+				return usagef("the daemon is started by wanlab testbed up")
+			}
+			return testbed.RunDaemon(a[0], source, ready)
+		},
+	}
+	c.Flags().StringVar(&source, "source", "", "the scenario file the test-bed came from")
+	return c
+}

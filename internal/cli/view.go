@@ -1,0 +1,297 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+// The JSON views below are documented in docs/cli-json.md; keep them in step.
+
+type planView struct {
+	Name  string             `json:"name"`
+	Hosts []hostView         `json:"hosts"`
+	Links []dirView          `json:"links"`
+	Paths []testbed.PathPlan `json:"paths"`
+}
+
+type hostView struct {
+	Name   string  `json:"name"`
+	Addr   string  `json:"addr"`
+	Netns  string  `json:"netns"`
+	Cgroup string  `json:"cgroup"`
+	CPUs   float64 `json:"cpus"` // 0: no quota
+	Site   string  `json:"site,omitempty"`
+	MTU    int     `json:"mtu"`
+}
+
+type dirView struct {
+	Name         string  `json:"name"`
+	RateBPS      float64 `json:"rate_bps"` // 0: unlimited
+	DelayMS      float64 `json:"delay_ms"`
+	JitterMS     float64 `json:"jitter_ms"`
+	LossPercent  float64 `json:"loss_percent"` // long-run mean of the loss model
+	LossModel    string  `json:"loss_model"`   // none, bernoulli or gilbert-elliott
+	QueuePackets int     `json:"queue_packets,omitempty"`
+	QueueBytes   int64   `json:"queue_bytes,omitempty"`
+	MTU          int     `json:"mtu"`
+	Reorder      bool    `json:"reorder"`
+	// Counters are live, in status only.
+	Counters *linkemu.DirSnapshot `json:"counters,omitempty"`
+}
+
+type statusView struct {
+	planView
+	PID      int       `json:"pid"`
+	Alive    bool      `json:"alive"`
+	Created  time.Time `json:"created"`
+	Scenario string    `json:"scenario"`
+	Cgroup   string    `json:"cgroup_version"`
+	// OtherDrops are drops the link model did not decide: they mean the
+	// test-bed itself fell short, and should be zero.
+	OtherDrops *otherDrops           `json:"other_drops,omitempty"`
+	Engine     *engineView           `json:"engine,omitempty"`
+	TUN        []testbed.TUNCounters `json:"tun,omitempty"`
+}
+
+type otherDrops struct {
+	TUNQueue   uint64 `json:"tun_queue"`
+	TUNRx      uint64 `json:"tun_rx"`
+	EnginePool uint64 `json:"engine_pool"`
+	Write      uint64 `json:"write"`
+	Unroutable uint64 `json:"unroutable"`
+}
+
+type engineView struct {
+	CPUSeconds    float64                 `json:"cpu_seconds"`
+	UptimeSeconds float64                 `json:"uptime_seconds"`
+	InFlight      int64                   `json:"in_flight"`
+	Lateness      linkemu.LatenessSummary `json:"lateness"`
+	Ports         []linkemu.PortSnapshot  `json:"ports"`
+}
+
+func newDirView(d testbed.DirPlan) dirView {
+	c := d.Config
+	v := dirView{
+		Name: d.Name, RateBPS: float64(c.Rate), MTU: c.MTU, Reorder: c.Reorder,
+		DelayMS: ms(c.Delay), JitterMS: ms(c.Jitter),
+		LossPercent: c.Loss.Mean() * 100, LossModel: "none",
+		QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
+	}
+	switch {
+	case c.Loss.Gilbert != nil:
+		v.LossModel = "gilbert-elliott"
+	case c.Loss.Random > 0:
+		v.LossModel = "bernoulli"
+	}
+	return v
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func newPlanView(name string, p *testbed.Plan) planView {
+	return buildPlanView(name, p.Hosts, p.Dirs, p.PathList())
+}
+
+func planViewOf(st *testbed.State) planView {
+	return buildPlanView(st.Name, st.Hosts, st.Dirs, st.Paths)
+}
+
+func buildPlanView(name string, hosts []testbed.HostPlan, dirs []testbed.DirPlan, paths []testbed.PathPlan) planView {
+	v := planView{Name: name, Paths: paths, Hosts: []hostView{}, Links: []dirView{}}
+	if v.Paths == nil {
+		v.Paths = []testbed.PathPlan{}
+	}
+	for _, h := range hosts {
+		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU})
+	}
+	for _, d := range dirs {
+		v.Links = append(v.Links, newDirView(d))
+	}
+	return v
+}
+
+func newStatusView(s *testbed.Status) statusView {
+	v := statusView{
+		planView: planViewOf(s.State), PID: s.PID, Alive: s.Alive,
+		Created: s.Created, Scenario: s.Scenario, Cgroup: s.Cgroup, TUN: s.TUN,
+	}
+	if e := s.Engine; e != nil {
+		for i := range v.Links {
+			if i < len(e.Dirs) {
+				v.Links[i].Counters = &e.Dirs[i]
+			}
+		}
+		od := &otherDrops{EnginePool: e.PoolDrops}
+		for _, p := range e.Ports {
+			od.Write += p.WriteDrops
+			od.Unroutable += p.Unroutable
+		}
+		for _, t := range s.TUN {
+			od.TUNQueue += t.TxDropped
+			od.TUNRx += t.RxDropped
+		}
+		v.OtherDrops = od
+		v.Engine = &engineView{CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness, Ports: e.Ports}
+	}
+	return v
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+func rateText(bps float64) string {
+	if bps == 0 {
+		return "unlimited"
+	}
+	return units.Rate(bps).String()
+}
+
+func queueText(d dirView) string {
+	if d.QueuePackets > 0 {
+		return fmt.Sprintf("%d pkts", d.QueuePackets)
+	}
+	return units.Size(d.QueueBytes).String()
+}
+
+func lossText(d dirView) string {
+	s := units.FormatPercent(d.LossPercent / 100)
+	if d.LossModel == "gilbert-elliott" {
+		s += " (GE)"
+	}
+	return s
+}
+
+func cpusText(c float64) string {
+	if c == 0 {
+		return "-"
+	}
+	return fmt.Sprint(c)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printPlan prints hosts, link directions (with counters if present) and paths.
+func printPlan(w io.Writer, v planView) {
+	t := table(w)
+	fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tSITE\tMTU\tNETNS")
+	for _, h := range v.Hosts {
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.Addr, cpusText(h.CPUs), orDash(h.Site), h.MTU, h.Netns)
+	}
+	t.Flush()
+	if len(v.Links) > 0 {
+		fmt.Fprintln(w)
+		t = table(w)
+		counters := len(v.Links) > 0 && v.Links[0].Counters != nil
+		head := "LINK DIRECTION\tRATE\tDELAY\tJITTER\tLOSS\tQUEUE\tMTU"
+		if counters {
+			head += "\tPACKETS\tBYTES\tQUEUE DROPS\tLOSS DROPS"
+		}
+		fmt.Fprintln(t, head)
+		for _, d := range v.Links {
+			fmt.Fprintf(t, "%s\t%s\t%sms\t%sms\t%s\t%s\t%d", d.Name, rateText(d.RateBPS), trim(d.DelayMS), trim(d.JitterMS), lossText(d), queueText(d), d.MTU)
+			if c := d.Counters; c != nil {
+				fmt.Fprintf(t, "\t%d\t%s\t%d\t%d", c.Packets, units.Size(c.Bytes), c.QueueDrops, c.LossDrops)
+			}
+			fmt.Fprintln(t)
+		}
+		t.Flush()
+	}
+	if len(v.Paths) > 0 {
+		fmt.Fprintln(w)
+		t = table(w)
+		fmt.Fprintln(t, "PATH\tBOTTLENECK\tBASE RTT\tMTU\tVIA")
+		for _, p := range v.Paths {
+			via := strings.Join(p.Via, ", ")
+			if via == "" {
+				via = "(direct)"
+			}
+			fmt.Fprintf(t, "%s -> %s\t%s\t%sms\t%d\t%s\n", p.From, p.To, rateText(p.Bottleneck), trim(p.BaseRTTms), p.MTU, via)
+		}
+		t.Flush()
+	}
+}
+
+func trim(f float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", f), "0"), ".")
+}
+
+func printStatus(w io.Writer, v statusView) {
+	state := "up"
+	if !v.Alive {
+		state = "DEAD (engine gone; clean up with: wanlab testbed down " + v.Name + ")"
+	}
+	fmt.Fprintf(w, "test-bed %s: %s, engine pid %d, created %s, cgroup %s\n", v.Name, state, v.PID, v.Created.Local().Format(time.DateTime), v.Cgroup)
+	if v.Scenario != "" {
+		fmt.Fprintf(w, "scenario: %s\n", v.Scenario)
+	}
+	fmt.Fprintln(w)
+	printPlan(w, v.planView)
+	if e := v.Engine; e != nil {
+		d := v.OtherDrops
+		fmt.Fprintf(w, "\ndrops outside the link model: TUN queues %d, TUN receive %d, engine pool %d, write %d; unroutable packets %d\n",
+			d.TUNQueue, d.TUNRx, d.EnginePool, d.Write, d.Unroutable)
+		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, release lateness p50 %sus p99 %sus max %sus over %d releases\n",
+			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9),
+			e.InFlight, trim(e.Lateness.P50us), trim(e.Lateness.P99us), trim(e.Lateness.Maxus), e.Lateness.Count)
+	}
+}
+
+type listEntry struct {
+	Name    string    `json:"name"`
+	Alive   bool      `json:"alive"`
+	PID     int       `json:"pid,omitempty"`
+	Hosts   int       `json:"hosts"`
+	Created time.Time `json:"created,omitzero"`
+}
+
+func listTestbeds() []listEntry {
+	list := []listEntry{}
+	for _, name := range testbed.Names() {
+		e := listEntry{Name: name}
+		if st, err := testbed.ReadState(name); err == nil {
+			e.PID, e.Hosts, e.Created = st.PID, len(st.Hosts), st.Created
+		}
+		e.Alive = testbed.Alive(name)
+		list = append(list, e)
+	}
+	return list
+}
+
+func printList(w io.Writer, list []listEntry) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no test-bed is up")
+		return
+	}
+	t := table(w)
+	fmt.Fprintln(t, "NAME\tSTATE\tHOSTS\tPID\tCREATED")
+	for _, e := range list {
+		state := "up"
+		if !e.Alive {
+			state = "dead (wanlab testbed down " + e.Name + ")"
+		}
+		created := "-"
+		if !e.Created.IsZero() {
+			created = e.Created.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%s\n", e.Name, state, e.Hosts, e.PID, created)
+	}
+	t.Flush()
+}

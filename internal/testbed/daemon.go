@@ -1,0 +1,169 @@
+package testbed
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/scenario"
+)
+
+// errInterrupted means a signal stopped the daemon while it was building.
+var errInterrupted = errors.New("interrupted while coming up")
+
+// RunDaemon is the test-bed daemon: it builds test-bed name from the scenario
+// copy in its state directory, writes "ok" (or the error) to ready, forwards
+// packets until it gets SIGTERM, SIGINT or SIGHUP, and then tears everything down.
+// source is the path the scenario was read from, for the record.
+func RunDaemon(name, source string, ready *os.File) error {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	d := &daemon{name: name, source: source, sigs: sigs}
+	err := d.build()
+	if err != nil {
+		fmt.Fprintf(ready, "error: %v\n", err)
+		ready.Close()
+		d.close()
+		if terr := Teardown(name); terr != nil {
+			log.Print(terr)
+		}
+		return err
+	}
+	fmt.Fprintln(ready, "ok")
+	ready.Close()
+	log.Printf("test-bed %s is up: %d hosts, %d link directions", name, len(d.plan.Hosts), len(d.plan.Dirs))
+
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.engine.Run() }()
+	select {
+	case sig := <-sigs:
+		log.Printf("%v: taking test-bed %s down", sig, name)
+		d.engine.Stop()
+		err = <-runErr
+	case err = <-runErr:
+		log.Printf("engine stopped: %v", err)
+	}
+	d.close()
+	if terr := Teardown(name); terr != nil {
+		log.Print(terr)
+		err = errors.Join(err, terr)
+	}
+	log.Printf("test-bed %s is down", name)
+	return err
+}
+
+type daemon struct {
+	name   string
+	source string
+	sigs   chan os.Signal
+	plan   *Plan
+	fds    []int
+	engine *linkemu.Engine
+	server *http.Server
+}
+
+func (d *daemon) interrupted() bool {
+	select {
+	case sig := <-d.sigs:
+		log.Printf("%v while coming up", sig)
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *daemon) build() error {
+	tb, err := scenario.Load(scenarioCopy(d.name))
+	if err != nil {
+		return err
+	}
+	plan, err := NewPlan(tb)
+	if err != nil {
+		return err
+	}
+	d.plan = plan
+	cg, err := cgroup.Detect()
+	if err != nil {
+		return err
+	}
+	for _, h := range plan.Hosts {
+		if d.interrupted() {
+			return errInterrupted
+		}
+		if err := cg.Create(h.Cgroup, h.CPUs); err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+		fd, err := buildHost(h)
+		if err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+		d.fds = append(d.fds, fd)
+	}
+	d.engine, err = linkemu.New(plan.EngineConfig(d.fds, tb.Seed))
+	if err != nil {
+		return err
+	}
+	if err := d.serve(); err != nil {
+		return err
+	}
+	return writeState(&State{
+		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
+		Cgroup: cg.Version.String(), Hosts: plan.Hosts, Dirs: plan.Dirs, Paths: plan.PathList(),
+	})
+}
+
+// buildHost creates a host's namespace and TUN device and configures them.
+func buildHost(h HostPlan) (int, error) {
+	ns, err := createNetns(h.Netns)
+	if err != nil {
+		return -1, err
+	}
+	defer ns.Close()
+	fd, err := openTUN(ns)
+	if err != nil {
+		return -1, err
+	}
+	if err := configureHost(ns, h); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// serve answers status requests on the test-bed's Unix socket, which is
+// outside every emulated link.
+func (d *daemon) serve() error {
+	ln, err := net.Listen("unix", socketPath(d.name))
+	if err != nil {
+		return fmt.Errorf("listening for status requests: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(d.engine.Stats())
+	})
+	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go d.server.Serve(ln)
+	return nil
+}
+
+func (d *daemon) close() {
+	if d.server != nil {
+		d.server.Close()
+	}
+	for _, fd := range d.fds {
+		unix.Close(fd)
+	}
+	d.fds = nil
+}

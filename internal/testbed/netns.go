@@ -1,0 +1,276 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// NetnsDir is where named namespaces live, as with `ip netns`.
+const NetnsDir = "/run/netns"
+
+// tunQueueLen is the hosts' TUN transmit queue. It is far above what the
+// engine lets build up, so that a drop there means the engine fell behind;
+// such drops are counted and shown as test-bed drops, never as the model's.
+const tunQueueLen = 10000
+
+// inNetns runs fn on an OS thread that has entered namespace ns.
+func inNetns(ns netns.NsHandle, fn func() error) error {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("getting the current network namespace: %w", err)
+	}
+	defer orig.Close()
+	if err := netns.Set(ns); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("entering network namespace: %w", err)
+	}
+	fnErr := fn()
+	if err := netns.Set(orig); err != nil {
+		// Leave the thread locked: the runtime destroys it with the goroutine
+		// rather than reuse a thread in the wrong namespace.
+		return errors.Join(fnErr, fmt.Errorf("returning to the original namespace: %w", err))
+	}
+	runtime.UnlockOSThread()
+	return fnErr
+}
+
+// createNetns creates the named namespace (visible to `ip netns`).
+func createNetns(name string) (netns.NsHandle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return 0, fmt.Errorf("getting the current network namespace: %w", err)
+	}
+	defer orig.Close()
+	ns, err := netns.NewNamed(name)
+	// NewNamed may fail after it has moved this thread into a new namespace.
+	if serr := netns.Set(orig); serr != nil {
+		panic(fmt.Sprintf("cannot return to the original network namespace: %v", serr))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("creating network namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// deleteNetns removes a named namespace; the kernel frees it once no process is inside.
+func deleteNetns(name string) error {
+	path := filepath.Join(NetnsDir, name)
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}
+
+// openTUN creates the TUN device inside ns and returns its non-blocking fd.
+// The device lives as long as the fd: if the engine dies, so does the device.
+func openTUN(ns netns.NsHandle) (int, error) {
+	fd := -1
+	err := inNetns(ns, func() error {
+		var err error
+		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("opening /dev/net/tun: %w", err)
+		}
+		ifr, err := unix.NewIfreq(Device)
+		if err != nil {
+			return err
+		}
+		// No packet-information header and no virtio header: the kernel hands
+		// us whole IP packets no larger than the MTU, segmented and checksummed.
+		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+			return fmt.Errorf("creating TUN device %s: %w", Device, err)
+		}
+		// IPv6 would only add router solicitations the engine cannot route.
+		os.WriteFile("/proc/sys/net/ipv6/conf/"+Device+"/disable_ipv6", []byte("1"), 0o644)
+		return nil
+	})
+	if err != nil && fd >= 0 {
+		unix.Close(fd)
+		fd = -1
+	}
+	return fd, err
+}
+
+// configureHost sets up loopback and the TUN device of a host: MTU, queue,
+// address and one route per reachable peer with that path's MTU.
+func configureHost(ns netns.NsHandle, h HostPlan) error {
+	nl, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", h.Netns, err)
+	}
+	defer nl.Close()
+	lo, err := nl.LinkByName("lo")
+	if err == nil {
+		err = nl.LinkSetUp(lo)
+	}
+	if err != nil {
+		return fmt.Errorf("bringing up lo in %s: %w", h.Netns, err)
+	}
+	tun, err := nl.LinkByName(Device)
+	if err != nil {
+		return fmt.Errorf("finding %s in %s: %w", Device, h.Netns, err)
+	}
+	addr := netip.MustParseAddr(h.Addr)
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"setting MTU", func() error { return nl.LinkSetMTU(tun, h.MTU) }},
+		{"setting txqueuelen", func() error { return nl.LinkSetTxQLen(tun, tunQueueLen) }},
+		{"adding address", func() error {
+			return nl.AddrAdd(tun, &netlink.Addr{IPNet: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}})
+		}},
+		{"bringing the device up", func() error { return nl.LinkSetUp(tun) }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			return fmt.Errorf("%s of %s in %s: %w", s.what, Device, h.Netns, err)
+		}
+	}
+	for _, r := range h.Routes {
+		peer := netip.MustParseAddr(r.Addr)
+		route := &netlink.Route{
+			LinkIndex: tun.Attrs().Index,
+			Dst:       &net.IPNet{IP: peer.AsSlice(), Mask: net.CIDRMask(32, 32)},
+			Src:       addr.AsSlice(),
+			Scope:     netlink.SCOPE_LINK,
+			MTU:       r.MTU,
+		}
+		if err := nl.RouteAdd(route); err != nil {
+			return fmt.Errorf("adding route to %s (%s) in %s: %w", r.Peer, r.Addr, h.Netns, err)
+		}
+	}
+	return nil
+}
+
+// tunCounters reads the kernel's drop counters of a host's TUN device: TX
+// drops are packets the host sent that the engine did not read in time.
+func tunCounters(nsName string) (txDropped, rxDropped uint64, err error) {
+	ns, err := netns.GetFromName(nsName)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer ns.Close()
+	nl, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer nl.Close()
+	link, err := nl.LinkByName(Device)
+	if err != nil {
+		return 0, 0, err
+	}
+	st := link.Attrs().Statistics
+	if st == nil {
+		return 0, 0, nil
+	}
+	return st.TxDropped, st.RxDropped, nil
+}
+
+// netnsInode returns the inode that identifies a named namespace.
+func netnsInode(name string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(NetnsDir, name), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// processesIn lists the processes (other than this one) whose network
+// namespace is one of the given inodes.
+func processesIn(inodes map[uint64]bool) []int {
+	if len(inodes) == 0 {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		link, err := os.Readlink("/proc/" + e.Name() + "/ns/net")
+		if err != nil {
+			continue
+		}
+		ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "net:["), "]"), 10, 64)
+		if err == nil && inodes[ino] {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killAll asks processes to stop, then kills those still there after grace.
+func killAll(pids []int, grace time.Duration) {
+	if len(pids) == 0 {
+		return
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		alive := 0
+		for _, pid := range pids {
+			if processAlive(pid) {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, pid := range pids {
+		for i := 0; i < 100 && processAlive(pid); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// processAlive reports whether pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// nsHandle opens a host's namespace by name.
+func nsHandle(name string) (netns.NsHandle, error) {
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		return 0, fmt.Errorf("opening network namespace %s: %w", name, err)
+	}
+	return ns, nil
+}

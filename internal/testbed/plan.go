@@ -1,0 +1,209 @@
+// Package testbed builds emulated test-beds on one Linux machine: a network
+// namespace and CPU cgroup per host, a TUN device in each, and a background
+// engine process that carries every packet between hosts through the link
+// model. It also tears them down, including what a killed run left behind.
+package testbed
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/scenario"
+)
+
+// Plan is a test-bed resolved into what the engine and the kernel need.
+type Plan struct {
+	Name  string
+	Hosts []HostPlan
+	Dirs  []DirPlan
+	// Paths maps {src, dst} host indexes to the directions crossed in order.
+	Paths map[[2]int][]int
+}
+
+// HostPlan is one host as it will be built.
+type HostPlan struct {
+	Name   string  `json:"name"`
+	Addr   string  `json:"addr"`
+	Netns  string  `json:"netns"`
+	Cgroup string  `json:"cgroup"`
+	CPUs   float64 `json:"cpus,omitempty"`
+	Site   string  `json:"site,omitempty"`
+	// MTU is the device MTU: the largest path MTU of the host's routes.
+	MTU int `json:"mtu"`
+	// Routes are the host's peers with the MTU of the path to each.
+	Routes []Route `json:"routes"`
+}
+
+// Route is a host route to a peer.
+type Route struct {
+	Peer string `json:"peer"`
+	Addr string `json:"addr"`
+	MTU  int    `json:"mtu"`
+}
+
+// DirPlan is one emulated link direction.
+type DirPlan struct {
+	Name   string             `json:"name"`
+	Config scenario.Direction `json:"config"`
+}
+
+// PathPlan is the route a packet takes from one host to another.
+type PathPlan struct {
+	From string   `json:"from"`
+	To   string   `json:"to"`
+	Via  []string `json:"via"` // direction names, in order; empty for a perfect switch
+	// Bottleneck is the lowest rate on the way in bit/s (0: unlimited).
+	Bottleneck float64 `json:"bottleneck_bps"`
+	// BaseRTTms is the round trip of the propagation delays there and back, in ms.
+	BaseRTTms float64 `json:"base_rtt_ms"`
+	MTU       int     `json:"mtu"`
+}
+
+// PathList returns every reachable ordered pair of hosts with its route.
+func (p *Plan) PathList() []PathPlan {
+	var out []PathPlan
+	for i, a := range p.Hosts {
+		for j, b := range p.Hosts {
+			there, ok := p.Paths[[2]int{i, j}]
+			if !ok {
+				continue
+			}
+			var rtt time.Duration
+			pp := PathPlan{From: a.Name, To: b.Name, Via: []string{}, MTU: a.Routes[slices.IndexFunc(a.Routes, func(r Route) bool { return r.Peer == b.Name })].MTU}
+			for _, d := range there {
+				c := p.Dirs[d].Config
+				pp.Via = append(pp.Via, p.Dirs[d].Name)
+				rtt += c.Delay
+				if c.Rate > 0 && (pp.Bottleneck == 0 || float64(c.Rate) < pp.Bottleneck) {
+					pp.Bottleneck = float64(c.Rate)
+				}
+			}
+			back := p.Paths[[2]int{j, i}]
+			for _, d := range back {
+				rtt += p.Dirs[d].Config.Delay
+			}
+			pp.BaseRTTms = float64(rtt) / float64(time.Millisecond)
+			out = append(out, pp)
+		}
+	}
+	return out
+}
+
+// Device is the name of every host's interface to the engine.
+const Device = "wl0"
+
+// NetnsName is the name of a host's network namespace. Names cannot contain
+// '.', so the prefix "wanlab.<testbed>." finds exactly one test-bed's hosts.
+func NetnsName(testbed, host string) string { return "wanlab." + testbed + "." + host }
+
+// CgroupName is a host's cgroup below the cgroup root.
+func CgroupName(testbed, host string) string { return "wanlab/" + testbed + "/" + host }
+
+// NewPlan assigns addresses, creates link directions and computes the path
+// between every ordered pair of hosts: an explicit link if there is one, else
+// the site access links (source site up, destination site down), or the site
+// LAN for two hosts at one site. Hosts with neither cannot reach each other.
+func NewPlan(tb *scenario.Testbed) (*Plan, error) {
+	p := &Plan{Name: tb.Name, Paths: map[[2]int][]int{}}
+	index := map[string]int{}
+	addr := tb.Subnet.Addr()
+	for i, h := range tb.Hosts {
+		addr = addr.Next()
+		if !tb.Subnet.Contains(addr) {
+			return nil, fmt.Errorf("subnet %s has no address for host %s", tb.Subnet, h.Name)
+		}
+		index[h.Name] = i
+		p.Hosts = append(p.Hosts, HostPlan{
+			Name: h.Name, Addr: addr.String(), CPUs: h.CPUs, Site: h.Site,
+			Netns: NetnsName(tb.Name, h.Name), Cgroup: CgroupName(tb.Name, h.Name),
+		})
+	}
+	addDir := func(name string, d scenario.Direction) int {
+		p.Dirs = append(p.Dirs, DirPlan{Name: name, Config: d})
+		return len(p.Dirs) - 1
+	}
+	for _, l := range tb.Links {
+		a, b := index[l.A], index[l.B]
+		p.Paths[[2]int{a, b}] = []int{addDir(l.A+"->"+l.B, l.Forward)}
+		p.Paths[[2]int{b, a}] = []int{addDir(l.B+"->"+l.A, l.Reverse)}
+	}
+	up, down := map[string]int{}, map[string]int{}
+	lans := map[string]scenario.Direction{}
+	for _, s := range tb.Sites {
+		up[s.Name] = addDir("site "+s.Name+" up", s.Up)
+		down[s.Name] = addDir("site "+s.Name+" down", s.Down)
+		lans[s.Name] = s.LAN
+	}
+	for i, a := range tb.Hosts {
+		for j, b := range tb.Hosts {
+			pair := [2]int{i, j}
+			if i == j || a.Site == "" || b.Site == "" {
+				continue
+			}
+			if _, explicit := p.Paths[pair]; explicit {
+				continue
+			}
+			switch {
+			case a.Site != b.Site:
+				p.Paths[pair] = []int{up[a.Site], down[b.Site]}
+			case isTransparent(lans[a.Site]):
+				p.Paths[pair] = nil // a perfect switch: forwarded at once
+			default:
+				p.Paths[pair] = []int{addDir(fmt.Sprintf("site %s lan %s->%s", a.Site, a.Name, b.Name), lans[a.Site])}
+			}
+		}
+	}
+	for i := range p.Hosts {
+		h := &p.Hosts[i]
+		for j, peer := range p.Hosts {
+			path, ok := p.Paths[[2]int{i, j}]
+			if !ok {
+				continue
+			}
+			mtu := lans[h.Site].MTU
+			if len(path) > 0 {
+				mtu = scenario.MaxMTU
+				for _, d := range path {
+					mtu = min(mtu, p.Dirs[d].Config.MTU)
+				}
+			}
+			h.Routes = append(h.Routes, Route{Peer: peer.Name, Addr: peer.Addr, MTU: mtu})
+			h.MTU = max(h.MTU, mtu)
+		}
+		if h.MTU == 0 {
+			h.MTU = scenario.DefaultMTU
+		}
+	}
+	return p, nil
+}
+
+// isTransparent reports whether a direction changes nothing about a packet.
+func isTransparent(d scenario.Direction) bool {
+	return d.Rate == 0 && d.Delay == 0 && d.Jitter == 0 && d.Loss.Mean() == 0 && d.Loss.Gilbert == nil
+}
+
+// EngineConfig returns the engine configuration for the plan, given each
+// host's open TUN fd in host order.
+func (p *Plan) EngineConfig(fds []int, seed uint64) linkemu.Config {
+	cfg := linkemu.Config{Paths: p.Paths, Seed: seed}
+	for i, h := range p.Hosts {
+		cfg.Ports = append(cfg.Ports, linkemu.Port{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)})
+		cfg.MaxPacket = max(cfg.MaxPacket, h.MTU)
+	}
+	for _, d := range p.Dirs {
+		c := d.Config
+		dc := linkemu.DirConfig{
+			Name: d.Name, Rate: float64(c.Rate), Delay: c.Delay, Jitter: c.Jitter, Reorder: c.Reorder,
+			QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
+			Loss: linkemu.LossConfig{Random: c.Loss.Random},
+		}
+		if g := c.Loss.Gilbert; g != nil {
+			dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}
+		}
+		cfg.Dirs = append(cfg.Dirs, dc)
+	}
+	return cfg
+}

@@ -1,0 +1,92 @@
+package testbed
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/wanlab/wanlab/internal/scenario"
+)
+
+const sitesYAML = `
+name: multi
+sites:
+  cnaf: {rate: 6Mbit, delay: 1ms}
+  padova: {rate: 2Mbit, delay: 3ms, lan: {rate: 100Mbit, mtu: 9000}}
+  milano: {rate: 8Mbit, delay: 4ms, mtu: 1400}
+hosts:
+  server: {site: cnaf}
+  pd1: {site: padova}
+  pd2: {site: padova}
+  mi1: {site: milano}
+  mi2: {site: milano}
+  solo: {}
+links:
+  - between: [solo, server]
+    rate: 1Gbit
+  - between: [pd1, server]
+    rate: 34Mbit
+`
+
+func TestPlanPaths(t *testing.T) {
+	tb, err := scenario.Parse("sites.yaml", []byte(sitesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := map[string]int{}
+	for i, h := range p.Hosts {
+		host[h.Name] = i
+	}
+	names := func(from, to string) []string {
+		path, ok := p.Paths[[2]int{host[from], host[to]}]
+		if !ok {
+			return []string{"unreachable"}
+		}
+		out := []string{}
+		for _, d := range path {
+			out = append(out, p.Dirs[d].Name)
+		}
+		return out
+	}
+	tests := []struct {
+		from, to string
+		want     []string
+	}{
+		{"pd2", "server", []string{"site padova up", "site cnaf down"}},
+		{"server", "mi1", []string{"site cnaf up", "site milano down"}},
+		{"pd1", "server", []string{"pd1->server"}}, // an explicit link wins over the sites
+		{"server", "pd1", []string{"server->pd1"}},
+		{"pd1", "pd2", []string{"site padova lan pd1->pd2"}},
+		{"mi1", "mi2", []string{}}, // transparent LAN: direct
+		{"solo", "server", []string{"solo->server"}},
+		{"solo", "pd1", []string{"unreachable"}},
+	}
+	for _, tt := range tests {
+		if got := names(tt.from, tt.to); !slices.Equal(got, tt.want) {
+			t.Errorf("%s -> %s crosses %v, want %v", tt.from, tt.to, got, tt.want)
+		}
+	}
+	if a := p.Hosts[0].Addr; a != "10.250.0.1" {
+		t.Errorf("first host address %s, want 10.250.0.1", a)
+	}
+	// mi1's access link has MTU 1400, its LAN the default 1500.
+	if n := p.Hosts[host["mi1"]]; n.MTU != 1500 || n.Routes[0].MTU != 1400 || n.Netns != "wanlab.multi.mi1" || n.Cgroup != "wanlab/multi/mi1" {
+		t.Errorf("mi1 plan %+v, want device MTU 1500, 1400 to the server, wanlab-prefixed names", n)
+	}
+	pd1 := p.Hosts[host["pd1"]]
+	for _, r := range pd1.Routes {
+		if r.Peer == "pd2" && r.MTU != 9000 || r.Peer == "mi1" && r.MTU != 1400 {
+			t.Errorf("pd1 route %+v: path MTU should be the smallest on the path", r)
+		}
+	}
+	if pd1.MTU != 9000 {
+		t.Errorf("pd1 device MTU %d, want the largest path MTU 9000", pd1.MTU)
+	}
+	cfg := p.EngineConfig(make([]int, len(p.Hosts)), 1)
+	if cfg.MaxPacket != 9000 || len(cfg.Dirs) != len(p.Dirs) {
+		t.Errorf("engine config: max packet %d, %d dirs", cfg.MaxPacket, len(cfg.Dirs))
+	}
+}

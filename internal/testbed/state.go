@@ -1,0 +1,218 @@
+package testbed
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/cgroup"
+)
+
+// RunDir holds one directory per test-bed, the daemon logs and the lock.
+const RunDir = "/run/wanlab"
+
+// State is what a running test-bed records about itself in its directory.
+type State struct {
+	Name     string     `json:"name"`
+	PID      int        `json:"pid"`
+	Created  time.Time  `json:"created"`
+	Scenario string     `json:"scenario"` // the file it was brought up from
+	Cgroup   string     `json:"cgroup"`   // v1, v2 or none
+	Hosts    []HostPlan `json:"hosts"`
+	Dirs     []DirPlan  `json:"directions"`
+	Paths    []PathPlan `json:"paths"`
+}
+
+func stateDir(name string) string     { return filepath.Join(RunDir, name) }
+func statePath(name string) string    { return filepath.Join(stateDir(name), "state.json") }
+func pidPath(name string) string      { return filepath.Join(stateDir(name), "pid") }
+func socketPath(name string) string   { return filepath.Join(stateDir(name), "engine.sock") }
+func scenarioCopy(name string) string { return filepath.Join(stateDir(name), "scenario.yaml") }
+
+// LogPath is the daemon's log; it outlives the test-bed so that a failure can be read.
+func LogPath(name string) string { return filepath.Join(RunDir, name+".log") }
+
+// ErrNotUp means no test-bed of that name exists.
+var ErrNotUp = errors.New("no such test-bed is up")
+
+// ReadState loads the state of a test-bed that has finished coming up.
+func ReadState(name string) (*State, error) {
+	data, err := os.ReadFile(statePath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("test-bed %q: %w", name, ErrNotUp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading state of test-bed %q: %w", name, err)
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("state of test-bed %q is corrupt: %w", name, err)
+	}
+	return &st, nil
+}
+
+func writeState(st *State) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := statePath(st.Name) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing state: %w", err)
+	}
+	return os.Rename(tmp, statePath(st.Name))
+}
+
+// daemonPID returns the pid of the test-bed's live daemon, or 0 if none is alive.
+// A pid is only believed if that process is a wanlab daemon for this test-bed,
+// so a recycled pid is not mistaken for it.
+func daemonPID(name string) int {
+	data, err := os.ReadFile(pidPath(name))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || !processAlive(pid) {
+		return 0
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return 0
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if len(args) >= 4 && slices.Contains(args, "daemon") && args[len(args)-1] == name {
+		return pid
+	}
+	return 0
+}
+
+// Alive reports whether test-bed name has a live engine daemon.
+func Alive(name string) bool { return daemonPID(name) != 0 }
+
+// lockRun serialises commands that create or remove test-beds.
+func lockRun() (unlock func(), err error) {
+	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", RunDir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(RunDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", RunDir, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Names lists every test-bed that has anything on this machine: a state
+// directory, a namespace or a cgroup, whether or not its daemon is alive.
+func Names() []string {
+	set := map[string]bool{}
+	if entries, err := os.ReadDir(RunDir); err == nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				set[e.Name()] = true
+			}
+		}
+	}
+	if entries, err := os.ReadDir(NetnsDir); err == nil {
+		for _, e := range entries {
+			if rest, ok := strings.CutPrefix(e.Name(), "wanlab."); ok {
+				if tb, _, ok := strings.Cut(rest, "."); ok {
+					set[tb] = true
+				}
+			}
+		}
+	}
+	if cg, err := cgroup.Detect(); err == nil {
+		for _, c := range cg.Children("wanlab") {
+			set[c] = true
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Teardown removes everything test-bed name has on this machine: processes
+// in its namespaces and cgroups, the namespaces, the cgroups and its state
+// directory. It finds them by name, so it also cleans up after a daemon that
+// was killed, and is safe to run on what is already gone.
+func Teardown(name string) error {
+	var errs []error
+	prefix := NetnsName(name, "")
+	var nsNames []string
+	inodes := map[uint64]bool{}
+	if entries, err := os.ReadDir(NetnsDir); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), prefix) {
+				nsNames = append(nsNames, e.Name())
+				if ino, err := netnsInode(e.Name()); err == nil {
+					inodes[ino] = true
+				}
+			}
+		}
+	}
+	pids := processesIn(inodes)
+	cg, err := cgroup.Detect()
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		inGroups, _ := cg.Procs("wanlab/" + name)
+		for _, pid := range inGroups {
+			if pid != os.Getpid() && !slices.Contains(pids, pid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	killAll(pids, 2*time.Second)
+	for _, ns := range nsNames {
+		if err := deleteNetns(ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cg != nil {
+		if err := cg.Remove("wanlab/" + name); err != nil {
+			errs = append(errs, err)
+		}
+		if len(cg.Children("wanlab")) == 0 {
+			cg.Remove("wanlab")
+		}
+	}
+	if err := os.RemoveAll(stateDir(name)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tearing down test-bed %q: %w", name, err)
+	}
+	return nil
+}
+
+// cleanStale tears down every test-bed whose daemon is dead. Call it with the
+// run lock held.
+func cleanStale() (cleaned []string, err error) {
+	var errs []error
+	for _, name := range Names() {
+		if daemonPID(name) != 0 {
+			continue
+		}
+		if err := Teardown(name); err != nil {
+			errs = append(errs, err)
+		}
+		cleaned = append(cleaned, name)
+	}
+	return cleaned, errors.Join(errs...)
+}
