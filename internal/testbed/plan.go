@@ -60,6 +60,29 @@ type PathPlan struct {
 	// BaseRTTms is the round trip of the propagation delays there and back, in ms.
 	BaseRTTms float64 `json:"base_rtt_ms"`
 	MTU       int     `json:"mtu"`
+	// Back lists the directions of the way back, to time a round trip.
+	Back []string `json:"back"`
+}
+
+// TCPCeiling is the most TCP payload the path can carry in bit/s: the
+// bottleneck rate times the share of each full packet that is payload (IPv4
+// and TCP headers with timestamps take 52 bytes). 0 means unlimited.
+func (pp PathPlan) TCPCeiling() float64 {
+	return pp.Bottleneck * float64(pp.MTU-52) / float64(pp.MTU)
+}
+
+// IdleRTT is the round trip of one packet of size bytes each way on an idle
+// path: propagation there and back plus serialisation on every direction.
+func IdleRTT(pp PathPlan, dirs []DirPlan, size int) time.Duration {
+	rtt := time.Duration(pp.BaseRTTms * float64(time.Millisecond))
+	for _, name := range append(slices.Clone(pp.Via), pp.Back...) {
+		for _, d := range dirs {
+			if d.Name == name && d.Config.Rate > 0 {
+				rtt += time.Duration(float64(size*8) / float64(d.Config.Rate) * float64(time.Second))
+			}
+		}
+	}
+	return rtt
 }
 
 // PathList returns every reachable ordered pair of hosts with its route.
@@ -81,9 +104,10 @@ func (p *Plan) PathList() []PathPlan {
 					pp.Bottleneck = float64(c.Rate)
 				}
 			}
-			back := p.Paths[[2]int{j, i}]
-			for _, d := range back {
+			pp.Back = []string{}
+			for _, d := range p.Paths[[2]int{j, i}] {
 				rtt += p.Dirs[d].Config.Delay
+				pp.Back = append(pp.Back, p.Dirs[d].Name)
 			}
 			pp.BaseRTTms = float64(rtt) / float64(time.Millisecond)
 			out = append(out, pp)

@@ -53,18 +53,20 @@ func ParseRate(s string) (Rate, error) {
 	return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, Mbit, Gbit)", s, unit)
 }
 
-// String prints the rate with the largest prefix that keeps it at or above 1.
+// String prints the rate to four significant digits with the largest prefix
+// that keeps it at or above 1.
 func (r Rate) String() string {
 	v := float64(r)
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 	switch {
 	case v >= 1e9:
-		return trimFloat(v/1e9) + "Gbit"
+		return g(v/1e9) + "Gbit"
 	case v >= 1e6:
-		return trimFloat(v/1e6) + "Mbit"
+		return g(v/1e6) + "Mbit"
 	case v >= 1e3:
-		return trimFloat(v/1e3) + "kbit"
+		return g(v/1e3) + "kbit"
 	}
-	return trimFloat(v) + "bit"
+	return g(v) + "bit"
 }
 
 // ParseDuration parses a non-negative duration such as "25ms", "0.5ms", "1s" or "250us".

@@ -126,6 +126,8 @@ func TestStrings(t *testing.T) {
 		{Rate(1.7e6).String(), "1.7Mbit"},
 		{Rate(1e9).String(), "1Gbit"},
 		{Rate(64e3).String(), "64kbit"},
+		{Rate(96533333.3).String(), "96.53Mbit"},
+		{Rate(999.9e6).String(), "999.9Mbit"},
 		{Size(256 << 10).String(), "256KiB"},
 		{Size(1500).String(), "1500B"},
 		{Size(150000).String(), "150KB"},

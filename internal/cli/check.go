@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+type checkView struct {
+	Testbed string                 `json:"testbed"`
+	Paths   []crosscheck.PathCheck `json:"paths"`
+	// OtherDrops are the drops the link model did not decide, over the whole check.
+	OtherDrops *otherDrops `json:"other_drops,omitempty"`
+	Engine     *engineView `json:"engine,omitempty"`
+}
+
+func newCheckCmd() *cobra.Command {
+	var asJSON bool
+	var duration time.Duration
+	var maxPairs int
+	c := &cobra.Command{
+		Use:   "check FILE.yaml | NAME",
+		Short: "Measure every path of a test-bed with ping and iperf3 and compare with its configuration",
+		Long: `Check that a test-bed behaves as configured. For each pair of hosts that can reach
+each other, in both directions: ping's idle round trip against the configured one
+(propagation plus serialisation), and one iperf3 TCP stream against the path's TCP
+ceiling (the bottleneck rate less IP and TCP headers). Given a FILE, the test-bed is
+brought up for the check and torn down after it (also on Ctrl-C); given the NAME of
+a running test-bed, it is used as it is. Needs ping and iperf3.`,
+		Example: `  wanlab testbed check examples/wan-lan.yaml
+  wanlab testbed check wan-lan --duration 10s --json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			if duration <= 0 || duration > time.Hour {
+				return usagef("--duration %v: give a duration between 1s and 1h", duration)
+			}
+			if maxPairs < 0 {
+				return usagef("--max-pairs %d: give 0 (all) or more", maxPairs)
+			}
+			if err := testbed.CheckEnvironment(); err != nil {
+				return err
+			}
+			if err := crosscheck.Require("ping", "iperf3"); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			name, owned, err := checkTarget(ctx, c.ErrOrStderr(), a[0])
+			if err != nil {
+				return err
+			}
+			if owned {
+				defer func() {
+					if err := testbed.Down(name); err != nil {
+						fmt.Fprintf(c.ErrOrStderr(), "wanlab: %v\n", err)
+					}
+				}()
+			}
+			return runCheck(ctx, c.OutOrStdout(), c.ErrOrStderr(), name, duration, maxPairs, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	c.Flags().DurationVar(&duration, "duration", 5*time.Second, "length of each iperf3 test")
+	c.Flags().IntVar(&maxPairs, "max-pairs", 10, "check at most this many host pairs (0: all)")
+	return c
+}
+
+// checkTarget brings up a scenario file, or finds a running test-bed by name.
+// owned says whether the caller must take it down.
+func checkTarget(ctx context.Context, stderr io.Writer, arg string) (name string, owned bool, err error) {
+	if _, statErr := os.Stat(arg); statErr == nil || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
+		res, err := testbed.Up(ctx, arg)
+		if err != nil {
+			return "", false, err
+		}
+		for _, n := range res.Cleaned {
+			fmt.Fprintf(stderr, "wanlab: removed the leftovers of test-bed %q, whose engine had died\n", n)
+		}
+		return res.State.Name, true, nil
+	}
+	if !testbed.Alive(arg) {
+		return "", false, fmt.Errorf("%q is neither a scenario file nor a running test-bed", arg)
+	}
+	return arg, false, nil
+}
+
+func runCheck(ctx context.Context, stdout, stderr io.Writer, name string, duration time.Duration, maxPairs int, asJSON bool) error {
+	st, err := testbed.ReadState(name)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	pairs := crosscheck.Pairs(st, maxPairs)
+	if len(pairs) == 0 {
+		return fmt.Errorf("test-bed %q has no pair of hosts that can reach each other", name)
+	}
+	prog := newProgress(stderr, 2*len(pairs), "checking "+name)
+	results, err := crosscheck.CheckPaths(ctx, crosscheck.Runner{Wanlab: exe, Testbed: name}, st,
+		crosscheck.CheckOptions{Duration: duration, MaxPairs: maxPairs, Step: prog.step})
+	prog.done()
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	view := checkView{Testbed: name, Paths: results}
+	if s, serr := testbed.GetStatus(name); serr == nil {
+		sv := newStatusView(s)
+		view.OtherDrops, view.Engine = sv.OtherDrops, sv.Engine
+	}
+	if asJSON {
+		if jerr := writeJSON(stdout, view); jerr != nil {
+			return jerr
+		}
+	} else {
+		printCheck(stdout, view)
+	}
+	return err
+}
+
+func printCheck(w io.Writer, v checkView) {
+	t := table(w)
+	fmt.Fprintln(t, "PATH\tRTT CONFIGURED\tRTT PING min/avg/max\tBOTTLENECK\tTCP CEILING\tTCP IPERF3\tSHARE\tRETRANSMITS")
+	for _, p := range v.Paths {
+		share := "-"
+		if p.TCPShare > 0 {
+			share = fmt.Sprintf("%.1f%%", 100*p.TCPShare)
+		}
+		fmt.Fprintf(t, "%s -> %s\t%sms\t%s/%s/%sms\t%s\t%s\t%s\t%s\t%d\n", p.From, p.To,
+			trim(p.Configured.RTTms), trim(p.Ping.MinMS), trim(p.Ping.AvgMS), trim(p.Ping.MaxMS),
+			rateText(p.Configured.BottleneckBPS), rateText(p.Configured.TCPCeilingBPS),
+			units.Rate(p.TCP.ReceivedBPS).String(), share, p.TCP.Retransmits)
+	}
+	t.Flush()
+	if d := v.OtherDrops; d != nil {
+		fmt.Fprintf(w, "\ndrops outside the link model: TUN queues %d, engine pool %d, write %d\n", d.TUNQueue, d.EnginePool, d.Write)
+	}
+	if e := v.Engine; e != nil {
+		fmt.Fprintf(w, "engine release lateness: p50 %sus, p99 %sus over %d releases; engine CPU %.2fs\n",
+			trim(e.Lateness.P50us), trim(e.Lateness.P99us), e.Lateness.Count, e.CPUSeconds)
+	}
+}

@@ -1,0 +1,73 @@
+package crosscheck
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParsePing(t *testing.T) {
+	tests := []struct {
+		file    string
+		want    PingResult
+		wantErr string
+	}{
+		{"testdata/ping.txt", PingResult{Sent: 4, Received: 4, MinMS: 52.340, AvgMS: 52.601, MaxMS: 53.281, MdevMS: 0.393}, ""},
+		{"testdata/ping-unreachable.txt", PingResult{}, "no ping summary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParsePing(string(data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ParsePing = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseIperf(t *testing.T) {
+	tests := []struct {
+		file    string
+		udp     bool
+		want    IperfResult
+		wantErr string
+	}{
+		{"testdata/iperf3-tcp.json", false, IperfResult{SentBPS: 101916677.207801, ReceivedBPS: 96507973.47591707, Retransmits: 94}, ""},
+		{"testdata/iperf3-udp.json", true, IperfResult{SentBPS: 19990920.490293525, ReceivedBPS: 19987073.186459538, Packets: 4998, JitterMS: 0.06722283661107374}, ""},
+		{"testdata/iperf3-error.json", false, IperfResult{}, "Connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseIperf(data, tt.udp)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("ParseIperf = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseIperfRejectsGarbage(t *testing.T) {
+	if _, err := ParseIperf([]byte("iperf3: error - unable to connect"), false); err == nil {
+		t.Error("accepted non-JSON output")
+	}
+}
