@@ -34,6 +34,13 @@ type Config struct {
 	MaxPacket int
 	// PoolBytes caps the memory for packets in flight; 0 means 1 GiB.
 	PoolBytes int64
+	// Realtime runs the engine thread under SCHED_FIFO, so that a packet due
+	// now is not kept waiting behind the hosts' processes. If the kernel
+	// refuses, the engine runs as a normal thread and Stats says so.
+	Realtime bool
+	// Spin is how long before a release the engine stops sleeping and polls
+	// instead, trading CPU for punctuality. 0 never spins.
+	Spin time.Duration
 }
 
 // Engine forwards packets between ports through the link model. Create it with
@@ -58,6 +65,10 @@ type Engine struct {
 	wakeFD  int
 	timeout unix.Timespec
 	epoch   time.Time
+
+	realtime bool
+	spin     int64
+	rtActive atomic.Bool
 
 	stopOnce sync.Once
 	stopped  atomic.Bool
@@ -89,6 +100,8 @@ func New(cfg Config) (*Engine, error) {
 		pathOf:   make([]int32, n*n),
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		epoch:    time.Now(),
+		realtime: cfg.Realtime,
+		spin:     int64(cfg.Spin),
 	}
 	e.pool.init(cfg.MaxPacket, cfg.PoolBytes)
 	for i, p := range cfg.Ports {
@@ -147,13 +160,21 @@ func (e *Engine) Run() error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("linkemu: setting timer slack: %w", err)
 	}
+	if e.realtime {
+		// Priority 1 is the lowest real-time priority: enough to run ahead
+		// of every normal process, below kernel threads that use FIFO.
+		err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+		e.rtActive.Store(err == nil)
+	}
 	const idleWait = int64(time.Second)
 	for !e.stopped.Load() {
 		now := e.now()
 		e.releaseDue(now)
 		wait := idleWait
 		if e.events.len() > 0 {
-			wait = max(0, e.events.top().at-e.now())
+			// Within the spin margin, poll without sleeping; further out,
+			// sleep until the margin begins.
+			wait = max(0, e.events.top().at-e.now()-e.spin)
 		}
 		e.timeout = unix.NsecToTimespec(wait)
 		n, err := unix.Ppoll(e.pollfds, &e.timeout, nil)
@@ -292,6 +313,7 @@ func (e *Engine) drop(slot int32) {
 func (e *Engine) Stats() Stats {
 	s := Stats{
 		PoolDrops: e.pool.drops.Load(),
+		Realtime:  e.rtActive.Load(),
 		InFlight:  e.inFlight.Load(),
 		Lateness:  e.late.summary(),
 		Uptime:    time.Since(e.epoch).Seconds(),

@@ -49,6 +49,8 @@ type Stats struct {
 	// PoolDrops counts packets dropped because the packet pool was at its
 	// memory cap: a test-bed limit, never a link-model decision.
 	PoolDrops uint64 `json:"pool_drops"`
+	// Realtime says whether the engine thread runs under SCHED_FIFO.
+	Realtime bool `json:"realtime"`
 	// InFlight is the number of packets the engine holds now.
 	InFlight int64 `json:"in_flight"`
 	// Lateness is how late the engine released packets compared with the

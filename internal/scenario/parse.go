@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,11 +28,18 @@ type rawFile struct {
 	Hosts  orderedMap[rawHost] `yaml:"hosts"`
 	Sites  orderedMap[rawSite] `yaml:"sites"`
 	Links  []rawLink           `yaml:"links"`
+	Engine *rawEngine          `yaml:"engine"`
+}
+
+type rawEngine struct {
+	Realtime *bool  `yaml:"realtime"`
+	Spin     string `yaml:"spin"`
 }
 
 type rawHost struct {
-	CPUs *float64 `yaml:"cpus"`
-	Site string   `yaml:"site"`
+	CPUs   *float64          `yaml:"cpus"`
+	Site   string            `yaml:"site"`
+	Sysctl map[string]string `yaml:"sysctl"`
 }
 
 type rawParams struct {
@@ -353,7 +363,23 @@ func (v *validator) name(field, kind, s string) {
 }
 
 func (v *validator) testbed(raw *rawFile) *Testbed {
-	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1}
+	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1, Engine: Engine{Realtime: true, Spin: DefaultSpin}}
+	if e := raw.Engine; e != nil {
+		if e.Realtime != nil {
+			tb.Engine.Realtime = *e.Realtime
+		}
+		if e.Spin != "" {
+			d, err := units.ParseDuration(e.Spin)
+			switch {
+			case err != nil:
+				v.fail("engine.spin", "%v", err)
+			case d > time.Millisecond:
+				v.fail("engine.spin", "%s would burn a core: keep it at 1ms or less", e.Spin)
+			default:
+				tb.Engine.Spin = d
+			}
+		}
+	}
 	if raw.Name == "" {
 		v.fail("name", "missing: every test-bed needs a name")
 	} else {
@@ -400,7 +426,12 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 	for _, h := range raw.Hosts {
 		field := "hosts." + h.Key
 		v.name(field, "host", h.Key)
-		host := Host{Name: h.Key, Site: h.Value.Site}
+		host := Host{Name: h.Key, Site: h.Value.Site, Sysctl: h.Value.Sysctl}
+		for _, key := range slices.Sorted(maps.Keys(h.Value.Sysctl)) {
+			if !sysctlRE.MatchString(key) {
+				v.fail(field+".sysctl", "%q is not a network sysctl: give a dotted name under net., e.g. net.ipv4.tcp_rmem", key)
+			}
+		}
 		if c := h.Value.CPUs; c != nil {
 			if *c <= 0 || *c > 1024 {
 				v.fail(field+".cpus", "%v cores is impossible: give a quota above 0 (e.g. 0.5)", *c)

@@ -22,7 +22,21 @@ type Testbed struct {
 	Hosts  []Host // in file order
 	Sites  []Site // in file order
 	Links  []Link // in file order
+	Engine Engine
 }
+
+// Engine tunes the packet engine that emulates the links.
+type Engine struct {
+	// Realtime runs the engine thread under SCHED_FIFO so that hosts' processes
+	// cannot delay packets (default true).
+	Realtime bool
+	// Spin is how long before a packet is due the engine stops sleeping and polls.
+	Spin time.Duration
+}
+
+// DefaultSpin is the engine's default spin margin: it brings the median
+// release lateness from about 30 us to about 5 us on the reference machine.
+const DefaultSpin = 30 * time.Microsecond
 
 // Host is one end host with its own network stack.
 type Host struct {
@@ -32,6 +46,9 @@ type Host struct {
 	// Site is the name of the host's site, or "" for a host that is only
 	// reached through explicit links.
 	Site string
+	// Sysctl holds network-namespace sysctls to set in the host, e.g.
+	// net.ipv4.tcp_congestion_control: cubic.
+	Sysctl map[string]string
 }
 
 // Link joins two hosts directly. Forward is A->B, Reverse is B->A.
@@ -122,6 +139,8 @@ const (
 // DefaultSubnet holds the hosts' addresses unless the scenario sets subnet.
 // It never leaves the test-bed: hosts have no interface but their link to the emulator.
 var DefaultSubnet = netip.MustParsePrefix("10.250.0.0/16")
+
+var sysctlRE = regexp.MustCompile(`^net(\.[a-z0-9_]+)+$`)
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 

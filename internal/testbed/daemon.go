@@ -32,12 +32,14 @@ func RunDaemon(name, source string, ready *os.File) error {
 	d := &daemon{name: name, source: source, sigs: sigs}
 	err := d.build()
 	if err != nil {
-		fmt.Fprintf(ready, "error: %v\n", err)
-		ready.Close()
+		// Tear down before answering, so that when Up returns nothing is left.
 		d.close()
 		if terr := Teardown(name); terr != nil {
 			log.Print(terr)
+			err = errors.Join(err, terr)
 		}
+		fmt.Fprintf(ready, "error: %v\n", err)
+		ready.Close()
 		return err
 	}
 	fmt.Fprintln(ready, "ok")
@@ -110,7 +112,9 @@ func (d *daemon) build() error {
 		}
 		d.fds = append(d.fds, fd)
 	}
-	d.engine, err = linkemu.New(plan.EngineConfig(d.fds, tb.Seed))
+	cfg := plan.EngineConfig(d.fds, tb.Seed)
+	cfg.Realtime, cfg.Spin = tb.Engine.Realtime, tb.Engine.Spin
+	d.engine, err = linkemu.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -135,6 +139,10 @@ func buildHost(h HostPlan) (int, error) {
 		return -1, err
 	}
 	if err := configureHost(ns, h); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := applySysctls(ns, h); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}

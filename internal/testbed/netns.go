@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,6 +165,32 @@ func configureHost(ns netns.NsHandle, h HostPlan) error {
 		}
 	}
 	return nil
+}
+
+// applySysctls sets network sysctls inside a host's namespace. Only the
+// thread that entered the namespace sees its /proc/sys/net.
+func applySysctls(ns netns.NsHandle, h HostPlan) error {
+	if len(h.Sysctl) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(h.Sysctl))
+	return inNetns(ns, func() error {
+		for _, k := range keys {
+			path := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
+			if err := os.WriteFile(path, []byte(h.Sysctl[k]), 0o644); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("sysctl %s: no such setting in a network namespace", k)
+				}
+				if k == "net.ipv4.tcp_congestion_control" && errors.Is(err, fs.ErrPermission) {
+					allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+					return fmt.Errorf("sysctl %s = %q: a namespace may only default to an algorithm in the machine's net.ipv4.tcp_allowed_congestion_control (now %q); add it there with sysctl -w, or choose it per connection (iperf3 -C)",
+						k, h.Sysctl[k], strings.TrimSpace(string(allowed)))
+				}
+				return fmt.Errorf("sysctl %s = %q: %w", k, h.Sysctl[k], err)
+			}
+		}
+		return nil
+	})
 }
 
 // tunCounters reads the kernel's drop counters of a host's TUN device: TX

@@ -35,6 +35,8 @@ type HostPlan struct {
 	MTU int `json:"mtu"`
 	// Routes are the host's peers with the MTU of the path to each.
 	Routes []Route `json:"routes"`
+	// Sysctl are network sysctls set in the host's namespace.
+	Sysctl map[string]string `json:"sysctl,omitempty"`
 }
 
 // Route is a host route to a peer.
@@ -141,7 +143,7 @@ func NewPlan(tb *scenario.Testbed) (*Plan, error) {
 		}
 		index[h.Name] = i
 		p.Hosts = append(p.Hosts, HostPlan{
-			Name: h.Name, Addr: addr.String(), CPUs: h.CPUs, Site: h.Site,
+			Name: h.Name, Addr: addr.String(), CPUs: h.CPUs, Site: h.Site, Sysctl: h.Sysctl,
 			Netns: NetnsName(tb.Name, h.Name), Cgroup: CgroupName(tb.Name, h.Name),
 		})
 	}
