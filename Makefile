@@ -1,0 +1,43 @@
+# wanlab: `make demo` and `make test` run as root (sudo make demo on a workstation).
+GO      ?= go
+BIN     := bin/wanlab
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/wanlab/wanlab/internal/cli.Version=$(VERSION)
+FUZZTIME ?= 10s
+
+.PHONY: build test unit fuzz demo bench clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wanlab
+
+# Unit tests, integration tests (they build real test-beds and need root; as
+# another user they skip and say so), and a short fuzzing pass of each parser.
+test: build
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	@[ "$$(id -u)" = 0 ] || echo "make test: not root: the integration tests will be skipped (they need CAP_NET_ADMIN; run sudo make test)"
+	$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+unit:
+	$(GO) test -count=1 -short ./internal/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/scenario
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/units
+
+# Brings up the example test-bed (a WAN and a LAN path), measures each path with
+# ping and iperf3, prints configured against measured, and tears it down.
+demo: build
+	@[ "$$(id -u)" = 0 ] || { echo "make demo needs root (CAP_NET_ADMIN) to build network namespaces: run sudo make demo"; exit 1; }
+	./$(BIN) testbed check examples/wan-lan.yaml
+
+# Engine micro-benchmarks, then the test-bed benchmarks (root) whose results
+# are recorded in docs/benchmarks.md.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu
+	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
+	$(GO) run ./bench/testbed -wanlab $(BIN)
+
+clean:
+	rm -rf bin

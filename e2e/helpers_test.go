@@ -1,0 +1,201 @@
+// Package e2e holds wanlab's integration tests: they build the wanlab binary,
+// bring real test-beds up through its CLI, push traffic through them with the
+// standard tools and check what they measure against the configuration. They
+// need root; as another user they skip and say why.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/crosscheck"
+)
+
+var wanlabBin string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Println("e2e: SKIP: the integration tests build network namespaces and need root (CAP_NET_ADMIN); run them with sudo")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "wanlab-e2e")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	wanlabBin = filepath.Join(dir, "wanlab")
+	build := exec.Command("go", "build", "-o", wanlabBin, "../cmd/wanlab")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Println("e2e: building wanlab:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	exec.Command(wanlabBin, "testbed", "down", "--all").Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireTools fails in CI and skips elsewhere when a reference tool is missing.
+func requireTools(t *testing.T, tools ...string) {
+	t.Helper()
+	if err := crosscheck.Require(tools...); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v: .ci/run must install it", err)
+		}
+		t.Skip(err)
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// wanlab runs the CLI and returns its output and exit status.
+func wanlab(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, wanlabBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running wanlab %v: %v", args, err)
+	}
+	return r
+}
+
+// up writes a scenario, brings it up and takes it down when the test ends,
+// checking that nothing is left behind.
+func up(t *testing.T, yaml string) string {
+	t.Helper()
+	name := scenarioName(t, yaml)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := wanlab(t, "testbed", "up", path)
+	if r.code != 0 {
+		t.Fatalf("testbed up: exit %d: %s", r.code, r.stderr)
+	}
+	t.Cleanup(func() {
+		if r := wanlab(t, "testbed", "down", name); r.code != 0 {
+			t.Errorf("testbed down %s: exit %d: %s", name, r.code, r.stderr)
+		}
+		assertNothingLeft(t, name)
+	})
+	return name
+}
+
+func scenarioName(t *testing.T, yaml string) string {
+	for _, line := range strings.Split(yaml, "\n") {
+		if v, ok := strings.CutPrefix(line, "name: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("scenario has no name line")
+	return ""
+}
+
+// assertNothingLeft checks that test-bed name has no namespace, cgroup, state
+// directory or daemon left on the machine.
+func assertNothingLeft(t *testing.T, name string) {
+	t.Helper()
+	if m, _ := filepath.Glob("/run/netns/wanlab." + name + ".*"); len(m) > 0 {
+		t.Errorf("namespaces left behind: %v", m)
+	}
+	for _, root := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(root, "wanlab", name)); err == nil {
+			t.Errorf("cgroup left behind: %s", filepath.Join(root, "wanlab", name))
+		}
+	}
+	if _, err := os.Stat("/run/wanlab/" + name); err == nil {
+		t.Errorf("state directory /run/wanlab/%s left behind", name)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "testbed daemon .*"+name+"$").Output(); len(out) > 0 {
+		t.Errorf("daemon still running: %s", out)
+	}
+}
+
+// status returns the test-bed's status JSON.
+func status(t *testing.T, name string) statusDoc {
+	t.Helper()
+	r := wanlab(t, "testbed", "status", name, "--json")
+	if r.code != 0 {
+		t.Fatalf("status: exit %d: %s", r.code, r.stderr)
+	}
+	var s statusDoc
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("status JSON: %v\n%s", err, r.stdout)
+	}
+	return s
+}
+
+type statusDoc struct {
+	Name  string `json:"name"`
+	Alive bool   `json:"alive"`
+	Hosts []struct {
+		Name string `json:"name"`
+		Addr string `json:"addr"`
+	} `json:"hosts"`
+	Links []struct {
+		Name     string `json:"name"`
+		Counters struct {
+			Packets    uint64 `json:"packets"`
+			QueueDrops uint64 `json:"queue_drops"`
+			LossDrops  uint64 `json:"loss_drops"`
+		} `json:"counters"`
+	} `json:"links"`
+	OtherDrops struct {
+		TUNQueue   uint64 `json:"tun_queue"`
+		EnginePool uint64 `json:"engine_pool"`
+		Write      uint64 `json:"write"`
+	} `json:"other_drops"`
+}
+
+func (s statusDoc) addr(host string) string {
+	for _, h := range s.Hosts {
+		if h.Name == host {
+			return h.Addr
+		}
+	}
+	return ""
+}
+
+func (s statusDoc) link(name string) (packets, queueDrops, lossDrops uint64) {
+	for _, l := range s.Links {
+		if l.Name == name {
+			return l.Counters.Packets, l.Counters.QueueDrops, l.Counters.LossDrops
+		}
+	}
+	return 0, 0, 0
+}
+
+// binomialBounds returns the 99% two-sided interval for the number of
+// successes in n trials of probability p (normal approximation).
+func binomialBounds(n int, p float64) (lo, hi float64) {
+	mean := float64(n) * p
+	sd := math.Sqrt(float64(n) * p * (1 - p))
+	return mean - 2.576*sd, mean + 2.576*sd
+}
+
+func runner(name string) crosscheck.Runner {
+	return crosscheck.Runner{Wanlab: wanlabBin, Testbed: name}
+}
