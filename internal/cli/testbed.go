@@ -47,7 +47,8 @@ func newValidateCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(c.OutOrStdout(), view)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: test-bed %q is valid: %d hosts, %d sites, %d links\n\n", a[0], tb.Name, len(tb.Hosts), len(tb.Sites), len(tb.Links))
+			fmt.Fprintf(c.OutOrStdout(), "%s: test-bed %q is valid: %s, %s, %s\n\n", a[0], tb.Name,
+				count(len(tb.Hosts), "host"), count(len(tb.Sites), "site"), count(len(tb.Links), "link"))
 			printPlan(c.OutOrStdout(), view)
 			return nil
 		},
@@ -231,4 +232,12 @@ func newDaemonCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&source, "source", "", "the scenario file the test-bed came from")
 	return c
+}
+
+// count writes n with its noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

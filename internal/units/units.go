@@ -167,8 +167,8 @@ func ParsePercent(s string) (float64, error) {
 	return v / 100, nil
 }
 
-// FormatPercent prints a probability as a percentage.
-func FormatPercent(p float64) string { return trimFloat(p*100) + "%" }
+// FormatPercent prints a probability as a percentage to four significant digits.
+func FormatPercent(p float64) string { return strconv.FormatFloat(p*100, 'g', 4, 64) + "%" }
 
 // FormatDuration prints a duration in milliseconds, the unit of RTTs.
 func FormatDuration(d time.Duration) string {
