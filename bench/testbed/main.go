@@ -1,0 +1,413 @@
+// Command testbed benchmarks wanlab's emulated test-beds against the targets
+// of docs/benchmarks.md: rate, delay, loss and drop fidelity measured with
+// iperf3 and ping inside the test-bed, the kernel's veth + tbf as the
+// reference for rate, the engine's CPU cost, and how fast 50 hosts come up and
+// go down. It prints Markdown for docs/benchmarks.md. It needs root.
+//
+//	go run ./bench/testbed -wanlab bin/wanlab [-quick]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/testbed"
+)
+
+var (
+	wanlabBin = flag.String("wanlab", "bin/wanlab", "the wanlab binary")
+	quick     = flag.Bool("quick", false, "shorter tests, fewer cases")
+	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale)")
+)
+
+// bigBuffers lets one TCP stream fill a 1 Gbit/s path with a 100 ms round trip
+// (12.5 MB in flight): the kernel's default send buffer (4 MiB) would cap it.
+const bigBuffers = `{net.ipv4.tcp_rmem: "4096 131072 67108864", net.ipv4.tcp_wmem: "4096 16384 67108864"}`
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if err := testbed.CheckEnvironment(); err != nil {
+		return err
+	}
+	if err := crosscheck.Require("iperf3", "ping", "tc", "ip"); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*wanlabBin)
+	if err != nil {
+		return err
+	}
+	*wanlabBin = abs
+	header()
+	sections := []struct {
+		name string
+		fn   func() error
+	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}}
+	for _, s := range sections {
+		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
+			continue
+		}
+		if err := s.fn(); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+func header() {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	cpu := "unknown"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name\t: "); ok {
+				cpu = v
+				break
+			}
+		}
+	}
+	iperf, _ := exec.Command("iperf3", "--version").Output()
+	fmt.Printf("Measured %s on %s, %d cores, kernel %s, %s.\n\n", time.Now().UTC().Format("2006-01-02"), cpu, runtime.NumCPU(),
+		strings.TrimSpace(string(kernel)), strings.SplitN(string(iperf), "\n", 2)[0])
+}
+
+// bed is a test-bed brought up for one benchmark.
+type bed struct {
+	name string
+	st   *testbed.State
+}
+
+func upBed(yaml string) (*bed, error) {
+	name := strings.TrimSpace(strings.SplitN(strings.SplitN(yaml, "name: ", 2)[1], "\n", 2)[0])
+	f, err := os.CreateTemp("", "wanlab-bench-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	f.WriteString(yaml)
+	f.Close()
+	if out, err := exec.Command(*wanlabBin, "testbed", "up", f.Name()).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("up %s: %v: %s", name, err, out)
+	}
+	st, err := testbed.ReadState(name)
+	if err != nil {
+		return nil, err
+	}
+	return &bed{name: name, st: st}, nil
+}
+
+func (b *bed) down() {
+	if out, err := exec.Command(*wanlabBin, "testbed", "down", b.name).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: down %s: %v: %s\n", b.name, err, out)
+	}
+}
+
+func (b *bed) addr(host string) string {
+	for _, h := range b.st.Hosts {
+		if h.Name == host {
+			return h.Addr
+		}
+	}
+	return ""
+}
+
+func (b *bed) runner() crosscheck.Runner { return crosscheck.Runner{Wanlab: *wanlabBin, Testbed: b.name} }
+
+func (b *bed) status() (*testbed.Status, error) { return testbed.GetStatus(b.name) }
+
+// otherDrops sums the drops the link model did not decide.
+func otherDrops(s *testbed.Status) uint64 {
+	n := s.Engine.PoolDrops
+	for _, p := range s.Engine.Ports {
+		n += p.WriteDrops
+	}
+	for _, t := range s.TUN {
+		n += t.TxDropped + t.RxDropped
+	}
+	return n
+}
+
+func forwardedBytes(s *testbed.Status) uint64 {
+	var n uint64
+	for _, d := range s.Engine.Dirs {
+		n += d.Bytes
+	}
+	return n
+}
+
+func duration() time.Duration {
+	if *quick {
+		return 4 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// rateAndDelay runs one TCP stream and idle pings through links of 10, 100 and
+// 1000 Mbit/s with 0.1, 10 and 50 ms one-way delay, queue one BDP.
+func rateAndDelay() error {
+	rates := []float64{10e6, 100e6, 1e9}
+	delays := []time.Duration{100 * time.Microsecond, 10 * time.Millisecond, 50 * time.Millisecond}
+	if *quick {
+		rates, delays = []float64{100e6, 1e9}, []time.Duration{100 * time.Microsecond, 50 * time.Millisecond}
+	}
+	fmt.Println("### Rate and delay: one iperf3 TCP stream, idle ping")
+	fmt.Println()
+	fmt.Printf("iperf3 -t %v, MTU 1500, queue = one BDP of the round trip (at least 100 packets), "+
+		"hosts' TCP buffers raised to 64 MiB. TCP ceiling = rate x 1448/1500. RTT expected = 2 x delay + serialisation of 84-byte pings. "+
+		"Lateness: engine release lateness during the idle pings. CPU: engine CPU seconds per Gbit forwarded.\n\n", duration().Seconds())
+	fmt.Println("| rate | delay | iperf3 TCP | % of rate | % of TCP ceiling | retransmits | ping min / avg RTT | expected RTT | lateness p50 / p99 (idle) | drops outside model | engine CPU per Gbit |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rates {
+		for _, d := range delays {
+			if err := rateCase(r, d); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Println()
+	fmt.Println("Kernel reference (no emulator): veth pair between two namespaces, `tc tbf` at the rate on the sender's side, no delay (the kernel here has no netem).")
+	fmt.Println()
+	fmt.Println("| rate | iperf3 TCP through veth + tbf | % of rate | retransmits |")
+	fmt.Println("|---|---|---|---|")
+	for _, r := range rates {
+		if err := tbfReference(r); err != nil {
+			return err
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+func rateCase(rate float64, delay time.Duration) error {
+	bdp := int64(rate / 8 * (2 * delay).Seconds())
+	queue := max(bdp, 150000)
+	b, err := upBed(fmt.Sprintf(`name: bench-rate
+hosts:
+  a: {sysctl: %s}
+  b: {sysctl: %s}
+links:
+  - between: [a, b]
+    rate: %gMbit
+    delay: %dus
+    queue: %dB
+`, bigBuffers, bigBuffers, rate/1e6, delay.Microseconds(), queue))
+	if err != nil {
+		return err
+	}
+	defer b.down()
+	ctx := context.Background()
+	ping, err := b.runner().Ping(ctx, "a", b.addr("b"), 50, 20*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	idle, err := b.status()
+	if err != nil {
+		return err
+	}
+	res, err := b.runner().Iperf(ctx, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: b.addr("b"), Duration: duration()})
+	if err != nil {
+		return err
+	}
+	after, err := b.status()
+	if err != nil {
+		return err
+	}
+	gbit := float64(forwardedBytes(after)-forwardedBytes(idle)) * 8 / 1e9
+	cpu := (after.Engine.CPUSeconds - idle.Engine.CPUSeconds) / gbit
+	expected := 2*delay.Seconds()*1e3 + 2*84*8/rate*1e3
+	ceiling := rate * 1448 / 1500
+	fmt.Printf("| %s | %s | %.1f Mbit/s | %.1f%% | %.1f%% | %d | %.3f / %.3f ms | %.3f ms | %.0f / %.0f us | %d | %.2f s |\n",
+		mbit(rate), delay, res.ReceivedBPS/1e6, 100*res.ReceivedBPS/rate, 100*res.ReceivedBPS/ceiling, res.Retransmits,
+		ping.MinMS, ping.AvgMS, expected, idle.Engine.Lateness.P50us, idle.Engine.Lateness.P99us, otherDrops(after), cpu)
+	return nil
+}
+
+func mbit(r float64) string {
+	if r >= 1e9 {
+		return fmt.Sprintf("%g Gbit/s", r/1e9)
+	}
+	return fmt.Sprintf("%g Mbit/s", r/1e6)
+}
+
+// tbfReference measures one TCP stream through veth + tbf, the kernel's shaper.
+func tbfReference(rate float64) error {
+	a, b := testbed.NetnsName("benchref", "a"), testbed.NetnsName("benchref", "b")
+	burst := max(int64(rate/8/250), 15000) // at least one tick's worth at HZ=250
+	cmds := [][]string{
+		{"ip", "netns", "add", a}, {"ip", "netns", "add", b},
+		{"ip", "link", "add", "wlref-a", "netns", a, "type", "veth", "peer", "name", "wlref-b", "netns", b},
+		{"ip", "-n", a, "addr", "add", "10.251.0.1/30", "dev", "wlref-a"},
+		{"ip", "-n", b, "addr", "add", "10.251.0.2/30", "dev", "wlref-b"},
+		{"ip", "-n", a, "link", "set", "wlref-a", "up"}, {"ip", "-n", b, "link", "set", "wlref-b", "up"},
+		{"tc", "-n", a, "qdisc", "add", "dev", "wlref-a", "root", "tbf", "rate", fmt.Sprintf("%dbit", int64(rate)),
+			"burst", fmt.Sprint(burst), "limit", fmt.Sprint(max(burst*4, 300000))},
+	}
+	defer func() {
+		exec.Command("ip", "netns", "del", a).Run()
+		exec.Command("ip", "netns", "del", b).Run()
+	}()
+	for _, c := range cmds {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %v: %s", c, err, out)
+		}
+	}
+	server := exec.Command("ip", "netns", "exec", b, "iperf3", "-s", "-1")
+	if err := server.Start(); err != nil {
+		return err
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	var res crosscheck.IperfResult
+	var err error
+	for range 50 {
+		out, _ := exec.Command("ip", "netns", "exec", a, "iperf3", "-J", "-c", "10.251.0.2", "-t", fmt.Sprint(duration().Seconds())).Output()
+		if res, err = crosscheck.ParseIperf(out, false); err == nil || !strings.Contains(err.Error(), "refused") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| %s | %.1f Mbit/s | %.1f%% | %d |\n", mbit(rate), res.ReceivedBPS/1e6, 100*res.ReceivedBPS/rate, res.Retransmits)
+	return nil
+}
+
+// loss sends UDP at half the link rate through lossy links and compares the
+// loss iperf3 measured with the 99% binomial interval of the configured rate.
+func loss() error {
+	fmt.Println("### Loss: UDP at half the link rate through a lossy direction")
+	fmt.Println()
+	fmt.Println("iperf3 -u -l 1000 at 25 Mbit/s through a 50 Mbit/s, 5 ms link; Bernoulli loss. The interval is the 99% binomial interval for the number of datagrams sent.")
+	fmt.Println()
+	fmt.Println("| configured loss | datagrams | lost (iperf3) | measured loss | 99% interval | inside | engine loss drops |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, p := range []float64{0.001, 0.01, 0.05} {
+		b, err := upBed(fmt.Sprintf("name: bench-loss\nseed: 7\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 50Mbit\n    delay: 5ms\n    forward: {loss: %g%%}\n", p*100))
+		if err != nil {
+			return err
+		}
+		res, err := b.runner().Iperf(context.Background(), crosscheck.IperfOptions{
+			Client: "a", Server: "b", ServerAddr: b.addr("b"), Duration: 2 * duration(), UDP: true, Rate: "25M", Length: 1000,
+		})
+		st, serr := b.status()
+		b.down()
+		if err = errors.Join(err, serr); err != nil {
+			return err
+		}
+		n := float64(res.Packets)
+		sd := math.Sqrt(n * p * (1 - p))
+		lo, hi := n*p-2.576*sd, n*p+2.576*sd
+		inside := "yes"
+		if float64(res.LostPackets) < lo || float64(res.LostPackets) > hi {
+			inside = "**no**"
+		}
+		fmt.Printf("| %g%% | %d | %d | %.3f%% | %.0f-%.0f | %s | %d |\n", p*100, res.Packets, res.LostPackets,
+			100*float64(res.LostPackets)/n, lo, hi, inside, st.Engine.Dirs[0].LossDrops)
+	}
+	fmt.Println()
+	return nil
+}
+
+// aggregate runs four pairs of hosts at once, each on its own 1 Gbit/s link.
+func aggregate() error {
+	var y strings.Builder
+	y.WriteString("name: bench-agg\nhosts:\n")
+	for i := range 4 {
+		fmt.Fprintf(&y, "  s%d: {sysctl: %s}\n  c%d: {sysctl: %s}\n", i, bigBuffers, i, bigBuffers)
+	}
+	y.WriteString("links:\n")
+	for i := range 4 {
+		fmt.Fprintf(&y, "  - between: [c%d, s%d]\n    rate: 1Gbit\n    delay: 5ms\n", i, i)
+	}
+	b, err := upBed(y.String())
+	if err != nil {
+		return err
+	}
+	defer b.down()
+	before, err := b.status()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	results := make([]crosscheck.IperfResult, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = b.runner().Iperf(context.Background(), crosscheck.IperfOptions{
+				Client: fmt.Sprintf("c%d", i), Server: fmt.Sprintf("s%d", i), ServerAddr: b.addr(fmt.Sprintf("s%d", i)),
+				Port: 5210 + i, Duration: duration(),
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	after, err := b.status()
+	if err != nil {
+		return err
+	}
+	var total float64
+	var each []string
+	for _, r := range results {
+		total += r.ReceivedBPS
+		each = append(each, fmt.Sprintf("%.0f", r.ReceivedBPS/1e6))
+	}
+	cpu := after.Engine.CPUSeconds - before.Engine.CPUSeconds
+	fmt.Println("### Aggregate: four 1 Gbit/s links busy at once")
+	fmt.Println()
+	fmt.Println("Four pairs of hosts, each pair on its own 1 Gbit/s, 5 ms link, one iperf3 TCP stream per pair, all at once; one engine thread.")
+	fmt.Println()
+	fmt.Println("| streams (Mbit/s) | total | engine CPU (cores) | drops outside model | lateness p99 |")
+	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("| %s | %.0f Mbit/s | %.2f | %d | %.0f us |\n\n", strings.Join(each, ", "), total/1e6,
+		cpu/duration().Seconds(), otherDrops(after), after.Engine.Lateness.P99us)
+	return nil
+}
+
+// scale times a 50-host test-bed coming up and going down.
+func scale() error {
+	var y strings.Builder
+	y.WriteString("name: bench-scale\nsites:\n")
+	for s := range 5 {
+		fmt.Fprintf(&y, "  site%d: {rate: 100Mbit, delay: %dms}\n", s, 5*(s+1))
+	}
+	y.WriteString("hosts:\n")
+	for i := range 50 {
+		fmt.Fprintf(&y, "  h%d: {site: site%d, cpus: 0.5}\n", i, i%5)
+	}
+	start := time.Now()
+	b, err := upBed(y.String())
+	if err != nil {
+		return err
+	}
+	upTime := time.Since(start)
+	start = time.Now()
+	b.down()
+	downTime := time.Since(start)
+	left, _ := filepath.Glob("/run/netns/wanlab.bench-scale.*")
+	fmt.Println("### Scale: 50 hosts at 5 sites, each with a CPU quota")
+	fmt.Println()
+	fmt.Println("| up | down | namespaces left |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| %.2f s | %.2f s | %d |\n\n", upTime.Seconds(), downTime.Seconds(), len(left))
+	return nil
+}
