@@ -70,6 +70,10 @@ type otherDrops struct {
 }
 
 type engineView struct {
+	// Realtime and CPUsAwake say whether the engine got SCHED_FIFO and the
+	// PM QoS request it asked for; without them packets may be released later.
+	Realtime      bool                    `json:"realtime"`
+	CPUsAwake     bool                    `json:"cpus_awake"`
 	CPUSeconds    float64                 `json:"cpu_seconds"`
 	UptimeSeconds float64                 `json:"uptime_seconds"`
 	InFlight      int64                   `json:"in_flight"`
@@ -139,7 +143,7 @@ func newStatusView(s *testbed.Status) statusView {
 			od.TUNRx += t.RxDropped
 		}
 		v.OtherDrops = od
-		v.Engine = &engineView{CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness, Ports: e.Ports}
+		v.Engine = &engineView{Realtime: e.Realtime, CPUsAwake: e.CPUsAwake, CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness, Ports: e.Ports}
 	}
 	return v
 }
@@ -251,6 +255,9 @@ func printStatus(w io.Writer, v statusView) {
 		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, release lateness p50 %sus p99 %sus max %sus over %d releases\n",
 			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9),
 			e.InFlight, trim(e.Lateness.P50us), trim(e.Lateness.P99us), trim(e.Lateness.Maxus), e.Lateness.Count)
+		if !e.Realtime || !e.CPUsAwake {
+			fmt.Fprintf(w, "engine: realtime scheduling %s, CPUs kept awake %s: packets may be released later than the model says\n", onOff(e.Realtime), onOff(e.CPUsAwake))
+		}
 	}
 }
 
@@ -294,4 +301,11 @@ func printList(w io.Writer, list []listEntry) {
 		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%s\n", e.Name, state, e.Hosts, e.PID, created)
 	}
 	t.Flush()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

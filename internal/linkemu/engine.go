@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,11 @@ type Config struct {
 	// Spin is how long before a release the engine stops sleeping and polls
 	// instead, trading CPU for punctuality. 0 never spins.
 	Spin time.Duration
+	// KeepCPUsAwake asks the kernel (PM QoS, /dev/cpu_dma_latency) to keep
+	// CPUs out of deep idle states while the engine runs: waking from them
+	// takes tens to hundreds of microseconds, which would delay packets on
+	// an idle machine. It costs power, not CPU time.
+	KeepCPUsAwake bool
 }
 
 // Engine forwards packets between ports through the link model. Create it with
@@ -67,12 +73,19 @@ type Engine struct {
 	epoch   time.Time
 
 	realtime bool
+	awake    bool
+	awakeOK  atomic.Bool
 	spin     int64
+	spinning bool // woke early from a long sleep: poll until the next release
+	writer   *writer
 	rtActive atomic.Bool
 
 	stopOnce sync.Once
 	stopped  atomic.Bool
 }
+
+// spinMinWait is the shortest sleep before which the engine spins.
+const spinMinWait = int64(200 * time.Microsecond)
 
 // readBatch bounds how many packets one port may deliver before the engine
 // looks at its release schedule again.
@@ -101,6 +114,7 @@ func New(cfg Config) (*Engine, error) {
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		epoch:    time.Now(),
 		realtime: cfg.Realtime,
+		awake:    cfg.KeepCPUsAwake,
 		spin:     int64(cfg.Spin),
 	}
 	e.pool.init(cfg.MaxPacket, cfg.PoolBytes)
@@ -157,24 +171,43 @@ func (e *Engine) Run() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer unix.Close(e.wakeFD)
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("linkemu: setting timer slack: %w", err)
+	if err := e.tuneThread(); err != nil {
+		return err
 	}
-	if e.realtime {
-		// Priority 1 is the lowest real-time priority: enough to run ahead
-		// of every normal process, below kernel threads that use FIFO.
-		err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
-		e.rtActive.Store(err == nil)
+	if e.awake {
+		if qos, err := keepCPUsAwake(); err == nil {
+			defer qos.Close()
+			e.awakeOK.Store(true)
+		}
 	}
+	w, err := newWriter(e)
+	if err != nil {
+		return fmt.Errorf("linkemu: starting the writer: %w", err)
+	}
+	e.writer = w
+	go w.run()
+	defer func() {
+		w.stop()
+		e.reclaim()
+	}()
 	const idleWait = int64(time.Second)
 	for !e.stopped.Load() {
+		e.reclaim()
 		now := e.now()
 		e.releaseDue(now)
 		wait := idleWait
 		if e.events.len() > 0 {
-			// Within the spin margin, poll without sleeping; further out,
-			// sleep until the margin begins.
-			wait = max(0, e.events.top().at-e.now()-e.spin)
+			wait = max(0, e.events.top().at-e.now())
+			// Before a long sleep, wake early and poll through the last
+			// stretch: waking from a long sleep is the least punctual. When
+			// packets are dense, sleeps are short and spinning would only
+			// take a core from the hosts.
+			if wait >= spinMinWait {
+				wait -= e.spin
+				e.spinning = e.spin > 0
+			} else if e.spinning {
+				wait = 0
+			}
 		}
 		e.timeout = unix.NsecToTimespec(wait)
 		n, err := unix.Ppoll(e.pollfds, &e.timeout, nil)
@@ -196,6 +229,35 @@ func (e *Engine) Run() error {
 	return nil
 }
 
+// keepCPUsAwake holds a PM QoS request for zero CPU wake-up latency; the
+// kernel honours it for as long as the file stays open.
+func keepCPUsAwake() (*os.File, error) {
+	f, err := os.OpenFile("/dev/cpu_dma_latency", os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	var zero [4]byte
+	if _, err := f.Write(zero[:]); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// tuneThread gives the calling OS thread 1 ns timer slack and, if asked,
+// SCHED_FIFO at priority 1: the lowest real-time priority, enough to run
+// ahead of every normal process and below kernel threads that use FIFO.
+func (e *Engine) tuneThread() error {
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("linkemu: setting timer slack: %w", err)
+	}
+	if e.realtime {
+		err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+		e.rtActive.Store(err == nil)
+	}
+	return nil
+}
+
 // Stop makes Run return soon. It is safe to call more than once and from any goroutine.
 func (e *Engine) Stop() {
 	e.stopOnce.Do(func() {
@@ -212,6 +274,7 @@ func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
 func (e *Engine) readPort(src int) {
 	fd := e.ports[src].FD
 	st := &e.portStat[src]
+	e.reclaim()
 	for range readBatch {
 		slot, buf := e.pool.get()
 		if slot < 0 {
@@ -281,6 +344,7 @@ func (e *Engine) forward(slot int32, t int64) {
 // releaseDue moves every packet whose release time has come out of its direction.
 func (e *Engine) releaseDue(now int64) {
 	for e.events.len() > 0 && e.events.top().at <= now {
+		e.spinning = false
 		ev := e.events.pop()
 		e.late.record(e.now() - ev.at)
 		slot := ev.slot
@@ -295,13 +359,27 @@ func (e *Engine) releaseDue(now int64) {
 }
 
 func (e *Engine) deliver(slot int32) {
-	dst := e.pathDst[e.pool.path[slot]]
-	if _, err := unix.Write(e.ports[dst].FD, e.pool.buf(slot)); err != nil {
-		e.portStat[dst].WriteDrops.Add(1)
+	e.writer.submit(delivery{data: e.pool.buf(slot), dst: e.pathDst[e.pool.path[slot]], slot: slot})
+}
+
+// write puts a packet into its destination host; the engine or the writer calls it.
+func (e *Engine) write(d delivery) {
+	if _, err := unix.Write(e.ports[d.dst].FD, d.data); err != nil {
+		e.portStat[d.dst].WriteDrops.Add(1)
 	} else {
-		e.portStat[dst].TxPackets.Add(1)
+		e.portStat[d.dst].TxPackets.Add(1)
 	}
-	e.drop(slot)
+}
+
+// reclaim takes back the slots the writer has finished with.
+func (e *Engine) reclaim() {
+	for {
+		slot, ok := e.writer.back.pop()
+		if !ok {
+			return
+		}
+		e.pool.put(slot)
+	}
 }
 
 func (e *Engine) drop(slot int32) {
@@ -314,6 +392,7 @@ func (e *Engine) Stats() Stats {
 	s := Stats{
 		PoolDrops: e.pool.drops.Load(),
 		Realtime:  e.rtActive.Load(),
+		CPUsAwake: e.awakeOK.Load(),
 		InFlight:  e.inFlight.Load(),
 		Lateness:  e.late.summary(),
 		Uptime:    time.Since(e.epoch).Seconds(),

@@ -51,6 +51,8 @@ type Stats struct {
 	PoolDrops uint64 `json:"pool_drops"`
 	// Realtime says whether the engine thread runs under SCHED_FIFO.
 	Realtime bool `json:"realtime"`
+	// CPUsAwake says whether the engine holds CPUs out of deep idle states.
+	CPUsAwake bool `json:"cpus_awake"`
 	// InFlight is the number of packets the engine holds now.
 	InFlight int64 `json:"in_flight"`
 	// Lateness is how late the engine released packets compared with the

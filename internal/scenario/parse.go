@@ -32,8 +32,9 @@ type rawFile struct {
 }
 
 type rawEngine struct {
-	Realtime *bool  `yaml:"realtime"`
-	Spin     string `yaml:"spin"`
+	Realtime      *bool  `yaml:"realtime"`
+	Spin          string `yaml:"spin"`
+	KeepCPUsAwake *bool  `yaml:"keep_cpus_awake"`
 }
 
 type rawHost struct {
@@ -363,10 +364,13 @@ func (v *validator) name(field, kind, s string) {
 }
 
 func (v *validator) testbed(raw *rawFile) *Testbed {
-	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1, Engine: Engine{Realtime: true, Spin: DefaultSpin}}
+	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1, Engine: Engine{Realtime: true, Spin: DefaultSpin, KeepCPUsAwake: true}}
 	if e := raw.Engine; e != nil {
 		if e.Realtime != nil {
 			tb.Engine.Realtime = *e.Realtime
+		}
+		if e.KeepCPUsAwake != nil {
+			tb.Engine.KeepCPUsAwake = *e.KeepCPUsAwake
 		}
 		if e.Spin != "" {
 			d, err := units.ParseDuration(e.Spin)

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -113,7 +114,7 @@ func (d *daemon) build() error {
 		d.fds = append(d.fds, fd)
 	}
 	cfg := plan.EngineConfig(d.fds, tb.Seed)
-	cfg.Realtime, cfg.Spin = tb.Engine.Realtime, tb.Engine.Spin
+	cfg.Realtime, cfg.Spin, cfg.KeepCPUsAwake = tb.Engine.Realtime, tb.Engine.Spin, tb.Engine.KeepCPUsAwake
 	d.engine, err = linkemu.New(cfg)
 	if err != nil {
 		return err
@@ -161,6 +162,10 @@ func (d *daemon) serve() error {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(d.engine.Stats())
 	})
+	// Profiles of the engine, for benchmarks and bug reports:
+	// curl --unix-socket /run/wanlab/NAME/engine.sock http://engine/debug/pprof/profile
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go d.server.Serve(ln)
 	return nil

@@ -1,0 +1,139 @@
+package linkemu
+
+import (
+	"runtime"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Writing a packet into a host's TUN device runs that host's network stack in
+// the writer's context: the receiver's TCP input and, for an ACK, the sender's
+// next transmissions. At high packet rates that is most of the work, so it is
+// done by a writer thread, on another core, while the engine thread keeps
+// reading and timing. The hand-over costs a wake-up of the writer when it
+// was idle: a few microseconds, measured in docs/benchmarks.md.
+
+// delivery is one packet handed to the writer.
+type delivery struct {
+	data []byte // in a pool chunk, which never moves
+	dst  int32
+	slot int32
+}
+
+// ring is a single-producer, single-consumer queue of fixed capacity.
+type ring[T any] struct {
+	buf  []T
+	mask uint64
+	head atomic.Uint64 // next to read, advanced by the consumer
+	tail atomic.Uint64 // next to write, advanced by the producer
+}
+
+func newRing[T any](capacity int) *ring[T] {
+	n := 1
+	for n < capacity {
+		n <<= 1
+	}
+	return &ring[T]{buf: make([]T, n), mask: uint64(n - 1)}
+}
+
+func (r *ring[T]) push(v T) bool {
+	t := r.tail.Load()
+	if t-r.head.Load() == uint64(len(r.buf)) {
+		return false
+	}
+	r.buf[t&r.mask] = v
+	r.tail.Store(t + 1)
+	return true
+}
+
+func (r *ring[T]) pop() (T, bool) {
+	var zero T
+	h := r.head.Load()
+	if h == r.tail.Load() {
+		return zero, false
+	}
+	v := r.buf[h&r.mask]
+	r.buf[h&r.mask] = zero
+	r.head.Store(h + 1)
+	return v, true
+}
+
+func (r *ring[T]) empty() bool { return r.head.Load() == r.tail.Load() }
+
+// writerQueue bounds the packets waiting for the writer; when it is full the
+// engine waits, which is back-pressure, never a silent drop.
+const writerQueue = 1 << 16
+
+type writer struct {
+	e    *Engine
+	out  *ring[delivery] // engine -> writer
+	back *ring[int32]    // written slots, writer -> engine
+	wake int             // eventfd the idle writer sleeps on
+	idle atomic.Bool
+	done chan struct{}
+}
+
+func newWriter(e *Engine) (*writer, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	return &writer{e: e, out: newRing[delivery](writerQueue), back: newRing[int32](writerQueue), wake: wake, done: make(chan struct{})}, nil
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w.e.tuneThread()
+	var buf [8]byte
+	for {
+		for {
+			d, ok := w.out.pop()
+			if !ok {
+				break
+			}
+			w.e.write(d)
+			w.e.inFlight.Add(-1)
+			for !w.back.push(d.slot) {
+				runtime.Gosched() // the engine returns slots every loop
+			}
+		}
+		// Announce idleness before the last look at the queue, so that a
+		// packet pushed in between is either seen here or followed by a wake.
+		w.idle.Store(true)
+		if !w.out.empty() {
+			w.idle.Store(false)
+			continue
+		}
+		if w.e.stopped.Load() {
+			return
+		}
+		unix.Read(w.wake, buf[:])
+		w.idle.Store(false)
+	}
+}
+
+// submit hands a due packet to the writer.
+func (w *writer) submit(d delivery) {
+	for !w.out.push(d) {
+		w.e.reclaim()
+		runtime.Gosched()
+	}
+	if w.idle.Load() {
+		w.kick()
+	}
+}
+
+func (w *writer) kick() {
+	one := [8]byte{1}
+	unix.Write(w.wake, one[:])
+}
+
+// stop waits for the writer to drain its queue and exit.
+func (w *writer) stop() {
+	w.kick()
+	<-w.done
+	unix.Close(w.wake)
+}
