@@ -127,7 +127,9 @@ func (b *bed) addr(host string) string {
 	return ""
 }
 
-func (b *bed) runner() crosscheck.Runner { return crosscheck.Runner{Wanlab: *wanlabBin, Testbed: b.name} }
+func (b *bed) runner() crosscheck.Runner {
+	return crosscheck.Runner{Wanlab: *wanlabBin, Testbed: b.name}
+}
 
 func (b *bed) status() (*testbed.Status, error) { return testbed.GetStatus(b.name) }
 
@@ -151,6 +153,14 @@ func forwardedBytes(s *testbed.Status) uint64 {
 	return n
 }
 
+// omit leaves slow start out: at 100 ms RTT and 1 Gbit/s it lasts seconds.
+func omit() time.Duration {
+	if *quick {
+		return time.Second
+	}
+	return 3 * time.Second
+}
+
 func duration() time.Duration {
 	if *quick {
 		return 4 * time.Second
@@ -168,9 +178,9 @@ func rateAndDelay() error {
 	}
 	fmt.Println("### Rate and delay: one iperf3 TCP stream, idle ping")
 	fmt.Println()
-	fmt.Printf("iperf3 -t %v, MTU 1500, queue = one BDP of the round trip (at least 100 packets), "+
+	fmt.Printf("One iperf3 stream, cubic, -t %v after -O %v (slow start left out), MTU 1500, default queue (one BDP of the round trip, at least 100 packets and 10 ms at the rate), "+
 		"hosts' TCP buffers raised to 64 MiB. TCP ceiling = rate x 1448/1500. RTT expected = 2 x delay + serialisation of 84-byte pings. "+
-		"Lateness: engine release lateness during the idle pings. CPU: engine CPU seconds per Gbit forwarded.\n\n", duration().Seconds())
+		"Lateness: engine release lateness during 50 idle pings. CPU: engine CPU seconds (engine and writer threads) per Gbit forwarded.\n\n", duration().Seconds(), omit().Seconds())
 	fmt.Println("| rate | delay | iperf3 TCP | % of rate | % of TCP ceiling | retransmits | ping min / avg RTT | expected RTT | lateness p50 / p99 (idle) | drops outside model | engine CPU per Gbit |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rates {
@@ -195,8 +205,6 @@ func rateAndDelay() error {
 }
 
 func rateCase(rate float64, delay time.Duration) error {
-	bdp := int64(rate / 8 * (2 * delay).Seconds())
-	queue := max(bdp, 150000)
 	b, err := upBed(fmt.Sprintf(`name: bench-rate
 hosts:
   a: {sysctl: %s}
@@ -205,8 +213,7 @@ links:
   - between: [a, b]
     rate: %gMbit
     delay: %dus
-    queue: %dB
-`, bigBuffers, bigBuffers, rate/1e6, delay.Microseconds(), queue))
+`, bigBuffers, bigBuffers, rate/1e6, delay.Microseconds()))
 	if err != nil {
 		return err
 	}
@@ -220,7 +227,8 @@ links:
 	if err != nil {
 		return err
 	}
-	res, err := b.runner().Iperf(ctx, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: b.addr("b"), Duration: duration()})
+	res, err := b.runner().Iperf(ctx, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: b.addr("b"),
+		Duration: duration(), Omit: omit(), Congestion: "cubic"})
 	if err != nil {
 		return err
 	}
@@ -293,10 +301,11 @@ func tbfReference(rate float64) error {
 func loss() error {
 	fmt.Println("### Loss: UDP at half the link rate through a lossy direction")
 	fmt.Println()
-	fmt.Println("iperf3 -u -l 1000 at 25 Mbit/s through a 50 Mbit/s, 5 ms link; Bernoulli loss. The interval is the 99% binomial interval for the number of datagrams sent.")
+	fmt.Println("iperf3 -u -l 1000 at 25 Mbit/s through a 50 Mbit/s, 5 ms link; Bernoulli loss. The interval is the 99% binomial interval for the number of datagrams sent; " +
+		"'inside' is judged on the engine's loss drops and on iperf3's count. Receiver drops are datagrams the receiving host's UDP socket refused (RcvbufErrors): lost in the host, not the network.")
 	fmt.Println()
-	fmt.Println("| configured loss | datagrams | lost (iperf3) | measured loss | 99% interval | inside | engine loss drops |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| configured loss | datagrams | lost (iperf3) | measured loss | 99% interval | engine loss drops | inside (engine / iperf3) | receiver drops |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, p := range []float64{0.001, 0.01, 0.05} {
 		b, err := upBed(fmt.Sprintf("name: bench-loss\nseed: 7\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 50Mbit\n    delay: 5ms\n    forward: {loss: %g%%}\n", p*100))
 		if err != nil {
@@ -306,22 +315,53 @@ func loss() error {
 			Client: "a", Server: "b", ServerAddr: b.addr("b"), Duration: 2 * duration(), UDP: true, Rate: "25M", Length: 1000,
 		})
 		st, serr := b.status()
+		rcvbuf, rerr := udpRcvbufErrors(b, "b")
 		b.down()
-		if err = errors.Join(err, serr); err != nil {
+		if err = errors.Join(err, serr, rerr); err != nil {
 			return err
 		}
 		n := float64(res.Packets)
 		sd := math.Sqrt(n * p * (1 - p))
 		lo, hi := n*p-2.576*sd, n*p+2.576*sd
-		inside := "yes"
-		if float64(res.LostPackets) < lo || float64(res.LostPackets) > hi {
-			inside = "**no**"
+		engine := st.Engine.Dirs[0].LossDrops
+		in := func(x float64) string {
+			if x < lo || x > hi {
+				return "**no**"
+			}
+			return "yes"
 		}
-		fmt.Printf("| %g%% | %d | %d | %.3f%% | %.0f-%.0f | %s | %d |\n", p*100, res.Packets, res.LostPackets,
-			100*float64(res.LostPackets)/n, lo, hi, inside, st.Engine.Dirs[0].LossDrops)
+		fmt.Printf("| %g%% | %d | %d | %.3f%% | %.0f-%.0f | %d | %s / %s | %d |\n", p*100, res.Packets, res.LostPackets,
+			100*float64(res.LostPackets)/n, lo, hi, engine, in(float64(engine)), in(float64(res.LostPackets)), rcvbuf)
 	}
 	fmt.Println()
 	return nil
+}
+
+// udpRcvbufErrors reads how many datagrams a host's UDP sockets refused.
+func udpRcvbufErrors(b *bed, host string) (int, error) {
+	out, err := exec.Command(*wanlabBin, "testbed", "exec", b.name, host, "--", "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		return 0, err
+	}
+	var head []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if head == nil {
+			head = f
+			continue
+		}
+		for i, name := range head {
+			if name == "RcvbufErrors" && i < len(f) {
+				var v int
+				fmt.Sscan(f[i], &v)
+				return v, nil
+			}
+		}
+	}
+	return 0, errors.New("no Udp RcvbufErrors in /proc/net/snmp")
 }
 
 // aggregate runs four pairs of hosts at once, each on its own 1 Gbit/s link.
@@ -353,7 +393,7 @@ func aggregate() error {
 			defer wg.Done()
 			results[i], errs[i] = b.runner().Iperf(context.Background(), crosscheck.IperfOptions{
 				Client: fmt.Sprintf("c%d", i), Server: fmt.Sprintf("s%d", i), ServerAddr: b.addr(fmt.Sprintf("s%d", i)),
-				Port: 5210 + i, Duration: duration(),
+				Port: 5210 + i, Duration: duration(), Congestion: "cubic",
 			})
 		}()
 	}
@@ -374,7 +414,7 @@ func aggregate() error {
 	cpu := after.Engine.CPUSeconds - before.Engine.CPUSeconds
 	fmt.Println("### Aggregate: four 1 Gbit/s links busy at once")
 	fmt.Println()
-	fmt.Println("Four pairs of hosts, each pair on its own 1 Gbit/s, 5 ms link, one iperf3 TCP stream per pair, all at once; one engine thread.")
+	fmt.Println("Four pairs of hosts, each pair on its own 1 Gbit/s, 5 ms link, one iperf3 TCP stream (cubic) per pair, all at once; one engine thread and one writer thread.")
 	fmt.Println()
 	fmt.Println("| streams (Mbit/s) | total | engine CPU (cores) | drops outside model | lateness p99 |")
 	fmt.Println("|---|---|---|---|---|")

@@ -95,6 +95,9 @@ type IperfOptions struct {
 	Rate           string // UDP target rate, e.g. "10M"
 	Length         int    // UDP datagram size
 	Window         string // socket buffer, e.g. "4M"
+	Congestion     string // TCP congestion control, e.g. "cubic"
+	// Omit leaves the first seconds (slow start) out of the result.
+	Omit time.Duration
 }
 
 // IperfResult is the summary of an iperf3 run, in iperf3's own field names.
@@ -115,7 +118,7 @@ func (r Runner) Iperf(ctx context.Context, o IperfOptions) (IperfResult, error) 
 		o.Port = 5201
 	}
 	port := strconv.Itoa(o.Port)
-	ctx, cancel := context.WithTimeout(ctx, o.Duration+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, o.Duration+o.Omit+30*time.Second)
 	defer cancel()
 	server := r.command(ctx, o.Server, "iperf3", "-s", "-1", "-p", port)
 	var serverOut bytes.Buffer
@@ -136,6 +139,12 @@ func (r Runner) Iperf(ctx context.Context, o IperfOptions) (IperfResult, error) 
 	}
 	if o.Window != "" {
 		args = append(args, "-w", o.Window)
+	}
+	if o.Congestion != "" {
+		args = append(args, "-C", o.Congestion)
+	}
+	if o.Omit > 0 {
+		args = append(args, "-O", strconv.FormatFloat(o.Omit.Seconds(), 'f', -1, 64))
 	}
 	if o.UDP {
 		args = append(args, "-u", "-b", o.Rate)

@@ -131,10 +131,14 @@ func (q Queue) String() string {
 // Defaults that apply where a scenario is silent.
 const (
 	DefaultMTU = 1500
-	// DefaultMinQueuePackets is the floor of the default queue: the default is
-	// one bandwidth-delay product of the direction's round trip (2 x delay),
-	// and never less than this many full-size packets.
+	// DefaultMinQueuePackets and DefaultMinQueueTime are the floors of the
+	// default queue: the default is one bandwidth-delay product of the
+	// direction's round trip (2 x delay), and never less than this many
+	// full-size packets nor than this long at the direction's rate, so that
+	// the bursts a host sends at memory speed do not overflow a short path's
+	// tiny BDP, as a switch's buffer would not.
 	DefaultMinQueuePackets = 100
+	DefaultMinQueueTime    = 10 * time.Millisecond
 	MinMTU                 = 576
 	MaxMTU                 = 9000
 	MinRate                = 1 * units.Kbit
@@ -150,9 +154,8 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 
 // DefaultQueue returns the queue used when a direction does not set one.
 func DefaultQueue(rate units.Rate, delay time.Duration, mtu int) Queue {
-	floor := int64(DefaultMinQueuePackets * mtu)
-	bdp := int64(math.Ceil(float64(rate) / 8 * (2 * delay).Seconds()))
-	return Queue{Bytes: max(floor, bdp)}
+	bytesIn := func(d time.Duration) int64 { return int64(math.Ceil(float64(rate) / 8 * d.Seconds())) }
+	return Queue{Bytes: max(int64(DefaultMinQueuePackets*mtu), bytesIn(2*delay), bytesIn(DefaultMinQueueTime))}
 }
 
 // Host returns the host with the given name.
