@@ -24,6 +24,8 @@ type checkView struct {
 	// OtherDrops are the drops the link model did not decide, over the whole check.
 	OtherDrops *otherDrops `json:"other_drops,omitempty"`
 	Engine     *engineView `json:"engine,omitempty"`
+	// TestbedLimits lists signs that the test-bed, not the scenario, limited the results.
+	TestbedLimits []string `json:"testbed_limits,omitempty"`
 }
 
 func newCheckCmd() *cobra.Command {
@@ -119,7 +121,7 @@ func runCheck(ctx context.Context, stdout, stderr io.Writer, name string, durati
 	view := checkView{Testbed: name, Paths: results}
 	if s, serr := testbed.GetStatus(name); serr == nil {
 		sv := newStatusView(s)
-		view.OtherDrops, view.Engine = sv.OtherDrops, sv.Engine
+		view.OtherDrops, view.Engine, view.TestbedLimits = sv.OtherDrops, sv.Engine, sv.TestbedLimits
 	}
 	if asJSON {
 		if jerr := writeJSON(stdout, view); jerr != nil {
@@ -152,4 +154,5 @@ func printCheck(w io.Writer, v checkView) {
 		fmt.Fprintf(w, "engine release lateness: p50 %sus, p99 %sus over %d releases; engine CPU %.2fs\n",
 			trim(e.Lateness.P50us), trim(e.Lateness.P99us), e.Lateness.Count, e.CPUSeconds)
 	}
+	printLimits(w, v.TestbedLimits)
 }

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/wanlab/wanlab/internal/golden"
+)
 
 func TestExitCodes(t *testing.T) {
 	tests := []struct {
@@ -65,24 +63,7 @@ func TestValidateGolden(t *testing.T) {
 			if code := run(tt.args, &out, &errb); code != exitOK {
 				t.Fatalf("exit %d: %s", code, errb.String())
 			}
-			golden(t, "testdata/"+tt.golden, out.String())
+			golden.Check(t, "testdata/"+tt.golden, out.String())
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }

@@ -56,9 +56,12 @@ type statusView struct {
 	Cgroup   string    `json:"cgroup_version"`
 	// OtherDrops are drops the link model did not decide: they mean the
 	// test-bed itself fell short, and should be zero.
-	OtherDrops *otherDrops           `json:"other_drops,omitempty"`
-	Engine     *engineView           `json:"engine,omitempty"`
-	TUN        []testbed.TUNCounters `json:"tun,omitempty"`
+	OtherDrops *otherDrops `json:"other_drops,omitempty"`
+	Engine     *engineView `json:"engine,omitempty"`
+	// TestbedLimits lists why results may have been limited by the test-bed
+	// rather than the scenario; empty when there is no such sign.
+	TestbedLimits []string              `json:"testbed_limits,omitempty"`
+	TUN           []testbed.TUNCounters `json:"tun,omitempty"`
 }
 
 type otherDrops struct {
@@ -143,9 +146,39 @@ func newStatusView(s *testbed.Status) statusView {
 			od.TUNRx += t.RxDropped
 		}
 		v.OtherDrops = od
+		v.TestbedLimits = testbedLimits(od, e)
 		v.Engine = &engineView{Realtime: e.Realtime, CPUsAwake: e.CPUsAwake, CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness, Ports: e.Ports}
 	}
 	return v
+}
+
+// maxFaithfulLateness is the p99 release lateness above which the engine is
+// said to have limited a result: beyond it, delays and rates drift from the model.
+const maxFaithfulLateness = 1000 // us
+
+// testbedLimits lists the signs that the test-bed, not the scenario, limited
+// what was measured.
+func testbedLimits(d *otherDrops, e *linkemu.Stats) []string {
+	var out []string
+	if n := d.TUNQueue + d.TUNRx + d.EnginePool + d.Write; n > 0 {
+		out = append(out, fmt.Sprintf("%d packets were dropped outside the link model", n))
+	}
+	if e.Lateness.P99us > maxFaithfulLateness {
+		out = append(out, fmt.Sprintf("the engine released 1%% of packets more than %.1f ms late (the machine's CPUs were saturated?)", e.Lateness.P99us/1000))
+	}
+	if !e.Realtime {
+		out = append(out, "the engine runs without realtime scheduling")
+	}
+	if !e.CPUsAwake {
+		out = append(out, "CPUs may sleep deeply between packets (PM QoS not held)")
+	}
+	return out
+}
+
+func printLimits(w io.Writer, limits []string) {
+	for _, l := range limits {
+		fmt.Fprintf(w, "WARNING: test-bed limit: %s\n", l)
+	}
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -255,10 +288,8 @@ func printStatus(w io.Writer, v statusView) {
 		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, release lateness p50 %sus p99 %sus max %sus over %d releases\n",
 			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9),
 			e.InFlight, trim(e.Lateness.P50us), trim(e.Lateness.P99us), trim(e.Lateness.Maxus), e.Lateness.Count)
-		if !e.Realtime || !e.CPUsAwake {
-			fmt.Fprintf(w, "engine: realtime scheduling %s, CPUs kept awake %s: packets may be released later than the model says\n", onOff(e.Realtime), onOff(e.CPUsAwake))
-		}
 	}
+	printLimits(w, v.TestbedLimits)
 }
 
 type listEntry struct {
@@ -301,11 +332,4 @@ func printList(w io.Writer, list []listEntry) {
 		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%s\n", e.Name, state, e.Hosts, e.PID, created)
 	}
 	t.Flush()
-}
-
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
 }

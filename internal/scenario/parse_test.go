@@ -3,17 +3,15 @@ package scenario
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/golden"
 	"github.com/wanlab/wanlab/internal/units"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestBadFiles checks that each bad scenario gives exactly the errors in its
 // .err golden file: file, line, field and a message in plain words.
@@ -32,7 +30,7 @@ func TestBadFiles(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("error is %T, want *scenario.Error: %v", err, err)
 			}
-			golden(t, f+".err", err.Error()+"\n")
+			golden.Check(t, f+".err", err.Error()+"\n")
 		})
 	}
 }
@@ -54,7 +52,7 @@ func TestGoodFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, strings.TrimSuffix(f, ".yaml")+".json", string(out)+"\n")
+			golden.Check(t, strings.TrimSuffix(f, ".yaml")+".json", string(out)+"\n")
 		})
 	}
 }
@@ -145,23 +143,6 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
-	}
 }
 
 func abs(x float64) float64 {
