@@ -281,3 +281,27 @@ func write(path, value string) error {
 	}
 	return nil
 }
+
+// Own returns the group of the calling process in the hierarchy that
+// accounts CPU usage, as a path relative to its mount (e.g. "wanlab/t1/a").
+func (m *Manager) Own() (string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	return ownGroup(string(data), m.Version)
+}
+
+func ownGroup(procCgroup string, v Version) (string, error) {
+	for _, line := range strings.Split(procCgroup, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		ctrls := strings.Split(parts[1], ",")
+		if v == V2 && parts[0] == "0" && parts[1] == "" || v == V1 && slices.Contains(ctrls, "cpuacct") {
+			return strings.TrimPrefix(parts[2], "/"), nil
+		}
+	}
+	return "", fmt.Errorf("no %v cpu accounting group in /proc/self/cgroup", v)
+}

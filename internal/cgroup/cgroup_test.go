@@ -92,3 +92,22 @@ func TestQuotaLimitsCPU(t *testing.T) {
 		t.Error("group still there after Remove")
 	}
 }
+
+func TestOwnGroup(t *testing.T) {
+	v1 := "4:memory:/x\n2:cpuacct:/wanlab/t1/a\n1:cpu:/wanlab/t1/a\n0::/\n"
+	v1combined := "3:cpu,cpuacct:/wanlab/t2/b\n"
+	v2 := "0::/wanlab/t3/c\n"
+	tests := []struct {
+		in   string
+		v    Version
+		want string
+	}{{v1, V1, "wanlab/t1/a"}, {v1combined, V1, "wanlab/t2/b"}, {v2, V2, "wanlab/t3/c"}}
+	for _, tt := range tests {
+		if got, err := ownGroup(tt.in, tt.v); err != nil || got != tt.want {
+			t.Errorf("ownGroup(%q, %v) = %q, %v; want %q", tt.in, tt.v, got, err, tt.want)
+		}
+	}
+	if _, err := ownGroup("0::/\n", V1); err == nil {
+		t.Error("found a v1 group in a v2-only file")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
@@ -227,6 +228,9 @@ func newDaemonCmd() *cobra.Command {
 			if ready == nil {
 				return usagef("the daemon is started by wanlab testbed up")
 			}
+			// The pipe came without close-on-exec; the agents must not hold it
+			// open, or testbed up would never see it close.
+			unix.CloseOnExec(3)
 			return testbed.RunDaemon(a[0], source, ready)
 		},
 	}

@@ -203,7 +203,11 @@ func Down(name string) error {
 		stopDaemon(pid)
 	}
 	// Also mop up whatever a daemon that died could not remove.
-	return Teardown(name)
+	if err := Teardown(name); err != nil {
+		return err
+	}
+	os.Remove(LogPath(name))
+	return nil
 }
 
 // stopDaemon asks a daemon to tear down and kills it if it does not exit in time.

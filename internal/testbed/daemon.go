@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +59,7 @@ func RunDaemon(name, source string, ready *os.File) error {
 	case err = <-runErr:
 		log.Printf("engine stopped: %v", err)
 	}
+	d.stopping.Store(true)
 	d.close()
 	if terr := Teardown(name); terr != nil {
 		log.Print(terr)
@@ -67,13 +70,14 @@ func RunDaemon(name, source string, ready *os.File) error {
 }
 
 type daemon struct {
-	name   string
-	source string
-	sigs   chan os.Signal
-	plan   *Plan
-	fds    []int
-	engine *linkemu.Engine
-	server *http.Server
+	stopping atomic.Bool
+	name     string
+	source   string
+	sigs     chan os.Signal
+	plan     *Plan
+	fds      []int
+	engine   *linkemu.Engine
+	server   *http.Server
 }
 
 func (d *daemon) interrupted() bool {
@@ -122,10 +126,83 @@ func (d *daemon) build() error {
 	if err := d.serve(); err != nil {
 		return err
 	}
-	return writeState(&State{
+	if err := writeState(&State{
 		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
 		Cgroup: cg.Version.String(), Hosts: plan.Hosts, Dirs: plan.Dirs, Paths: plan.PathList(),
-	})
+	}); err != nil {
+		return err
+	}
+	return d.startAgents()
+}
+
+// superviseAgent starts a host's agent and starts it again if it dies while
+// the test-bed is up, so that one crash does not leave the host unmeasurable.
+func (d *daemon) superviseAgent(exe, host string) error {
+	sock := AgentSocket(d.name, host)
+	start := func() (*exec.Cmd, error) {
+		cmd := exec.Command(exe, "testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr // the daemon's log
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("starting the agent of host %s: %w", host, err)
+		}
+		return cmd, nil
+	}
+	cmd, err := start()
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			err := cmd.Wait()
+			if d.stopping.Load() {
+				return
+			}
+			log.Printf("the agent of host %s exited (%v); starting it again", host, err)
+			time.Sleep(time.Second)
+			if d.stopping.Load() {
+				return
+			}
+			if cmd, err = start(); err != nil {
+				log.Print(err)
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// agentStartWait bounds how long the agents may take to listen.
+const agentStartWait = 15 * time.Second
+
+// startAgents starts `wanlab agent` in every host, the way a user's command
+// runs there (testbed exec: the host's namespace and cgroup), and waits
+// until each listens on its socket.
+func (d *daemon) startAgents() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, h := range d.plan.Hosts {
+		if err := d.superviseAgent(exe, h.Name); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(agentStartWait)
+	for _, h := range d.plan.Hosts {
+		sock := AgentSocket(d.name, h.Name)
+		for {
+			c, err := net.Dial("unix", sock)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the agent of host %s did not start listening on %s within %v; see %s", h.Name, sock, agentStartWait, LogPath(d.name))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // buildHost creates a host's namespace and TUN device and configures them.

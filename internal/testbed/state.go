@@ -38,6 +38,11 @@ func pidPath(name string) string      { return filepath.Join(stateDir(name), "pi
 func socketPath(name string) string   { return filepath.Join(stateDir(name), "engine.sock") }
 func scenarioCopy(name string) string { return filepath.Join(stateDir(name), "scenario.yaml") }
 
+// AgentSocket is where the agent of a host listens, outside every emulated link.
+func AgentSocket(name, host string) string {
+	return filepath.Join(stateDir(name), "agents", host+".sock")
+}
+
 // LogPath is the daemon's log; it outlives the test-bed so that a failure can be read.
 func LogPath(name string) string { return filepath.Join(RunDir, name+".log") }
 

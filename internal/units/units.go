@@ -120,7 +120,7 @@ func ParseSize(s string) (Size, error) {
 }
 
 // String prints the size in the exact unit that gives the smallest number, and
-// approximately in MiB or GiB when it is large and not a round number.
+// approximately in KiB, MiB or GiB when it is not a round number.
 func (z Size) String() string {
 	best, bestN := "", int64(z)
 	for _, u := range []struct {
@@ -139,6 +139,8 @@ func (z Size) String() string {
 		return strconv.FormatFloat(v/(1<<30), 'f', 2, 64) + "GiB"
 	case v >= 1<<20:
 		return strconv.FormatFloat(v/(1<<20), 'f', 2, 64) + "MiB"
+	case v >= 10<<10:
+		return strconv.FormatFloat(v/(1<<10), 'f', 1, 64) + "KiB"
 	}
 	return strconv.FormatInt(int64(z), 10) + "B"
 }

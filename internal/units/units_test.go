@@ -133,6 +133,7 @@ func TestStrings(t *testing.T) {
 		{Size(150000).String(), "150KB"},
 		{Size(1600e6).String(), "1600MB"},
 		{Size(1234567).String(), "1.18MiB"},
+		{Size(52128).String(), "50.9KiB"},
 		{FormatPercent(0.001), "0.1%"},
 		{FormatDuration(1500 * time.Microsecond), "1.5ms"},
 	}

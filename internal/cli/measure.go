@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+)
+
+func newMeasureCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "measure",
+		Short: "Measure between hosts of a test-bed with wanlab's own agents",
+		Long: `Measure between two hosts with wanlab's own measurement engine: the agents that
+testbed up starts in every host run the two ends of each test and stream back their
+samples. Results print as a table, or as JSON with --json (see docs/measure-json.md).`,
+	}
+	c.AddCommand(newThroughputCmd())
+	return c
+}
+
+// hostPair is the --testbed, --from and --to of every measure verb.
+type hostPair struct {
+	testbed, from, to string
+}
+
+func (p *hostPair) flags(c *cobra.Command) {
+	c.Flags().StringVar(&p.testbed, "testbed", "", "the test-bed (required)")
+	c.Flags().StringVar(&p.from, "from", "", "the host that sends (required)")
+	c.Flags().StringVar(&p.to, "to", "", "the host that receives (required)")
+}
+
+// connect checks the pair and dials both hosts' agents.
+func (p *hostPair) connect(ctx context.Context) (from, to measure.Endpoint, closeAll func(), err error) {
+	if p.testbed == "" || p.from == "" || p.to == "" {
+		return from, to, nil, usagef("give --testbed, --from and --to")
+	}
+	if p.from == p.to {
+		return from, to, nil, usagef("--from and --to are the same host %q", p.from)
+	}
+	if err := testbed.CheckEnvironment(); err != nil {
+		return from, to, nil, err
+	}
+	st, err := testbed.ReadState(p.testbed)
+	if err != nil {
+		return from, to, nil, err
+	}
+	if !testbed.Alive(p.testbed) {
+		return from, to, nil, fmt.Errorf("test-bed %q is not running (its engine is gone)", p.testbed)
+	}
+	var clients []*agent.Client
+	closeAll = func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	ends := make([]measure.Endpoint, 2)
+	for i, name := range []string{p.from, p.to} {
+		j := slices.IndexFunc(st.Hosts, func(h testbed.HostPlan) bool { return h.Name == name })
+		if j < 0 {
+			closeAll()
+			var names []string
+			for _, h := range st.Hosts {
+				names = append(names, h.Name)
+			}
+			return from, to, nil, usagef("test-bed %q has no host %q (hosts: %s)", p.testbed, name, strings.Join(names, ", "))
+		}
+		c, err := agent.Dial(ctx, name, testbed.AgentSocket(p.testbed, name))
+		if err != nil {
+			closeAll()
+			return from, to, nil, err
+		}
+		clients = append(clients, c)
+		ends[i] = measure.Endpoint{Host: name, Addr: st.Hosts[j].Addr, Agent: c}
+	}
+	return ends[0], ends[1], closeAll, nil
+}
+
+func newThroughputCmd() *cobra.Command {
+	var (
+		pair                            hostPair
+		streams                         int
+		window, bytes, rate, congestion string
+		duration, interval              time.Duration
+		reverse, bidir, udp, asJSON     bool
+		length                          int
+	)
+	c := &cobra.Command{
+		Use:   "throughput --testbed NAME --from A --to B",
+		Short: "Memory-to-memory throughput over TCP (N streams, window, congestion control) or paced UDP",
+		Long: `Send from A to B for --duration (or --bytes per stream) over --streams TCP
+connections, or paced UDP with --udp --rate. Prints the throughput per interval and in
+total as both ends saw it, retransmits and TCP_INFO (cwnd, RTT) for TCP, loss and jitter
+for UDP, and the CPU each host used. --reverse sends from B to A; --bidir runs both
+directions at once. A test cut short (a host's agent gone, Ctrl-C) still prints what was
+measured, marked partial, and exits 1.`,
+		Example: `  wanlab measure throughput --testbed wan-lan --from wanclient --to server
+  wanlab measure throughput --testbed wan-lan --from lanclient --to server --streams 8 --window 256KiB --json
+  wanlab measure throughput --testbed wan-lan --from wanclient --to server --udp --rate 1Mbit`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, a []string) error {
+			spec := throughput.Spec{Protocol: throughput.TCP, Streams: streams, Duration: duration, Congestion: congestion, Interval: interval, UDPLength: length}
+			if c.Flags().Changed("bytes") {
+				b, err := units.ParseSize(bytes)
+				if err != nil {
+					return usagef("--bytes: %v", err)
+				}
+				spec.Bytes = int64(b)
+				if !c.Flags().Changed("duration") {
+					spec.Duration = 0
+				}
+			}
+			if window != "" {
+				w, err := units.ParseSize(window)
+				if err != nil {
+					return usagef("--window: %v", err)
+				}
+				spec.Window = int(w)
+			}
+			if udp {
+				spec.Protocol = throughput.UDP
+				r, err := units.ParseRate(rate)
+				if err != nil {
+					return usagef("--rate: %v", err)
+				}
+				spec.UDPRate = float64(r)
+			} else if c.Flags().Changed("rate") {
+				return usagef("--rate applies to --udp only")
+			}
+			if reverse && bidir {
+				return usagef("give --reverse or --bidir, not both")
+			}
+			if err := spec.Validate(throughput.DefaultLimits); err != nil {
+				return usagef("%v", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			from, to, closeAll, err := pair.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			if reverse {
+				from, to = to, from
+			}
+			runs := [][2]measure.Endpoint{{from, to}}
+			if bidir {
+				runs = append(runs, [2]measure.Endpoint{to, from})
+			}
+			results := make([]*measure.ThroughputResult, len(runs))
+			errs := make([]error, len(runs))
+			var wg sync.WaitGroup
+			for i, r := range runs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i], errs[i] = measure.Throughput(ctx, r[0], r[1], spec)
+				}()
+			}
+			wg.Wait()
+			if asJSON {
+				var out any = results[0]
+				if bidir {
+					out = results
+				}
+				if jerr := writeJSON(c.OutOrStdout(), out); jerr != nil {
+					return jerr
+				}
+			} else {
+				for _, r := range results {
+					if r != nil {
+						printThroughput(c.OutOrStdout(), r)
+					}
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	pair.flags(c)
+	c.Flags().IntVarP(&streams, "streams", "P", 1, "parallel streams (1-256)")
+	c.Flags().StringVarP(&window, "window", "w", "", "socket buffer size, e.g. 256KiB (default: kernel autotuning)")
+	duration = 10 * time.Second
+	c.Flags().VarP(seconds{&duration}, "duration", "t", "how long to send, e.g. 30s or 30 (seconds)")
+	c.Flags().StringVarP(&bytes, "bytes", "n", "", "send this much per stream instead of for a duration, e.g. 100MB")
+	c.Flags().BoolVarP(&reverse, "reverse", "R", false, "send from --to to --from")
+	c.Flags().BoolVar(&bidir, "bidir", false, "send both ways at once")
+	c.Flags().BoolVarP(&udp, "udp", "u", false, "paced UDP instead of TCP")
+	c.Flags().StringVarP(&rate, "rate", "b", "", "UDP target rate over all streams, e.g. 10Mbit")
+	c.Flags().IntVarP(&length, "length", "l", 1448, "UDP datagram payload in bytes")
+	c.Flags().StringVarP(&congestion, "congestion", "C", "", "TCP congestion control: reno, cubic, bbr (default: the host's)")
+	interval = time.Second
+	c.Flags().VarP(seconds{&interval}, "interval", "i", "reporting interval, e.g. 100ms or 0.1 (at least 10ms)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func printThroughput(w io.Writer, r *measure.ThroughputResult) {
+	s := r.Start
+	what := fmt.Sprintf("%d %s stream", s.Streams, strings.ToUpper(s.Protocol))
+	if s.Streams > 1 {
+		what += "s"
+	}
+	fmt.Fprintf(w, "%s -> %s, %s\n", s.From, s.To, what)
+	t := table(w)
+	udp := s.Protocol == "udp"
+	if udp {
+		fmt.Fprintln(t, "INTERVAL\tTRANSFER\tBITRATE\tLOST\tJITTER")
+	} else {
+		fmt.Fprintln(t, "INTERVAL\tTRANSFER\tBITRATE\tRETR\tCWND\tRTT")
+	}
+	for _, iv := range r.Intervals {
+		sum := iv.Sum
+		fmt.Fprintf(t, "%.2f-%.2f s\t%s\t%s", sum.Start, sum.End, units.Size(sum.Bytes), units.Rate(sum.BitsPerSecond))
+		if udp {
+			fmt.Fprintf(t, "\t%d/%d (%.2g%%)\t%.3f ms\n", sum.LostPackets, sum.Packets+sum.LostPackets, sum.LostPercent, sum.JitterMS)
+			continue
+		}
+		var cwnd uint64
+		for _, st := range iv.Streams {
+			cwnd += uint64(st.SndCwnd)
+		}
+		fmt.Fprintf(t, "\t%d\t%s\t%s ms\n", deref(sum.Retransmits), units.Size(cwnd), trim(float64(sum.RTT)/1000))
+	}
+	t.Flush()
+	e := r.End
+	fmt.Fprintf(w, "sent      %s in %.2f s: %s", units.Size(e.SumSent.Bytes), e.SumSent.Seconds, units.Rate(e.SumSent.BitsPerSecond))
+	if e.SumSent.Retransmits != nil {
+		fmt.Fprintf(w, ", %d retransmits", *e.SumSent.Retransmits)
+	}
+	fmt.Fprintf(w, "\nreceived  %s in %.2f s: %s", units.Size(e.SumReceived.Bytes), e.SumReceived.Seconds, units.Rate(e.SumReceived.BitsPerSecond))
+	if udp {
+		fmt.Fprintf(w, ", lost %d of %d (%.3g%%), jitter %.3f ms", e.SumReceived.LostPackets, e.SumReceived.Packets+e.SumReceived.LostPackets, e.SumReceived.LostPercent, e.SumReceived.JitterMS)
+	}
+	fmt.Fprintf(w, "\nCPU, %% of one core: %s %s, %s %s\n", s.From, cpuText(e.CPU.SenderHost, e.CPU.SenderAgent), s.To, cpuText(e.CPU.ReceiverHost, e.CPU.ReceiverAgent))
+	if r.Partial {
+		fmt.Fprintf(w, "PARTIAL: %s\n", r.Error)
+	}
+}
+
+func cpuText(host, agent float64) string {
+	if host < 0 {
+		return fmt.Sprintf("agent %.1f", agent)
+	}
+	return fmt.Sprintf("host %.1f (agent %.1f)", host, agent)
+}
+
+func deref(p *uint32) uint32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,139 @@
+// Package throughput runs memory-to-memory throughput tests between two
+// hosts: a receiver that accepts N streams and counts what arrives, and a
+// sender that fills them, over TCP (sampling TCP_INFO) or paced UDP (with loss,
+// reordering and jitter). It knows addresses and sockets, nothing of test-beds.
+package throughput
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Protocol is the transport of a test.
+type Protocol int
+
+// The protocols.
+const (
+	TCP Protocol = iota + 1
+	UDP
+)
+
+func (p Protocol) String() string {
+	switch p {
+	case TCP:
+		return "tcp"
+	case UDP:
+		return "udp"
+	}
+	return "unknown"
+}
+
+// Spec is one throughput test.
+type Spec struct {
+	Protocol Protocol
+	Streams  int
+	// Duration ends the test; if it is 0, Bytes per stream does.
+	Duration time.Duration
+	Bytes    int64
+	// Window sets SO_SNDBUF and SO_RCVBUF; 0 leaves the kernel's autotuning.
+	Window     int
+	Congestion string
+	// UDP only: the target rate over all streams in bit/s, and the datagram size.
+	UDPRate   float64
+	UDPLength int
+	Interval  time.Duration
+}
+
+// Limits bound what a spec may ask for.
+type Limits struct {
+	MaxDuration time.Duration
+	MaxStreams  int
+	MaxRate     float64 // bit/s
+	MaxBytes    int64
+}
+
+// DefaultLimits are an agent's limits unless it is told otherwise.
+var DefaultLimits = Limits{MaxDuration: time.Hour, MaxStreams: 256, MaxRate: 10e9, MaxBytes: 1 << 40}
+
+// ErrLimit marks a request over an agent's limits.
+var ErrLimit = errors.New("over the agent's limit")
+
+// Bounds of a sane test.
+const (
+	MinWindow    = 4096
+	MinInterval  = 10 * time.Millisecond
+	MinUDPLength = 16 + headerLen
+	MaxUDPLength = 65507
+)
+
+// Validate checks a spec against itself and against the limits.
+func (s Spec) Validate(l Limits) error {
+	switch {
+	case s.Protocol != TCP && s.Protocol != UDP:
+		return errors.New("protocol must be tcp or udp")
+	case s.Streams < 1:
+		return fmt.Errorf("streams %d: give at least 1", s.Streams)
+	case s.Streams > l.MaxStreams:
+		return fmt.Errorf("streams %d: %w of %d streams", s.Streams, ErrLimit, l.MaxStreams)
+	case s.Duration < 0 || s.Bytes < 0:
+		return errors.New("duration and bytes cannot be negative")
+	case s.Duration == 0 && s.Bytes == 0:
+		return errors.New("give a duration or a number of bytes")
+	case s.Duration > l.MaxDuration:
+		return fmt.Errorf("duration %v: %w of %v", s.Duration, ErrLimit, l.MaxDuration)
+	case s.Bytes > l.MaxBytes:
+		return fmt.Errorf("bytes %d: %w of %d bytes", s.Bytes, ErrLimit, l.MaxBytes)
+	case s.Window != 0 && s.Window < MinWindow:
+		return fmt.Errorf("window %d bytes: give 0 (autotuning) or at least %d", s.Window, MinWindow)
+	case s.Interval < MinInterval:
+		return fmt.Errorf("interval %v: give at least %v", s.Interval, MinInterval)
+	}
+	if s.Protocol == UDP {
+		switch {
+		case s.UDPRate <= 0:
+			return errors.New("udp needs a rate")
+		case s.UDPRate > l.MaxRate:
+			return fmt.Errorf("rate %.0f bit/s: %w of %.0f bit/s", s.UDPRate, ErrLimit, l.MaxRate)
+		case s.UDPLength < MinUDPLength || s.UDPLength > MaxUDPLength:
+			return fmt.Errorf("datagram length %d: give %d to %d bytes", s.UDPLength, MinUDPLength, MaxUDPLength)
+		}
+	}
+	return nil
+}
+
+// TCPInfo is a sample of the kernel's TCP_INFO.
+type TCPInfo struct {
+	SndCwnd      uint32 // segments
+	SndMSS       uint32 // bytes
+	RTT          uint32 // us
+	RTTVar       uint32 // us
+	TotalRetrans uint32
+	PacingRate   uint64 // bytes per second
+}
+
+// Sample is one stream over one interval, or over the whole test.
+type Sample struct {
+	ID          int
+	Bytes       uint64
+	Retransmits uint32   // TCP sender
+	TCP         *TCPInfo // TCP sender, at the end of the interval
+	// UDP receiver.
+	Packets, Lost, OutOfOrder uint64
+	JitterMS                  float64
+}
+
+// Interval is every stream over one interval of the test.
+type Interval struct {
+	Start, End time.Duration
+	Streams    []Sample
+}
+
+// Summary is a whole test as one side saw it.
+type Summary struct {
+	Seconds time.Duration
+	Streams []Sample
+	// Partial says the test ended early; Err says why.
+	Partial bool
+	Err     error
+}

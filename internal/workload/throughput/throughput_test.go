@@ -1,0 +1,174 @@
+package throughput
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// run runs a receiver and a sender over loopback and returns both summaries
+// and the intervals each emitted.
+func run(t *testing.T, spec Spec) (recv, sent Summary, rIvs, sIvs []Interval) {
+	t.Helper()
+	r, err := Listen(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		recv = r.Run(ctx, func(iv Interval) { rIvs = append(rIvs, iv) })
+	}()
+	sent = Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), func(iv Interval) { sIvs = append(sIvs, iv) })
+	wg.Wait()
+	return
+}
+
+func total(s Summary) (b uint64) {
+	for _, st := range s.Streams {
+		b += st.Bytes
+	}
+	return b
+}
+
+func TestTCPDuration(t *testing.T) {
+	spec := Spec{Protocol: TCP, Streams: 3, Duration: 500 * time.Millisecond, Interval: 100 * time.Millisecond}
+	recv, sent, rIvs, sIvs := run(t, spec)
+	if recv.Partial || sent.Partial {
+		t.Fatalf("partial: recv %v, sent %v", recv.Err, sent.Err)
+	}
+	if total(sent) == 0 || total(recv) != total(sent) {
+		t.Errorf("sent %d bytes, received %d: every byte sent must arrive", total(sent), total(recv))
+	}
+	for i, st := range sent.Streams {
+		if st.Bytes != recv.Streams[i].Bytes || st.TCP == nil {
+			t.Errorf("stream %d: sent %d, received %d, tcp info %v", i, st.Bytes, recv.Streams[i].Bytes, st.TCP)
+		}
+	}
+	if len(sIvs) < 4 || len(rIvs) < 4 {
+		t.Errorf("%d sender and %d receiver intervals for 0.5 s at 0.1 s", len(sIvs), len(rIvs))
+	}
+	var sum uint64
+	for _, iv := range sIvs {
+		for _, st := range iv.Streams {
+			sum += st.Bytes
+		}
+		if iv.Streams[0].TCP == nil || iv.Streams[0].TCP.RTT == 0 {
+			t.Errorf("interval %v without TCP_INFO", iv)
+		}
+	}
+	if sum != total(sent) {
+		t.Errorf("intervals add up to %d bytes, total is %d", sum, total(sent))
+	}
+}
+
+func TestTCPBytes(t *testing.T) {
+	spec := Spec{Protocol: TCP, Streams: 2, Bytes: 3<<20 + 12345, Interval: time.Second}
+	recv, sent, _, _ := run(t, spec)
+	for i := range 2 {
+		if sent.Streams[i].Bytes != uint64(spec.Bytes) || recv.Streams[i].Bytes != uint64(spec.Bytes) {
+			t.Errorf("stream %d: sent %d, received %d, want exactly %d", i, sent.Streams[i].Bytes, recv.Streams[i].Bytes, spec.Bytes)
+		}
+	}
+}
+
+func TestUDP(t *testing.T) {
+	spec := Spec{Protocol: UDP, Streams: 2, Duration: 500 * time.Millisecond, UDPRate: 20e6, UDPLength: 1000, Interval: 100 * time.Millisecond}
+	recv, sent, _, _ := run(t, spec)
+	if recv.Partial {
+		t.Fatalf("partial: %v", recv.Err)
+	}
+	for i, st := range recv.Streams {
+		sentPackets := sent.Streams[i].Bytes / 1000
+		if st.Packets+st.Lost != sentPackets {
+			t.Errorf("stream %d: received %d + lost %d != sent %d", i, st.Packets, st.Lost, sentPackets)
+		}
+	}
+	// 20 Mbit/s for 0.5 s of 1000-byte datagrams: 1250 in all.
+	if got := total(sent) / 1000; got < 1100 || got > 1300 {
+		t.Errorf("sent %d datagrams, want about 1250", got)
+	}
+}
+
+func TestStrangerIsIgnored(t *testing.T) {
+	spec := Spec{Protocol: TCP, Streams: 1, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
+	r, err := Listen(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", r.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	defer stranger.Close()
+	done := make(chan Summary)
+	go func() { done <- r.Run(context.Background(), func(Interval) {}) }()
+	sent := Send(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port), func(Interval) {})
+	recv := <-done
+	if recv.Partial || total(recv) != total(sent) {
+		t.Errorf("with a stranger connected: received %d of %d, partial %v (%v)", total(recv), total(sent), recv.Partial, recv.Err)
+	}
+}
+
+func TestSenderGoneIsPartial(t *testing.T) {
+	spec := Spec{Protocol: TCP, Streams: 2, Duration: 5 * time.Second, Interval: 100 * time.Millisecond}
+	r, err := Listen(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan Summary)
+	go func() { done <- r.Run(context.Background(), func(Interval) {}) }()
+	// The sender's context ends early: its connections are reset.
+	sent := Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), func(Interval) {})
+	recv := <-done
+	if !sent.Partial || total(recv) == 0 {
+		t.Errorf("sender cut short: partial %v (%v), receiver got %d bytes", sent.Partial, sent.Err, total(recv))
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Spec{Protocol: TCP, Streams: 1, Duration: time.Second, Interval: time.Second}
+	tests := []struct {
+		name   string
+		modify func(*Spec)
+		want   string
+	}{
+		{"ok", func(*Spec) {}, ""},
+		{"zero streams", func(s *Spec) { s.Streams = 0 }, "at least 1"},
+		{"too many streams", func(s *Spec) { s.Streams = 1000 }, "over the agent's limit of 256 streams"},
+		{"no end", func(s *Spec) { s.Duration = 0 }, "give a duration or a number of bytes"},
+		{"window 1 byte", func(s *Spec) { s.Window = 1 }, "at least 4096"},
+		{"too long", func(s *Spec) { s.Duration = 2 * time.Hour }, "over the agent's limit of 1h0m0s"},
+		{"udp without rate", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000 }, "udp needs a rate"},
+		{"udp too fast", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = 1e12 }, "over the agent's limit"},
+		{"tiny datagram", func(s *Spec) { s.Protocol = UDP; s.UDPRate = 1e6; s.UDPLength = 10 }, "datagram length 10"},
+		{"tiny interval", func(s *Spec) { s.Interval = time.Millisecond }, "interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := ok
+			tt.modify(&s)
+			err := s.Validate(DefaultLimits)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+			if strings.Contains(tt.want, "limit") && !errors.Is(err, ErrLimit) {
+				t.Errorf("error %v does not wrap ErrLimit", err)
+			}
+		})
+	}
+}
