@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/measure"
+)
+
+// measureJSON runs wanlab measure throughput --json and parses the result.
+func measureJSON(t *testing.T, args ...string) (*measure.ThroughputResult, result) {
+	t.Helper()
+	r := wanlab(t, append([]string{"measure", "throughput", "--json"}, args...)...)
+	var res measure.ThroughputResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil && r.code == 0 {
+		t.Fatalf("measure JSON: %v\n%s", err, r.stdout)
+	}
+	return &res, r
+}
+
+// TestMeasureThroughputAgreesWithIperf3 measures one path with wanlab's
+// engine and with iperf3, one after the other, with the same settings.
+func TestMeasureThroughputAgreesWithIperf3(t *testing.T) {
+	requireTools(t, "iperf3")
+	name := up(t, `name: e2e-meas
+hosts:
+  a: {}
+  b: {}
+links:
+  - between: [a, b]
+    rate: 20Mbit
+    delay: 10ms
+`)
+	for _, streams := range []string{"1", "4"} {
+		res, r := measureJSON(t, "--testbed", name, "--from", "a", "--to", "b", "-t", "4", "-P", streams, "-C", "cubic")
+		if r.code != 0 {
+			t.Fatalf("measure: exit %d: %s", r.code, r.stderr)
+		}
+		ref, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{
+			Client: "a", Server: "b", ServerAddr: status(t, name).addr("b"), Duration: 4 * time.Second, Congestion: "cubic", Streams: len(res.End.Streams),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := res.End.SumReceived.BitsPerSecond, ref.ReceivedBPS
+		if got < 0.95*want || got > 1.05*want {
+			t.Errorf("%s streams: wanlab %.2f Mbit/s, iperf3 %.2f Mbit/s on the same path: want within 5%%", streams, got/1e6, want/1e6)
+		}
+		if len(res.Intervals) < 3 || res.Intervals[1].Streams[0].RTT < 20000 {
+			t.Errorf("%s streams: intervals %+v: want TCP_INFO with an RTT of at least the path's 20 ms", streams, res.Intervals)
+		}
+	}
+}
+
+// TestMeasureUDPLoss checks wanlab's UDP loss against the configured rate.
+func TestMeasureUDPLoss(t *testing.T) {
+	name := up(t, `name: e2e-mudp
+seed: 3
+hosts:
+  a: {}
+  b: {}
+links:
+  - between: [a, b]
+    rate: 50Mbit
+    delay: 2ms
+    forward: {loss: 2%}
+`)
+	res, r := measureJSON(t, "--testbed", name, "--from", "a", "--to", "b", "-u", "-b", "10Mbit", "-l", "1000", "-t", "3")
+	if r.code != 0 {
+		t.Fatalf("measure: exit %d: %s", r.code, r.stderr)
+	}
+	s := res.End.SumReceived
+	n := int(s.Packets + s.LostPackets)
+	lo, hi := binomialBounds(n, 0.02)
+	if float64(s.LostPackets) < lo || float64(s.LostPackets) > hi {
+		t.Errorf("lost %d of %d datagrams, want within [%.0f, %.0f] for 2%%", s.LostPackets, n, lo, hi)
+	}
+	_, _, engineLoss := status(t, name).link("a->b")
+	if engineLoss != s.LostPackets {
+		t.Errorf("the engine dropped %d, the agents counted %d lost", engineLoss, s.LostPackets)
+	}
+}
+
+// TestAgentServesConcurrentTests runs two tests into one receiving host at once.
+func TestAgentServesConcurrentTests(t *testing.T) {
+	name := up(t, `name: e2e-conc
+sites:
+  lan: {}
+hosts:
+  server: {site: lan}
+  c1: {site: lan}
+  c2: {site: lan}
+`)
+	var wg sync.WaitGroup
+	results := make([]result, 2)
+	for i, c := range []string{"c1", "c2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = wanlab(t, "measure", "throughput", "--testbed", name, "--from", c, "--to", "server", "-t", "2", "-P", "2")
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != 0 || !strings.Contains(r.stdout, "received") {
+			t.Errorf("test %d: exit %d: %s %s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestMeasureBadInput(t *testing.T) {
+	name := up(t, "name: e2e-mbad\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n")
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--testbed", name, "--from", "a", "--to", "b", "-P", "0"}, 2, "streams 0: give at least 1"},
+		{[]string{"--testbed", name, "--from", "a", "--to", "b", "-P", "1000"}, 2, "over the agent's limit of 256 streams"},
+		{[]string{"--testbed", name, "--from", "a", "--to", "b", "-w", "1B"}, 2, "window 1 bytes"},
+		{[]string{"--testbed", name, "--from", "a", "--to", "b", "-t", "0"}, 2, "give a duration or a number of bytes"},
+		{[]string{"--testbed", name, "--from", "a", "--to", "zz"}, 2, `has no host "zz"`},
+		{[]string{"--testbed", name, "--from", "a", "--to", "a"}, 2, "the same host"},
+		{[]string{"--testbed", "never-up", "--from", "a", "--to", "b"}, 1, "no such test-bed is up"},
+		{[]string{"--testbed", name, "--from", "a", "--to", "b", "-C", "nosuchcc", "-t", "1"}, 1, `congestion control "nosuchcc"`},
+		{[]string{"--testbed", name, "--from", "a"}, 2, "give --testbed, --from and --to"},
+	}
+	for _, tt := range tests {
+		r := wanlab(t, append([]string{"measure", "throughput"}, tt.args...)...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) {
+			t.Errorf("measure %v: exit %d, %q; want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestAgentKilledMidTest kills the receiving host's agent during a test: the
+// test ends partial with what it measured, and the agent comes back.
+func TestAgentKilledMidTest(t *testing.T) {
+	name := up(t, "name: e2e-mkill\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 10Mbit\n")
+	done := make(chan result, 1)
+	go func() {
+		done <- wanlab(t, "measure", "throughput", "--testbed", name, "--from", "a", "--to", "b", "-t", "5", "-i", "0.2")
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if out, err := exec.Command("pkill", "-KILL", "-f", "agent --host b --socket /run/wanlab/"+name+"/").CombinedOutput(); err != nil {
+		t.Fatalf("killing the agent: %v %s", err, out)
+	}
+	r := <-done
+	if r.code != 1 || !strings.Contains(r.stdout, "PARTIAL") || !strings.Contains(r.stdout, "0.00-0.20 s") || !strings.Contains(r.stderr, "agent on b") {
+		t.Errorf("measure with the receiver's agent killed: exit %d\n%s\n%s\nwant exit 1, the intervals measured, PARTIAL and the host named", r.code, r.stdout, r.stderr)
+	}
+	// The daemon starts the agent again.
+	var again result
+	for range 30 {
+		if again = wanlab(t, "measure", "throughput", "--testbed", name, "--from", "a", "--to", "b", "-t", "1"); again.code == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if again.code != 0 {
+		t.Errorf("after the agent was killed, measuring again: exit %d: %s", again.code, again.stderr)
+	}
+}
