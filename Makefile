@@ -5,7 +5,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/wanlab/wanlab/internal/cli.Version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build test unit fuzz demo bench clean
+.PHONY: build test unit fuzz demo bench proto clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wanlab
@@ -38,6 +38,14 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
+
+# Regenerates the agent API's Go code (committed, so builds need no protoc).
+# Needs: apt-get install protobuf-compiler; go install
+# google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12 and
+# google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2.
+proto:
+	cd internal/agent/agentpb && PATH="$$PATH:$$(go env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative agent.proto
 
 clean:
 	rm -rf bin

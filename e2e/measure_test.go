@@ -167,3 +167,81 @@ func TestAgentKilledMidTest(t *testing.T) {
 		t.Errorf("after the agent was killed, measuring again: exit %d: %s", again.code, again.stderr)
 	}
 }
+
+// TestMeasureProbe compares wanlab's probes with ping and irtt on one path,
+// with loss, and checks the one-way delays of an asymmetric path.
+func TestMeasureProbe(t *testing.T) {
+	requireTools(t, "ping", "irtt")
+	name := up(t, `name: e2e-probe
+seed: 5
+hosts:
+  a: {}
+  b: {}
+links:
+  - between: [a, b]
+    rate: 100Mbit
+    forward: {delay: 7ms, loss: 5%}
+    reverse: {delay: 3ms}
+`)
+	r := wanlab(t, "measure", "probe", "--testbed", name, "--from", "a", "--to", "b", "-c", "400", "-i", "5ms", "--json")
+	if r.code != 0 {
+		t.Fatalf("probe: exit %d: %s", r.code, r.stderr)
+	}
+	var res measure.ProbeResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.OneWay.Clock != "shared" || res.OneWay.Forward.Min < 7 || res.OneWay.Forward.Min > 7.5 || res.OneWay.Back.Min < 3 || res.OneWay.Back.Min > 3.5 {
+		t.Errorf("one way: %+v, want about 7 ms there and 3 ms back on a shared clock", res.OneWay)
+	}
+	lo, hi := binomialBounds(400, 0.05)
+	if float64(res.Lost) < lo || float64(res.Lost) > hi {
+		t.Errorf("lost %d of 400 probes, want within [%.0f, %.0f] for 5%%", res.Lost, lo, hi)
+	}
+	s := status(t, name)
+	ping, err := runner(name).Ping(context.Background(), "a", s.addr("b"), 100, 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The medians of wanlab and ping agree within 0.3 ms.
+	if d := res.RTTms.P50 - ping.AvgMS; d > 0.3 || d < -0.3 {
+		t.Errorf("probe RTT p50 %.3f ms, ping avg %.3f ms: want within 0.3 ms", res.RTTms.P50, ping.AvgMS)
+	}
+	irtt := irttMedian(t, name, s.addr("b"))
+	if d := res.RTTms.P50 - irtt; d > 0.3 || d < -0.3 {
+		t.Errorf("probe RTT p50 %.3f ms, irtt median %.3f ms: want within 0.3 ms", res.RTTms.P50, irtt)
+	}
+}
+
+// irttMedian runs an irtt server on b and a client on a, and returns irtt's median RTT.
+func irttMedian(t *testing.T, name, addr string) float64 {
+	t.Helper()
+	server := exec.Command(wanlabBin, "testbed", "exec", name, "b", "--", "irtt", "server", "-b", addr+":2112")
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	var out []byte
+	var err error
+	for range 30 {
+		out, err = exec.Command(wanlabBin, "testbed", "exec", name, "a", "--", "irtt", "client", "-i", "10ms", "-d", "1s", "-o", "-", addr+":2112").Output()
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("irtt client: %v", err)
+	}
+	var doc struct {
+		Stats struct {
+			RTT struct {
+				Median float64 `json:"median"`
+			} `json:"rtt"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("irtt JSON: %v", err)
+	}
+	return doc.Stats.RTT.Median / 1e6 // ns
+}

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,14 +22,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 var (
 	wanlabBin = flag.String("wanlab", "bin/wanlab", "the wanlab binary")
 	quick     = flag.Bool("quick", false, "shorter tests, fewer cases")
-	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale)")
+	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams)")
 )
 
 // bigBuffers lets one TCP stream fill a 1 Gbit/s path with a 100 ms round trip
@@ -59,7 +63,7 @@ func run() error {
 	sections := []struct {
 		name string
 		fn   func() error
-	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}}
+	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}}
 	for _, s := range sections {
 		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
 			continue
@@ -449,5 +453,190 @@ func scale() error {
 	fmt.Println("| up | down | namespaces left |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| %.2f s | %.2f s | %d |\n\n", upTime.Seconds(), downTime.Seconds(), len(left))
+	return nil
+}
+
+// measureJSON runs wanlab measure throughput --json in test-bed b.
+func (b *bed) measure(args ...string) (*measure.ThroughputResult, error) {
+	out, err := exec.Command(*wanlabBin, append([]string{"measure", "throughput", "--json", "--testbed", b.name}, args...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("measure %v: %w: %s", args, err, out)
+	}
+	var r measure.ThroughputResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// measureAgreement compares wanlab's throughput with iperf3's on the same
+// emulated paths, one after the other.
+func measureAgreement() error {
+	rates := []float64{10e6, 100e6, 1e9}
+	delays := []time.Duration{100 * time.Microsecond, 50 * time.Millisecond}
+	streams := []int{1, 4, 16}
+	if *quick {
+		rates, streams = []float64{100e6}, []int{1, 4}
+	}
+	d := duration()
+	fmt.Println("### wanlab measure throughput against iperf3 on the same path")
+	fmt.Println()
+	fmt.Printf("Each row: `wanlab measure throughput -C cubic -t %v -P N`, then `iperf3 -C cubic -t %v -P N`, on the same test-bed (default queue, TCP buffers 64 MiB). Received throughput.\n\n", d.Seconds(), d.Seconds())
+	fmt.Println("| rate | delay | streams | wanlab | iperf3 | difference | wanlab retransmits | iperf3 retransmits |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, r := range rates {
+		for _, dl := range delays {
+			b, err := upBed(fmt.Sprintf("name: bench-meas\nhosts:\n  a: {sysctl: %s}\n  b: {sysctl: %s}\nlinks:\n  - between: [a, b]\n    rate: %gMbit\n    delay: %dus\n",
+				bigBuffers, bigBuffers, r/1e6, dl.Microseconds()))
+			if err != nil {
+				return err
+			}
+			for _, n := range streams {
+				w, err := b.measure("--from", "a", "--to", "b", "-C", "cubic", "-t", fmt.Sprint(d.Seconds()), "-P", fmt.Sprint(n))
+				if err != nil {
+					b.down()
+					return err
+				}
+				ref, err := b.runner().Iperf(context.Background(), crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: b.addr("b"), Duration: d, Streams: n, Congestion: "cubic"})
+				if err != nil {
+					b.down()
+					return err
+				}
+				got := w.End.SumReceived.BitsPerSecond
+				fmt.Printf("| %s | %s | %d | %.1f Mbit/s | %.1f Mbit/s | %+.1f%% | %d | %d |\n", mbit(r), dl, n, got/1e6, ref.ReceivedBPS/1e6,
+					100*(got-ref.ReceivedBPS)/ref.ReceivedBPS, derefU(w.End.SumSent.Retransmits), ref.Retransmits)
+			}
+			b.down()
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+func derefU(p *uint32) uint32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// vethComparison runs wanlab's agents and iperf3 over a plain veth pair
+// between two namespaces: no emulator, so both tools are the bottleneck.
+func vethComparison() error {
+	a, b := testbed.NetnsName("benchveth", "a"), testbed.NetnsName("benchveth", "b")
+	defer func() {
+		exec.Command("ip", "netns", "del", a).Run()
+		exec.Command("ip", "netns", "del", b).Run()
+	}()
+	for _, c := range [][]string{
+		{"ip", "netns", "add", a}, {"ip", "netns", "add", b},
+		{"ip", "link", "add", "wlveth-a", "netns", a, "type", "veth", "peer", "name", "wlveth-b", "netns", b},
+		{"ip", "-n", a, "addr", "add", "10.252.0.1/30", "dev", "wlveth-a"},
+		{"ip", "-n", b, "addr", "add", "10.252.0.2/30", "dev", "wlveth-b"},
+		{"ip", "-n", a, "link", "set", "wlveth-a", "up"}, {"ip", "-n", b, "link", "set", "wlveth-b", "up"},
+		{"ip", "-n", a, "link", "set", "lo", "up"}, {"ip", "-n", b, "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %v: %s", c, err, out)
+		}
+	}
+	dir, err := os.MkdirTemp("", "wanlab-bench-veth")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	var agents []*exec.Cmd
+	defer func() {
+		cancel() // kills the agents
+		for _, a := range agents {
+			a.Wait()
+		}
+	}()
+	var ends []measure.Endpoint
+	for _, h := range []struct{ ns, name, addr string }{{a, "a", "10.252.0.1"}, {b, "b", "10.252.0.2"}} {
+		sock := filepath.Join(dir, h.name+".sock")
+		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", h.ns, *wanlabBin, "agent", "--host", h.name, "--socket", sock)
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		agents = append(agents, cmd)
+		var c *agent.Client
+		for range 200 {
+			if c, err = agent.Dial(ctx, h.name, sock); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ends = append(ends, measure.Endpoint{Host: h.name, Addr: h.addr, Agent: c})
+	}
+	d := duration()
+	w, err := measure.Throughput(ctx, ends[0], ends[1], throughput.Spec{Protocol: throughput.TCP, Streams: 1, Duration: d, Interval: time.Second})
+	if err != nil {
+		return err
+	}
+	server := exec.Command("ip", "netns", "exec", b, "iperf3", "-s", "-1")
+	if err := server.Start(); err != nil {
+		return err
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	var doc struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+			CPU struct {
+				Host   float64 `json:"host_total"`
+				Remote float64 `json:"remote_total"`
+			} `json:"cpu_utilization_percent"`
+		} `json:"end"`
+	}
+	for range 50 {
+		out, _ := exec.Command("ip", "netns", "exec", a, "iperf3", "-J", "-c", "10.252.0.2", "-t", fmt.Sprint(d.Seconds())).Output()
+		if json.Unmarshal(out, &doc) == nil && doc.End.SumReceived.BitsPerSecond > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wGbit, iGbit := w.End.SumReceived.BitsPerSecond/1e9, doc.End.SumReceived.BitsPerSecond/1e9
+	wCPU := w.End.CPU.SenderAgent + w.End.CPU.ReceiverAgent
+	iCPU := doc.End.CPU.Host + doc.End.CPU.Remote
+	fmt.Println("### Unshaped veth: wanlab's engine against iperf3")
+	fmt.Println()
+	fmt.Printf("One TCP stream for %v over a plain veth pair between two namespaces (no emulator). CPU is the sender's and receiver's process CPU in %% of one core (wanlab: the agents; iperf3: host_total + remote_total), per Gbit/s received.\n\n", d.Seconds())
+	fmt.Println("| tool | throughput | sender + receiver CPU | CPU per Gbit/s |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| wanlab (sendfile) | %.2f Gbit/s | %.0f%% | %.0f%% |\n", wGbit, wCPU, wCPU/wGbit)
+	fmt.Printf("| iperf3 | %.2f Gbit/s | %.0f%% | %.0f%% |\n\n", iGbit, iCPU, iCPU/iGbit)
+	return nil
+}
+
+// manyStreams runs 128 streams into one receiver through a 1 Gbit/s link.
+func manyStreams() error {
+	b, err := upBed("name: bench-streams\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 1Gbit\n    delay: 5ms\n")
+	if err != nil {
+		return err
+	}
+	defer b.down()
+	w, err := b.measure("--from", "a", "--to", "b", "-t", fmt.Sprint(duration().Seconds()), "-P", "128")
+	if err != nil {
+		return err
+	}
+	var perStream, lo, hi uint64
+	lo = math.MaxUint64
+	for _, s := range w.End.Streams {
+		perStream += s.Bytes
+		lo, hi = min(lo, s.Bytes), max(hi, s.Bytes)
+	}
+	fmt.Println("### 128 streams to one receiver")
+	fmt.Println()
+	fmt.Println("| streams reported | received | sum of streams = total | smallest / largest stream | retransmits |")
+	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("| %d | %.1f Mbit/s | %v | %.2f / %.2f MB | %d |\n\n", len(w.End.Streams), w.End.SumReceived.BitsPerSecond/1e6,
+		perStream == w.End.SumReceived.Bytes, float64(lo)/1e6, float64(hi)/1e6, derefU(w.End.SumSent.Retransmits))
 	return nil
 }

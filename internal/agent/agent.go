@@ -65,7 +65,7 @@ func (s *Server) Serve(ctx context.Context, path string) error {
 // Hello says who the agent is and what it accepts.
 func (s *Server) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agentpb.HelloReply, error) {
 	return &agentpb.HelloReply{
-		ApiVersion: APIVersion, Host: s.Host, WanlabVersion: s.Version,
+		ApiVersion: APIVersion, Host: s.Host, WanlabVersion: s.Version, BootId: bootID(),
 		Limits: &agentpb.Limits{
 			MaxDurationNs: int64(s.Limits.MaxDuration), MaxStreams: uint32(s.Limits.MaxStreams),
 			MaxRateBps: uint64(s.Limits.MaxRate), MaxBytes: uint64(s.Limits.MaxBytes),
@@ -172,6 +172,8 @@ func intervalEvent(iv throughput.Interval) *agentpb.ThroughputEvent {
 // Client is a controller's connection to one agent.
 type Client struct {
 	Host string
+	// BootID is the agent's kernel boot id: equal ids share a clock.
+	BootID string
 	agentpb.AgentClient
 	conn *grpc.ClientConn
 }
@@ -194,6 +196,7 @@ func Dial(ctx context.Context, host, path string) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("the agent on host %s does not answer: %w", host, err)
 	}
+	c.BootID = hello.BootId
 	if hello.ApiVersion != APIVersion {
 		conn.Close()
 		return nil, fmt.Errorf("the agent on host %s speaks API v%d, this wanlab v%d", host, hello.ApiVersion, APIVersion)

@@ -30,7 +30,7 @@ func newMeasureCmd() *cobra.Command {
 testbed up starts in every host run the two ends of each test and stream back their
 samples. Results print as a table, or as JSON with --json (see docs/measure-json.md).`,
 	}
-	c.AddCommand(newThroughputCmd())
+	c.AddCommand(newThroughputCmd(), newProbeCmd())
 	return c
 }
 

@@ -126,6 +126,9 @@ type HelloReply struct {
 	Host          string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
 	WanlabVersion string                 `protobuf:"bytes,3,opt,name=wanlab_version,json=wanlabVersion,proto3" json:"wanlab_version,omitempty"`
 	Limits        *Limits                `protobuf:"bytes,4,opt,name=limits,proto3" json:"limits,omitempty"`
+	// The kernel's boot id: two agents with the same one share a clock, so
+	// one-way delays between them are exact.
+	BootId        string `protobuf:"bytes,5,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +189,13 @@ func (x *HelloReply) GetLimits() *Limits {
 		return x.Limits
 	}
 	return nil
+}
+
+func (x *HelloReply) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
 }
 
 // Limits are what an agent refuses to exceed; a request over one is refused
@@ -950,6 +960,409 @@ func (x *Summary) GetError() string {
 	return ""
 }
 
+type ProbeSpec struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Count      uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	IntervalNs int64                  `protobuf:"varint,2,opt,name=interval_ns,json=intervalNs,proto3" json:"interval_ns,omitempty"`
+	Size       uint32                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// How long the prober waits for the last reply.
+	TimeoutNs     int64 `protobuf:"varint,4,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeSpec) Reset() {
+	*x = ProbeSpec{}
+	mi := &file_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeSpec) ProtoMessage() {}
+
+func (x *ProbeSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeSpec.ProtoReflect.Descriptor instead.
+func (*ProbeSpec) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ProbeSpec) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *ProbeSpec) GetIntervalNs() int64 {
+	if x != nil {
+		return x.IntervalNs
+	}
+	return 0
+}
+
+func (x *ProbeSpec) GetSize() uint32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ProbeSpec) GetTimeoutNs() int64 {
+	if x != nil {
+		return x.TimeoutNs
+	}
+	return 0
+}
+
+type ReflectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reflector stops when no probe has arrived for this long.
+	IdleNs        int64 `protobuf:"varint,1,opt,name=idle_ns,json=idleNs,proto3" json:"idle_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReflectRequest) Reset() {
+	*x = ReflectRequest{}
+	mi := &file_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReflectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReflectRequest) ProtoMessage() {}
+
+func (x *ReflectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReflectRequest.ProtoReflect.Descriptor instead.
+func (*ReflectRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReflectRequest) GetIdleNs() int64 {
+	if x != nil {
+		return x.IdleNs
+	}
+	return 0
+}
+
+type ProbeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *ProbeSpec             `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeRequest) Reset() {
+	*x = ProbeRequest{}
+	mi := &file_agent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeRequest) ProtoMessage() {}
+
+func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
+func (*ProbeRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ProbeRequest) GetSpec() *ProbeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ProbeRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type ProbeEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*ProbeEvent_Listening
+	//	*ProbeEvent_Summary
+	Event         isProbeEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeEvent) Reset() {
+	*x = ProbeEvent{}
+	mi := &file_agent_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeEvent) ProtoMessage() {}
+
+func (x *ProbeEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeEvent.ProtoReflect.Descriptor instead.
+func (*ProbeEvent) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ProbeEvent) GetEvent() isProbeEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ProbeEvent) GetListening() *Listening {
+	if x != nil {
+		if x, ok := x.Event.(*ProbeEvent_Listening); ok {
+			return x.Listening
+		}
+	}
+	return nil
+}
+
+func (x *ProbeEvent) GetSummary() *ProbeSummary {
+	if x != nil {
+		if x, ok := x.Event.(*ProbeEvent_Summary); ok {
+			return x.Summary
+		}
+	}
+	return nil
+}
+
+type isProbeEvent_Event interface {
+	isProbeEvent_Event()
+}
+
+type ProbeEvent_Listening struct {
+	Listening *Listening `protobuf:"bytes,1,opt,name=listening,proto3,oneof"`
+}
+
+type ProbeEvent_Summary struct {
+	Summary *ProbeSummary `protobuf:"bytes,2,opt,name=summary,proto3,oneof"`
+}
+
+func (*ProbeEvent_Listening) isProbeEvent_Event() {}
+
+func (*ProbeEvent_Summary) isProbeEvent_Event() {}
+
+// ProbeResult is one probe; times are Unix nanoseconds on each host's clock,
+// received_ns 0 when no reply came back.
+type ProbeResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SentNs        int64                  `protobuf:"varint,2,opt,name=sent_ns,json=sentNs,proto3" json:"sent_ns,omitempty"`
+	ReflectRxNs   int64                  `protobuf:"varint,3,opt,name=reflect_rx_ns,json=reflectRxNs,proto3" json:"reflect_rx_ns,omitempty"`
+	ReflectTxNs   int64                  `protobuf:"varint,4,opt,name=reflect_tx_ns,json=reflectTxNs,proto3" json:"reflect_tx_ns,omitempty"`
+	ReceivedNs    int64                  `protobuf:"varint,5,opt,name=received_ns,json=receivedNs,proto3" json:"received_ns,omitempty"`
+	Duplicates    uint32                 `protobuf:"varint,6,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeResult) Reset() {
+	*x = ProbeResult{}
+	mi := &file_agent_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeResult) ProtoMessage() {}
+
+func (x *ProbeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
+func (*ProbeResult) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ProbeResult) GetSeq() uint32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetSentNs() int64 {
+	if x != nil {
+		return x.SentNs
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetReflectRxNs() int64 {
+	if x != nil {
+		return x.ReflectRxNs
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetReflectTxNs() int64 {
+	if x != nil {
+		return x.ReflectTxNs
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetReceivedNs() int64 {
+	if x != nil {
+		return x.ReceivedNs
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetDuplicates() uint32 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
+type ProbeSummary struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Results []*ProbeResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// Reflector: probes returned.
+	Reflected     uint32 `protobuf:"varint,2,opt,name=reflected,proto3" json:"reflected,omitempty"`
+	Partial       bool   `protobuf:"varint,3,opt,name=partial,proto3" json:"partial,omitempty"`
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeSummary) Reset() {
+	*x = ProbeSummary{}
+	mi := &file_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeSummary) ProtoMessage() {}
+
+func (x *ProbeSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeSummary.ProtoReflect.Descriptor instead.
+func (*ProbeSummary) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ProbeSummary) GetResults() []*ProbeResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *ProbeSummary) GetReflected() uint32 {
+	if x != nil {
+		return x.Reflected
+	}
+	return 0
+}
+
+func (x *ProbeSummary) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
+func (x *ProbeSummary) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
@@ -957,14 +1370,15 @@ const file_agent_proto_rawDesc = "" +
 	"\vagent.proto\x12\x0fwanlab.agent.v1\"/\n" +
 	"\fHelloRequest\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\rR\n" +
-	"apiVersion\"\x99\x01\n" +
+	"apiVersion\"\xb2\x01\n" +
 	"\n" +
 	"HelloReply\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\rR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12%\n" +
 	"\x0ewanlab_version\x18\x03 \x01(\tR\rwanlabVersion\x12/\n" +
-	"\x06limits\x18\x04 \x01(\v2\x17.wanlab.agent.v1.LimitsR\x06limits\"\x90\x01\n" +
+	"\x06limits\x18\x04 \x01(\v2\x17.wanlab.agent.v1.LimitsR\x06limits\x12\x17\n" +
+	"\aboot_id\x18\x05 \x01(\tR\x06bootId\"\x90\x01\n" +
 	"\x06Limits\x12&\n" +
 	"\x0fmax_duration_ns\x18\x01 \x01(\x03R\rmaxDurationNs\x12\x1f\n" +
 	"\vmax_streams\x18\x02 \x01(\rR\n" +
@@ -1029,15 +1443,49 @@ const file_agent_proto_rawDesc = "" +
 	"\x11agent_cpu_percent\x18\x03 \x01(\x01R\x0fagentCpuPercent\x12(\n" +
 	"\x10host_cpu_percent\x18\x04 \x01(\x01R\x0ehostCpuPercent\x12\x18\n" +
 	"\apartial\x18\x05 \x01(\bR\apartial\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error*H\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"u\n" +
+	"\tProbeSpec\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\x12\x1f\n" +
+	"\vinterval_ns\x18\x02 \x01(\x03R\n" +
+	"intervalNs\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\rR\x04size\x12\x1d\n" +
+	"\n" +
+	"timeout_ns\x18\x04 \x01(\x03R\ttimeoutNs\")\n" +
+	"\x0eReflectRequest\x12\x17\n" +
+	"\aidle_ns\x18\x01 \x01(\x03R\x06idleNs\"X\n" +
+	"\fProbeRequest\x12.\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ProbeSpecR\x04spec\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x8c\x01\n" +
+	"\n" +
+	"ProbeEvent\x12:\n" +
+	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x129\n" +
+	"\asummary\x18\x02 \x01(\v2\x1d.wanlab.agent.v1.ProbeSummaryH\x00R\asummaryB\a\n" +
+	"\x05event\"\xc1\x01\n" +
+	"\vProbeResult\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x17\n" +
+	"\asent_ns\x18\x02 \x01(\x03R\x06sentNs\x12\"\n" +
+	"\rreflect_rx_ns\x18\x03 \x01(\x03R\vreflectRxNs\x12\"\n" +
+	"\rreflect_tx_ns\x18\x04 \x01(\x03R\vreflectTxNs\x12\x1f\n" +
+	"\vreceived_ns\x18\x05 \x01(\x03R\n" +
+	"receivedNs\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x06 \x01(\rR\n" +
+	"duplicates\"\x94\x01\n" +
+	"\fProbeSummary\x126\n" +
+	"\aresults\x18\x01 \x03(\v2\x1c.wanlab.agent.v1.ProbeResultR\aresults\x12\x1c\n" +
+	"\treflected\x18\x02 \x01(\rR\treflected\x12\x18\n" +
+	"\apartial\x18\x03 \x01(\bR\apartial\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error*H\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x022\xe6\x01\n" +
+	"\fPROTOCOL_UDP\x10\x022\xf8\x02\n" +
 	"\x05Agent\x12C\n" +
 	"\x05Hello\x12\x1d.wanlab.agent.v1.HelloRequest\x1a\x1b.wanlab.agent.v1.HelloReply\x12N\n" +
 	"\aReceive\x12\x1f.wanlab.agent.v1.ReceiveRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12H\n" +
-	"\x04Send\x12\x1c.wanlab.agent.v1.SendRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01B1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
+	"\x04Send\x12\x1c.wanlab.agent.v1.SendRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12I\n" +
+	"\aReflect\x12\x1f.wanlab.agent.v1.ReflectRequest\x1a\x1b.wanlab.agent.v1.ProbeEvent0\x01\x12E\n" +
+	"\x05Probe\x12\x1d.wanlab.agent.v1.ProbeRequest\x1a\x1d.wanlab.agent.v1.ProbeSummaryB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -1052,7 +1500,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_agent_proto_goTypes = []any{
 	(Protocol)(0),           // 0: wanlab.agent.v1.Protocol
 	(*HelloRequest)(nil),    // 1: wanlab.agent.v1.HelloRequest
@@ -1067,6 +1515,12 @@ var file_agent_proto_goTypes = []any{
 	(*StreamSample)(nil),    // 10: wanlab.agent.v1.StreamSample
 	(*Interval)(nil),        // 11: wanlab.agent.v1.Interval
 	(*Summary)(nil),         // 12: wanlab.agent.v1.Summary
+	(*ProbeSpec)(nil),       // 13: wanlab.agent.v1.ProbeSpec
+	(*ReflectRequest)(nil),  // 14: wanlab.agent.v1.ReflectRequest
+	(*ProbeRequest)(nil),    // 15: wanlab.agent.v1.ProbeRequest
+	(*ProbeEvent)(nil),      // 16: wanlab.agent.v1.ProbeEvent
+	(*ProbeResult)(nil),     // 17: wanlab.agent.v1.ProbeResult
+	(*ProbeSummary)(nil),    // 18: wanlab.agent.v1.ProbeSummary
 }
 var file_agent_proto_depIdxs = []int32{
 	3,  // 0: wanlab.agent.v1.HelloReply.limits:type_name -> wanlab.agent.v1.Limits
@@ -1079,17 +1533,25 @@ var file_agent_proto_depIdxs = []int32{
 	9,  // 7: wanlab.agent.v1.StreamSample.tcp:type_name -> wanlab.agent.v1.TCPInfo
 	10, // 8: wanlab.agent.v1.Interval.streams:type_name -> wanlab.agent.v1.StreamSample
 	10, // 9: wanlab.agent.v1.Summary.streams:type_name -> wanlab.agent.v1.StreamSample
-	1,  // 10: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
-	5,  // 11: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
-	6,  // 12: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
-	2,  // 13: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
-	7,  // 14: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
-	7,  // 15: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	13, // 10: wanlab.agent.v1.ProbeRequest.spec:type_name -> wanlab.agent.v1.ProbeSpec
+	8,  // 11: wanlab.agent.v1.ProbeEvent.listening:type_name -> wanlab.agent.v1.Listening
+	18, // 12: wanlab.agent.v1.ProbeEvent.summary:type_name -> wanlab.agent.v1.ProbeSummary
+	17, // 13: wanlab.agent.v1.ProbeSummary.results:type_name -> wanlab.agent.v1.ProbeResult
+	1,  // 14: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
+	5,  // 15: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
+	6,  // 16: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
+	14, // 17: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
+	15, // 18: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
+	2,  // 19: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
+	7,  // 20: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
+	7,  // 21: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
+	16, // 22: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
+	18, // 23: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -1102,13 +1564,17 @@ func file_agent_proto_init() {
 		(*ThroughputEvent_Interval)(nil),
 		(*ThroughputEvent_Summary)(nil),
 	}
+	file_agent_proto_msgTypes[15].OneofWrappers = []any{
+		(*ProbeEvent_Listening)(nil),
+		(*ProbeEvent_Summary)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

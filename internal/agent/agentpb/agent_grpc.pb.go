@@ -27,6 +27,8 @@ const (
 	Agent_Hello_FullMethodName   = "/wanlab.agent.v1.Agent/Hello"
 	Agent_Receive_FullMethodName = "/wanlab.agent.v1.Agent/Receive"
 	Agent_Send_FullMethodName    = "/wanlab.agent.v1.Agent/Send"
+	Agent_Reflect_FullMethodName = "/wanlab.agent.v1.Agent/Reflect"
+	Agent_Probe_FullMethodName   = "/wanlab.agent.v1.Agent/Probe"
 )
 
 // AgentClient is the client API for Agent service.
@@ -45,6 +47,11 @@ type AgentClient interface {
 	// Send runs the sending side of a throughput test against a receiver:
 	// Interval events, then a Summary.
 	Send(ctx context.Context, in *SendRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ThroughputEvent], error)
+	// Reflect returns UDP probes to their sender: first a Listening event
+	// with the port, then, when no probe has come for idle_ns, a ProbeSummary.
+	Reflect(ctx context.Context, in *ReflectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProbeEvent], error)
+	// Probe sends numbered probes to a reflector and reports each one.
+	Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*ProbeSummary, error)
 }
 
 type agentClient struct {
@@ -103,6 +110,35 @@ func (c *agentClient) Send(ctx context.Context, in *SendRequest, opts ...grpc.Ca
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Agent_SendClient = grpc.ServerStreamingClient[ThroughputEvent]
 
+func (c *agentClient) Reflect(ctx context.Context, in *ReflectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProbeEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[2], Agent_Reflect_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReflectRequest, ProbeEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_ReflectClient = grpc.ServerStreamingClient[ProbeEvent]
+
+func (c *agentClient) Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*ProbeSummary, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProbeSummary)
+	err := c.cc.Invoke(ctx, Agent_Probe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -119,6 +155,11 @@ type AgentServer interface {
 	// Send runs the sending side of a throughput test against a receiver:
 	// Interval events, then a Summary.
 	Send(*SendRequest, grpc.ServerStreamingServer[ThroughputEvent]) error
+	// Reflect returns UDP probes to their sender: first a Listening event
+	// with the port, then, when no probe has come for idle_ns, a ProbeSummary.
+	Reflect(*ReflectRequest, grpc.ServerStreamingServer[ProbeEvent]) error
+	// Probe sends numbered probes to a reflector and reports each one.
+	Probe(context.Context, *ProbeRequest) (*ProbeSummary, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -137,6 +178,12 @@ func (UnimplementedAgentServer) Receive(*ReceiveRequest, grpc.ServerStreamingSer
 }
 func (UnimplementedAgentServer) Send(*SendRequest, grpc.ServerStreamingServer[ThroughputEvent]) error {
 	return status.Error(codes.Unimplemented, "method Send not implemented")
+}
+func (UnimplementedAgentServer) Reflect(*ReflectRequest, grpc.ServerStreamingServer[ProbeEvent]) error {
+	return status.Error(codes.Unimplemented, "method Reflect not implemented")
+}
+func (UnimplementedAgentServer) Probe(context.Context, *ProbeRequest) (*ProbeSummary, error) {
+	return nil, status.Error(codes.Unimplemented, "method Probe not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -199,6 +246,35 @@ func _Agent_Send_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Agent_SendServer = grpc.ServerStreamingServer[ThroughputEvent]
 
+func _Agent_Reflect_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReflectRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).Reflect(m, &grpc.GenericServerStream[ReflectRequest, ProbeEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_ReflectServer = grpc.ServerStreamingServer[ProbeEvent]
+
+func _Agent_Probe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProbeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Probe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Probe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Probe(ctx, req.(*ProbeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -210,6 +286,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Hello",
 			Handler:    _Agent_Hello_Handler,
 		},
+		{
+			MethodName: "Probe",
+			Handler:    _Agent_Probe_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -220,6 +300,11 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Send",
 			Handler:       _Agent_Send_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Reflect",
+			Handler:       _Agent_Reflect_Handler,
 			ServerStreams: true,
 		},
 	},

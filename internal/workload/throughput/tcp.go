@@ -253,13 +253,17 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 			mu.Unlock()
 			open = append(open, c)
 			remaining--
-			once.Do(func() { m.start = time.Now(); close(started) })
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				buf := make([]byte, 256<<10)
 				for {
 					k, err := c.Read(buf)
+					if k > 0 {
+						// The test starts with the first payload, after every
+						// stream has connected, as the sender's clock does.
+						once.Do(func() { m.start = time.Now(); close(started) })
+					}
 					m.bytes[id].Add(uint64(k))
 					if err == io.EOF {
 						return
@@ -276,9 +280,15 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 			return Summary{Streams: m.totals(), Partial: true, Err: ctx.Err()}
 		}
 	}
-	<-started
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-started:
+	case <-done: // every stream ended before any payload
+		once.Do(func() { m.start = time.Now(); close(started) })
+	case <-ctx.Done():
+		return Summary{Streams: m.totals(), Partial: true, Err: ctx.Err()}
+	}
 	tickDone := make(chan struct{})
 	go func() {
 		tick(ctx, r.spec.Interval, done, func() Interval { return m.cut(nil) }, emit)
@@ -336,19 +346,37 @@ func sendTCP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 			c.Close()
 		}
 	}()
+	// All streams connect at once: one after another would take a round
+	// trip each before the test could start.
+	dialed := make([]*net.TCPConn, n)
+	dialErrs := make([]error, n)
+	var dwg sync.WaitGroup
 	for i := range n {
-		c, err := d.DialContext(ctx, "tcp4", addr)
-		if err != nil {
-			return Summary{Partial: true, Err: fmt.Errorf("connecting stream %d to %s: %w", i, addr, err)}
+		dwg.Add(1)
+		go func() {
+			defer dwg.Done()
+			c, err := d.DialContext(ctx, "tcp4", addr)
+			if err != nil {
+				dialErrs[i] = fmt.Errorf("connecting stream %d to %s: %w", i, addr, err)
+				return
+			}
+			dialed[i] = c.(*net.TCPConn)
+			var h [tcpHeaderLen]byte
+			copy(h[:], tcpMagic[:])
+			binary.BigEndian.PutUint32(h[4:], uint32(i))
+			if _, err := dialed[i].Write(h[:]); err != nil {
+				dialErrs[i] = fmt.Errorf("stream %d: %w", i, err)
+			}
+		}()
+	}
+	dwg.Wait()
+	for _, c := range dialed {
+		if c != nil {
+			conns = append(conns, c)
 		}
-		tc := c.(*net.TCPConn)
-		conns = append(conns, tc)
-		var h [tcpHeaderLen]byte
-		copy(h[:], tcpMagic[:])
-		binary.BigEndian.PutUint32(h[4:], uint32(i))
-		if _, err := tc.Write(h[:]); err != nil {
-			return Summary{Partial: true, Err: fmt.Errorf("stream %d: %w", i, err)}
-		}
+	}
+	if err := errors.Join(dialErrs...); err != nil {
+		return Summary{Partial: true, Err: err}
 	}
 	payload, err := payloadFile()
 	if err != nil {

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+)
+
+// Reflect returns probes until none has come for the requested idle time.
+func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_ReflectServer) error {
+	idle := time.Duration(req.GetIdleNs())
+	if idle <= 0 || idle > s.Limits.MaxDuration {
+		return status.Errorf(codes.InvalidArgument, "agent on %s refuses the reflector: idle time %v must be positive and within %v", s.Host, idle, s.Limits.MaxDuration)
+	}
+	r, err := probe.NewReflector()
+	if err != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	if err := stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port)}}}); err != nil {
+		return err
+	}
+	n, err := r.Run(stream.Context(), idle)
+	sum := &agentpb.ProbeSummary{Reflected: uint32(n)}
+	if err != nil {
+		sum.Partial, sum.Error = true, err.Error()
+	}
+	return stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Summary{Summary: sum}})
+}
+
+// Probe sends probes to a reflector and returns every one.
+func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb.ProbeSummary, error) {
+	spec := ProbeSpecFromPB(req.GetSpec())
+	if err := spec.Validate(s.Limits.MaxDuration); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "agent on %s refuses the probes: %v", s.Host, err)
+	}
+	res, err := probe.Run(ctx, spec, req.GetAddress())
+	sum := &agentpb.ProbeSummary{}
+	for _, r := range res {
+		sum.Results = append(sum.Results, &agentpb.ProbeResult{
+			Seq: uint32(r.Seq), SentNs: r.Sent, ReflectRxNs: r.ReflectRx, ReflectTxNs: r.ReflectTx,
+			ReceivedNs: r.Received, Duplicates: uint32(r.Duplicates),
+		})
+	}
+	if err != nil {
+		sum.Partial, sum.Error = true, err.Error()
+	}
+	return sum, nil
+}
+
+// ProbeSpecToPB converts a probe spec to its wire form.
+func ProbeSpecToPB(s probe.Spec) *agentpb.ProbeSpec {
+	return &agentpb.ProbeSpec{Count: uint32(s.Count), IntervalNs: int64(s.Interval), Size: uint32(s.Size), TimeoutNs: int64(s.Timeout)}
+}
+
+// ProbeSpecFromPB converts a wire probe spec back.
+func ProbeSpecFromPB(p *agentpb.ProbeSpec) probe.Spec {
+	return probe.Spec{Count: int(p.GetCount()), Interval: time.Duration(p.GetIntervalNs()), Size: int(p.GetSize()), Timeout: time.Duration(p.GetTimeoutNs())}
+}
+
+// ProbeResultsFromPB converts wire probe results back.
+func ProbeResultsFromPB(ps []*agentpb.ProbeResult) []probe.Result {
+	out := make([]probe.Result, len(ps))
+	for i, p := range ps {
+		out[i] = probe.Result{Seq: int(p.Seq), Sent: p.SentNs, ReflectRx: p.ReflectRxNs, ReflectTx: p.ReflectTxNs, Received: p.ReceivedNs, Duplicates: int(p.Duplicates)}
+	}
+	return out
+}
+
+// bootID identifies this kernel boot, and so this machine's clock.
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+)
+
+func newProbeCmd() *cobra.Command {
+	var (
+		pair              hostPair
+		count, size       int
+		interval, timeout time.Duration
+		asJSON            bool
+	)
+	c := &cobra.Command{
+		Use:   "probe --testbed NAME --from A --to B",
+		Short: "Round-trip and one-way delay, jitter and loss with UDP probes (TWAMP-light style)",
+		Long: `Send --count UDP probes from A, --interval apart, to a reflector on B, which returns each
+with its receive and send times. Reports the round trip (without the reflector's
+turnaround) as min/avg/max/p50/p99, jitter (mean difference of consecutive round trips),
+loss, and the one-way delay in each direction. Hosts of one test-bed share the machine's
+clock, so one-way delays are exact; between machines they include the clocks' offset,
+and the output says which.`,
+		Example: `  wanlab measure probe --testbed wan-lan --from wanclient --to server
+  wanlab measure probe --testbed wan-lan --from wanclient --to server -c 1000 -i 5ms --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, a []string) error {
+			spec := probe.Spec{Count: count, Interval: interval, Size: size, Timeout: timeout}
+			if err := spec.Validate(time.Hour); err != nil {
+				return usagef("%v", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			from, to, closeAll, err := pair.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			res, err := measure.Probe(ctx, from, to, spec)
+			if res != nil {
+				if asJSON {
+					if jerr := writeJSON(c.OutOrStdout(), res); jerr != nil {
+						return jerr
+					}
+				} else {
+					printProbe(c.OutOrStdout(), res)
+				}
+			}
+			return err
+		},
+	}
+	pair.flags(c)
+	c.Flags().IntVarP(&count, "count", "c", 100, "number of probes")
+	interval = 20 * time.Millisecond
+	c.Flags().VarP(seconds{&interval}, "interval", "i", "time between probes, e.g. 20ms or 0.02")
+	c.Flags().IntVarP(&size, "size", "s", 64, fmt.Sprintf("probe payload in bytes (%d-%d)", probe.HeaderLen, probe.MaxSize))
+	timeout = 2 * time.Second
+	c.Flags().Var(seconds{&timeout}, "timeout", "how long to wait for the last reply")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func printProbe(w io.Writer, r *measure.ProbeResult) {
+	fmt.Fprintf(w, "%s -> %s: %d probes of %d bytes, %s ms apart\n", r.From, r.To, r.Count, r.Size, trim(r.Interval))
+	s := r.RTTms
+	t := table(w)
+	fmt.Fprintf(t, "rtt\tmin %s / avg %s / max %s ms, p50 %s, p99 %s ms, mdev %s ms\n", trim(s.Min), trim(s.Avg), trim(s.Max), trim(s.P50), trim(s.P99), trim(s.Mdev))
+	fmt.Fprintf(t, "jitter\t%s ms (mean difference of consecutive round trips)\n", trim(r.JitterMS))
+	fmt.Fprintf(t, "loss\t%d of %d (%.3g%%)", r.Lost, r.Sent, r.LostPercent)
+	if r.Duplicates > 0 {
+		fmt.Fprintf(t, ", %d duplicates", r.Duplicates)
+	}
+	fmt.Fprintln(t)
+	f, b := r.OneWay.Forward, r.OneWay.Back
+	fmt.Fprintf(t, "one way %s -> %s\tmin %s / avg %s / max %s ms, p50 %s\n", r.From, r.To, trim(f.Min), trim(f.Avg), trim(f.Max), trim(f.P50))
+	fmt.Fprintf(t, "one way %s -> %s\tmin %s / avg %s / max %s ms, p50 %s\n", r.To, r.From, trim(b.Min), trim(b.Avg), trim(b.Max), trim(b.P50))
+	fmt.Fprintf(t, "clock\t%s\n", r.OneWay.Clock)
+	t.Flush()
+	if r.Partial {
+		fmt.Fprintf(w, "PARTIAL: %s\n", r.Error)
+	}
+}

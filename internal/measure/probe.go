@@ -1,0 +1,150 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+)
+
+// ProbeResult summarises a probe run from one host to another.
+type ProbeResult struct {
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	Count    int     `json:"count"`
+	Interval float64 `json:"interval_ms"`
+	Size     int     `json:"size"`
+	// RTTms excludes the reflector's turnaround time.
+	RTTms Stats `json:"rtt_ms"`
+	// JitterMS is the mean difference between consecutive round trips (IPDV).
+	JitterMS float64 `json:"jitter_ms"`
+	Sent     int     `json:"sent"`
+	Received int     `json:"received"`
+	Lost     int     `json:"lost"`
+	// LostPercent is the round-trip loss, in iperf3's name.
+	LostPercent float64 `json:"lost_percent"`
+	Duplicates  int     `json:"duplicates"`
+	// OneWay holds the delay in each direction; exact when Clock is "shared"
+	// (both hosts on one machine), offset by the hosts' clock difference otherwise.
+	OneWay struct {
+		Forward Stats  `json:"forward_ms"`
+		Back    Stats  `json:"back_ms"`
+		Clock   string `json:"clock"`
+	} `json:"one_way"`
+	Probes  []probe.Result `json:"-"`
+	Partial bool           `json:"partial"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// Stats are the usual summary of a set of delays, in milliseconds.
+type Stats struct {
+	Min  float64 `json:"min"`
+	Avg  float64 `json:"avg"`
+	Max  float64 `json:"max"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Mdev float64 `json:"mdev"`
+}
+
+// NewStats summarises delays.
+func NewStats(ds []time.Duration) Stats {
+	if len(ds) == 0 {
+		return Stats{}
+	}
+	ms := make([]float64, len(ds))
+	var sum float64
+	for i, d := range ds {
+		ms[i] = float64(d) / 1e6
+		sum += ms[i]
+	}
+	slices.Sort(ms)
+	s := Stats{Min: ms[0], Max: ms[len(ms)-1], Avg: sum / float64(len(ms)), P50: quantile(ms, 0.5), P99: quantile(ms, 0.99)}
+	for _, v := range ms {
+		s.Mdev += math.Abs(v - s.Avg)
+	}
+	s.Mdev /= float64(len(ms))
+	return s
+}
+
+// quantile interpolates linearly between the sorted values around q.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[lo]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// Probe runs spec from src to a reflector on dst.
+func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResult, error) {
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	refl, err := dst.Agent.Reflect(rctx, &agentpb.ReflectRequest{IdleNs: int64(spec.Timeout + 10*time.Second)})
+	if err != nil {
+		return nil, agentError(dst.Host, err)
+	}
+	first, err := refl.Recv()
+	if err != nil {
+		return nil, agentError(dst.Host, err)
+	}
+	port := first.GetListening().GetPort()
+	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: net.JoinHostPort(dst.Addr, strconv.Itoa(int(port)))})
+	if err != nil {
+		return nil, agentError(src.Host, err)
+	}
+	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), src.Agent.BootID != "" && src.Agent.BootID == dst.Agent.BootID)
+	if sum.Partial {
+		res.Partial, res.Error = true, sum.Error
+		return res, errors.New(sum.Error)
+	}
+	if res.Sent < spec.Count {
+		res.Partial, res.Error = true, fmt.Sprintf("only %d of %d probes were sent", res.Sent, spec.Count)
+		return res, errors.New(res.Error)
+	}
+	return res, nil
+}
+
+// Summarise computes a probe run's statistics.
+func Summarise(from, to string, spec probe.Spec, probes []probe.Result, sharedClock bool) *ProbeResult {
+	r := &ProbeResult{From: from, To: to, Count: spec.Count, Interval: float64(spec.Interval) / 1e6, Size: spec.Size, Probes: probes, Sent: len(probes)}
+	var rtts, fwd, back []time.Duration
+	var ipdv float64
+	var prev time.Duration
+	for _, p := range probes {
+		r.Duplicates += p.Duplicates
+		if p.Lost() {
+			r.Lost++
+			continue
+		}
+		rtt := p.RTT()
+		if len(rtts) > 0 {
+			ipdv += math.Abs(float64(rtt - prev))
+		}
+		prev = rtt
+		rtts = append(rtts, rtt)
+		fwd, back = append(fwd, p.Forward()), append(back, p.Back())
+	}
+	r.Received = len(rtts)
+	if r.Sent > 0 {
+		r.LostPercent = 100 * float64(r.Lost) / float64(r.Sent)
+	}
+	if len(rtts) > 1 {
+		r.JitterMS = ipdv / float64(len(rtts)-1) / 1e6
+	}
+	r.RTTms = NewStats(rtts)
+	r.OneWay.Forward, r.OneWay.Back = NewStats(fwd), NewStats(back)
+	r.OneWay.Clock = "unsynchronised: one-way delays include the hosts' clock offset"
+	if sharedClock {
+		r.OneWay.Clock = "shared"
+	}
+	return r
+}

@@ -1,0 +1,258 @@
+// Package probe measures round-trip and one-way delay, jitter and loss with
+// UDP probes, in the manner of TWAMP light: a prober sends numbered probes at
+// an interval, a reflector returns each with its receive and send times, and
+// the prober stamps the return. Receive times come from the kernel
+// (SO_TIMESTAMPNS), so they do not include the agent's own scheduling.
+package probe
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spec is one probe run.
+type Spec struct {
+	Count    int
+	Interval time.Duration
+	Size     int           // datagram payload, at least HeaderLen
+	Timeout  time.Duration // how long to wait for the last reply
+}
+
+// HeaderLen is the probe's header: magic, sequence, and three timestamps.
+const HeaderLen = 36
+
+var magic = [4]byte{'W', 'L', 'P', '1'}
+
+// Bounds of a sane run.
+const (
+	MinInterval = time.Millisecond
+	MaxCount    = 1_000_000
+	MaxSize     = 9000
+)
+
+// Validate checks a spec.
+func (s Spec) Validate(maxDuration time.Duration) error {
+	switch {
+	case s.Count < 1 || s.Count > MaxCount:
+		return fmt.Errorf("count %d: give 1 to %d probes", s.Count, MaxCount)
+	case s.Interval < MinInterval:
+		return fmt.Errorf("interval %v: give at least %v", s.Interval, MinInterval)
+	case s.Size < HeaderLen || s.Size > MaxSize:
+		return fmt.Errorf("size %d: give %d to %d bytes", s.Size, HeaderLen, MaxSize)
+	case s.Timeout <= 0:
+		return errors.New("timeout must be positive")
+	case time.Duration(s.Count)*s.Interval+s.Timeout > maxDuration:
+		return fmt.Errorf("%d probes %v apart take longer than the agent's limit of %v", s.Count, s.Interval, maxDuration)
+	}
+	return nil
+}
+
+// Result is one probe. Times are Unix nanoseconds on each host's clock.
+type Result struct {
+	Seq        int
+	Sent       int64 // prober, user space
+	ReflectRx  int64 // reflector, kernel
+	ReflectTx  int64 // reflector, user space
+	Received   int64 // prober, kernel; 0 if the probe or its reply was lost
+	Duplicates int
+}
+
+// Lost reports whether no reply came back.
+func (r Result) Lost() bool { return r.Received == 0 }
+
+// RTT is the round trip without the reflector's turnaround time.
+func (r Result) RTT() time.Duration {
+	return time.Duration((r.Received - r.Sent) - (r.ReflectTx - r.ReflectRx))
+}
+
+// Forward and Back are the one-way delays; they mean something only when the
+// two hosts' clocks agree.
+func (r Result) Forward() time.Duration { return time.Duration(r.ReflectRx - r.Sent) }
+func (r Result) Back() time.Duration    { return time.Duration(r.Received - r.ReflectTx) }
+
+// listen opens a UDP socket with kernel receive timestamps.
+func listen(addr string) (*net.UDPConn, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{})
+	if addr != "" {
+		var raddr *net.UDPAddr
+		if raddr, err = net.ResolveUDPAddr("udp4", addr); err == nil {
+			c, err = net.DialUDP("udp4", nil, raddr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	var serr error
+	raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) })
+	if serr != nil {
+		c.Close()
+		return nil, fmt.Errorf("asking for kernel timestamps: %w", serr)
+	}
+	return c, nil
+}
+
+// read reads one datagram and its kernel receive time.
+func read(c *net.UDPConn, buf, oob []byte) (int, *net.UDPAddr, int64, error) {
+	n, oobn, _, from, err := c.ReadMsgUDP(buf, oob)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	at := time.Now().UnixNano()
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+				// struct timespec: seconds, then nanoseconds, in the host's byte order.
+				sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+				nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+				at = sec*1e9 + nsec
+			}
+		}
+	}
+	return n, from, at, nil
+}
+
+// Reflector returns probes to their senders.
+type Reflector struct {
+	conn *net.UDPConn
+	Port int
+}
+
+// NewReflector opens the reflector's socket on an ephemeral port.
+func NewReflector() (*Reflector, error) {
+	c, err := listen("")
+	if err != nil {
+		return nil, fmt.Errorf("opening the reflector: %w", err)
+	}
+	return &Reflector{conn: c, Port: c.LocalAddr().(*net.UDPAddr).Port}, nil
+}
+
+// Run reflects probes until ctx ends or idle passes with none, and returns
+// how many it reflected.
+func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
+	defer r.conn.Close()
+	go func() {
+		<-ctx.Done()
+		r.conn.SetReadDeadline(time.Now())
+	}()
+	buf, oob := make([]byte, MaxSize), make([]byte, 128)
+	reflected := 0
+	for {
+		r.conn.SetReadDeadline(time.Now().Add(idle))
+		n, from, rx, err := read(r.conn, buf, oob)
+		if err != nil {
+			if ctx.Err() != nil {
+				return reflected, ctx.Err()
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return reflected, nil
+			}
+			return reflected, err
+		}
+		if n < HeaderLen || [4]byte(buf[:4]) != magic {
+			continue
+		}
+		binary.BigEndian.PutUint64(buf[20:], uint64(rx))
+		binary.BigEndian.PutUint64(buf[28:], uint64(time.Now().UnixNano()))
+		if _, err := r.conn.WriteToUDP(buf[:n], from); err == nil {
+			reflected++
+		}
+	}
+}
+
+// Run sends spec.Count probes to the reflector at addr and returns one result
+// per probe, in order.
+func Run(ctx context.Context, spec Spec, addr string) ([]Result, error) {
+	c, err := listen(addr)
+	if err != nil {
+		return nil, fmt.Errorf("probing %s: %w", addr, err)
+	}
+	defer c.Close()
+	results := make([]Result, spec.Count)
+	var mu sync.Mutex
+	recvDone := make(chan error, 1)
+	go func() {
+		buf, oob := make([]byte, MaxSize), make([]byte, 128)
+		for {
+			n, _, at, err := read(c, buf, oob)
+			if err != nil {
+				recvDone <- err
+				return
+			}
+			if n < HeaderLen || [4]byte(buf[:4]) != magic {
+				continue
+			}
+			seq := int(binary.BigEndian.Uint64(buf[4:]))
+			if seq < 0 || seq >= spec.Count {
+				continue
+			}
+			mu.Lock()
+			r := &results[seq]
+			if r.Received != 0 {
+				r.Duplicates++
+			} else {
+				r.ReflectRx = int64(binary.BigEndian.Uint64(buf[20:]))
+				r.ReflectTx = int64(binary.BigEndian.Uint64(buf[28:]))
+				r.Received = at
+			}
+			mu.Unlock()
+		}
+	}()
+	buf := make([]byte, spec.Size)
+	copy(buf, magic[:])
+	start := time.Now()
+	var sendErr error
+	for i := range spec.Count {
+		// Keep to the schedule from the start, so that late wake-ups do not add up.
+		if wait := time.Until(start.Add(time.Duration(i) * spec.Interval)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		binary.BigEndian.PutUint64(buf[4:], uint64(i))
+		now := time.Now().UnixNano()
+		binary.BigEndian.PutUint64(buf[12:], uint64(now))
+		mu.Lock()
+		results[i] = Result{Seq: i, Sent: now}
+		mu.Unlock()
+		if _, err := c.Write(buf); err != nil && sendErr == nil {
+			sendErr = fmt.Errorf("sending probe %d: %w", i, err)
+		}
+	}
+	select {
+	case <-time.After(spec.Timeout):
+	case <-ctx.Done():
+	}
+	c.Close()
+	<-recvDone
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([]Result, 0, spec.Count)
+	for i, r := range results {
+		if r.Sent == 0 {
+			break // not sent: the run was cut short
+		}
+		r.Seq = i
+		out = append(out, r)
+	}
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	return out, sendErr
+}

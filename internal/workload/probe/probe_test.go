@@ -1,0 +1,81 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProbeLoopback(t *testing.T) {
+	r, err := NewReflector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reflected := make(chan int, 1)
+	go func() {
+		n, _ := r.Run(ctx, 5*time.Second)
+		reflected <- n
+	}()
+	spec := Spec{Count: 50, Interval: 2 * time.Millisecond, Size: 64, Timeout: 200 * time.Millisecond}
+	res, err := Run(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if len(res) != 50 || <-reflected != 50 {
+		t.Fatalf("%d results, want 50", len(res))
+	}
+	for _, p := range res {
+		if p.Lost() {
+			t.Fatalf("probe %d lost on loopback", p.Seq)
+		}
+		// Loopback: a round trip is well under a millisecond, never negative,
+		// and the one-way delays (one clock) add up to no more than it.
+		if p.RTT() <= 0 || p.RTT() > 5*time.Millisecond || p.Forward() < 0 || p.Back() < 0 || p.Forward()+p.Back() > p.RTT()+time.Microsecond {
+			t.Errorf("probe %d: rtt %v, forward %v, back %v", p.Seq, p.RTT(), p.Forward(), p.Back())
+		}
+	}
+}
+
+func TestProbeNoReflectorIsAllLost(t *testing.T) {
+	r, err := NewReflector() // opened, never run: nothing answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.conn.Close()
+	res, err := Run(context.Background(), Spec{Count: 5, Interval: time.Millisecond, Size: 64, Timeout: 50 * time.Millisecond}, fmt.Sprintf("127.0.0.1:%d", r.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res {
+		if !p.Lost() {
+			t.Errorf("probe %d came back with no reflector", p.Seq)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Spec{Count: 10, Interval: 10 * time.Millisecond, Size: 64, Timeout: time.Second}
+	tests := []struct {
+		mod  func(*Spec)
+		want string
+	}{
+		{func(*Spec) {}, ""},
+		{func(s *Spec) { s.Count = 0 }, "count 0"},
+		{func(s *Spec) { s.Interval = 0 }, "interval"},
+		{func(s *Spec) { s.Size = 8 }, "size 8"},
+		{func(s *Spec) { s.Count = 100000; s.Interval = time.Second }, "longer than the agent's limit"},
+	}
+	for _, tt := range tests {
+		s := ok
+		tt.mod(&s)
+		err := s.Validate(time.Hour)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("Validate(%+v) = %v, want %q", s, err, tt.want)
+		}
+	}
+}
