@@ -3,6 +3,7 @@ module github.com/wanlab/wanlab
 go 1.26.8
 
 require (
+	github.com/klauspost/compress v1.20.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/vishvananda/netlink v1.3.1

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -244,4 +245,146 @@ func irttMedian(t *testing.T, name, addr string) float64 {
 		t.Fatalf("irtt JSON: %v", err)
 	}
 	return doc.Stats.RTT.Median / 1e6 // ns
+}
+
+// TestMeasureImpact loads a 10 Mbit/s path with a 64 KB queue: probes during
+// the load wait behind a full queue, about 52 ms more than before it.
+func TestMeasureImpact(t *testing.T) {
+	name := up(t, `name: e2e-impact
+hosts:
+  a: {}
+  b: {}
+links:
+  - between: [a, b]
+    rate: 10Mbit
+    delay: 5ms
+    queue: 64KB
+`)
+	r := wanlab(t, "measure", "impact", "--testbed", name, "--from", "a", "--to", "b", "--phase", "1s", "--load-duration", "4s", "--load-streams", "4", "--json")
+	if r.code != 0 {
+		t.Fatalf("impact: exit %d: %s", r.code, r.stderr)
+	}
+	var res measure.ImpactResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	// A full 64 KB queue at 10 Mbit/s holds 52.4 ms.
+	if res.RTTInflationMS < 25 || res.RTTInflationMS > 60 {
+		t.Errorf("RTT inflation %.1f ms, want most of the 52 ms queue", res.RTTInflationMS)
+	}
+	if res.After == nil || res.After.RTTms.P50 > res.Before.RTTms.P50+2 {
+		t.Errorf("after the load the RTT should be back to idle: before %+v, after %+v", res.Before, res.After)
+	}
+	if res.Load == nil || res.Load.End.SumReceived.BitsPerSecond < 8e6 {
+		t.Errorf("the load itself: %+v", res.Load)
+	}
+}
+
+// TestMeasureTune sweeps windows on a long path: small windows are
+// window-limited (W/RTT), and the advice is a cell near the bottleneck.
+func TestMeasureTune(t *testing.T) {
+	name := up(t, `name: e2e-tune
+hosts:
+  a: {}
+  b: {}
+links:
+  - between: [a, b]
+    rate: 50Mbit
+    delay: 20ms
+`)
+	r := wanlab(t, "measure", "tune", "--testbed", name, "--from", "a", "--to", "b", "--streams", "1,4", "--windows", "64KiB,auto", "-t", "3", "--size", "100MB", "--json")
+	if r.code != 0 {
+		t.Fatalf("tune: exit %d: %s", r.code, r.stderr)
+	}
+	var res measure.TuneResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.RTTms < 40 || res.RTTms > 42 || len(res.Cells) != 4 {
+		t.Fatalf("tune: rtt %.2f ms, %d cells", res.RTTms, len(res.Cells))
+	}
+	for _, c := range res.Cells {
+		if c.Window == 0 {
+			continue
+		}
+		// Linux doubles the buffer asked for and advertises a share of it, so
+		// a buffer of W gives between about W/2 and 2W of window: the rate is
+		// within that factor of W/RTT, or the bottleneck.
+		limit := min(c.WindowLimitBPS, 50e6)
+		if c.BitsPerSecond > 2.1*limit || c.BitsPerSecond < limit/2.5 {
+			t.Errorf("%d streams, window %d: %.2f Mbit/s against a window limit of %.2f", c.Streams, c.Window, c.BitsPerSecond/1e6, c.WindowLimitBPS/1e6)
+		}
+		if c.Streams == 1 && c.BitsPerSecond > 0.6*res.BottleneckBPS {
+			t.Errorf("one stream with a 64 KiB window is not window-limited: %.2f of %.2f Mbit/s", c.BitsPerSecond/1e6, res.BottleneckBPS/1e6)
+		}
+	}
+	if res.Best.BitsPerSecond < 0.97*res.BottleneckBPS || res.BottleneckBPS < 40e6 || res.Best.TransferSeconds <= 0 {
+		t.Errorf("advice %+v, bottleneck %.2f Mbit/s", res.Best, res.BottleneckBPS/1e6)
+	}
+	if res.BDPBytes < 200000 || res.BDPBytes > 270000 {
+		t.Errorf("BDP %d bytes, want about 50 Mbit/s x 41 ms = 256 KB", res.BDPBytes)
+	}
+}
+
+// TestMeasureTransfer sends a file with 4 streams there and back through a
+// 50 Mbit/s path, then checks that a corrupted byte and a changing file are caught.
+func TestMeasureTransfer(t *testing.T) {
+	name := up(t, "name: e2e-xfer\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 50Mbit\n    delay: 5ms\n")
+	r := wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--size", "20MB", "-P", "4", "--roundtrip", "--json")
+	if r.code != 0 {
+		t.Fatalf("transfer: exit %d: %s", r.code, r.stderr)
+	}
+	var res measure.TransferResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.ChecksumOK || res.Back == nil || res.There.Bytes != 20e6 || len(res.There.StreamBytes) != 4 {
+		t.Fatalf("round trip: %+v", res)
+	}
+	// 50 Mbit/s less headers is 48.3 Mbit/s of file data.
+	if bps := res.There.BitsPerSecond; bps < 0.85*48.3e6 || bps > 50e6 {
+		t.Errorf("transfer at %.1f Mbit/s through a 50 Mbit/s link", bps/1e6)
+	}
+	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--size", "5MB", "--inject-corruption", "12345")
+	if r.code != 1 || !strings.Contains(r.stderr, "checksum mismatch") {
+		t.Errorf("corrupted byte: exit %d, %q; want exit 1 and a checksum mismatch", r.code, r.stderr)
+	}
+	// A file that grows while it is sent: 20 MB at 50 Mbit/s takes over 3 s.
+	file := t.TempDir() + "/growing"
+	big := make([]byte, 20e6)
+	if err := os.WriteFile(file, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(time.Second, func() {
+		f, _ := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+		f.Write([]byte("more"))
+		f.Close()
+	})
+	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", file)
+	if r.code != 1 || !strings.Contains(r.stderr, "changed while it was being sent") {
+		t.Errorf("changing file: exit %d, %q", r.code, r.stderr)
+	}
+	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", "/no/such/file")
+	if r.code != 1 || !strings.Contains(r.stderr, "no such file") {
+		t.Errorf("missing file: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+func TestMeasureDisk(t *testing.T) {
+	name := up(t, "name: e2e-disk\nhosts:\n  a: {}\n")
+	r := wanlab(t, "measure", "disk", "--testbed", name, "--host", "a", "--size", "64MB", "--fsync", "--json")
+	if r.code != 0 {
+		t.Fatalf("disk: exit %d: %s", r.code, r.stderr)
+	}
+	var res struct {
+		Write float64 `json:"write_bytes_per_second"`
+		Read  float64 `json:"read_bytes_per_second"`
+		Bytes uint64  `json:"bytes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Write <= 0 || res.Read <= 0 || res.Bytes != 64e6 {
+		t.Errorf("disk result %s (%v)", r.stdout, err)
+	}
+	if r := wanlab(t, "measure", "disk", "--testbed", name, "--host", "a", "--block", "10B"); r.code != 1 || !strings.Contains(r.stderr, "block 10") {
+		t.Errorf("bad block: exit %d %q", r.code, r.stderr)
+	}
 }

@@ -32,7 +32,7 @@ import (
 var (
 	wanlabBin = flag.String("wanlab", "bin/wanlab", "the wanlab binary")
 	quick     = flag.Bool("quick", false, "shorter tests, fewer cases")
-	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams)")
+	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams,probe)")
 )
 
 // bigBuffers lets one TCP stream fill a 1 Gbit/s path with a 100 ms round trip
@@ -63,7 +63,7 @@ func run() error {
 	sections := []struct {
 		name string
 		fn   func() error
-	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}}
+	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}, {"probe", probeAgreement}}
 	for _, s := range sections {
 		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
 			continue
@@ -639,4 +639,73 @@ func manyStreams() error {
 	fmt.Printf("| %d | %.1f Mbit/s | %v | %.2f / %.2f MB | %d |\n\n", len(w.End.Streams), w.End.SumReceived.BitsPerSecond/1e6,
 		perStream == w.End.SumReceived.Bytes, float64(lo)/1e6, float64(hi)/1e6, derefU(w.End.SumSent.Retransmits))
 	return nil
+}
+
+// probeAgreement compares wanlab's probe RTT with ping's and irtt's on the
+// same paths, and its loss with the configured rate.
+func probeAgreement() error {
+	fmt.Println("### wanlab measure probe against ping and irtt")
+	fmt.Println()
+	fmt.Println("On each path: `wanlab measure probe -c 500 -i 10ms`, `ping -c 200 -i 0.01`, `irtt client -i 10ms -d 3s`, one after the other. Medians of the round trip; loss against the 99% binomial interval.")
+	fmt.Println()
+	fmt.Println("| path | wanlab p50 | ping avg | irtt median | wanlab - ping | wanlab - irtt | wanlab loss | 99% interval |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, c := range []struct {
+		desc, link string
+		loss       float64
+	}{
+		{"100 Mbit/s, 0.1 ms", "rate: 100Mbit\n    delay: 0.1ms", 0},
+		{"10 Mbit/s, 25 ms", "rate: 10Mbit\n    delay: 25ms", 0},
+		{"1 Gbit/s, 5 ms, 1% loss each way", "rate: 1Gbit\n    delay: 5ms\n    loss: 1%", 0.01},
+	} {
+		b, err := upBed("name: bench-probe\nseed: 9\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    " + c.link + "\n")
+		if err != nil {
+			return err
+		}
+		out, err := exec.Command(*wanlabBin, "measure", "probe", "--json", "--testbed", b.name, "--from", "a", "--to", "b", "-c", "500", "-i", "10ms").Output()
+		var pr measure.ProbeResult
+		if err == nil {
+			err = json.Unmarshal(out, &pr)
+		}
+		ping, perr := b.runner().Ping(context.Background(), "a", b.addr("b"), 200, 10*time.Millisecond)
+		irtt, ierr := irttMedian(b)
+		b.down()
+		if err = errors.Join(err, perr, ierr); err != nil {
+			return err
+		}
+		// Round-trip loss: lost either way.
+		p := 1 - (1-c.loss)*(1-c.loss)
+		sd := math.Sqrt(500 * p * (1 - p))
+		fmt.Printf("| %s | %.3f ms | %.3f ms | %.3f ms | %+.3f ms | %+.3f ms | %d of 500 | %.0f-%.0f |\n", c.desc, pr.RTTms.P50, ping.AvgMS, irtt,
+			pr.RTTms.P50-ping.AvgMS, pr.RTTms.P50-irtt, pr.Lost, max(0, 500*p-2.576*sd), 500*p+2.576*sd)
+	}
+	fmt.Println()
+	return nil
+}
+
+// irttMedian runs irtt between the hosts a and b of a test-bed.
+func irttMedian(b *bed) (float64, error) {
+	server := exec.Command(*wanlabBin, "testbed", "exec", b.name, "b", "--", "irtt", "server", "-b", b.addr("b")+":2112")
+	if err := server.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	var doc struct {
+		Stats struct {
+			RTT struct {
+				Median float64 `json:"median"`
+			} `json:"rtt"`
+		} `json:"stats"`
+	}
+	var err error
+	for range 30 {
+		var out []byte
+		if out, err = exec.Command(*wanlabBin, "testbed", "exec", b.name, "a", "--", "irtt", "client", "-i", "10ms", "-d", "3s", "-o", "-", b.addr("b")+":2112").Output(); err == nil {
+			if err = json.Unmarshal(out, &doc); err == nil {
+				return doc.Stats.RTT.Median / 1e6, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("irtt: %w", err)
 }

@@ -139,19 +139,22 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func (s *Server) summaryEvent(sum throughput.Summary, cpu cpuMark) *agentpb.ThroughputEvent {
-	wall := time.Since(cpu.at).Seconds()
-	p := &agentpb.Summary{
-		SecondsNs:       int64(sum.Seconds),
-		Partial:         sum.Partial,
-		AgentCpuPercent: 100 * (processCPU() - cpu.self).Seconds() / wall,
-		HostCpuPercent:  -1,
-	}
-	if cpu.group >= 0 {
+// cpuSince returns the CPU used since m in percent of one core: by the agent
+// process, and by the host's cgroup (-1 when unknown).
+func (s *Server) cpuSince(m cpuMark) (agentPct, hostPct float64) {
+	wall := time.Since(m.at).Seconds()
+	agentPct, hostPct = 100*(processCPU()-m.self).Seconds()/wall, -1
+	if m.group >= 0 {
 		if u, err := s.cg.Usage(s.cgGroup); err == nil {
-			p.HostCpuPercent = 100 * (u - cpu.group).Seconds() / wall
+			hostPct = 100 * (u - m.group).Seconds() / wall
 		}
 	}
+	return agentPct, hostPct
+}
+
+func (s *Server) summaryEvent(sum throughput.Summary, cpu cpuMark) *agentpb.ThroughputEvent {
+	p := &agentpb.Summary{SecondsNs: int64(sum.Seconds), Partial: sum.Partial}
+	p.AgentCpuPercent, p.HostCpuPercent = s.cpuSince(cpu)
 	if sum.Err != nil {
 		p.Error = sum.Err.Error()
 	}

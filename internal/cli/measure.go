@@ -30,7 +30,7 @@ func newMeasureCmd() *cobra.Command {
 testbed up starts in every host run the two ends of each test and stream back their
 samples. Results print as a table, or as JSON with --json (see docs/measure-json.md).`,
 	}
-	c.AddCommand(newThroughputCmd(), newProbeCmd())
+	c.AddCommand(newThroughputCmd(), newProbeCmd(), newImpactCmd(), newTuneCmd(), newTransferCmd(), newDiskCmd())
 	return c
 }
 
@@ -53,42 +53,44 @@ func (p *hostPair) connect(ctx context.Context) (from, to measure.Endpoint, clos
 	if p.from == p.to {
 		return from, to, nil, usagef("--from and --to are the same host %q", p.from)
 	}
+	if from, err = connectHost(ctx, p.testbed, p.from); err != nil {
+		return from, to, nil, err
+	}
+	if to, err = connectHost(ctx, p.testbed, p.to); err != nil {
+		from.Agent.Close()
+		return from, to, nil, err
+	}
+	return from, to, func() { from.Agent.Close(); to.Agent.Close() }, nil
+}
+
+// connectHost dials the agent of one host of a running test-bed.
+func connectHost(ctx context.Context, tb, host string) (measure.Endpoint, error) {
+	if tb == "" || host == "" {
+		return measure.Endpoint{}, usagef("give --testbed and the host")
+	}
 	if err := testbed.CheckEnvironment(); err != nil {
-		return from, to, nil, err
+		return measure.Endpoint{}, err
 	}
-	st, err := testbed.ReadState(p.testbed)
+	st, err := testbed.ReadState(tb)
 	if err != nil {
-		return from, to, nil, err
+		return measure.Endpoint{}, err
 	}
-	if !testbed.Alive(p.testbed) {
-		return from, to, nil, fmt.Errorf("test-bed %q is not running (its engine is gone)", p.testbed)
+	if !testbed.Alive(tb) {
+		return measure.Endpoint{}, fmt.Errorf("test-bed %q is not running (its engine is gone)", tb)
 	}
-	var clients []*agent.Client
-	closeAll = func() {
-		for _, c := range clients {
-			c.Close()
+	j := slices.IndexFunc(st.Hosts, func(h testbed.HostPlan) bool { return h.Name == host })
+	if j < 0 {
+		var names []string
+		for _, h := range st.Hosts {
+			names = append(names, h.Name)
 		}
+		return measure.Endpoint{}, usagef("test-bed %q has no host %q (hosts: %s)", tb, host, strings.Join(names, ", "))
 	}
-	ends := make([]measure.Endpoint, 2)
-	for i, name := range []string{p.from, p.to} {
-		j := slices.IndexFunc(st.Hosts, func(h testbed.HostPlan) bool { return h.Name == name })
-		if j < 0 {
-			closeAll()
-			var names []string
-			for _, h := range st.Hosts {
-				names = append(names, h.Name)
-			}
-			return from, to, nil, usagef("test-bed %q has no host %q (hosts: %s)", p.testbed, name, strings.Join(names, ", "))
-		}
-		c, err := agent.Dial(ctx, name, testbed.AgentSocket(p.testbed, name))
-		if err != nil {
-			closeAll()
-			return from, to, nil, err
-		}
-		clients = append(clients, c)
-		ends[i] = measure.Endpoint{Host: name, Addr: st.Hosts[j].Addr, Agent: c}
+	c, err := agent.Dial(ctx, host, testbed.AgentSocket(tb, host))
+	if err != nil {
+		return measure.Endpoint{}, err
 	}
-	return ends[0], ends[1], closeAll, nil
+	return measure.Endpoint{Host: host, Addr: st.Hosts[j].Addr, Agent: c}, nil
 }
 
 func newThroughputCmd() *cobra.Command {

@@ -1363,6 +1363,575 @@ func (x *ProbeSummary) GetError() string {
 	return ""
 }
 
+type DiskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Directory for the test file; empty for the agent's default.
+	Dir           string `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Size          uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Block         uint32 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	Fsync         bool   `protobuf:"varint,4,opt,name=fsync,proto3" json:"fsync,omitempty"`
+	Direct        bool   `protobuf:"varint,5,opt,name=direct,proto3" json:"direct,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiskRequest) Reset() {
+	*x = DiskRequest{}
+	mi := &file_agent_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskRequest) ProtoMessage() {}
+
+func (x *DiskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskRequest.ProtoReflect.Descriptor instead.
+func (*DiskRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DiskRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *DiskRequest) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *DiskRequest) GetBlock() uint32 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
+func (x *DiskRequest) GetFsync() bool {
+	if x != nil {
+		return x.Fsync
+	}
+	return false
+}
+
+func (x *DiskRequest) GetDirect() bool {
+	if x != nil {
+		return x.Direct
+	}
+	return false
+}
+
+type DiskResult struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	WriteBytesPerSecond float64                `protobuf:"fixed64,1,opt,name=write_bytes_per_second,json=writeBytesPerSecond,proto3" json:"write_bytes_per_second,omitempty"`
+	ReadBytesPerSecond  float64                `protobuf:"fixed64,2,opt,name=read_bytes_per_second,json=readBytesPerSecond,proto3" json:"read_bytes_per_second,omitempty"`
+	WriteSeconds        float64                `protobuf:"fixed64,3,opt,name=write_seconds,json=writeSeconds,proto3" json:"write_seconds,omitempty"`
+	ReadSeconds         float64                `protobuf:"fixed64,4,opt,name=read_seconds,json=readSeconds,proto3" json:"read_seconds,omitempty"`
+	Bytes               uint64                 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	CacheDropped        bool                   `protobuf:"varint,6,opt,name=cache_dropped,json=cacheDropped,proto3" json:"cache_dropped,omitempty"`
+	Dir                 string                 `protobuf:"bytes,7,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *DiskResult) Reset() {
+	*x = DiskResult{}
+	mi := &file_agent_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiskResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiskResult) ProtoMessage() {}
+
+func (x *DiskResult) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiskResult.ProtoReflect.Descriptor instead.
+func (*DiskResult) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DiskResult) GetWriteBytesPerSecond() float64 {
+	if x != nil {
+		return x.WriteBytesPerSecond
+	}
+	return 0
+}
+
+func (x *DiskResult) GetReadBytesPerSecond() float64 {
+	if x != nil {
+		return x.ReadBytesPerSecond
+	}
+	return 0
+}
+
+func (x *DiskResult) GetWriteSeconds() float64 {
+	if x != nil {
+		return x.WriteSeconds
+	}
+	return 0
+}
+
+func (x *DiskResult) GetReadSeconds() float64 {
+	if x != nil {
+		return x.ReadSeconds
+	}
+	return 0
+}
+
+func (x *DiskResult) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *DiskResult) GetCacheDropped() bool {
+	if x != nil {
+		return x.CacheDropped
+	}
+	return false
+}
+
+func (x *DiskResult) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+type TransferSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Streams       uint32                 `protobuf:"varint,1,opt,name=streams,proto3" json:"streams,omitempty"`
+	WindowBytes   uint64                 `protobuf:"varint,2,opt,name=window_bytes,json=windowBytes,proto3" json:"window_bytes,omitempty"`
+	Block         uint32                 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	Compress      bool                   `protobuf:"varint,4,opt,name=compress,proto3" json:"compress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferSpec) Reset() {
+	*x = TransferSpec{}
+	mi := &file_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferSpec) ProtoMessage() {}
+
+func (x *TransferSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferSpec.ProtoReflect.Descriptor instead.
+func (*TransferSpec) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TransferSpec) GetStreams() uint32 {
+	if x != nil {
+		return x.Streams
+	}
+	return 0
+}
+
+func (x *TransferSpec) GetWindowBytes() uint64 {
+	if x != nil {
+		return x.WindowBytes
+	}
+	return 0
+}
+
+func (x *TransferSpec) GetBlock() uint32 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
+func (x *TransferSpec) GetCompress() bool {
+	if x != nil {
+		return x.Compress
+	}
+	return false
+}
+
+type ReceiveFileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *TransferSpec          `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Where to write the file; empty for a file in the agent's directory.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// Keep the file (for a round trip); otherwise it is removed once hashed.
+	Keep bool `protobuf:"varint,3,opt,name=keep,proto3" json:"keep,omitempty"`
+	// Self-test: flip the byte at this offset before hashing, to show that the
+	// checksum catches a corrupted byte. -1 for none.
+	CorruptAt     int64 `protobuf:"varint,4,opt,name=corrupt_at,json=corruptAt,proto3" json:"corrupt_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveFileRequest) Reset() {
+	*x = ReceiveFileRequest{}
+	mi := &file_agent_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveFileRequest) ProtoMessage() {}
+
+func (x *ReceiveFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveFileRequest.ProtoReflect.Descriptor instead.
+func (*ReceiveFileRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReceiveFileRequest) GetSpec() *TransferSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ReceiveFileRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ReceiveFileRequest) GetKeep() bool {
+	if x != nil {
+		return x.Keep
+	}
+	return false
+}
+
+func (x *ReceiveFileRequest) GetCorruptAt() int64 {
+	if x != nil {
+		return x.CorruptAt
+	}
+	return 0
+}
+
+type SendFileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *TransferSpec          `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The file to send; if empty, the agent generates one of size bytes.
+	Path    string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Size    uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	Address string `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	// Remove the file once sent (the far end of a round trip).
+	RemoveAfter   bool `protobuf:"varint,5,opt,name=remove_after,json=removeAfter,proto3" json:"remove_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendFileRequest) Reset() {
+	*x = SendFileRequest{}
+	mi := &file_agent_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendFileRequest) ProtoMessage() {}
+
+func (x *SendFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendFileRequest.ProtoReflect.Descriptor instead.
+func (*SendFileRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SendFileRequest) GetSpec() *TransferSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *SendFileRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SendFileRequest) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *SendFileRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *SendFileRequest) GetRemoveAfter() bool {
+	if x != nil {
+		return x.RemoveAfter
+	}
+	return false
+}
+
+type TransferEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*TransferEvent_Listening
+	//	*TransferEvent_Result
+	Event         isTransferEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferEvent) Reset() {
+	*x = TransferEvent{}
+	mi := &file_agent_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferEvent) ProtoMessage() {}
+
+func (x *TransferEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferEvent.ProtoReflect.Descriptor instead.
+func (*TransferEvent) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TransferEvent) GetEvent() isTransferEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *TransferEvent) GetListening() *Listening {
+	if x != nil {
+		if x, ok := x.Event.(*TransferEvent_Listening); ok {
+			return x.Listening
+		}
+	}
+	return nil
+}
+
+func (x *TransferEvent) GetResult() *TransferResult {
+	if x != nil {
+		if x, ok := x.Event.(*TransferEvent_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isTransferEvent_Event interface {
+	isTransferEvent_Event()
+}
+
+type TransferEvent_Listening struct {
+	Listening *Listening `protobuf:"bytes,1,opt,name=listening,proto3,oneof"`
+}
+
+type TransferEvent_Result struct {
+	Result *TransferResult `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+func (*TransferEvent_Listening) isTransferEvent_Event() {}
+
+func (*TransferEvent_Result) isTransferEvent_Event() {}
+
+type TransferResult struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Bytes           uint64                 `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	WireBytes       uint64                 `protobuf:"varint,2,opt,name=wire_bytes,json=wireBytes,proto3" json:"wire_bytes,omitempty"`
+	Seconds         float64                `protobuf:"fixed64,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Sha256          string                 `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	StreamBytes     []uint64               `protobuf:"varint,5,rep,packed,name=stream_bytes,json=streamBytes,proto3" json:"stream_bytes,omitempty"`
+	Path            string                 `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
+	AgentCpuPercent float64                `protobuf:"fixed64,7,opt,name=agent_cpu_percent,json=agentCpuPercent,proto3" json:"agent_cpu_percent,omitempty"`
+	HostCpuPercent  float64                `protobuf:"fixed64,8,opt,name=host_cpu_percent,json=hostCpuPercent,proto3" json:"host_cpu_percent,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TransferResult) Reset() {
+	*x = TransferResult{}
+	mi := &file_agent_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferResult) ProtoMessage() {}
+
+func (x *TransferResult) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferResult.ProtoReflect.Descriptor instead.
+func (*TransferResult) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TransferResult) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TransferResult) GetWireBytes() uint64 {
+	if x != nil {
+		return x.WireBytes
+	}
+	return 0
+}
+
+func (x *TransferResult) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *TransferResult) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *TransferResult) GetStreamBytes() []uint64 {
+	if x != nil {
+		return x.StreamBytes
+	}
+	return nil
+}
+
+func (x *TransferResult) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TransferResult) GetAgentCpuPercent() float64 {
+	if x != nil {
+		return x.AgentCpuPercent
+	}
+	return 0
+}
+
+func (x *TransferResult) GetHostCpuPercent() float64 {
+	if x != nil {
+		return x.HostCpuPercent
+	}
+	return 0
+}
+
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
@@ -1475,17 +2044,66 @@ const file_agent_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x1c.wanlab.agent.v1.ProbeResultR\aresults\x12\x1c\n" +
 	"\treflected\x18\x02 \x01(\rR\treflected\x12\x18\n" +
 	"\apartial\x18\x03 \x01(\bR\apartial\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error*H\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"w\n" +
+	"\vDiskRequest\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x14\n" +
+	"\x05block\x18\x03 \x01(\rR\x05block\x12\x14\n" +
+	"\x05fsync\x18\x04 \x01(\bR\x05fsync\x12\x16\n" +
+	"\x06direct\x18\x05 \x01(\bR\x06direct\"\x89\x02\n" +
+	"\n" +
+	"DiskResult\x123\n" +
+	"\x16write_bytes_per_second\x18\x01 \x01(\x01R\x13writeBytesPerSecond\x121\n" +
+	"\x15read_bytes_per_second\x18\x02 \x01(\x01R\x12readBytesPerSecond\x12#\n" +
+	"\rwrite_seconds\x18\x03 \x01(\x01R\fwriteSeconds\x12!\n" +
+	"\fread_seconds\x18\x04 \x01(\x01R\vreadSeconds\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x04R\x05bytes\x12#\n" +
+	"\rcache_dropped\x18\x06 \x01(\bR\fcacheDropped\x12\x10\n" +
+	"\x03dir\x18\a \x01(\tR\x03dir\"}\n" +
+	"\fTransferSpec\x12\x18\n" +
+	"\astreams\x18\x01 \x01(\rR\astreams\x12!\n" +
+	"\fwindow_bytes\x18\x02 \x01(\x04R\vwindowBytes\x12\x14\n" +
+	"\x05block\x18\x03 \x01(\rR\x05block\x12\x1a\n" +
+	"\bcompress\x18\x04 \x01(\bR\bcompress\"\x8e\x01\n" +
+	"\x12ReceiveFileRequest\x121\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1d.wanlab.agent.v1.TransferSpecR\x04spec\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04keep\x18\x03 \x01(\bR\x04keep\x12\x1d\n" +
+	"\n" +
+	"corrupt_at\x18\x04 \x01(\x03R\tcorruptAt\"\xa9\x01\n" +
+	"\x0fSendFileRequest\x121\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1d.wanlab.agent.v1.TransferSpecR\x04spec\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x18\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\x12!\n" +
+	"\fremove_after\x18\x05 \x01(\bR\vremoveAfter\"\x8f\x01\n" +
+	"\rTransferEvent\x12:\n" +
+	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x129\n" +
+	"\x06result\x18\x02 \x01(\v2\x1f.wanlab.agent.v1.TransferResultH\x00R\x06resultB\a\n" +
+	"\x05event\"\x84\x02\n" +
+	"\x0eTransferResult\x12\x14\n" +
+	"\x05bytes\x18\x01 \x01(\x04R\x05bytes\x12\x1d\n" +
+	"\n" +
+	"wire_bytes\x18\x02 \x01(\x04R\twireBytes\x12\x18\n" +
+	"\aseconds\x18\x03 \x01(\x01R\aseconds\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12!\n" +
+	"\fstream_bytes\x18\x05 \x03(\x04R\vstreamBytes\x12\x12\n" +
+	"\x04path\x18\x06 \x01(\tR\x04path\x12*\n" +
+	"\x11agent_cpu_percent\x18\a \x01(\x01R\x0fagentCpuPercent\x12(\n" +
+	"\x10host_cpu_percent\x18\b \x01(\x01R\x0ehostCpuPercent*H\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x022\xf8\x02\n" +
+	"\fPROTOCOL_UDP\x10\x022\xe0\x04\n" +
 	"\x05Agent\x12C\n" +
 	"\x05Hello\x12\x1d.wanlab.agent.v1.HelloRequest\x1a\x1b.wanlab.agent.v1.HelloReply\x12N\n" +
 	"\aReceive\x12\x1f.wanlab.agent.v1.ReceiveRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12H\n" +
 	"\x04Send\x12\x1c.wanlab.agent.v1.SendRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12I\n" +
 	"\aReflect\x12\x1f.wanlab.agent.v1.ReflectRequest\x1a\x1b.wanlab.agent.v1.ProbeEvent0\x01\x12E\n" +
-	"\x05Probe\x12\x1d.wanlab.agent.v1.ProbeRequest\x1a\x1d.wanlab.agent.v1.ProbeSummaryB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
+	"\x05Probe\x12\x1d.wanlab.agent.v1.ProbeRequest\x1a\x1d.wanlab.agent.v1.ProbeSummary\x12A\n" +
+	"\x04Disk\x12\x1c.wanlab.agent.v1.DiskRequest\x1a\x1b.wanlab.agent.v1.DiskResult\x12T\n" +
+	"\vReceiveFile\x12#.wanlab.agent.v1.ReceiveFileRequest\x1a\x1e.wanlab.agent.v1.TransferEvent0\x01\x12M\n" +
+	"\bSendFile\x12 .wanlab.agent.v1.SendFileRequest\x1a\x1f.wanlab.agent.v1.TransferResultB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -1500,27 +2118,34 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_agent_proto_goTypes = []any{
-	(Protocol)(0),           // 0: wanlab.agent.v1.Protocol
-	(*HelloRequest)(nil),    // 1: wanlab.agent.v1.HelloRequest
-	(*HelloReply)(nil),      // 2: wanlab.agent.v1.HelloReply
-	(*Limits)(nil),          // 3: wanlab.agent.v1.Limits
-	(*ThroughputSpec)(nil),  // 4: wanlab.agent.v1.ThroughputSpec
-	(*ReceiveRequest)(nil),  // 5: wanlab.agent.v1.ReceiveRequest
-	(*SendRequest)(nil),     // 6: wanlab.agent.v1.SendRequest
-	(*ThroughputEvent)(nil), // 7: wanlab.agent.v1.ThroughputEvent
-	(*Listening)(nil),       // 8: wanlab.agent.v1.Listening
-	(*TCPInfo)(nil),         // 9: wanlab.agent.v1.TCPInfo
-	(*StreamSample)(nil),    // 10: wanlab.agent.v1.StreamSample
-	(*Interval)(nil),        // 11: wanlab.agent.v1.Interval
-	(*Summary)(nil),         // 12: wanlab.agent.v1.Summary
-	(*ProbeSpec)(nil),       // 13: wanlab.agent.v1.ProbeSpec
-	(*ReflectRequest)(nil),  // 14: wanlab.agent.v1.ReflectRequest
-	(*ProbeRequest)(nil),    // 15: wanlab.agent.v1.ProbeRequest
-	(*ProbeEvent)(nil),      // 16: wanlab.agent.v1.ProbeEvent
-	(*ProbeResult)(nil),     // 17: wanlab.agent.v1.ProbeResult
-	(*ProbeSummary)(nil),    // 18: wanlab.agent.v1.ProbeSummary
+	(Protocol)(0),              // 0: wanlab.agent.v1.Protocol
+	(*HelloRequest)(nil),       // 1: wanlab.agent.v1.HelloRequest
+	(*HelloReply)(nil),         // 2: wanlab.agent.v1.HelloReply
+	(*Limits)(nil),             // 3: wanlab.agent.v1.Limits
+	(*ThroughputSpec)(nil),     // 4: wanlab.agent.v1.ThroughputSpec
+	(*ReceiveRequest)(nil),     // 5: wanlab.agent.v1.ReceiveRequest
+	(*SendRequest)(nil),        // 6: wanlab.agent.v1.SendRequest
+	(*ThroughputEvent)(nil),    // 7: wanlab.agent.v1.ThroughputEvent
+	(*Listening)(nil),          // 8: wanlab.agent.v1.Listening
+	(*TCPInfo)(nil),            // 9: wanlab.agent.v1.TCPInfo
+	(*StreamSample)(nil),       // 10: wanlab.agent.v1.StreamSample
+	(*Interval)(nil),           // 11: wanlab.agent.v1.Interval
+	(*Summary)(nil),            // 12: wanlab.agent.v1.Summary
+	(*ProbeSpec)(nil),          // 13: wanlab.agent.v1.ProbeSpec
+	(*ReflectRequest)(nil),     // 14: wanlab.agent.v1.ReflectRequest
+	(*ProbeRequest)(nil),       // 15: wanlab.agent.v1.ProbeRequest
+	(*ProbeEvent)(nil),         // 16: wanlab.agent.v1.ProbeEvent
+	(*ProbeResult)(nil),        // 17: wanlab.agent.v1.ProbeResult
+	(*ProbeSummary)(nil),       // 18: wanlab.agent.v1.ProbeSummary
+	(*DiskRequest)(nil),        // 19: wanlab.agent.v1.DiskRequest
+	(*DiskResult)(nil),         // 20: wanlab.agent.v1.DiskResult
+	(*TransferSpec)(nil),       // 21: wanlab.agent.v1.TransferSpec
+	(*ReceiveFileRequest)(nil), // 22: wanlab.agent.v1.ReceiveFileRequest
+	(*SendFileRequest)(nil),    // 23: wanlab.agent.v1.SendFileRequest
+	(*TransferEvent)(nil),      // 24: wanlab.agent.v1.TransferEvent
+	(*TransferResult)(nil),     // 25: wanlab.agent.v1.TransferResult
 }
 var file_agent_proto_depIdxs = []int32{
 	3,  // 0: wanlab.agent.v1.HelloReply.limits:type_name -> wanlab.agent.v1.Limits
@@ -1537,21 +2162,31 @@ var file_agent_proto_depIdxs = []int32{
 	8,  // 11: wanlab.agent.v1.ProbeEvent.listening:type_name -> wanlab.agent.v1.Listening
 	18, // 12: wanlab.agent.v1.ProbeEvent.summary:type_name -> wanlab.agent.v1.ProbeSummary
 	17, // 13: wanlab.agent.v1.ProbeSummary.results:type_name -> wanlab.agent.v1.ProbeResult
-	1,  // 14: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
-	5,  // 15: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
-	6,  // 16: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
-	14, // 17: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
-	15, // 18: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
-	2,  // 19: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
-	7,  // 20: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
-	7,  // 21: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
-	16, // 22: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
-	18, // 23: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	21, // 14: wanlab.agent.v1.ReceiveFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
+	21, // 15: wanlab.agent.v1.SendFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
+	8,  // 16: wanlab.agent.v1.TransferEvent.listening:type_name -> wanlab.agent.v1.Listening
+	25, // 17: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
+	1,  // 18: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
+	5,  // 19: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
+	6,  // 20: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
+	14, // 21: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
+	15, // 22: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
+	19, // 23: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
+	22, // 24: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
+	23, // 25: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
+	2,  // 26: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
+	7,  // 27: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
+	7,  // 28: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
+	16, // 29: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
+	18, // 30: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
+	20, // 31: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
+	24, // 32: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
+	25, // 33: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -1568,13 +2203,17 @@ func file_agent_proto_init() {
 		(*ProbeEvent_Listening)(nil),
 		(*ProbeEvent_Summary)(nil),
 	}
+	file_agent_proto_msgTypes[23].OneofWrappers = []any{
+		(*TransferEvent_Listening)(nil),
+		(*TransferEvent_Result)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,11 +24,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Agent_Hello_FullMethodName   = "/wanlab.agent.v1.Agent/Hello"
-	Agent_Receive_FullMethodName = "/wanlab.agent.v1.Agent/Receive"
-	Agent_Send_FullMethodName    = "/wanlab.agent.v1.Agent/Send"
-	Agent_Reflect_FullMethodName = "/wanlab.agent.v1.Agent/Reflect"
-	Agent_Probe_FullMethodName   = "/wanlab.agent.v1.Agent/Probe"
+	Agent_Hello_FullMethodName       = "/wanlab.agent.v1.Agent/Hello"
+	Agent_Receive_FullMethodName     = "/wanlab.agent.v1.Agent/Receive"
+	Agent_Send_FullMethodName        = "/wanlab.agent.v1.Agent/Send"
+	Agent_Reflect_FullMethodName     = "/wanlab.agent.v1.Agent/Reflect"
+	Agent_Probe_FullMethodName       = "/wanlab.agent.v1.Agent/Probe"
+	Agent_Disk_FullMethodName        = "/wanlab.agent.v1.Agent/Disk"
+	Agent_ReceiveFile_FullMethodName = "/wanlab.agent.v1.Agent/ReceiveFile"
+	Agent_SendFile_FullMethodName    = "/wanlab.agent.v1.Agent/SendFile"
 )
 
 // AgentClient is the client API for Agent service.
@@ -52,6 +55,13 @@ type AgentClient interface {
 	Reflect(ctx context.Context, in *ReflectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ProbeEvent], error)
 	// Probe sends numbered probes to a reflector and reports each one.
 	Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*ProbeSummary, error)
+	// Disk writes and reads a file sequentially on the agent's host.
+	Disk(ctx context.Context, in *DiskRequest, opts ...grpc.CallOption) (*DiskResult, error)
+	// ReceiveFile accepts one file transfer: a Listening event with the port,
+	// then the TransferResult once the file is on disk and hashed.
+	ReceiveFile(ctx context.Context, in *ReceiveFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferEvent], error)
+	// SendFile sends a file (or one it generates of a given size) to a receiver.
+	SendFile(ctx context.Context, in *SendFileRequest, opts ...grpc.CallOption) (*TransferResult, error)
 }
 
 type agentClient struct {
@@ -139,6 +149,45 @@ func (c *agentClient) Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.
 	return out, nil
 }
 
+func (c *agentClient) Disk(ctx context.Context, in *DiskRequest, opts ...grpc.CallOption) (*DiskResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DiskResult)
+	err := c.cc.Invoke(ctx, Agent_Disk_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentClient) ReceiveFile(ctx context.Context, in *ReceiveFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[3], Agent_ReceiveFile_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReceiveFileRequest, TransferEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_ReceiveFileClient = grpc.ServerStreamingClient[TransferEvent]
+
+func (c *agentClient) SendFile(ctx context.Context, in *SendFileRequest, opts ...grpc.CallOption) (*TransferResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TransferResult)
+	err := c.cc.Invoke(ctx, Agent_SendFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -160,6 +209,13 @@ type AgentServer interface {
 	Reflect(*ReflectRequest, grpc.ServerStreamingServer[ProbeEvent]) error
 	// Probe sends numbered probes to a reflector and reports each one.
 	Probe(context.Context, *ProbeRequest) (*ProbeSummary, error)
+	// Disk writes and reads a file sequentially on the agent's host.
+	Disk(context.Context, *DiskRequest) (*DiskResult, error)
+	// ReceiveFile accepts one file transfer: a Listening event with the port,
+	// then the TransferResult once the file is on disk and hashed.
+	ReceiveFile(*ReceiveFileRequest, grpc.ServerStreamingServer[TransferEvent]) error
+	// SendFile sends a file (or one it generates of a given size) to a receiver.
+	SendFile(context.Context, *SendFileRequest) (*TransferResult, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -184,6 +240,15 @@ func (UnimplementedAgentServer) Reflect(*ReflectRequest, grpc.ServerStreamingSer
 }
 func (UnimplementedAgentServer) Probe(context.Context, *ProbeRequest) (*ProbeSummary, error) {
 	return nil, status.Error(codes.Unimplemented, "method Probe not implemented")
+}
+func (UnimplementedAgentServer) Disk(context.Context, *DiskRequest) (*DiskResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method Disk not implemented")
+}
+func (UnimplementedAgentServer) ReceiveFile(*ReceiveFileRequest, grpc.ServerStreamingServer[TransferEvent]) error {
+	return status.Error(codes.Unimplemented, "method ReceiveFile not implemented")
+}
+func (UnimplementedAgentServer) SendFile(context.Context, *SendFileRequest) (*TransferResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method SendFile not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -275,6 +340,53 @@ func _Agent_Probe_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Disk_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DiskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Disk(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Disk_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Disk(ctx, req.(*DiskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Agent_ReceiveFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReceiveFileRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).ReceiveFile(m, &grpc.GenericServerStream[ReceiveFileRequest, TransferEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_ReceiveFileServer = grpc.ServerStreamingServer[TransferEvent]
+
+func _Agent_SendFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SendFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).SendFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_SendFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).SendFile(ctx, req.(*SendFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -289,6 +401,14 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Probe",
 			Handler:    _Agent_Probe_Handler,
+		},
+		{
+			MethodName: "Disk",
+			Handler:    _Agent_Disk_Handler,
+		},
+		{
+			MethodName: "SendFile",
+			Handler:    _Agent_SendFile_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -305,6 +425,11 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Reflect",
 			Handler:       _Agent_Reflect_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "ReceiveFile",
+			Handler:       _Agent_ReceiveFile_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,0 +1,124 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+
+	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
+)
+
+// TransferSpec is a disk-to-disk transfer.
+type TransferSpec struct {
+	transfer.Spec
+	// Path is the file to send on the sending host; if empty, the sender
+	// generates one of Size bytes.
+	Path string
+	Size int64
+	// Roundtrip sends the received copy back, as the ALICE tests did.
+	Roundtrip bool
+	// CorruptAt flips the byte at this offset at the receiver before the
+	// checksum (a self-test of the check); -1 for none.
+	CorruptAt int64
+}
+
+// TransferLeg is one direction of a transfer.
+type TransferLeg struct {
+	From          string  `json:"from"`
+	To            string  `json:"to"`
+	Bytes         uint64  `json:"bytes"`
+	Seconds       float64 `json:"seconds"`
+	BitsPerSecond float64 `json:"bits_per_second"` // file bytes over the receiver's time
+	WireBytes     uint64  `json:"wire_bytes"`
+	// CompressionRatio is file bytes over bytes on the wire (1 without --compress).
+	CompressionRatio float64   `json:"compression_ratio"`
+	StreamBytes      []uint64  `json:"stream_bytes"`
+	SHA256Sent       string    `json:"sha256_sent"`
+	SHA256Received   string    `json:"sha256_received"`
+	ChecksumOK       bool      `json:"checksum_ok"`
+	CPU              CPUResult `json:"cpu_utilization_percent"`
+}
+
+// TransferResult is a transfer and, for a round trip, its way back.
+type TransferResult struct {
+	Streams  int          `json:"num_streams"`
+	Compress bool         `json:"compress"`
+	There    *TransferLeg `json:"there"`
+	Back     *TransferLeg `json:"back,omitempty"`
+	// ChecksumOK says that every copy matched the original.
+	ChecksumOK bool   `json:"checksum_ok"`
+	Partial    bool   `json:"partial"`
+	Error      string `json:"error,omitempty"`
+}
+
+// ErrChecksum means a copy did not match the original.
+var ErrChecksum = errors.New("checksum mismatch: the copy differs from the original")
+
+// Transfer runs a transfer from src to dst, and back if asked.
+func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*TransferResult, error) {
+	res := &TransferResult{Streams: spec.Streams, Compress: spec.Compress}
+	fail := func(err error) (*TransferResult, error) {
+		res.Partial, res.Error = true, err.Error()
+		return res, err
+	}
+	there, keptAt, err := leg(ctx, src, dst, spec.Spec, &agentpb.SendFileRequest{Path: spec.Path, Size: uint64(spec.Size)}, spec.Roundtrip, spec.CorruptAt)
+	res.There = there
+	if err != nil {
+		return fail(err)
+	}
+	res.ChecksumOK = there.ChecksumOK
+	if spec.Roundtrip {
+		back, _, err := leg(ctx, dst, src, spec.Spec, &agentpb.SendFileRequest{Path: keptAt, RemoveAfter: true}, false, -1)
+		res.Back = back
+		if err != nil {
+			return fail(err)
+		}
+		// The copy that came back must match what left in the first place.
+		back.ChecksumOK = back.SHA256Received == there.SHA256Sent
+		res.ChecksumOK = res.ChecksumOK && back.ChecksumOK
+	}
+	if !res.ChecksumOK {
+		return fail(ErrChecksum)
+	}
+	return res, nil
+}
+
+// leg sends one file from src to dst and returns where dst kept it (if keep).
+func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agentpb.SendFileRequest, keep bool, corruptAt int64) (*TransferLeg, string, error) {
+	l := &TransferLeg{From: src.Host, To: dst.Host}
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	rstream, err := dst.Agent.ReceiveFile(rctx, &agentpb.ReceiveFileRequest{Spec: agent.TransferSpecToPB(spec), Keep: keep, CorruptAt: corruptAt})
+	if err != nil {
+		return l, "", agentError(dst.Host, err)
+	}
+	first, err := rstream.Recv()
+	if err != nil {
+		return l, "", agentError(dst.Host, err)
+	}
+	send.Spec = agent.TransferSpecToPB(spec)
+	send.Address = net.JoinHostPort(dst.Addr, strconv.Itoa(int(first.GetListening().GetPort())))
+	sent, err := src.Agent.SendFile(ctx, send)
+	if err != nil {
+		return l, "", agentError(src.Host, err)
+	}
+	ev, err := rstream.Recv()
+	if err != nil {
+		return l, "", agentError(dst.Host, err)
+	}
+	got := ev.GetResult()
+	l.Bytes, l.Seconds, l.WireBytes, l.StreamBytes = got.Bytes, got.Seconds, sent.WireBytes, got.StreamBytes
+	if got.Seconds > 0 {
+		l.BitsPerSecond = float64(got.Bytes) * 8 / got.Seconds
+	}
+	if sent.WireBytes > 0 {
+		l.CompressionRatio = float64(sent.Bytes) / float64(sent.WireBytes)
+	}
+	l.SHA256Sent, l.SHA256Received = sent.Sha256, got.Sha256
+	l.ChecksumOK = sent.Sha256 != "" && sent.Sha256 == got.Sha256 && sent.Bytes == got.Bytes
+	l.CPU = CPUResult{SenderHost: sent.HostCpuPercent, SenderAgent: sent.AgentCpuPercent, ReceiverHost: got.HostCpuPercent, ReceiverAgent: got.AgentCpuPercent}
+	return l, got.Path, nil
+}

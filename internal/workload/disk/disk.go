@@ -1,0 +1,139 @@
+// Package disk measures a host's sequential write and read rates of a file,
+// the end-host I/O reference beside network figures (as Bonnie++ and IOzone
+// were in the ALICE tests).
+package disk
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spec is one disk test.
+type Spec struct {
+	Dir   string // where the test file is written (and removed)
+	Size  int64
+	Block int
+	// Fsync makes the write phase end with fsync, so that it measures the
+	// disk rather than the page cache.
+	Fsync bool
+	// Direct uses O_DIRECT for both phases, bypassing the page cache.
+	Direct bool
+}
+
+// Result is one test's rates.
+type Result struct {
+	WriteBytesPerSecond float64 `json:"write_bytes_per_second"`
+	ReadBytesPerSecond  float64 `json:"read_bytes_per_second"`
+	WriteSeconds        float64 `json:"write_seconds"`
+	ReadSeconds         float64 `json:"read_seconds"`
+	Bytes               int64   `json:"bytes"`
+	// CacheDropped says the page cache was emptied of the file before the
+	// read phase, so reads came from the device.
+	CacheDropped bool `json:"cache_dropped"`
+}
+
+// alignment of O_DIRECT buffers and sizes.
+const alignment = 4096
+
+// Validate checks a spec.
+func (s Spec) Validate(maxBytes int64) error {
+	switch {
+	case s.Size <= 0:
+		return errors.New("size must be positive")
+	case s.Size > maxBytes:
+		return fmt.Errorf("size %d: over the agent's limit of %d bytes", s.Size, maxBytes)
+	case s.Block < alignment || s.Block > 64<<20:
+		return fmt.Errorf("block %d: give %d bytes to 64 MiB", s.Block, alignment)
+	case s.Direct && s.Block%alignment != 0:
+		return fmt.Errorf("block %d: O_DIRECT needs a multiple of %d", s.Block, alignment)
+	}
+	return nil
+}
+
+// Run writes the file, reads it back, removes it and returns the rates. A
+// full disk is an error naming the directory and how much was written.
+func Run(s Spec) (Result, error) {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return Result{}, err
+	}
+	path := filepath.Join(s.Dir, fmt.Sprintf("wanlab-disk-%d", os.Getpid()))
+	defer os.Remove(path)
+	flags := 0
+	if s.Direct {
+		flags = unix.O_DIRECT
+	}
+	// An anonymous mapping is page-aligned, as O_DIRECT needs.
+	buf, err := unix.Mmap(-1, 0, s.Block, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return Result{}, fmt.Errorf("allocating the I/O buffer: %w", err)
+	}
+	defer unix.Munmap(buf)
+	for i := range buf {
+		buf[i] = byte(i*7 + i>>8)
+	}
+	res := Result{Bytes: s.Size}
+
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|flags, 0o600)
+	if err != nil {
+		return res, fmt.Errorf("creating the test file in %s: %w", s.Dir, err)
+	}
+	start := time.Now()
+	var written int64
+	for written < s.Size {
+		n := min(int64(len(buf)), s.Size-written)
+		if s.Direct {
+			n = int64(len(buf)) // whole aligned blocks; the size is rounded up
+		}
+		k, err := f.Write(buf[:n])
+		written += int64(k)
+		if err != nil {
+			f.Close()
+			if errors.Is(err, unix.ENOSPC) {
+				return res, fmt.Errorf("the disk under %s is full after %d of %d bytes: %w", s.Dir, written, s.Size, err)
+			}
+			return res, fmt.Errorf("writing the test file: %w", err)
+		}
+	}
+	if s.Fsync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return res, fmt.Errorf("fsync: %w", err)
+		}
+	}
+	res.WriteSeconds = time.Since(start).Seconds()
+	f.Close()
+	res.WriteBytesPerSecond = float64(written) / res.WriteSeconds
+
+	// Drop the file from the page cache so that the reads come from the device.
+	if f, err := os.Open(path); err == nil {
+		f.Sync()
+		res.CacheDropped = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) == nil
+		f.Close()
+	}
+	f, err = os.OpenFile(path, os.O_RDONLY|flags, 0)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	start = time.Now()
+	var read int64
+	for {
+		k, err := f.Read(buf)
+		read += int64(k)
+		if err == io.EOF || k == 0 {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("reading the test file: %w", err)
+		}
+	}
+	res.ReadSeconds = time.Since(start).Seconds()
+	res.ReadBytesPerSecond = float64(read) / res.ReadSeconds
+	return res, nil
+}
