@@ -72,14 +72,7 @@ test of a bulk transfer.`,
 			}
 			defer closeL()
 			res, err := measure.Impact(ctx, pFrom, pTo, lFrom, lTo, spec)
-			if asJSON {
-				if jerr := writeJSON(c.OutOrStdout(), res); jerr != nil {
-					return jerr
-				}
-			} else {
-				printImpact(c.OutOrStdout(), res)
-			}
-			return err
+			return report(c.OutOrStdout(), asJSON, res, printImpact, err)
 		},
 	}
 	pair.flags(c)

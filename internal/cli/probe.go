@@ -47,16 +47,10 @@ and the output says which.`,
 			}
 			defer closeAll()
 			res, err := measure.Probe(ctx, from, to, spec)
-			if res != nil {
-				if asJSON {
-					if jerr := writeJSON(c.OutOrStdout(), res); jerr != nil {
-						return jerr
-					}
-				} else {
-					printProbe(c.OutOrStdout(), res)
-				}
+			if res == nil {
+				return err
 			}
-			return err
+			return report(c.OutOrStdout(), asJSON, res, printProbe, err)
 		},
 	}
 	pair.flags(c)

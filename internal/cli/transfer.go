@@ -73,14 +73,7 @@ that the check catches it.`,
 			}
 			defer closeAll()
 			res, err := measure.Transfer(ctx, from, to, spec)
-			if asJSON {
-				if jerr := writeJSON(c.OutOrStdout(), res); jerr != nil {
-					return jerr
-				}
-			} else {
-				printTransfer(c.OutOrStdout(), res)
-			}
-			return err
+			return report(c.OutOrStdout(), asJSON, res, printTransfer, err)
 		},
 	}
 	pair.flags(c)

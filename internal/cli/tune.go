@@ -82,14 +82,7 @@ transfer would take.`,
 			prog := newProgress(c.ErrOrStderr(), len(spec.Streams)*len(spec.Windows), "tuning")
 			res, err := measure.Tune(ctx, from, to, spec, prog.step)
 			prog.done()
-			if asJSON {
-				if jerr := writeJSON(c.OutOrStdout(), res); jerr != nil {
-					return jerr
-				}
-			} else {
-				printTune(c.OutOrStdout(), res, spec)
-			}
-			return err
+			return report(c.OutOrStdout(), asJSON, res, func(w io.Writer, r *measure.TuneResult) { printTune(w, r, spec) }, err)
 		},
 	}
 	pair.flags(c)
@@ -139,7 +132,7 @@ func printTune(w io.Writer, r *measure.TuneResult, spec measure.TuneSpec) {
 	t.Flush()
 	b := r.Best
 	fmt.Fprintf(w, "\nbottleneck (best rate reached) %s; bandwidth-delay product %s\n", units.Rate(r.BottleneckBPS), units.Size(r.BDPBytes))
-	fmt.Fprintf(w, "advice: %d streams, window %s: %s, %.2fx one stream's best", b.Streams, windowText(b.Window), units.Rate(b.BitsPerSecond), r.GainOverOneStream)
+	fmt.Fprintf(w, "advice: %s, window %s: %s, %.2fx one stream's best", count(b.Streams, "stream"), windowText(b.Window), units.Rate(b.BitsPerSecond), r.GainOverOneStream)
 	if b.TransferSeconds > 0 {
 		fmt.Fprintf(w, "; %s in %.1f s", units.Size(spec.Size), b.TransferSeconds)
 	}

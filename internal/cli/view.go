@@ -181,6 +181,20 @@ func printLimits(w io.Writer, limits []string) {
 	}
 }
 
+// report prints a measurement's result, as JSON or with print, and then
+// returns the measurement's own error: a partial result is shown before the
+// command fails.
+func report[T any](w io.Writer, asJSON bool, res T, print func(io.Writer, T), err error) error {
+	if asJSON {
+		if jerr := writeJSON(w, res); jerr != nil {
+			return jerr
+		}
+	} else {
+		print(w, res)
+	}
+	return err
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
