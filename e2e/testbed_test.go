@@ -378,6 +378,9 @@ func TestKilledEngineIsCleanedUp(t *testing.T) {
 		t.Errorf("down --all: %s", r.stderr)
 	}
 	assertNothingLeft(t, "e2e-other")
+	if _, err := os.Stat("/run/wanlab/e2e-killed.log"); err == nil {
+		t.Error("down --all left the dead test-bed's log")
+	}
 }
 
 // TestInterruptedUp sends Ctrl-C to up while a large test-bed is being built:

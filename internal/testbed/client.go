@@ -228,13 +228,21 @@ func waitExit(pid int, limit time.Duration) bool {
 	return !processAlive(pid)
 }
 
-// DownAll takes every test-bed on this machine down, live or stale.
+// DownAll takes every test-bed on this machine down, live or stale, and
+// removes the logs of those that failed.
 func DownAll() ([]string, error) {
 	var errs []error
 	names := Names()
 	for _, n := range names {
 		if err := Down(n); err != nil && !errors.Is(err, ErrNotUp) {
 			errs = append(errs, err)
+		}
+	}
+	// The logs that failed test-beds left for diagnosis go too.
+	logs, _ := filepath.Glob(filepath.Join(RunDir, "*.log"))
+	for _, l := range logs {
+		if !Alive(strings.TrimSuffix(filepath.Base(l), ".log")) {
+			os.Remove(l)
 		}
 	}
 	return names, errors.Join(errs...)
