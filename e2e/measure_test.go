@@ -388,3 +388,35 @@ func TestMeasureDisk(t *testing.T) {
 		t.Errorf("bad block: exit %d %q", r.code, r.stderr)
 	}
 }
+
+// TestMeasureArchive stores measurements with --db and reads them back.
+func TestMeasureArchive(t *testing.T) {
+	name := up(t, "name: e2e-arch\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 20Mbit\n    delay: 5ms\n")
+	db := t.TempDir() + "/runs.db"
+	if r := wanlab(t, "measure", "throughput", "--testbed", name, "--from", "a", "--to", "b", "-t", "2", "-i", "0.5", "--db", db); r.code != 0 {
+		t.Fatalf("throughput: %s", r.stderr)
+	}
+	if r := wanlab(t, "measure", "probe", "--testbed", name, "--from", "a", "--to", "b", "-c", "10", "-i", "10ms", "--db", db); r.code != 0 {
+		t.Fatalf("probe: %s", r.stderr)
+	}
+	r := wanlab(t, "runs", "--db", db, "--json")
+	var runs []struct {
+		ID      int64  `json:"id"`
+		Kind    string `json:"kind"`
+		Status  string `json:"status"`
+		Samples int64  `json:"samples"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 2 {
+		t.Fatalf("runs: %v %s", err, r.stdout)
+	}
+	for _, run := range runs {
+		if run.Status != "done" || run.Samples == 0 {
+			t.Errorf("run %+v", run)
+		}
+	}
+	// 10 probes: round trip, two one-way delays and loss for each.
+	out := wanlab(t, "export", "2", "--db", db).stdout
+	if n := strings.Count(out, "delay.roundtrip"); n != 10 {
+		t.Errorf("exported %d round trips of 10 probes:\n%s", n, out)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/golden"
 )
 
@@ -65,5 +67,39 @@ func TestValidateGolden(t *testing.T) {
 			}
 			golden.Check(t, "testdata/"+tt.golden, out.String())
 		})
+	}
+}
+
+// TestRunsAndExport stores a run in a fresh archive and reads it back
+// through the CLI.
+func TestRunsAndExport(t *testing.T) {
+	db := t.TempDir() + "/w.db"
+	rec, err := startRecord(db, "measure probe", "a->b", "t1", map[string]int{"count": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_800_000_000, 0).UTC()
+	if err := rec.finish([]archive.Sample{{T: t0, Metric: "delay.roundtrip", Subject: "a->b", Value: 0.051, Unit: "s"}}, map[string]int{"lost": 0}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"runs", "--db", db}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "measure probe") || !strings.Contains(out.String(), "done") {
+		t.Errorf("runs: exit %d: %s %s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"export", "1", "--db", db}, &out, &errb); code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errb.String())
+	}
+	golden.Check(t, "testdata/export-run1.csv", out.String())
+	out.Reset()
+	if code := run([]string{"export", "1", "--db", db, "--format", "jsonl"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), `"subject":"a->b"`) {
+		t.Errorf("jsonl export: %s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"export", "7", "--db", db}, &out, &errb); code != exitFailure || out.Len() != 0 {
+		t.Errorf("export of a missing run: exit %d, wrote %q", code, out.String())
+	}
+	if code := run([]string{"runs", "--db", t.TempDir() + "/none.db"}, &out, &errb); code != exitFailure {
+		t.Errorf("runs on a missing archive: exit %d", code)
 	}
 }

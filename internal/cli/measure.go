@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
@@ -101,6 +102,7 @@ func newThroughputCmd() *cobra.Command {
 		duration, interval              time.Duration
 		reverse, bidir, udp, asJSON     bool
 		length                          int
+		db                              string
 	)
 	c := &cobra.Command{
 		Use:   "throughput --testbed NAME --from A --to B",
@@ -166,15 +168,32 @@ measured, marked partial, and exits 1.`,
 			}
 			results := make([]*measure.ThroughputResult, len(runs))
 			errs := make([]error, len(runs))
+			recs := make([]*recorder, len(runs))
+			for i, r := range runs {
+				if recs[i], err = startRecord(db, "measure throughput", r[0].Host+"->"+r[1].Host, pair.testbed, spec); err != nil {
+					return err
+				}
+			}
+			starts := make([]time.Time, len(runs))
 			var wg sync.WaitGroup
 			for i, r := range runs {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					starts[i] = time.Now()
 					results[i], errs[i] = measure.Throughput(ctx, r[0], r[1], spec)
 				}()
 			}
 			wg.Wait()
+			for i, res := range results {
+				var samples []archive.Sample
+				if res != nil {
+					samples = res.Samples(starts[i])
+				}
+				if err := recs[i].finish(samples, res, errs[i]); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			if asJSON {
 				var out any = results[0]
 				if bidir {
@@ -208,6 +227,7 @@ measured, marked partial, and exits 1.`,
 	interval = time.Second
 	c.Flags().VarP(seconds{&interval}, "interval", "i", "reporting interval, e.g. 100ms or 0.1 (at least 10ms)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&db, "db", "", "also store the test, every interval and the result in this archive (e.g. wanlab.db)")
 	return c
 }
 

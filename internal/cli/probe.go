@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 )
@@ -21,6 +22,7 @@ func newProbeCmd() *cobra.Command {
 		count, size       int
 		interval, timeout time.Duration
 		asJSON            bool
+		db                string
 	)
 	c := &cobra.Command{
 		Use:   "probe --testbed NAME --from A --to B",
@@ -46,7 +48,18 @@ and the output says which.`,
 				return err
 			}
 			defer closeAll()
+			rec, err := startRecord(db, "measure probe", from.Host+"->"+to.Host, pair.testbed, spec)
+			if err != nil {
+				return err
+			}
 			res, err := measure.Probe(ctx, from, to, spec)
+			var samples []archive.Sample
+			if res != nil {
+				samples = res.Samples()
+			}
+			if rerr := rec.finish(samples, res, err); rerr != nil {
+				return rerr
+			}
 			if res == nil {
 				return err
 			}
@@ -61,6 +74,7 @@ and the output says which.`,
 	timeout = 2 * time.Second
 	c.Flags().Var(seconds{&timeout}, "timeout", "how long to wait for the last reply")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&db, "db", "", "also store every probe and the result in this archive (e.g. wanlab.db)")
 	return c
 }
 

@@ -198,6 +198,7 @@ func report[T any](w io.Writer, asJSON bool, res T, print func(io.Writer, T), er
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "a->b", not "a-\u003eb"
 	return enc.Encode(v)
 }
 
