@@ -64,6 +64,19 @@ func (p *hostPair) connect(ctx context.Context) (from, to measure.Endpoint, clos
 	return from, to, func() { from.Agent.Close(); to.Agent.Close() }, nil
 }
 
+// session runs fn with both hosts' agents connected, under a context that
+// Ctrl-C cancels, and closes the connections afterwards.
+func (p *hostPair) session(fn func(ctx context.Context, from, to measure.Endpoint) error) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	from, to, closeAll, err := p.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return fn(ctx, from, to)
+}
+
 // connectHost dials the agent of one host of a running test-bed.
 func connectHost(ctx context.Context, tb, host string) (measure.Endpoint, error) {
 	if tb == "" || host == "" {
@@ -152,64 +165,61 @@ measured, marked partial, and exits 1.`,
 			if err := spec.Validate(throughput.DefaultLimits); err != nil {
 				return usagef("%v", err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			from, to, closeAll, err := pair.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			if reverse {
-				from, to = to, from
-			}
-			runs := [][2]measure.Endpoint{{from, to}}
-			if bidir {
-				runs = append(runs, [2]measure.Endpoint{to, from})
-			}
-			results := make([]*measure.ThroughputResult, len(runs))
-			errs := make([]error, len(runs))
-			recs := make([]*recorder, len(runs))
-			for i, r := range runs {
-				if recs[i], err = startRecord(db, "measure throughput", r[0].Host+"->"+r[1].Host, pair.testbed, spec); err != nil {
-					return err
+			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+				if reverse {
+					from, to = to, from
 				}
-			}
-			starts := make([]time.Time, len(runs))
-			var wg sync.WaitGroup
-			for i, r := range runs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					starts[i] = time.Now()
-					results[i], errs[i] = measure.Throughput(ctx, r[0], r[1], spec)
-				}()
-			}
-			wg.Wait()
-			for i, res := range results {
-				var samples []archive.Sample
-				if res != nil {
-					samples = res.Samples(starts[i])
-				}
-				if err := recs[i].finish(samples, res, errs[i]); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			if asJSON {
-				var out any = results[0]
+				runs := [][2]measure.Endpoint{{from, to}}
 				if bidir {
-					out = results
+					runs = append(runs, [2]measure.Endpoint{to, from})
 				}
-				if jerr := writeJSON(c.OutOrStdout(), out); jerr != nil {
-					return jerr
+				results := make([]*measure.ThroughputResult, len(runs))
+				errs := make([]error, len(runs))
+				recs := make([]*recorder, len(runs))
+				for i, r := range runs {
+					rec, err := startRecord(db, "measure throughput", r[0].Host+"->"+r[1].Host, pair.testbed, spec)
+					if err != nil {
+						return err
+					}
+					recs[i] = rec
 				}
-			} else {
-				for _, r := range results {
-					if r != nil {
-						printThroughput(c.OutOrStdout(), r)
+				starts := make([]time.Time, len(runs))
+				var wg sync.WaitGroup
+				for i, r := range runs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						starts[i] = time.Now()
+						results[i], errs[i] = measure.Throughput(ctx, r[0], r[1], spec)
+					}()
+				}
+				wg.Wait()
+				for i, res := range results {
+					var samples []archive.Sample
+					if res != nil {
+						samples = res.Samples(starts[i])
+					}
+					if err := recs[i].finish(samples, res, errs[i]); err != nil {
+						errs = append(errs, err)
 					}
 				}
-			}
-			return errors.Join(errs...)
+				if asJSON {
+					var out any = results[0]
+					if bidir {
+						out = results
+					}
+					if jerr := writeJSON(c.OutOrStdout(), out); jerr != nil {
+						return jerr
+					}
+				} else {
+					for _, r := range results {
+						if r != nil {
+							printThroughput(c.OutOrStdout(), r)
+						}
+					}
+				}
+				return errors.Join(errs...)
+			})
 		},
 	}
 	pair.flags(c)

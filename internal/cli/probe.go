@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,29 +38,24 @@ and the output says which.`,
 			if err := spec.Validate(time.Hour); err != nil {
 				return usagef("%v", err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			from, to, closeAll, err := pair.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			rec, err := startRecord(db, "measure probe", from.Host+"->"+to.Host, pair.testbed, spec)
-			if err != nil {
-				return err
-			}
-			res, err := measure.Probe(ctx, from, to, spec)
-			var samples []archive.Sample
-			if res != nil {
-				samples = res.Samples()
-			}
-			if rerr := rec.finish(samples, res, err); rerr != nil {
-				return rerr
-			}
-			if res == nil {
-				return err
-			}
-			return report(c.OutOrStdout(), asJSON, res, printProbe, err)
+			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+				rec, err := startRecord(db, "measure probe", from.Host+"->"+to.Host, pair.testbed, spec)
+				if err != nil {
+					return err
+				}
+				res, err := measure.Probe(ctx, from, to, spec)
+				var samples []archive.Sample
+				if res != nil {
+					samples = res.Samples()
+				}
+				if rerr := rec.finish(samples, res, err); rerr != nil {
+					return rerr
+				}
+				if res == nil {
+					return err
+				}
+				return report(c.OutOrStdout(), asJSON, res, printProbe, err)
+			})
 		},
 	}
 	pair.flags(c)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -65,15 +62,10 @@ that the check catches it.`,
 			if err := spec.Spec.Validate(256); err != nil {
 				return usagef("%v", err)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			from, to, closeAll, err := pair.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			res, err := measure.Transfer(ctx, from, to, spec)
-			return report(c.OutOrStdout(), asJSON, res, printTransfer, err)
+			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+				res, err := measure.Transfer(ctx, from, to, spec)
+				return report(c.OutOrStdout(), asJSON, res, printTransfer, err)
+			})
 		},
 	}
 	pair.flags(c)

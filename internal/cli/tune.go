@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,17 +69,12 @@ transfer would take.`,
 					}
 				}
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			from, to, closeAll, err := pair.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			prog := newProgress(c.ErrOrStderr(), len(spec.Streams)*len(spec.Windows), "tuning")
-			res, err := measure.Tune(ctx, from, to, spec, prog.step)
-			prog.done()
-			return report(c.OutOrStdout(), asJSON, res, func(w io.Writer, r *measure.TuneResult) { printTune(w, r, spec) }, err)
+			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+				prog := newProgress(c.ErrOrStderr(), len(spec.Streams)*len(spec.Windows), "tuning")
+				res, err := measure.Tune(ctx, from, to, spec, prog.step)
+				prog.done()
+				return report(c.OutOrStdout(), asJSON, res, func(w io.Writer, r *measure.TuneResult) { printTune(w, r, spec) }, err)
+			})
 		},
 	}
 	pair.flags(c)
