@@ -153,7 +153,7 @@ func (s *Server) cpuSince(m cpuMark) (agentPct, hostPct float64) {
 }
 
 func (s *Server) summaryEvent(sum throughput.Summary, cpu cpuMark) *agentpb.ThroughputEvent {
-	p := &agentpb.Summary{SecondsNs: int64(sum.Seconds), Partial: sum.Partial}
+	p := &agentpb.Summary{SecondsNs: int64(sum.Elapsed), Partial: sum.Partial}
 	p.AgentCpuPercent, p.HostCpuPercent = s.cpuSince(cpu)
 	if sum.Err != nil {
 		p.Error = sum.Err.Error()

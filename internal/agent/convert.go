@@ -71,7 +71,7 @@ type Totals struct {
 // SummaryFromPB converts a wire summary back.
 func SummaryFromPB(p *agentpb.Summary) Totals {
 	t := Totals{
-		Summary:         throughput.Summary{Seconds: time.Duration(p.GetSecondsNs()), Partial: p.GetPartial()},
+		Summary:         throughput.Summary{Elapsed: time.Duration(p.GetSecondsNs()), Partial: p.GetPartial()},
 		AgentCPUPercent: p.GetAgentCpuPercent(), HostCPUPercent: p.GetHostCpuPercent(),
 	}
 	if p.GetError() != "" {

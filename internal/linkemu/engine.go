@@ -274,8 +274,10 @@ func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
 func (e *Engine) readPort(src int) {
 	fd := e.ports[src].FD
 	st := &e.portStat[src]
-	e.reclaim()
 	for range readBatch {
+		if len(e.pool.free) == 0 {
+			e.reclaim() // before the pool grows, take back what the writer is done with
+		}
 		slot, buf := e.pool.get()
 		if slot < 0 {
 			// The pool is at its cap: read into scratch to drain the device, and count it.

@@ -217,17 +217,17 @@ func (r *ThroughputResult) assemble(spec throughput.Spec, sent, recv []throughpu
 		r.Intervals = append(r.Intervals, ir)
 	}
 	if sTot != nil {
-		r.End.SumSent = StreamResult{End: sTot.Seconds.Seconds()}
+		r.End.SumSent = StreamResult{End: sTot.Elapsed.Seconds()}
 		for _, s := range sTot.Streams {
-			addTo(&r.End.SumSent, streamResult(s, 0, sTot.Seconds, spec.Protocol == throughput.TCP))
+			addTo(&r.End.SumSent, streamResult(s, 0, sTot.Elapsed, spec.Protocol == throughput.TCP))
 		}
 		finish(&r.End.SumSent)
 		r.End.CPU.SenderHost, r.End.CPU.SenderAgent = sTot.HostCPUPercent, sTot.AgentCPUPercent
 	}
 	if rTot != nil {
-		r.End.SumReceived = StreamResult{End: rTot.Seconds.Seconds()}
+		r.End.SumReceived = StreamResult{End: rTot.Elapsed.Seconds()}
 		for _, s := range rTot.Streams {
-			sr := streamResult(s, 0, rTot.Seconds, false)
+			sr := streamResult(s, 0, rTot.Elapsed, false)
 			r.End.Streams = append(r.End.Streams, sr)
 			addTo(&r.End.SumReceived, sr)
 		}

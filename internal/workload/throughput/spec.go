@@ -131,7 +131,7 @@ type Interval struct {
 
 // Summary is a whole test as one side saw it.
 type Summary struct {
-	Seconds time.Duration
+	Elapsed time.Duration
 	Streams []Sample
 	// Partial says the test ended early; Err says why.
 	Partial bool

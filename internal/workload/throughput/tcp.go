@@ -303,7 +303,7 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 		c.Close()
 	}
 	<-tickDone
-	s := Summary{Seconds: time.Since(m.start), Streams: m.totals()}
+	s := Summary{Elapsed: time.Since(m.start), Streams: m.totals()}
 	mu.Lock()
 	defer mu.Unlock()
 	if firstErr != nil {
@@ -435,7 +435,7 @@ func sendTCP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 	}
 	tick(ctx, spec.Interval, done, cut, emit)
 	<-done
-	s := Summary{Seconds: time.Since(m.start), Streams: m.totals()}
+	s := Summary{Elapsed: time.Since(m.start), Streams: m.totals()}
 	for i, c := range conns {
 		if info, err := tcpInfo(c); err == nil {
 			s.Streams[i].TCP = &info

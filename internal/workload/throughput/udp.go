@@ -146,7 +146,7 @@ func (r *Receiver) runUDP(ctx context.Context, emit func(Interval)) Summary {
 		<-done
 	}
 	<-tickDone
-	sum := Summary{Seconds: time.Since(m.start), Streams: make([]Sample, n)}
+	sum := Summary{Elapsed: time.Since(m.start), Streams: make([]Sample, n)}
 	mu.Lock()
 	defer mu.Unlock()
 	missing := 0
@@ -192,7 +192,7 @@ func sendUDP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 	go func() { wg.Wait(); close(done) }()
 	tick(ctx, spec.Interval, done, func() Interval { return m.cut(nil) }, emit)
 	<-done
-	s := Summary{Seconds: time.Since(m.start), Streams: m.totals()}
+	s := Summary{Elapsed: time.Since(m.start), Streams: m.totals()}
 	if err := errors.Join(errs...); err != nil {
 		s.Partial, s.Err = true, err
 	}
