@@ -36,6 +36,7 @@ type Server struct {
 	Limits  throughput.Limits
 	cg      *cgroup.Manager
 	cgGroup string
+	serving stoppers
 }
 
 // Serve listens on the Unix socket at path and serves until ctx ends.

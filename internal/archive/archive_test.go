@@ -2,21 +2,65 @@ package archive
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
-func TestRunsAndSamples(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "a.db")
+// backends runs fn against a fresh SQLite file and, when
+// WANLAB_TEST_POSTGRES names a server (.ci/run starts one), a fresh schema of
+// that PostgreSQL database. path opens the same archive again.
+func backends(t *testing.T, fn func(t *testing.T, path string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "a.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		url := os.Getenv("WANLAB_TEST_POSTGRES")
+		if url == "" {
+			t.Skip("WANLAB_TEST_POSTGRES is not set: no PostgreSQL server to test against (.ci/run starts one)")
+		}
+		fn(t, freshSchema(t, url))
+	})
+}
+
+// freshSchema creates a schema of its own for one test and returns a URL
+// whose connections use it.
+func freshSchema(t testing.TB, url string) string {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := fmt.Sprintf("wanlab_test_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", redact(url), err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", url); err == nil {
+			db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}
+
+func TestRunsAndSamples(t *testing.T) { backends(t, testRunsAndSamples) }
+
+func testRunsAndSamples(t *testing.T, path string) {
 	a, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := a.StartRun("measure throughput", "a->b", "t1", "test", map[string]int{"streams": 4})
+	id, err := a.StartRun(NewRun{Kind: "measure throughput", Name: "a->b", Testbed: "t1", Version: "test", Params: map[string]int{"streams": 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +69,11 @@ func TestRunsAndSamples(t *testing.T) {
 		{T: t0, Metric: "bandwidth.achievable", Subject: "a->b", Value: 9.5e6, Unit: "bit/s"},
 		{T: t0.Add(time.Second), Metric: "bandwidth.achievable", Subject: "a->b", Value: 9.6e6, Unit: "bit/s"},
 	}
-	if err := a.AddSamples(id, samples); err != nil {
+	if err := a.AddSamples(id, 0, samples); err != nil {
 		t.Fatal(err)
 	}
 	// A second run that never ends: it stays, marked running.
-	cut, _ := a.StartRun("measure probe", "a->b", "t1", "test", nil)
+	cut, _ := a.StartRun(NewRun{Kind: "measure probe", Name: "a->b", Testbed: "t1", Version: "test"})
 	if err := a.EndRun(id, StatusDone, "", map[string]float64{"bits_per_second": 9.55e6}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,21 +131,134 @@ func TestOpenRefuses(t *testing.T) {
 
 // BenchmarkAddSamples measures storage rate; the target is 100,000 samples/s.
 func BenchmarkAddSamples(b *testing.B) {
-	a, err := Open(filepath.Join(b.TempDir(), "bench.db"))
+	b.Run("sqlite", func(b *testing.B) { benchAddSamples(b, filepath.Join(b.TempDir(), "bench.db")) })
+	b.Run("postgres", func(b *testing.B) {
+		url := os.Getenv("WANLAB_TEST_POSTGRES")
+		if url == "" {
+			b.Skip("WANLAB_TEST_POSTGRES is not set")
+		}
+		benchAddSamples(b, freshSchema(b, url))
+	})
+}
+
+func benchAddSamples(b *testing.B, path string) {
+	a, err := Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer a.Close()
-	id, _ := a.StartRun("bench", "x", "", "", nil)
+	id, _ := a.StartRun(NewRun{Kind: "bench", Name: "x"})
 	batch := make([]Sample, 10000)
 	for i := range batch {
 		batch[i] = Sample{T: time.Unix(int64(i), 0), Metric: "bandwidth.achievable", Subject: "a->b stream 1", Value: float64(i), Unit: "bit/s"}
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if err := a.AddSamples(id, batch); err != nil {
+		if err := a.AddSamples(id, 0, batch); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(len(batch)*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+func TestStepsJobsEvents(t *testing.T) { backends(t, testStepsJobsEvents) }
+
+func testStepsJobsEvents(t *testing.T, path string) {
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	run, err := a.StartRun(NewRun{Kind: "run", Name: "objectivity", Testbed: "obj", Version: "test", Scenario: "name: obj\n", Machine: map[string]int{"cpus": 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	var steps []int64
+	for i, label := range []string{"jobs=1", "jobs=5"} {
+		id, err := a.StartStep(run, i, "ramp", label, map[string]int{"jobs": 1 + 4*i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, id)
+		jobs := []job.Record{{ID: 1, Host: "client", Start: t0, End: t0.Add(60 * time.Second), Bytes: 120e6, Status: job.OK}}
+		if i == 1 {
+			jobs = append(jobs, job.Record{ID: 2, Host: "client", Start: t0, End: t0.Add(25 * time.Second), Bytes: 1e6, Status: job.Timeout, Reason: "no reply to page 7 in 25s"})
+		}
+		if err := a.AddJobs(run, id, jobs); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddSamples(run, id, []Sample{{T: t0, Metric: "cpu.utilization", Subject: "host server", Value: 55, Unit: "%"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.EndStep(steps[0], StatusDone, "", map[string]float64{"throughput_mbps": 37}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddEvent(run, steps[1], Warning, "1 job timed out"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Steps(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Status != StatusDone || got[1].Status != StatusRunning || got[1].Label != "jobs=5" || !strings.Contains(string(got[0].Result), "37") {
+		t.Fatalf("steps %+v", got)
+	}
+	var jobs []job.Record
+	a.Jobs(ctx, steps[1], func(j job.Record) error { jobs = append(jobs, j); return nil })
+	if len(jobs) != 2 || jobs[1].Status != job.Timeout || jobs[1].Wallclock() != 25*time.Second || jobs[0].Bytes != 120e6 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	events, err := a.Events(ctx, run)
+	if err != nil || len(events) != 1 || events[0].Step != steps[1] || events[0].Level != Warning {
+		t.Fatalf("events %+v, %v", events, err)
+	}
+	r, err := a.GetRun(ctx, run)
+	if err != nil || r.Scenario != "name: obj\n" || r.Samples != 2 {
+		t.Fatalf("run %+v, %v", r, err)
+	}
+	if n, err := a.StoredBytes(ctx, run); err != nil || n < 100 {
+		t.Errorf("stored bytes %d, %v", n, err)
+	}
+	if _, err := a.GetRun(ctx, 999); !errors.Is(err, ErrNoRun) {
+		t.Errorf("GetRun(999): %v", err)
+	}
+
+	// A run whose process is gone is found and marked interrupted, with its
+	// unfinished steps; this process's own run is left alone.
+	if ids, err := a.MarkAbandoned(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("MarkAbandoned with a live controller: %v, %v", ids, err)
+	}
+	if _, err := a.db.Exec(a.q(`UPDATE runs SET controller = ? WHERE id = ?`), strings.Fields(controllerID())[0]+" 999999999", run); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := a.MarkAbandoned(ctx)
+	if err != nil || len(ids) != 1 || ids[0] != run {
+		t.Fatalf("MarkAbandoned: %v, %v", ids, err)
+	}
+	r, _ = a.GetRun(ctx, run)
+	got, _ = a.Steps(ctx, run)
+	if r.Status != StatusInterrupted || !strings.Contains(r.Reason, "pid 999999999") || got[1].Status != StatusInterrupted || got[0].Status != StatusDone {
+		t.Fatalf("after MarkAbandoned: run %s %q, steps %s %s", r.Status, r.Reason, got[0].Status, got[1].Status)
+	}
+	if err := a.ResumeRun(run); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ = a.GetRun(ctx, run); r.Status != StatusRunning || r.Reason != "" {
+		t.Fatalf("resumed run %+v", r)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://wanlab:secret@127.0.0.1:5432/db": "postgres://wanlab:***@127.0.0.1:5432/db",
+		"postgres://wanlab@127.0.0.1/db":             "postgres://wanlab@127.0.0.1/db",
+		"wanlab.db":                                  "wanlab.db",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

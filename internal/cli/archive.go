@@ -34,7 +34,7 @@ func startRecord(path, kind, name, testbed string, params any) (*recorder, error
 	if err != nil {
 		return nil, err
 	}
-	id, err := a.StartRun(kind, name, testbed, Version, params)
+	id, err := a.StartRun(archive.NewRun{Kind: kind, Name: name, Testbed: testbed, Version: Version, Params: params})
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -55,7 +55,7 @@ func (r *recorder) finish(samples []archive.Sample, result any, measureErr error
 	case measureErr != nil:
 		status, reason = archive.StatusPartial, measureErr.Error()
 	}
-	if err := r.a.AddSamples(r.id, samples); err != nil {
+	if err := r.a.AddSamples(r.id, 0, samples); err != nil {
 		return err
 	}
 	return r.a.EndRun(r.id, status, reason, result)
@@ -75,6 +75,10 @@ func newRunsCmd() *cobra.Command {
 				return err
 			}
 			defer ar.Close()
+			// A run whose wanlab was killed shows as interrupted, not running.
+			if _, err := ar.MarkAbandoned(c.Context()); err != nil {
+				return err
+			}
 			runs, err := ar.Runs(context.Background())
 			if err != nil {
 				return err
@@ -101,7 +105,7 @@ func newRunsCmd() *cobra.Command {
 			return t.Flush()
 		},
 	}
-	c.Flags().StringVar(&db, "db", defaultDB, "the archive")
+	c.Flags().StringVar(&db, "db", defaultDB, "the archive: a SQLite file or a postgres:// URL")
 	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return c
 }
@@ -131,7 +135,7 @@ and unit: CSV with a header line, or one JSON object per line. See docs/archive.
 			return exportSamples(c.Context(), c.OutOrStdout(), ar, id, format)
 		},
 	}
-	c.Flags().StringVar(&db, "db", defaultDB, "the archive")
+	c.Flags().StringVar(&db, "db", defaultDB, "the archive: a SQLite file or a postgres:// URL")
 	c.Flags().StringVar(&format, "format", "csv", "csv or jsonl")
 	return c
 }
@@ -167,6 +171,9 @@ func exportSamples(ctx context.Context, w io.Writer, ar *archive.Archive, id int
 // openExisting opens an archive that must already exist: reading verbs never
 // create one by mistake.
 func openExisting(path string) (*archive.Archive, error) {
+	if archive.IsPostgres(path) {
+		return archive.Open(path)
+	}
 	if _, err := statFile(path); err != nil {
 		return nil, fmt.Errorf("no archive at %s (give --db PATH): %w", path, err)
 	}

@@ -218,6 +218,7 @@ case, '-' as '_') in its environment.`,
 // newDaemonCmd is the background engine process that testbed up starts.
 func newDaemonCmd() *cobra.Command {
 	var source string
+	var owner int
 	c := &cobra.Command{
 		Use:    "daemon NAME",
 		Short:  "Run a test-bed's engine (started by testbed up; not for direct use)",
@@ -231,10 +232,11 @@ func newDaemonCmd() *cobra.Command {
 			// The pipe came without close-on-exec; the agents must not hold it
 			// open, or testbed up would never see it close.
 			unix.CloseOnExec(3)
-			return testbed.RunDaemon(a[0], source, ready)
+			return testbed.RunDaemon(a[0], source, owner, ready)
 		},
 	}
 	c.Flags().StringVar(&source, "source", "", "the scenario file the test-bed came from")
+	c.Flags().IntVar(&owner, "owner", 0, "take the test-bed down when process `PID` ends")
 	return c
 }
 

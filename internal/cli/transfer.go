@@ -73,7 +73,7 @@ that the check catches it.`,
 	c.Flags().StringVar(&size, "size", "", "have the sender generate a file of this size, e.g. 1.6GB")
 	c.Flags().IntVarP(&streams, "streams", "P", 1, "parallel streams")
 	c.Flags().StringVarP(&window, "window", "w", "", "socket buffer size (default: autotuning)")
-	c.Flags().StringVar(&block, "block", "1MiB", "bytes read, sent and written at a time")
+	c.Flags().StringVar(&block, "block", units.Size(transfer.DefaultBlock).String(), "bytes read, sent and written at a time")
 	c.Flags().BoolVar(&compress, "compress", false, "compress each block with zstd")
 	c.Flags().BoolVar(&roundtrip, "roundtrip", false, "send the copy back and check it against the original")
 	c.Flags().Int64Var(&corruptAt, "inject-corruption", -1, "self-test: flip the byte at this offset at the receiver before the checksum")

@@ -10,7 +10,7 @@ import (
 func Disk(ctx context.Context, host Endpoint, req *agentpb.DiskRequest) (*agentpb.DiskResult, error) {
 	res, err := host.Agent.Disk(ctx, req)
 	if err != nil {
-		return nil, agentError(host.Host, err)
+		return nil, AgentError(host.Host, err)
 	}
 	return res, nil
 }

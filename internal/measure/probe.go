@@ -90,16 +90,16 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	defer rcancel()
 	refl, err := dst.Agent.Reflect(rctx, &agentpb.ReflectRequest{IdleNs: int64(spec.Timeout + 10*time.Second)})
 	if err != nil {
-		return nil, agentError(dst.Host, err)
+		return nil, AgentError(dst.Host, err)
 	}
 	first, err := refl.Recv()
 	if err != nil {
-		return nil, agentError(dst.Host, err)
+		return nil, AgentError(dst.Host, err)
 	}
 	port := first.GetListening().GetPort()
 	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: net.JoinHostPort(dst.Addr, strconv.Itoa(int(port)))})
 	if err != nil {
-		return nil, agentError(src.Host, err)
+		return nil, AgentError(src.Host, err)
 	}
 	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), src.Agent.BootID != "" && src.Agent.BootID == dst.Agent.BootID)
 	if sum.Partial {

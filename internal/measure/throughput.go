@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent"
@@ -111,11 +112,11 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 	defer rcancel()
 	rstream, err := rcv.Agent.Receive(rctx, &agentpb.ReceiveRequest{Spec: agent.SpecToPB(spec)})
 	if err != nil {
-		return nil, agentError(rcv.Host, err)
+		return nil, AgentError(rcv.Host, err)
 	}
 	first, err := rstream.Recv()
 	if err != nil {
-		return nil, agentError(rcv.Host, err)
+		return nil, AgentError(rcv.Host, err)
 	}
 	port := first.GetListening().GetPort()
 	if port == 0 {
@@ -153,10 +154,10 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 	res.assemble(spec, sent.intervals, recv.intervals, sent.totals, recv.totals)
 	var errs []error
 	if sent.err != nil {
-		errs = append(errs, agentError(snd.Host, sent.err))
+		errs = append(errs, AgentError(snd.Host, sent.err))
 	}
 	if recv.err != nil && sent.err == nil {
-		errs = append(errs, agentError(rcv.Host, recv.err))
+		errs = append(errs, AgentError(rcv.Host, recv.err))
 	}
 	for _, t := range []*agent.Totals{sent.totals, recv.totals} {
 		if t != nil && t.Partial && t.Err != nil {
@@ -193,9 +194,13 @@ func collect[S interface {
 	}
 }
 
-// agentError says which host's agent failed, in the agent's own words.
-func agentError(host string, err error) error {
+// AgentError says which host's agent failed, in the agent's own words, or
+// that it stopped answering.
+func AgentError(host string, err error) error {
 	if s, ok := status.FromError(err); ok {
+		if s.Code() == codes.Unavailable {
+			return fmt.Errorf("the agent on %s stopped answering (killed, or its host went away): %s", host, s.Message())
+		}
 		return fmt.Errorf("agent on %s: %s", host, s.Message())
 	}
 	return fmt.Errorf("agent on %s: %w", host, err)

@@ -93,21 +93,21 @@ func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agent
 	defer rcancel()
 	rstream, err := dst.Agent.ReceiveFile(rctx, &agentpb.ReceiveFileRequest{Spec: agent.TransferSpecToPB(spec), Keep: keep, CorruptAt: corruptAt})
 	if err != nil {
-		return l, "", agentError(dst.Host, err)
+		return l, "", AgentError(dst.Host, err)
 	}
 	first, err := rstream.Recv()
 	if err != nil {
-		return l, "", agentError(dst.Host, err)
+		return l, "", AgentError(dst.Host, err)
 	}
 	send.Spec = agent.TransferSpecToPB(spec)
 	send.Address = net.JoinHostPort(dst.Addr, strconv.Itoa(int(first.GetListening().GetPort())))
 	sent, err := src.Agent.SendFile(ctx, send)
 	if err != nil {
-		return l, "", agentError(src.Host, err)
+		return l, "", AgentError(src.Host, err)
 	}
 	ev, err := rstream.Recv()
 	if err != nil {
-		return l, "", agentError(dst.Host, err)
+		return l, "", AgentError(dst.Host, err)
 	}
 	got := ev.GetResult()
 	l.Bytes, l.Seconds, l.WireBytes, l.StreamBytes = got.Bytes, got.Seconds, sent.WireBytes, got.StreamBytes

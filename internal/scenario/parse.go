@@ -29,6 +29,8 @@ type rawFile struct {
 	Sites  orderedMap[rawSite] `yaml:"sites"`
 	Links  []rawLink           `yaml:"links"`
 	Engine *rawEngine          `yaml:"engine"`
+	// Workloads are read by ParseFile; the test-bed does not need them.
+	Workloads yaml.Node `yaml:"workloads"`
 }
 
 type rawEngine struct {

@@ -75,7 +75,11 @@ type UpResult struct {
 // Up brings up the test-bed in scenario file path and returns once it is ready.
 // The engine keeps running in a background daemon. If ctx is cancelled while
 // it comes up (Ctrl-C), the daemon tears everything down before Up returns.
-func Up(ctx context.Context, path string) (*UpResult, error) {
+func Up(ctx context.Context, path string) (*UpResult, error) { return UpFor(ctx, path, 0) }
+
+// UpFor is Up for a test-bed that lives only as long as process owner (if
+// not 0): when the owner is gone, even killed, the daemon takes it down.
+func UpFor(ctx context.Context, path string, owner int) (*UpResult, error) {
 	if err := CheckEnvironment(); err != nil {
 		return nil, err
 	}
@@ -102,7 +106,7 @@ func Up(ctx context.Context, path string) (*UpResult, error) {
 		unlock()
 		return nil, fmt.Errorf("%w: %q (engine pid %d); take it down with: wanlab testbed down %s", ErrAlreadyUp, tb.Name, pid, tb.Name)
 	}
-	pid, ready, err := startDaemon(tb.Name, abs, data)
+	pid, ready, err := startDaemon(tb.Name, abs, data, owner)
 	unlock()
 	if err != nil {
 		Teardown(tb.Name)
@@ -139,7 +143,7 @@ func Up(ctx context.Context, path string) (*UpResult, error) {
 
 // startDaemon starts `wanlab testbed daemon` for name in a session of its own
 // and returns its pid and the pipe on which it says when it is ready.
-func startDaemon(name, source string, scenarioText []byte) (int, *os.File, error) {
+func startDaemon(name, source string, scenarioText []byte, owner int) (int, *os.File, error) {
 	if err := os.MkdirAll(stateDir(name), 0o755); err != nil {
 		return 0, nil, fmt.Errorf("creating state directory: %w", err)
 	}
@@ -160,7 +164,7 @@ func startDaemon(name, source string, scenarioText []byte) (int, *os.File, error
 		return 0, nil, err
 	}
 	defer w.Close()
-	cmd := exec.Command(exe, "testbed", "daemon", "--source", source, name)
+	cmd := exec.Command(exe, "testbed", "daemon", "--source", source, "--owner", strconv.Itoa(owner), name)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{w} // fd 3 in the daemon
 	// A session of its own: the daemon outlives this command and does not get
@@ -274,20 +278,8 @@ func GetStatus(name string) (*Status, error) {
 	if !s.Alive {
 		return s, nil
 	}
-	client := http.Client{
-		Timeout: 5 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", socketPath(name))
-		}},
-	}
-	resp, err := client.Get("http://engine/stats")
-	if err != nil {
-		return nil, fmt.Errorf("asking the engine of %q for counters: %w", name, err)
-	}
-	defer resp.Body.Close()
-	s.Engine = &linkemu.Stats{}
-	if err := json.NewDecoder(resp.Body).Decode(s.Engine); err != nil {
-		return nil, fmt.Errorf("reading counters of %q: %w", name, err)
+	if s.Engine, err = NewStatsReader(name).Read(); err != nil {
+		return nil, err
 	}
 	for _, h := range st.Hosts {
 		tx, rx, err := tunCounters(h.Netns)
@@ -297,6 +289,37 @@ func GetStatus(name string) (*Status, error) {
 		s.TUN = append(s.TUN, TUNCounters{Host: h.Name, TxDropped: tx, RxDropped: rx})
 	}
 	return s, nil
+}
+
+// StatsReader reads the live counters of a test-bed's engine, keeping its
+// connection open between reads so that it can poll at 10 Hz and more.
+type StatsReader struct {
+	name   string
+	client http.Client
+}
+
+// NewStatsReader returns a reader of test-bed name's engine counters.
+func NewStatsReader(name string) *StatsReader {
+	return &StatsReader{name: name, client: http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socketPath(name))
+		}},
+	}}
+}
+
+// Read returns the engine's counters now.
+func (r *StatsReader) Read() (*linkemu.Stats, error) {
+	resp, err := r.client.Get("http://engine/stats")
+	if err != nil {
+		return nil, fmt.Errorf("asking the engine of %q for counters: %w", r.name, err)
+	}
+	defer resp.Body.Close()
+	st := &linkemu.Stats{}
+	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
+		return nil, fmt.Errorf("reading counters of %q: %w", r.name, err)
+	}
+	return st, nil
 }
 
 // Exec replaces this process with argv running inside host of test-bed name:

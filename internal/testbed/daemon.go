@@ -28,8 +28,9 @@ var errInterrupted = errors.New("interrupted while coming up")
 // RunDaemon is the test-bed daemon: it builds test-bed name from the scenario
 // copy in its state directory, writes "ok" (or the error) to ready, forwards
 // packets until it gets SIGTERM, SIGINT or SIGHUP, and then tears everything down.
-// source is the path the scenario was read from, for the record.
-func RunDaemon(name, source string, ready *os.File) error {
+// source is the path the scenario was read from, for the record. If owner is
+// not 0 the daemon also takes the test-bed down once that process is gone.
+func RunDaemon(name, source string, owner int, ready *os.File) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	d := &daemon{name: name, source: source, sigs: sigs}
@@ -56,6 +57,10 @@ func RunDaemon(name, source string, ready *os.File) error {
 		log.Printf("%v: taking test-bed %s down", sig, name)
 		d.engine.Stop()
 		err = <-runErr
+	case <-ownerGone(owner):
+		log.Printf("its owner (pid %d) is gone: taking test-bed %s down", owner, name)
+		d.engine.Stop()
+		err = <-runErr
 	case err = <-runErr:
 		log.Printf("engine stopped: %v", err)
 	}
@@ -67,6 +72,21 @@ func RunDaemon(name, source string, ready *os.File) error {
 	}
 	log.Printf("test-bed %s is down", name)
 	return err
+}
+
+// ownerGone is closed once process owner has ended; never for owner 0.
+func ownerGone(owner int) <-chan struct{} {
+	gone := make(chan struct{})
+	if owner == 0 {
+		return gone
+	}
+	go func() {
+		for syscall.Kill(owner, 0) != syscall.ESRCH {
+			time.Sleep(250 * time.Millisecond)
+		}
+		close(gone)
+	}()
+	return gone
 }
 
 type daemon struct {

@@ -1932,6 +1932,348 @@ func (x *TransferResult) GetHostCpuPercent() float64 {
 	return 0
 }
 
+type WorkloadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the controller; StopWorkload uses it.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Role          string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	SpecJson      []byte `protobuf:"bytes,3,opt,name=spec_json,json=specJson,proto3" json:"spec_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkloadRequest) Reset() {
+	*x = WorkloadRequest{}
+	mi := &file_agent_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkloadRequest) ProtoMessage() {}
+
+func (x *WorkloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkloadRequest.ProtoReflect.Descriptor instead.
+func (*WorkloadRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *WorkloadRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WorkloadRequest) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *WorkloadRequest) GetSpecJson() []byte {
+	if x != nil {
+		return x.SpecJson
+	}
+	return nil
+}
+
+type WorkloadEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*WorkloadEvent_Listening
+	//	*WorkloadEvent_Job
+	//	*WorkloadEvent_SummaryJson
+	Event         isWorkloadEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkloadEvent) Reset() {
+	*x = WorkloadEvent{}
+	mi := &file_agent_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkloadEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkloadEvent) ProtoMessage() {}
+
+func (x *WorkloadEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkloadEvent.ProtoReflect.Descriptor instead.
+func (*WorkloadEvent) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *WorkloadEvent) GetEvent() isWorkloadEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *WorkloadEvent) GetListening() *Listening {
+	if x != nil {
+		if x, ok := x.Event.(*WorkloadEvent_Listening); ok {
+			return x.Listening
+		}
+	}
+	return nil
+}
+
+func (x *WorkloadEvent) GetJob() *Job {
+	if x != nil {
+		if x, ok := x.Event.(*WorkloadEvent_Job); ok {
+			return x.Job
+		}
+	}
+	return nil
+}
+
+func (x *WorkloadEvent) GetSummaryJson() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*WorkloadEvent_SummaryJson); ok {
+			return x.SummaryJson
+		}
+	}
+	return nil
+}
+
+type isWorkloadEvent_Event interface {
+	isWorkloadEvent_Event()
+}
+
+type WorkloadEvent_Listening struct {
+	Listening *Listening `protobuf:"bytes,1,opt,name=listening,proto3,oneof"`
+}
+
+type WorkloadEvent_Job struct {
+	Job *Job `protobuf:"bytes,2,opt,name=job,proto3,oneof"`
+}
+
+type WorkloadEvent_SummaryJson struct {
+	SummaryJson []byte `protobuf:"bytes,3,opt,name=summary_json,json=summaryJson,proto3,oneof"`
+}
+
+func (*WorkloadEvent_Listening) isWorkloadEvent_Event() {}
+
+func (*WorkloadEvent_Job) isWorkloadEvent_Event() {}
+
+func (*WorkloadEvent_SummaryJson) isWorkloadEvent_Event() {}
+
+// Job is one job as it ran: a client session, a file transfer.
+type Job struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Subject     string                 `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	StartUnixNs int64                  `protobuf:"varint,3,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	EndUnixNs   int64                  `protobuf:"varint,4,opt,name=end_unix_ns,json=endUnixNs,proto3" json:"end_unix_ns,omitempty"`
+	Bytes       uint64                 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// ok, timeout, failed, corrupt or cancelled.
+	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Job) Reset() {
+	*x = Job{}
+	mi := &file_agent_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Job) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Job) ProtoMessage() {}
+
+func (x *Job) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Job.ProtoReflect.Descriptor instead.
+func (*Job) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Job) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Job) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *Job) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *Job) GetEndUnixNs() int64 {
+	if x != nil {
+		return x.EndUnixNs
+	}
+	return 0
+}
+
+func (x *Job) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *Job) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Job) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type StopWorkloadRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopWorkloadRequest) Reset() {
+	*x = StopWorkloadRequest{}
+	mi := &file_agent_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopWorkloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopWorkloadRequest) ProtoMessage() {}
+
+func (x *StopWorkloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopWorkloadRequest.ProtoReflect.Descriptor instead.
+func (*StopWorkloadRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *StopWorkloadRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type StopWorkloadReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether a role with that id was running.
+	Stopped       bool `protobuf:"varint,1,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopWorkloadReply) Reset() {
+	*x = StopWorkloadReply{}
+	mi := &file_agent_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopWorkloadReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopWorkloadReply) ProtoMessage() {}
+
+func (x *StopWorkloadReply) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopWorkloadReply.ProtoReflect.Descriptor instead.
+func (*StopWorkloadReply) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *StopWorkloadReply) GetStopped() bool {
+	if x != nil {
+		return x.Stopped
+	}
+	return false
+}
+
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
@@ -2090,11 +2432,32 @@ const file_agent_proto_rawDesc = "" +
 	"\fstream_bytes\x18\x05 \x03(\x04R\vstreamBytes\x12\x12\n" +
 	"\x04path\x18\x06 \x01(\tR\x04path\x12*\n" +
 	"\x11agent_cpu_percent\x18\a \x01(\x01R\x0fagentCpuPercent\x12(\n" +
-	"\x10host_cpu_percent\x18\b \x01(\x01R\x0ehostCpuPercent*H\n" +
+	"\x10host_cpu_percent\x18\b \x01(\x01R\x0ehostCpuPercent\"R\n" +
+	"\x0fWorkloadRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1b\n" +
+	"\tspec_json\x18\x03 \x01(\fR\bspecJson\"\xa3\x01\n" +
+	"\rWorkloadEvent\x12:\n" +
+	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x12(\n" +
+	"\x03job\x18\x02 \x01(\v2\x14.wanlab.agent.v1.JobH\x00R\x03job\x12#\n" +
+	"\fsummary_json\x18\x03 \x01(\fH\x00R\vsummaryJsonB\a\n" +
+	"\x05event\"\xb9\x01\n" +
+	"\x03Job\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x12\"\n" +
+	"\rstart_unix_ns\x18\x03 \x01(\x03R\vstartUnixNs\x12\x1e\n" +
+	"\vend_unix_ns\x18\x04 \x01(\x03R\tendUnixNs\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x04R\x05bytes\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"%\n" +
+	"\x13StopWorkloadRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"-\n" +
+	"\x11StopWorkloadReply\x12\x18\n" +
+	"\astopped\x18\x01 \x01(\bR\astopped*H\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x022\xe0\x04\n" +
+	"\fPROTOCOL_UDP\x10\x022\x8a\x06\n" +
 	"\x05Agent\x12C\n" +
 	"\x05Hello\x12\x1d.wanlab.agent.v1.HelloRequest\x1a\x1b.wanlab.agent.v1.HelloReply\x12N\n" +
 	"\aReceive\x12\x1f.wanlab.agent.v1.ReceiveRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12H\n" +
@@ -2103,7 +2466,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x05Probe\x12\x1d.wanlab.agent.v1.ProbeRequest\x1a\x1d.wanlab.agent.v1.ProbeSummary\x12A\n" +
 	"\x04Disk\x12\x1c.wanlab.agent.v1.DiskRequest\x1a\x1b.wanlab.agent.v1.DiskResult\x12T\n" +
 	"\vReceiveFile\x12#.wanlab.agent.v1.ReceiveFileRequest\x1a\x1e.wanlab.agent.v1.TransferEvent0\x01\x12M\n" +
-	"\bSendFile\x12 .wanlab.agent.v1.SendFileRequest\x1a\x1f.wanlab.agent.v1.TransferResultB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
+	"\bSendFile\x12 .wanlab.agent.v1.SendFileRequest\x1a\x1f.wanlab.agent.v1.TransferResult\x12N\n" +
+	"\bWorkload\x12 .wanlab.agent.v1.WorkloadRequest\x1a\x1e.wanlab.agent.v1.WorkloadEvent0\x01\x12X\n" +
+	"\fStopWorkload\x12$.wanlab.agent.v1.StopWorkloadRequest\x1a\".wanlab.agent.v1.StopWorkloadReplyB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -2118,34 +2483,39 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_agent_proto_goTypes = []any{
-	(Protocol)(0),              // 0: wanlab.agent.v1.Protocol
-	(*HelloRequest)(nil),       // 1: wanlab.agent.v1.HelloRequest
-	(*HelloReply)(nil),         // 2: wanlab.agent.v1.HelloReply
-	(*Limits)(nil),             // 3: wanlab.agent.v1.Limits
-	(*ThroughputSpec)(nil),     // 4: wanlab.agent.v1.ThroughputSpec
-	(*ReceiveRequest)(nil),     // 5: wanlab.agent.v1.ReceiveRequest
-	(*SendRequest)(nil),        // 6: wanlab.agent.v1.SendRequest
-	(*ThroughputEvent)(nil),    // 7: wanlab.agent.v1.ThroughputEvent
-	(*Listening)(nil),          // 8: wanlab.agent.v1.Listening
-	(*TCPInfo)(nil),            // 9: wanlab.agent.v1.TCPInfo
-	(*StreamSample)(nil),       // 10: wanlab.agent.v1.StreamSample
-	(*Interval)(nil),           // 11: wanlab.agent.v1.Interval
-	(*Summary)(nil),            // 12: wanlab.agent.v1.Summary
-	(*ProbeSpec)(nil),          // 13: wanlab.agent.v1.ProbeSpec
-	(*ReflectRequest)(nil),     // 14: wanlab.agent.v1.ReflectRequest
-	(*ProbeRequest)(nil),       // 15: wanlab.agent.v1.ProbeRequest
-	(*ProbeEvent)(nil),         // 16: wanlab.agent.v1.ProbeEvent
-	(*ProbeResult)(nil),        // 17: wanlab.agent.v1.ProbeResult
-	(*ProbeSummary)(nil),       // 18: wanlab.agent.v1.ProbeSummary
-	(*DiskRequest)(nil),        // 19: wanlab.agent.v1.DiskRequest
-	(*DiskResult)(nil),         // 20: wanlab.agent.v1.DiskResult
-	(*TransferSpec)(nil),       // 21: wanlab.agent.v1.TransferSpec
-	(*ReceiveFileRequest)(nil), // 22: wanlab.agent.v1.ReceiveFileRequest
-	(*SendFileRequest)(nil),    // 23: wanlab.agent.v1.SendFileRequest
-	(*TransferEvent)(nil),      // 24: wanlab.agent.v1.TransferEvent
-	(*TransferResult)(nil),     // 25: wanlab.agent.v1.TransferResult
+	(Protocol)(0),               // 0: wanlab.agent.v1.Protocol
+	(*HelloRequest)(nil),        // 1: wanlab.agent.v1.HelloRequest
+	(*HelloReply)(nil),          // 2: wanlab.agent.v1.HelloReply
+	(*Limits)(nil),              // 3: wanlab.agent.v1.Limits
+	(*ThroughputSpec)(nil),      // 4: wanlab.agent.v1.ThroughputSpec
+	(*ReceiveRequest)(nil),      // 5: wanlab.agent.v1.ReceiveRequest
+	(*SendRequest)(nil),         // 6: wanlab.agent.v1.SendRequest
+	(*ThroughputEvent)(nil),     // 7: wanlab.agent.v1.ThroughputEvent
+	(*Listening)(nil),           // 8: wanlab.agent.v1.Listening
+	(*TCPInfo)(nil),             // 9: wanlab.agent.v1.TCPInfo
+	(*StreamSample)(nil),        // 10: wanlab.agent.v1.StreamSample
+	(*Interval)(nil),            // 11: wanlab.agent.v1.Interval
+	(*Summary)(nil),             // 12: wanlab.agent.v1.Summary
+	(*ProbeSpec)(nil),           // 13: wanlab.agent.v1.ProbeSpec
+	(*ReflectRequest)(nil),      // 14: wanlab.agent.v1.ReflectRequest
+	(*ProbeRequest)(nil),        // 15: wanlab.agent.v1.ProbeRequest
+	(*ProbeEvent)(nil),          // 16: wanlab.agent.v1.ProbeEvent
+	(*ProbeResult)(nil),         // 17: wanlab.agent.v1.ProbeResult
+	(*ProbeSummary)(nil),        // 18: wanlab.agent.v1.ProbeSummary
+	(*DiskRequest)(nil),         // 19: wanlab.agent.v1.DiskRequest
+	(*DiskResult)(nil),          // 20: wanlab.agent.v1.DiskResult
+	(*TransferSpec)(nil),        // 21: wanlab.agent.v1.TransferSpec
+	(*ReceiveFileRequest)(nil),  // 22: wanlab.agent.v1.ReceiveFileRequest
+	(*SendFileRequest)(nil),     // 23: wanlab.agent.v1.SendFileRequest
+	(*TransferEvent)(nil),       // 24: wanlab.agent.v1.TransferEvent
+	(*TransferResult)(nil),      // 25: wanlab.agent.v1.TransferResult
+	(*WorkloadRequest)(nil),     // 26: wanlab.agent.v1.WorkloadRequest
+	(*WorkloadEvent)(nil),       // 27: wanlab.agent.v1.WorkloadEvent
+	(*Job)(nil),                 // 28: wanlab.agent.v1.Job
+	(*StopWorkloadRequest)(nil), // 29: wanlab.agent.v1.StopWorkloadRequest
+	(*StopWorkloadReply)(nil),   // 30: wanlab.agent.v1.StopWorkloadReply
 }
 var file_agent_proto_depIdxs = []int32{
 	3,  // 0: wanlab.agent.v1.HelloReply.limits:type_name -> wanlab.agent.v1.Limits
@@ -2166,27 +2536,33 @@ var file_agent_proto_depIdxs = []int32{
 	21, // 15: wanlab.agent.v1.SendFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
 	8,  // 16: wanlab.agent.v1.TransferEvent.listening:type_name -> wanlab.agent.v1.Listening
 	25, // 17: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
-	1,  // 18: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
-	5,  // 19: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
-	6,  // 20: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
-	14, // 21: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
-	15, // 22: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
-	19, // 23: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
-	22, // 24: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
-	23, // 25: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
-	2,  // 26: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
-	7,  // 27: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
-	7,  // 28: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
-	16, // 29: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
-	18, // 30: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
-	20, // 31: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
-	24, // 32: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
-	25, // 33: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	8,  // 18: wanlab.agent.v1.WorkloadEvent.listening:type_name -> wanlab.agent.v1.Listening
+	28, // 19: wanlab.agent.v1.WorkloadEvent.job:type_name -> wanlab.agent.v1.Job
+	1,  // 20: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
+	5,  // 21: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
+	6,  // 22: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
+	14, // 23: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
+	15, // 24: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
+	19, // 25: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
+	22, // 26: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
+	23, // 27: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
+	26, // 28: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
+	29, // 29: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
+	2,  // 30: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
+	7,  // 31: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
+	7,  // 32: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
+	16, // 33: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
+	18, // 34: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
+	20, // 35: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
+	24, // 36: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
+	25, // 37: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
+	27, // 38: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
+	30, // 39: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -2207,13 +2583,18 @@ func file_agent_proto_init() {
 		(*TransferEvent_Listening)(nil),
 		(*TransferEvent_Result)(nil),
 	}
+	file_agent_proto_msgTypes[26].OneofWrappers = []any{
+		(*WorkloadEvent_Listening)(nil),
+		(*WorkloadEvent_Job)(nil),
+		(*WorkloadEvent_SummaryJson)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

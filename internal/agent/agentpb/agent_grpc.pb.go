@@ -24,14 +24,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Agent_Hello_FullMethodName       = "/wanlab.agent.v1.Agent/Hello"
-	Agent_Receive_FullMethodName     = "/wanlab.agent.v1.Agent/Receive"
-	Agent_Send_FullMethodName        = "/wanlab.agent.v1.Agent/Send"
-	Agent_Reflect_FullMethodName     = "/wanlab.agent.v1.Agent/Reflect"
-	Agent_Probe_FullMethodName       = "/wanlab.agent.v1.Agent/Probe"
-	Agent_Disk_FullMethodName        = "/wanlab.agent.v1.Agent/Disk"
-	Agent_ReceiveFile_FullMethodName = "/wanlab.agent.v1.Agent/ReceiveFile"
-	Agent_SendFile_FullMethodName    = "/wanlab.agent.v1.Agent/SendFile"
+	Agent_Hello_FullMethodName        = "/wanlab.agent.v1.Agent/Hello"
+	Agent_Receive_FullMethodName      = "/wanlab.agent.v1.Agent/Receive"
+	Agent_Send_FullMethodName         = "/wanlab.agent.v1.Agent/Send"
+	Agent_Reflect_FullMethodName      = "/wanlab.agent.v1.Agent/Reflect"
+	Agent_Probe_FullMethodName        = "/wanlab.agent.v1.Agent/Probe"
+	Agent_Disk_FullMethodName         = "/wanlab.agent.v1.Agent/Disk"
+	Agent_ReceiveFile_FullMethodName  = "/wanlab.agent.v1.Agent/ReceiveFile"
+	Agent_SendFile_FullMethodName     = "/wanlab.agent.v1.Agent/SendFile"
+	Agent_Workload_FullMethodName     = "/wanlab.agent.v1.Agent/Workload"
+	Agent_StopWorkload_FullMethodName = "/wanlab.agent.v1.Agent/StopWorkload"
 )
 
 // AgentClient is the client API for Agent service.
@@ -62,6 +64,15 @@ type AgentClient interface {
 	ReceiveFile(ctx context.Context, in *ReceiveFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferEvent], error)
 	// SendFile sends a file (or one it generates of a given size) to a receiver.
 	SendFile(ctx context.Context, in *SendFileRequest, opts ...grpc.CallOption) (*TransferResult, error)
+	// Workload runs one role of an application workload. The role's spec is
+	// the JSON of its Go spec type (see internal/agent/workload.go): roles
+	// eventdb-server, eventdb-client, taskfarm-master, taskfarm-workers and
+	// mesh-node. A role that listens sends Listening first; every job it ends
+	// is a Job event; its Summary (JSON) comes last. A serving role
+	// (eventdb-server, mesh-node) serves until StopWorkload names its id.
+	Workload(ctx context.Context, in *WorkloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WorkloadEvent], error)
+	// StopWorkload ends a serving role started with that id.
+	StopWorkload(ctx context.Context, in *StopWorkloadRequest, opts ...grpc.CallOption) (*StopWorkloadReply, error)
 }
 
 type agentClient struct {
@@ -188,6 +199,35 @@ func (c *agentClient) SendFile(ctx context.Context, in *SendFileRequest, opts ..
 	return out, nil
 }
 
+func (c *agentClient) Workload(ctx context.Context, in *WorkloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WorkloadEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[4], Agent_Workload_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WorkloadRequest, WorkloadEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_WorkloadClient = grpc.ServerStreamingClient[WorkloadEvent]
+
+func (c *agentClient) StopWorkload(ctx context.Context, in *StopWorkloadRequest, opts ...grpc.CallOption) (*StopWorkloadReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopWorkloadReply)
+	err := c.cc.Invoke(ctx, Agent_StopWorkload_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -216,6 +256,15 @@ type AgentServer interface {
 	ReceiveFile(*ReceiveFileRequest, grpc.ServerStreamingServer[TransferEvent]) error
 	// SendFile sends a file (or one it generates of a given size) to a receiver.
 	SendFile(context.Context, *SendFileRequest) (*TransferResult, error)
+	// Workload runs one role of an application workload. The role's spec is
+	// the JSON of its Go spec type (see internal/agent/workload.go): roles
+	// eventdb-server, eventdb-client, taskfarm-master, taskfarm-workers and
+	// mesh-node. A role that listens sends Listening first; every job it ends
+	// is a Job event; its Summary (JSON) comes last. A serving role
+	// (eventdb-server, mesh-node) serves until StopWorkload names its id.
+	Workload(*WorkloadRequest, grpc.ServerStreamingServer[WorkloadEvent]) error
+	// StopWorkload ends a serving role started with that id.
+	StopWorkload(context.Context, *StopWorkloadRequest) (*StopWorkloadReply, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -249,6 +298,12 @@ func (UnimplementedAgentServer) ReceiveFile(*ReceiveFileRequest, grpc.ServerStre
 }
 func (UnimplementedAgentServer) SendFile(context.Context, *SendFileRequest) (*TransferResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method SendFile not implemented")
+}
+func (UnimplementedAgentServer) Workload(*WorkloadRequest, grpc.ServerStreamingServer[WorkloadEvent]) error {
+	return status.Error(codes.Unimplemented, "method Workload not implemented")
+}
+func (UnimplementedAgentServer) StopWorkload(context.Context, *StopWorkloadRequest) (*StopWorkloadReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopWorkload not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -387,6 +442,35 @@ func _Agent_SendFile_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Workload_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WorkloadRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).Workload(m, &grpc.GenericServerStream[WorkloadRequest, WorkloadEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_WorkloadServer = grpc.ServerStreamingServer[WorkloadEvent]
+
+func _Agent_StopWorkload_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopWorkloadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).StopWorkload(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_StopWorkload_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).StopWorkload(ctx, req.(*StopWorkloadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -410,6 +494,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "SendFile",
 			Handler:    _Agent_SendFile_Handler,
 		},
+		{
+			MethodName: "StopWorkload",
+			Handler:    _Agent_StopWorkload_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -430,6 +518,11 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ReceiveFile",
 			Handler:       _Agent_ReceiveFile_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Workload",
+			Handler:       _Agent_Workload_Handler,
 			ServerStreams: true,
 		},
 	},

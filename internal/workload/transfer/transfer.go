@@ -23,6 +23,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// DefaultBlock is the block size unless one is given: bbFTP's order of size.
+const DefaultBlock = 1 << 20
+
 // Spec is one transfer.
 type Spec struct {
 	Streams  int

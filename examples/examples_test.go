@@ -1,0 +1,44 @@
+package examples
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wanlab/wanlab/internal/scenario"
+)
+
+// The names users type, from the issue that asked for them.
+var wantNames = []string{
+	"alice-mesh", "alice-streams", "diane-sla", "objectivity-lan-1000m", "objectivity-lan-100m",
+	"objectivity-lan-10m", "objectivity-lan-4clients", "objectivity-wan-2m", "objectivity-wan-multisite", "slac-cern",
+}
+
+func TestBuiltins(t *testing.T) {
+	var names []string
+	for _, s := range Builtins() {
+		names = append(names, s.Name)
+		if s.Title == "" || len(s.Seeds) == 0 || !strings.HasPrefix(s.Seeds[0], "../shared/seeds/") {
+			t.Errorf("%s: title %q, seeds %v: every built-in names what it is and the study it comes from", s.Name, s.Title, s.Seeds)
+		}
+		for _, quick := range []bool{false, true} {
+			f, err := scenario.ParseFile(s.File, s.Text, quick)
+			if err != nil {
+				t.Errorf("%s (quick %v): %v", s.Name, quick, err)
+				continue
+			}
+			if f.Testbed.Name != s.Name {
+				t.Errorf("%s: its test-bed is called %q", s.Name, f.Testbed.Name)
+			}
+		}
+	}
+	if !slices.Equal(names, wantNames) {
+		t.Errorf("built-ins %v, want %v", names, wantNames)
+	}
+	if _, ok := Lookup("wan-lan"); ok {
+		t.Error("wan-lan has no workloads and is not a built-in scenario")
+	}
+	if s, ok := Lookup("diane-sla"); !ok || !strings.Contains(string(s.Text), "taskfarm") {
+		t.Error("Lookup(diane-sla)")
+	}
+}

@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/wanlab/wanlab/examples"
+	"github.com/wanlab/wanlab/internal/archive"
+	scenariorun "github.com/wanlab/wanlab/internal/run"
+	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+func newRunCmd() *cobra.Command {
+	var db string
+	var asJSON, quick bool
+	var resume int64
+	c := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario's workloads and sweeps on its test-bed, storing every step",
+		Long: `Run a scenario: bring up its test-bed, run each step of each workload's sweep while
+sampling host CPU, link counters (10 Hz) and the test-bed's own load, store every step in
+the archive as soon as it ends, tear the test-bed down and print a summary table
+(--json: docs/run-json.md). SCENARIO is a file or the name of a built-in scenario
+(wanlab scenarios lists them). --quick uses each workload's quick: settings, for demos
+and CI. Ctrl-C stops the run: finished steps stay in the archive, the run is marked
+interrupted, and --resume RUN continues it from its first unfinished step.`,
+		Example: `  wanlab run objectivity-lan-100m --quick
+  wanlab run examples/diane-sla.yaml --db results.db
+  wanlab run alice-mesh --db postgres://wanlab:secret@db.example.org/wanlab
+  wanlab run --resume 7`,
+		Args: args(func(c *cobra.Command, a []string) error {
+			if resume != 0 {
+				return cobra.NoArgs(c, a)
+			}
+			return cobra.ExactArgs(1)(c, a)
+		}),
+		RunE: func(c *cobra.Command, a []string) error {
+			if resume < 0 {
+				return usagef("--resume %d: give a run number, as wanlab runs lists them", resume)
+			}
+			opts := scenariorun.Options{Quick: quick, Resume: resume, Version: Version}
+			if resume == 0 {
+				var err error
+				if opts.Source, opts.Text, err = readScenario(a[0]); err != nil {
+					return err
+				}
+			} else if c.Flags().Changed("quick") {
+				return usagef("--quick cannot change a resumed run: it keeps the setting it started with")
+			}
+			if err := testbed.CheckEnvironment(); err != nil {
+				return err
+			}
+			ar, err := archive.Open(db)
+			if err != nil {
+				return err
+			}
+			defer ar.Close()
+			opts.Archive = ar
+
+			ctx, stop := interruptible()
+			defer stop()
+			bar := newRunProgress(c.ErrOrStderr())
+			opts.Progress = bar.update
+			res, err := scenariorun.Run(ctx, opts)
+			bar.finish()
+			if res != nil {
+				if asJSON {
+					if werr := writeJSON(c.OutOrStdout(), res); werr != nil {
+						return werr
+					}
+				} else {
+					printRun(c.OutOrStdout(), res)
+				}
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&db, "db", defaultDB, "the archive: a SQLite file or a postgres:// URL")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().BoolVar(&quick, "quick", false, "use the workloads' quick: settings (short steps)")
+	c.Flags().Int64Var(&resume, "resume", 0, "continue run `RUN` from its first unfinished step")
+	return c
+}
+
+// readScenario reads a scenario file, or a built-in scenario by name.
+func readScenario(name string) (source string, text []byte, err error) {
+	text, err = os.ReadFile(name)
+	if err == nil {
+		return name, text, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("reading scenario: %w", err)
+	}
+	if s, ok := examples.Lookup(name); ok {
+		return s.Name, s.Text, nil
+	}
+	var names []string
+	for _, s := range examples.Builtins() {
+		names = append(names, s.Name)
+	}
+	return "", nil, usagef("no scenario file or built-in scenario %q (built-ins: %s)", name, strings.Join(names, ", "))
+}
+
+// interruptible returns a context that the first Ctrl-C or SIGTERM cancels,
+// with the signal as its cause.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if s, ok := <-sigs; ok {
+			cancel(fmt.Errorf("%v received", s))
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(sigs); cancel(nil) }
+}
+
+// runProgress shows a run's progress: a bar on a terminal, a line per step
+// otherwise.
+type runProgress struct {
+	w    io.Writer
+	bar  *progressbar.ProgressBar
+	step int
+}
+
+func newRunProgress(w io.Writer) *runProgress {
+	p := &runProgress{w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions(1, progressbar.OptionSetWriter(w), progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(20), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
+	}
+	return p
+}
+
+func (p *runProgress) update(pr scenariorun.Progress) {
+	jobs := fmt.Sprintf("%d/%d jobs done", pr.Finished, pr.Expected)
+	if running := pr.Expected - pr.Finished; running > 0 {
+		jobs += fmt.Sprintf(", %d running", running)
+	}
+	if pr.Failed > 0 {
+		jobs += fmt.Sprintf(", %d failed", pr.Failed)
+	}
+	left := ""
+	if pr.Remaining > 0 {
+		left = ", ~" + pr.Remaining.Round(time.Second).String() + " left"
+	}
+	what := fmt.Sprintf("step %d/%d %s %s: %s (%s elapsed%s)", pr.Step, pr.Steps, pr.Workload, pr.Label, jobs,
+		pr.Elapsed.Round(time.Second), left)
+	if p.bar == nil {
+		if pr.Step != p.step {
+			fmt.Fprintf(p.w, "wanlab: step %d/%d %s %s\n", pr.Step, pr.Steps, pr.Workload, pr.Label)
+			p.step = pr.Step
+		}
+		return
+	}
+	if p.bar.GetMax() != pr.Steps {
+		p.bar.ChangeMax(pr.Steps)
+	}
+	p.bar.Set(pr.Step - 1)
+	p.bar.Describe(what)
+}
+
+func (p *runProgress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+	}
+}
+
+// columns are the figures the summary table shows for each kind of workload.
+var columns = map[string][]struct{ head, metric, format string }{
+	"eventdb": {
+		{"JOBS", "jobs", "%.0f"}, {"OK", "jobs_ok", "%.0f"}, {"TIMEOUT", "jobs_timeout", "%.0f"}, {"FAILED", "jobs_failed", "%.0f"},
+		{"MBIT/S", "throughput_mbps", "%.1f"}, {"SERVER CPU%", "server_cpu_pct", "%.0f"}, {"CLIENT CPU%", "client_cpu_pct", "%.0f"},
+		{"MEAN WCT s", "mean_wallclock_s", "%.1f"},
+	},
+	"taskfarm": {
+		{"WORKERS", "workers", "%.0f"}, {"TASKS", "tasks_done", "%.0f"}, {"TIME s", "seconds", "%.1f"}, {"IDEAL s", "ideal_seconds", "%.1f"},
+		{"TASKS/s", "task_rate_hz", "%.1f"}, {"RTT p50 ms", "roundtrip_p50_ms", "%.1f"}, {"IDLE", "worker_idle_share", "%.2f"},
+		{"MASTER CPU%", "master_cpu_pct", "%.0f"},
+	},
+	"mesh": {
+		{"TRANSFERS", "transfers", "%.0f"}, {"OK", "jobs_ok", "%.0f"}, {"CORRUPT", "jobs_corrupt", "%.0f"}, {"FAILED", "jobs_failed", "%.0f"},
+		{"MBIT/S", "aggregate_mbps", "%.1f"}, {"MEAN s", "mean_wallclock_s", "%.1f"},
+	},
+	"throughput": {
+		{"STREAMS", "streams", "%.0f"}, {"MBIT/S", "throughput_mbps", "%.2f"}, {"RETRANS", "retransmits", "%.0f"},
+		{"SND CPU%", "sender_cpu_pct", "%.0f"}, {"RCV CPU%", "receiver_cpu_pct", "%.0f"},
+	},
+	"transfer": {
+		{"STREAMS", "streams", "%.0f"}, {"MBIT/S", "there_mbps", "%.2f"}, {"BACK", "back_mbps", "%.2f"},
+		{"RATIO", "there_compression_ratio", "%.2f"}, {"SND CPU%", "there_sender_cpu_pct", "%.0f"}, {"CHECKSUM", "checksum_ok", "%.0f"},
+	},
+	"probe": {
+		{"RTT p50 ms", "rtt_p50_ms", "%.2f"}, {"RTT p99 ms", "rtt_p99_ms", "%.2f"}, {"JITTER ms", "jitter_ms", "%.3f"}, {"LOSS%", "lost_percent", "%.2f"},
+	},
+	"impact": {
+		{"IDLE RTT ms", "idle_rtt_p50_ms", "%.1f"}, {"LOADED RTT ms", "loaded_rtt_p50_ms", "%.1f"}, {"LOSS pts", "loss_increase_points", "%.2f"},
+		{"LOAD MBIT/S", "load_mbps", "%.2f"},
+	},
+}
+
+// printRun prints a run's summary: a table per workload like the seeds'.
+func printRun(w io.Writer, res *scenariorun.Result) {
+	quick := ""
+	if res.Quick {
+		quick = " (quick)"
+	}
+	fmt.Fprintf(w, "run %d: %s%s on test-bed %s: %s", res.Run, res.Scenario, quick, res.Testbed, res.Status)
+	if res.Reason != "" {
+		fmt.Fprintf(w, " (%s)", res.Reason)
+	}
+	fmt.Fprintf(w, " in %s\n", time.Duration(res.Seconds*float64(time.Second)).Round(time.Second))
+	var limited bool
+	for i := 0; i < len(res.Steps); {
+		name := res.Steps[i].Workload
+		kind := res.Steps[i].Kind
+		fmt.Fprintf(w, "\n%s (%s)\n", name, kind)
+		t := table(w)
+		head := "STEP\tSTATUS"
+		for _, col := range columns[kind] {
+			head += "\t" + col.head
+		}
+		fmt.Fprintln(t, head)
+		for ; i < len(res.Steps) && res.Steps[i].Workload == name; i++ {
+			s := res.Steps[i]
+			label := orDash(s.Label)
+			if s.TestbedLimited {
+				label += " !"
+				limited = true
+			}
+			row := label + "\t" + s.Status
+			for _, col := range columns[kind] {
+				v, ok := s.Metrics[col.metric]
+				if !ok {
+					row += "\t-"
+					continue
+				}
+				row += "\t" + fmt.Sprintf(col.format, v)
+			}
+			fmt.Fprintln(t, row)
+		}
+		t.Flush()
+		for _, s := range res.Steps {
+			if s.Workload == name && s.Reason != "" {
+				fmt.Fprintf(w, "  step %s: %s\n", orDash(s.Label), s.Reason)
+			}
+		}
+	}
+	if limited {
+		fmt.Fprintln(w, "\n! the test-bed itself was saturated in this step (see limited_by in --json): its figures describe this machine, not the scenario")
+	}
+	fmt.Fprintf(w, "\nstored in %s as run %d: %d samples, about %s; see wanlab export %d\n",
+		res.Archive, res.Run, res.Samples, units.Size(res.StoredBytes).String(), res.Run)
+}
+
+func newScenariosCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "scenarios",
+		Short: "List the built-in scenarios that wanlab run takes by name",
+		Long: `List the built-in scenarios: each reproduces one of the studies wanlab grew from, and
+is also in examples/ with comments that cite the study's figures.`,
+		Example: "  wanlab scenarios\n  wanlab run objectivity-wan-2m --quick",
+		Args:    args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, a []string) error {
+			list := examples.Builtins()
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), list)
+			}
+			t := table(c.OutOrStdout())
+			fmt.Fprintln(t, "NAME\tWHAT")
+			for _, s := range list {
+				fmt.Fprintf(t, "%s\t%s\n", s.Name, s.Title)
+			}
+			return t.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}

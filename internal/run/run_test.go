@@ -1,0 +1,72 @@
+package run
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+func TestJobMetrics(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	jobs := []job.Record{
+		{Start: t0, End: t0.Add(60 * time.Second), Status: job.OK},
+		{Start: t0.Add(time.Second), End: t0.Add(121 * time.Second), Status: job.OK},
+		{Start: t0.Add(2 * time.Second), End: t0.Add(27 * time.Second), Status: job.Timeout},
+	}
+	m := jobMetrics(jobs)
+	want := map[string]float64{"jobs_ok": 2, "jobs_timeout": 1, "mean_wallclock_s": 90, "min_wallclock_s": 60, "max_wallclock_s": 120}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if got := jobSpan(jobs); got != 121 {
+		t.Errorf("span %v, want 121", got)
+	}
+	if got := jobSpan(nil); got != 0 {
+		t.Errorf("span of no jobs %v", got)
+	}
+}
+
+func TestRoleCPU(t *testing.T) {
+	m := map[string]float64{"cpu_pct.s": 50, "cpu_quota_pct.s": 100, "cpu_pct.c1": 20, "cpu_pct.c2": 40}
+	roleCPU(m, scenario.Step{EventDB: &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}})
+	if m["server_cpu_pct"] != 50 || m["server_cpu_quota_pct"] != 100 || m["client_cpu_pct"] != 30 {
+		t.Errorf("%v", m)
+	}
+	if _, ok := m["client_cpu_quota_pct"]; ok {
+		t.Error("clients without a quota got a quota share")
+	}
+}
+
+func TestMinRate(t *testing.T) {
+	for _, tc := range []struct{ a, b, want float64 }{{0, 0, 10e9}, {0, 5, 5}, {8, 0, 8}, {8, 5, 5}} {
+		if got := minRate(tc.a, tc.b); got != tc.want {
+			t.Errorf("minRate(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	s := &sampler{machine: 97, engineCPU: 40}
+	if why := s.limits(); len(why) != 1 || !strings.Contains(why[0], "97% busy") {
+		t.Errorf("busy machine: %v", why)
+	}
+	s = &sampler{machine: 50, engineCPU: 170, outside: 3}
+	if why := s.limits(); len(why) != 2 || !strings.Contains(why[1], "3 packets outside") {
+		t.Errorf("saturated engine: %v", why)
+	}
+	if why := (&sampler{machine: 60, engineCPU: 90}).limits(); len(why) != 0 {
+		t.Errorf("a comfortable step is flagged: %v", why)
+	}
+}
+
+func TestMachineCPU(t *testing.T) {
+	busy, total := machineCPU()
+	if total <= 0 || busy < 0 || busy > total {
+		t.Errorf("machineCPU() = %v, %v", busy, total)
+	}
+}

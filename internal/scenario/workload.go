@@ -1,0 +1,827 @@
+package scenario
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
+)
+
+// File is a whole scenario: the test-bed and the workloads run on it, each
+// expanded into the steps of its sweep.
+type File struct {
+	Testbed   *Testbed
+	Workloads []Workload
+	// Quick says the steps are the shortened ones of the quick: blocks.
+	Quick bool
+}
+
+// Workload is one workload of a scenario and the steps of its sweep.
+type Workload struct {
+	Name  string
+	Kind  string // one of Kinds
+	Steps []Step
+}
+
+// Step is one run of a workload with its sweep's values applied.
+type Step struct {
+	// Params are the swept parameters' values as written, in sweep order,
+	// plus "repeat" when the workload repeats.
+	Params []Param
+	// Exactly one of these is set, the one of the workload's kind.
+	EventDB    *EventDB
+	TaskFarm   *TaskFarm
+	Mesh       *Mesh
+	Throughput *Throughput
+	Transfer   *Transfer
+	Probe      *Probe
+	Impact     *Impact
+}
+
+// Param is one swept parameter of a step.
+type Param struct {
+	Name, Value string
+}
+
+// Label is the step's parameters as "jobs=10 window=256KiB".
+func (s Step) Label() string {
+	var parts []string
+	for _, p := range s.Params {
+		parts = append(parts, p.Name+"="+p.Value)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Kinds are the workload kinds a scenario can run.
+var Kinds = []string{"eventdb", "taskfarm", "mesh", "throughput", "transfer", "probe", "impact"}
+
+// EventDB is an event-store server and the client jobs that read from it.
+type EventDB struct {
+	Server            string
+	Clients           []string
+	Store             eventdb.Store
+	EventsPerJob      int
+	Jobs              int // per client
+	ClientCPUPerEvent time.Duration
+	ServerCPUPerPage  time.Duration
+	ServerModel       string
+	Threads           int
+	Timeout           time.Duration
+}
+
+// TaskFarm is a master handing tasks to workers.
+type TaskFarm struct {
+	Master     string
+	Workers    []string // hosts
+	Count      int      // workers in all, spread over the hosts
+	Tasks      int
+	Duration   time.Duration
+	Work       string
+	ResultSize int
+	Prefetch   int
+}
+
+// Mesh is the random transfer mesh among hosts.
+type Mesh struct {
+	Hosts    []string
+	Duration time.Duration
+	MaxWait  time.Duration
+	Sizes    []int64
+	Streams  int
+	Port     int
+}
+
+// Throughput is a memory-to-memory throughput test.
+type Throughput struct {
+	From, To   string
+	Protocol   string // tcp or udp
+	Streams    int
+	Window     int64
+	Duration   time.Duration
+	Congestion string
+	UDPRate    units.Rate
+}
+
+// Transfer is a file transfer, optionally there and back, optionally compressed.
+type Transfer struct {
+	From, To  string
+	Size      int64
+	Streams   int
+	Window    int64
+	Block     int
+	Compress  bool
+	Roundtrip bool
+}
+
+// Probe is a round of TWAMP-light probes.
+type Probe struct {
+	From, To string
+	Count    int
+	Interval time.Duration
+}
+
+// Impact is what a TCP load from From to To does to the round trips and
+// loss of probes from ProbeFrom to ProbeTo: probes for Phase before, all
+// through the load, and for Phase after.
+type Impact struct {
+	ProbeFrom, ProbeTo string
+	From, To           string
+	Streams            int
+	Window             int64
+	Duration           time.Duration
+	Phase              time.Duration
+	Interval           time.Duration
+}
+
+type rawWorkload struct {
+	Name   string    `yaml:"name"`
+	Repeat *int      `yaml:"repeat"`
+	Sweep  yaml.Node `yaml:"sweep"`
+	Quick  yaml.Node `yaml:"quick"`
+}
+
+type rawEventDB struct {
+	Server            string   `yaml:"server"`
+	Clients           []string `yaml:"clients"`
+	Events            *int     `yaml:"events"`
+	EventSize         string   `yaml:"event_size"`
+	PageSize          string   `yaml:"page_size"`
+	EventsPerJob      *int     `yaml:"events_per_job"`
+	Jobs              *int     `yaml:"jobs"`
+	ClientCPUPerEvent string   `yaml:"client_cpu_per_event"`
+	ServerCPUPerPage  string   `yaml:"server_cpu_per_page"`
+	ServerModel       string   `yaml:"server_model"`
+	Threads           *int     `yaml:"threads"`
+	Timeout           string   `yaml:"timeout"`
+}
+
+type rawTaskFarm struct {
+	Master     string   `yaml:"master"`
+	Workers    []string `yaml:"workers"`
+	Count      *int     `yaml:"count"`
+	Tasks      *int     `yaml:"tasks"`
+	Duration   string   `yaml:"duration"`
+	Work       string   `yaml:"work"`
+	ResultSize string   `yaml:"result_size"`
+	Prefetch   *int     `yaml:"prefetch"`
+}
+
+type rawMesh struct {
+	Hosts    []string `yaml:"hosts"`
+	Duration string   `yaml:"duration"`
+	MaxWait  string   `yaml:"max_wait"`
+	Sizes    []string `yaml:"sizes"`
+	Streams  *int     `yaml:"streams"`
+	Port     *int     `yaml:"port"`
+}
+
+type rawThroughput struct {
+	From       string `yaml:"from"`
+	To         string `yaml:"to"`
+	Protocol   string `yaml:"protocol"`
+	Streams    *int   `yaml:"streams"`
+	Window     string `yaml:"window"`
+	Duration   string `yaml:"duration"`
+	Congestion string `yaml:"congestion"`
+	Rate       string `yaml:"rate"`
+}
+
+type rawTransfer struct {
+	From      string `yaml:"from"`
+	To        string `yaml:"to"`
+	Size      string `yaml:"size"`
+	Streams   *int   `yaml:"streams"`
+	Window    string `yaml:"window"`
+	Block     string `yaml:"block"`
+	Compress  bool   `yaml:"compress"`
+	Roundtrip bool   `yaml:"roundtrip"`
+}
+
+type rawProbe struct {
+	From     string `yaml:"from"`
+	To       string `yaml:"to"`
+	Count    *int   `yaml:"count"`
+	Interval string `yaml:"interval"`
+}
+
+type rawImpact struct {
+	ProbeFrom string `yaml:"probe_from"`
+	ProbeTo   string `yaml:"probe_to"`
+	From      string `yaml:"from"`
+	To        string `yaml:"to"`
+	Streams   *int   `yaml:"streams"`
+	Window    string `yaml:"window"`
+	Duration  string `yaml:"duration"`
+	Phase     string `yaml:"phase"`
+	Interval  string `yaml:"interval"`
+}
+
+// LoadFile reads and validates a whole scenario file.
+func LoadFile(path string, quick bool) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading scenario: %w", err)
+	}
+	return ParseFile(path, data, quick)
+}
+
+// ParseFile reads and validates a whole scenario: the test-bed, and every
+// step of every workload (with the quick: settings applied when quick is
+// set), so that a run never starts with an impossible step in it. A returned
+// error is an *Error listing every problem found.
+func ParseFile(file string, data []byte, quick bool) (*File, error) {
+	tb, err := Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	yaml.Unmarshal(data, &root) // Parse has read it already
+	v := &validator{file: file, pos: positions(root.Content[0])}
+	f := &File{Testbed: tb, Quick: quick}
+	top := root.Content[0]
+	var list *yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == "workloads" {
+			list = top.Content[i+1]
+		}
+	}
+	if list == nil || list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+		return f, nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		v.fail("workloads", "expected a list of workloads")
+		return nil, &Error{File: file, Problems: v.problems}
+	}
+	for i, n := range list.Content {
+		if w, ok := v.workload(fmt.Sprintf("workloads[%d]", i), n, tb, quick); ok {
+			f.Workloads = append(f.Workloads, w)
+		}
+	}
+	for i, w := range f.Workloads {
+		if slices.ContainsFunc(f.Workloads[:i], func(o Workload) bool { return o.Name == w.Name }) {
+			v.fail(fmt.Sprintf("workloads[%d].name", i), "two workloads are called %q: give each a name", w.Name)
+		}
+	}
+	if len(v.problems) > 0 {
+		return nil, &Error{File: file, Problems: v.problems}
+	}
+	return f, nil
+}
+
+// workload validates one entry of workloads: and expands its sweep.
+func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool) (Workload, bool) {
+	if n.Kind != yaml.MappingNode {
+		v.fail(field, "a workload is a mapping such as {eventdb: {...}, sweep: {jobs: [1, 5]}}")
+		return Workload{}, false
+	}
+	var raw rawWorkload
+	var kind string
+	var body *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i].Value, deref(n.Content[i+1])
+		switch {
+		case k == "name":
+			raw.Name = val.Value
+		case k == "repeat":
+			r, err := strconv.Atoi(val.Value)
+			if err != nil || r < 1 || r > 1000 {
+				v.fail(field+".repeat", "repeat must be a whole number from 1 to 1000")
+				return Workload{}, false
+			}
+			raw.Repeat = &r
+		case k == "sweep":
+			raw.Sweep = *val
+		case k == "quick":
+			raw.Quick = *val
+		case slices.Contains(Kinds, k):
+			if kind != "" {
+				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", kind, k)
+				return Workload{}, false
+			}
+			kind, body = k, val
+		default:
+			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick and one of %s)", k, strings.Join(Kinds, ", "))
+			return Workload{}, false
+		}
+	}
+	if kind == "" {
+		v.fail(field, "no workload kind: give one of %s", strings.Join(Kinds, ", "))
+		return Workload{}, false
+	}
+	w := Workload{Name: raw.Name, Kind: kind}
+	if w.Name == "" {
+		w.Name = kind
+	}
+	v.name(field+".name", "workload", w.Name)
+	if body.Kind == yaml.ScalarNode && body.Tag == "!!null" {
+		body = &yaml.Node{Kind: yaml.MappingNode, Line: body.Line}
+	}
+	if body.Kind != yaml.MappingNode {
+		v.fail(field+"."+kind, "expected the %s settings as a mapping", kind)
+		return w, false
+	}
+	body = expandMerges(body)
+
+	// Under --quick, quick: overrides settings and may replace the sweep.
+	overrides := map[string]*yaml.Node{}
+	var order []string
+	sweep := raw.Sweep
+	if quick && raw.Quick.Kind != 0 {
+		if raw.Quick.Kind != yaml.MappingNode {
+			v.fail(field+".quick", "expected a mapping of settings to use with --quick")
+			return w, false
+		}
+		for i := 0; i+1 < len(raw.Quick.Content); i += 2 {
+			k, val := raw.Quick.Content[i], deref(raw.Quick.Content[i+1])
+			if k.Value == "sweep" {
+				sweep = *val
+				continue
+			}
+			overrides[k.Value] = val
+			order = append(order, k.Value)
+		}
+	}
+	axes, ok := v.sweep(field+".sweep", sweep)
+	if !ok {
+		return w, false
+	}
+	repeat := 1
+	if raw.Repeat != nil {
+		repeat = *raw.Repeat
+	}
+	for _, combo := range product(axes) {
+		for r := range repeat {
+			settings := withSettings(body, overrides, order)
+			var params []Param
+			for j, val := range combo {
+				settings = withSettings(settings, map[string]*yaml.Node{axes[j].name: val}, []string{axes[j].name})
+				params = append(params, Param{axes[j].name, val.Value})
+			}
+			if repeat > 1 {
+				params = append(params, Param{"repeat", strconv.Itoa(r + 1)})
+			}
+			step, ok := v.step(field+"."+kind, kind, settings, tb)
+			if !ok {
+				return w, false
+			}
+			step.Params = params
+			w.Steps = append(w.Steps, step)
+		}
+	}
+	return w, true
+}
+
+// deref follows a YAML alias (*anchor) to the node it names.
+func deref(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n.Alias
+	}
+	return n
+}
+
+// expandMerges resolves YAML merge keys (<<: *anchor) of a mapping, so that
+// workloads can share settings through anchors.
+func expandMerges(m *yaml.Node) *yaml.Node {
+	out := *m
+	out.Content = nil
+	var merged []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, val := m.Content[i], m.Content[i+1]
+		if k.Value != "<<" || k.Tag == "!!str" && k.Style != 0 {
+			out.Content = append(out.Content, k, deref(val))
+			continue
+		}
+		if val = deref(val); val.Kind == yaml.MappingNode {
+			merged = append(merged, expandMerges(val).Content...)
+		}
+	}
+	for i := 0; i+1 < len(merged); i += 2 {
+		if !slices.ContainsFunc(out.Content, func(n *yaml.Node) bool { return n.Value == merged[i].Value }) {
+			out.Content = append(out.Content, merged[i], merged[i+1])
+		}
+	}
+	return &out
+}
+
+type axis struct {
+	name   string
+	values []*yaml.Node
+}
+
+func (v *validator) sweep(field string, n yaml.Node) ([]axis, bool) {
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, true
+	}
+	if n.Kind != yaml.MappingNode {
+		v.fail(field, "expected a mapping from a setting to its values, such as jobs: [1, 5, 10]")
+		return nil, false
+	}
+	var axes []axis
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, vals := n.Content[i], deref(n.Content[i+1])
+		if vals.Kind != yaml.SequenceNode || len(vals.Content) == 0 {
+			v.failAt(k.Line, field+"."+k.Value, "a sweep needs a list of at least one value, such as [1, 5, 10]")
+			return nil, false
+		}
+		for _, val := range vals.Content {
+			if val.Kind != yaml.ScalarNode {
+				v.failAt(val.Line, field+"."+k.Value, "sweep values must be single values")
+				return nil, false
+			}
+		}
+		axes = append(axes, axis{k.Value, vals.Content})
+	}
+	return axes, true
+}
+
+// product lists every combination of the axes' values, the last axis
+// varying fastest; no axes give one empty combination.
+func product(axes []axis) [][]*yaml.Node {
+	combos := [][]*yaml.Node{nil}
+	for _, a := range axes {
+		var next [][]*yaml.Node
+		for _, c := range combos {
+			for _, val := range a.values {
+				next = append(next, append(slices.Clone(c), val))
+			}
+		}
+		combos = next
+	}
+	return combos
+}
+
+// withSettings returns a copy of the mapping with the given keys set.
+func withSettings(m *yaml.Node, set map[string]*yaml.Node, order []string) *yaml.Node {
+	out := *m
+	out.Content = slices.Clone(m.Content)
+	for _, k := range order {
+		replaced := false
+		for i := 0; i+1 < len(out.Content); i += 2 {
+			if out.Content[i].Value == k {
+				out.Content[i+1] = set[k]
+				replaced = true
+			}
+		}
+		if !replaced {
+			out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k, Line: set[k].Line}, set[k])
+		}
+	}
+	return &out
+}
+
+func (v *validator) failAt(line int, field, format string, args ...any) {
+	v.pos[field] = line
+	v.fail(field, format, args...)
+}
+
+// step decodes and validates one step's settings of a kind.
+func (v *validator) step(field, kind string, settings *yaml.Node, tb *Testbed) (Step, bool) {
+	// Lines of this step's settings, which may come from a sweep or quick:.
+	for i := 0; i+1 < len(settings.Content); i += 2 {
+		v.pos[field+"."+settings.Content[i].Value] = settings.Content[i].Line
+	}
+	before := len(v.problems)
+	decode := func(dst any) bool {
+		var buf bytes.Buffer
+		yaml.NewEncoder(&buf).Encode(settings)
+		dec := yaml.NewDecoder(&buf)
+		dec.KnownFields(true)
+		err := dec.Decode(dst)
+		if err == nil {
+			return true
+		}
+		// The re-encoded text's line numbers mean nothing: name the field.
+		msgs := []string{err.Error()}
+		if te, ok := err.(*yaml.TypeError); ok {
+			msgs = te.Errors
+		}
+		for _, m := range msgs {
+			if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
+				m = sm[2]
+			}
+			switch sm, um := unknownRE.FindStringSubmatch(m), unmarshalRE.FindStringSubmatch(m); {
+			case sm != nil:
+				v.fail(field+"."+sm[1], "unknown %s setting %q", kind, sm[1])
+			case um != nil:
+				what := yamlKindWord(um[1])
+				if um[2] != "" {
+					what = fmt.Sprintf("%q is %s", um[2], what)
+				}
+				v.fail(field, "found %s where %s is expected", what, goTypeWord(um[3]))
+			default:
+				v.fail(field, "%s", m)
+			}
+		}
+		return false
+	}
+	var s Step
+	switch kind {
+	case "eventdb":
+		var r rawEventDB
+		if !decode(&r) {
+			return s, false
+		}
+		s.EventDB = v.eventDB(field, r, tb)
+	case "taskfarm":
+		var r rawTaskFarm
+		if !decode(&r) {
+			return s, false
+		}
+		s.TaskFarm = v.taskFarm(field, r, tb)
+	case "mesh":
+		var r rawMesh
+		if !decode(&r) {
+			return s, false
+		}
+		s.Mesh = v.mesh(field, r, tb)
+	case "throughput":
+		var r rawThroughput
+		if !decode(&r) {
+			return s, false
+		}
+		s.Throughput = v.throughput(field, r, tb)
+	case "transfer":
+		var r rawTransfer
+		if !decode(&r) {
+			return s, false
+		}
+		s.Transfer = v.transfer(field, r, tb)
+	case "probe":
+		var r rawProbe
+		if !decode(&r) {
+			return s, false
+		}
+		s.Probe = v.probe(field, r, tb)
+	case "impact":
+		var r rawImpact
+		if !decode(&r) {
+			return s, false
+		}
+		s.Impact = v.impact(field, r, tb)
+	}
+	return s, len(v.problems) == before
+}
+
+// host checks a reference to a host.
+func (v *validator) host(field, name string, tb *Testbed) {
+	if name == "" {
+		v.fail(field, "missing: name a host of the test-bed")
+		return
+	}
+	if _, ok := tb.Host(name); !ok {
+		var names []string
+		for _, h := range tb.Hosts {
+			names = append(names, h.Name)
+		}
+		v.fail(field, "unknown host %q (hosts: %s)", name, strings.Join(names, ", "))
+	}
+}
+
+func (v *validator) pair(field, from, to string, tb *Testbed) {
+	v.host(field+".from", from, tb)
+	v.host(field+".to", to, tb)
+	if from != "" && from == to {
+		v.fail(field+".to", "from and to are the same host %q", from)
+	}
+}
+
+func (v *validator) count(field string, n *int, def, lo, hi int) int {
+	if n == nil {
+		return def
+	}
+	if *n < lo || *n > hi {
+		v.fail(field, "%d is out of range: from %d to %d", *n, lo, hi)
+	}
+	return *n
+}
+
+func (v *validator) size(field, s string, def int64) int64 {
+	if s == "" {
+		return def
+	}
+	z, err := units.ParseSize(s)
+	if err != nil {
+		v.fail(field, "%v", err)
+	}
+	return int64(z)
+}
+
+func (v *validator) duration(field, s string, def time.Duration) time.Duration {
+	if s == "" {
+		return def
+	}
+	d, err := units.ParseDuration(s)
+	if err != nil {
+		v.fail(field, "%v", err)
+	}
+	return d
+}
+
+func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
+	e := &EventDB{
+		Server:  r.Server,
+		Clients: r.Clients,
+		Store: eventdb.Store{
+			Events:    v.count(field+".events", r.Events, 50000, 1, 1<<30),
+			EventSize: v.size(field+".event_size", r.EventSize, 40000),
+			PageSize:  int(v.size(field+".page_size", r.PageSize, 8192)),
+		},
+		EventsPerJob:      v.count(field+".events_per_job", r.EventsPerJob, 3000, 1, 1<<30),
+		Jobs:              v.count(field+".jobs", r.Jobs, 1, 1, 10000),
+		ClientCPUPerEvent: v.duration(field+".client_cpu_per_event", r.ClientCPUPerEvent, 0),
+		ServerCPUPerPage:  v.duration(field+".server_cpu_per_page", r.ServerCPUPerPage, 0),
+		ServerModel:       r.ServerModel,
+		Threads:           v.count(field+".threads", r.Threads, 0, 1, 10000),
+		Timeout:           v.duration(field+".timeout", r.Timeout, 25*time.Second),
+	}
+	v.host(field+".server", r.Server, tb)
+	if len(r.Clients) == 0 {
+		v.fail(field+".clients", "missing: list the client hosts, such as [client1, client2]")
+	}
+	for i, c := range r.Clients {
+		v.host(fmt.Sprintf("%s.clients[%d]", field, i), c, tb)
+		if c == r.Server {
+			v.fail(fmt.Sprintf("%s.clients[%d]", field, i), "%q is the server", c)
+		}
+	}
+	if e.ServerModel == "" {
+		e.ServerModel = eventdb.ModelSingle
+		if e.Threads > 0 {
+			e.ServerModel = eventdb.ModelThreads
+		}
+	}
+	if err := (eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads}).Validate(); err != nil {
+		v.fail(field, "%v", err)
+	}
+	if e.EventsPerJob > e.Store.Events {
+		v.fail(field+".events_per_job", "%d is more than the store holds (%d events)", e.EventsPerJob, e.Store.Events)
+	}
+	if e.Timeout <= 0 {
+		v.fail(field+".timeout", "must be positive")
+	}
+	return e
+}
+
+func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm {
+	t := &TaskFarm{
+		Master:     r.Master,
+		Workers:    r.Workers,
+		Tasks:      v.count(field+".tasks", r.Tasks, 3000, 1, 10_000_000),
+		Duration:   v.duration(field+".duration", r.Duration, time.Second),
+		Work:       r.Work,
+		ResultSize: int(v.size(field+".result_size", r.ResultSize, 512)),
+		Prefetch:   v.count(field+".prefetch", r.Prefetch, 1, 1, 1000),
+	}
+	v.host(field+".master", r.Master, tb)
+	if len(r.Workers) == 0 {
+		v.fail(field+".workers", "missing: list the worker hosts")
+	}
+	for i, w := range r.Workers {
+		v.host(fmt.Sprintf("%s.workers[%d]", field, i), w, tb)
+		if w == r.Master {
+			v.fail(fmt.Sprintf("%s.workers[%d]", field, i), "%q is the master", w)
+		}
+	}
+	t.Count = v.count(field+".count", r.Count, len(r.Workers), max(1, len(r.Workers)), 100000)
+	if t.Work == "" {
+		t.Work = taskfarm.WorkSleep
+	}
+	if err := (taskfarm.MasterSpec{Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count}).Validate(); err != nil {
+		v.fail(field, "%v", err)
+	}
+	return t
+}
+
+// DefaultMeshPort is where mesh nodes listen unless the scenario says otherwise.
+const DefaultMeshPort = 7400
+
+func (v *validator) mesh(field string, r rawMesh, tb *Testbed) *Mesh {
+	m := &Mesh{
+		Hosts:    r.Hosts,
+		Duration: v.duration(field+".duration", r.Duration, 10*time.Minute),
+		MaxWait:  v.duration(field+".max_wait", r.MaxWait, time.Minute),
+		Streams:  v.count(field+".streams", r.Streams, 16, 1, 256),
+		Port:     v.count(field+".port", r.Port, DefaultMeshPort, 1, 65535),
+	}
+	if len(m.Hosts) == 0 {
+		for _, h := range tb.Hosts {
+			m.Hosts = append(m.Hosts, h.Name)
+		}
+	}
+	for i, h := range r.Hosts {
+		v.host(fmt.Sprintf("%s.hosts[%d]", field, i), h, tb)
+	}
+	if len(m.Hosts) < 2 {
+		v.fail(field+".hosts", "a mesh needs at least two hosts")
+	}
+	sizes := r.Sizes
+	if len(sizes) == 0 {
+		sizes = []string{"1.6GB", "0.8GB", "0.3GB"}
+	}
+	for i, s := range sizes {
+		z := v.size(fmt.Sprintf("%s.sizes[%d]", field, i), s, 0)
+		if z < int64(m.Streams) {
+			v.fail(fmt.Sprintf("%s.sizes[%d]", field, i), "%s is smaller than one byte per stream", s)
+		}
+		m.Sizes = append(m.Sizes, z)
+	}
+	if m.Duration <= 0 {
+		v.fail(field+".duration", "must be positive")
+	}
+	return m
+}
+
+func (v *validator) throughput(field string, r rawThroughput, tb *Testbed) *Throughput {
+	t := &Throughput{
+		From: r.From, To: r.To, Protocol: r.Protocol, Congestion: r.Congestion,
+		Streams:  v.count(field+".streams", r.Streams, 1, 1, 256),
+		Window:   v.size(field+".window", r.Window, 0),
+		Duration: v.duration(field+".duration", r.Duration, 10*time.Second),
+	}
+	v.pair(field, r.From, r.To, tb)
+	if t.Protocol == "" {
+		t.Protocol = "tcp"
+	}
+	switch t.Protocol {
+	case "tcp":
+		if r.Rate != "" {
+			v.fail(field+".rate", "rate is for udp tests")
+		}
+	case "udp":
+		if r.Rate == "" {
+			v.fail(field+".rate", "missing: a udp test needs a target rate, such as 10Mbit")
+		} else if rate, err := units.ParseRate(r.Rate); err != nil {
+			v.fail(field+".rate", "%v", err)
+		} else {
+			t.UDPRate = rate
+		}
+	default:
+		v.fail(field+".protocol", "%q: tcp or udp", t.Protocol)
+	}
+	if t.Duration <= 0 {
+		v.fail(field+".duration", "must be positive")
+	}
+	return t
+}
+
+func (v *validator) transfer(field string, r rawTransfer, tb *Testbed) *Transfer {
+	t := &Transfer{
+		From: r.From, To: r.To, Compress: r.Compress, Roundtrip: r.Roundtrip,
+		Size:    v.size(field+".size", r.Size, 100_000_000),
+		Streams: v.count(field+".streams", r.Streams, 1, 1, 256),
+		Window:  v.size(field+".window", r.Window, 0),
+		Block:   int(v.size(field+".block", r.Block, transfer.DefaultBlock)),
+	}
+	v.pair(field, r.From, r.To, tb)
+	if err := (transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block}).Validate(256); err != nil {
+		v.fail(field, "%v", err)
+	}
+	if t.Size <= 0 {
+		v.fail(field+".size", "must be positive")
+	}
+	return t
+}
+
+func (v *validator) probe(field string, r rawProbe, tb *Testbed) *Probe {
+	p := &Probe{
+		From: r.From, To: r.To,
+		Count:    v.count(field+".count", r.Count, 100, 1, 1_000_000),
+		Interval: v.duration(field+".interval", r.Interval, 100*time.Millisecond),
+	}
+	v.pair(field, r.From, r.To, tb)
+	if p.Interval <= 0 {
+		v.fail(field+".interval", "must be positive")
+	}
+	return p
+}
+
+func (v *validator) impact(field string, r rawImpact, tb *Testbed) *Impact {
+	i := &Impact{
+		ProbeFrom: r.ProbeFrom, ProbeTo: r.ProbeTo, From: r.From, To: r.To,
+		Streams:  v.count(field+".streams", r.Streams, 1, 1, 256),
+		Window:   v.size(field+".window", r.Window, 0),
+		Duration: v.duration(field+".duration", r.Duration, 10*time.Second),
+		Phase:    v.duration(field+".phase", r.Phase, 5*time.Second),
+		Interval: v.duration(field+".interval", r.Interval, 100*time.Millisecond),
+	}
+	v.pair(field, r.From, r.To, tb)
+	v.host(field+".probe_from", r.ProbeFrom, tb)
+	v.host(field+".probe_to", r.ProbeTo, tb)
+	if r.ProbeFrom != "" && r.ProbeFrom == r.ProbeTo {
+		v.fail(field+".probe_to", "probe_from and probe_to are the same host %q", r.ProbeFrom)
+	}
+	if i.Duration <= 0 || i.Phase <= 0 || i.Interval <= 0 {
+		v.fail(field, "duration, phase and interval must be positive")
+	}
+	return i
+}

@@ -1,0 +1,107 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const farmBed = `name: wl
+hosts:
+  server: {cpus: 0.5}
+  c1: {}
+  c2: {}
+links:
+  - {between: [c1, server], rate: 100Mbit, delay: 1ms}
+  - {between: [c2, server], rate: 100Mbit, delay: 1ms}
+`
+
+func TestWorkloadSweep(t *testing.T) {
+	src := farmBed + `workloads:
+  - name: ramp
+    eventdb:
+      server: server
+      clients: [c1, c2]
+      events_per_job: 100
+      threads: 4
+    sweep:
+      jobs: [1, 5, 10]
+    quick:
+      events_per_job: 10
+      sweep: {jobs: [1, 2]}
+  - throughput: {from: c1, to: server, duration: 2s}
+    sweep:
+      streams: [1, 4]
+      window: [64KiB, 1MiB]
+    repeat: 2
+`
+	f, err := ParseFile("s.yaml", []byte(src), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Workloads) != 2 {
+		t.Fatalf("%d workloads", len(f.Workloads))
+	}
+	ramp := f.Workloads[0]
+	if ramp.Name != "ramp" || len(ramp.Steps) != 3 {
+		t.Fatalf("ramp: %+v", ramp)
+	}
+	for i, jobs := range []int{1, 5, 10} {
+		e := ramp.Steps[i].EventDB
+		if e.Jobs != jobs || e.EventsPerJob != 100 || e.ServerModel != "threads" || e.Timeout != 25*time.Second || e.Store.PageSize != 8192 {
+			t.Errorf("step %d: %+v", i, e)
+		}
+	}
+	if got := ramp.Steps[1].Label(); got != "jobs=5" {
+		t.Errorf("label %q", got)
+	}
+	tp := f.Workloads[1]
+	if tp.Name != "throughput" || len(tp.Steps) != 8 {
+		t.Fatalf("throughput: %d steps", len(tp.Steps))
+	}
+	if got := tp.Steps[3].Label(); got != "streams=1 window=1MiB repeat=2" {
+		t.Errorf("label %q", got)
+	}
+	if tp.Steps[7].Throughput.Streams != 4 || tp.Steps[7].Throughput.Window != 1<<20 {
+		t.Errorf("last step %+v", tp.Steps[7].Throughput)
+	}
+
+	q, err := ParseFile("s.yaml", []byte(src), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := q.Workloads[0].Steps; len(s) != 2 || s[1].EventDB.Jobs != 2 || s[1].EventDB.EventsPerJob != 10 {
+		t.Errorf("quick steps: %d, %+v", len(s), s[len(s)-1].EventDB)
+	}
+}
+
+func TestWorkloadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, workloads, want string
+	}{
+		{"unknown host", "  - eventdb: {server: nosuch, clients: [c1]}\n", `s.yaml:10: workloads[0].eventdb.server: unknown host "nosuch" (hosts: server, c1, c2)`},
+		{"unknown kind", "  - database: {}\n", `s.yaml:10: workloads[0].database: unknown field "database"`},
+		{"no kind", "  - name: x\n", "no workload kind"},
+		{"two kinds", "  - probe: {from: c1, to: server}\n    mesh: {}\n", "a workload has one kind"},
+		{"unknown setting", "  - eventdb:\n      server: server\n      clients: [c1]\n      colour: red\n", `s.yaml:13: workloads[0].eventdb.colour: unknown eventdb setting "colour"`},
+		{"empty sweep", "  - eventdb: {server: server, clients: [c1]}\n    sweep: {jobs: []}\n", "s.yaml:11: workloads[0].sweep.jobs: a sweep needs a list"},
+		{"impossible store", "  - eventdb: {server: server, clients: [c1], event_size: 4KB}\n", "pages (8192 B) are larger than events (4000 B)"},
+		{"bad swept value", "  - eventdb: {server: server, clients: [c1]}\n    sweep: {jobs: [1, -3]}\n", "s.yaml:11: workloads[0].eventdb.jobs: -3 is out of range"},
+		{"swept unknown setting", "  - eventdb: {server: server, clients: [c1]}\n    sweep: {jbos: [1]}\n", `s.yaml:11: workloads[0].eventdb.jbos: unknown eventdb setting "jbos"`},
+		{"same host", "  - throughput: {from: c1, to: c1}\n", "from and to are the same host"},
+		{"duplicate names", "  - probe: {from: c1, to: server}\n  - probe: {from: c2, to: server}\n", `two workloads are called "probe"`},
+		{"not a list", "  eventdb: {}\n", "expected a list of workloads"},
+		{"master is worker", "  - taskfarm: {master: server, workers: [server]}\n", `"server" is the master`},
+		{"udp without rate", "  - throughput: {from: c1, to: server, protocol: udp}\n", "a udp test needs a target rate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseFile("s.yaml", []byte(farmBed+"workloads:\n"+tc.workloads), false)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %q", err, tc.want)
+			}
+			if _, ok := err.(*Error); !ok {
+				t.Errorf("error is %T, not *Error", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package eventdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+func TestStoreValidate(t *testing.T) {
+	for _, tc := range []struct {
+		store Store
+		want  string
+	}{
+		{Store{Events: 50000, EventSize: 40000, PageSize: 8192}, ""},
+		{Store{Events: 0, EventSize: 40000, PageSize: 8192}, "events must be at least 1"},
+		{Store{Events: 10, EventSize: 4000, PageSize: 8192}, "pages (8192 B) are larger than events (4000 B)"},
+		{Store{Events: 10, EventSize: 4000, PageSize: 8}, "page_size must be between"},
+	} {
+		err := tc.store.Validate()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.store, err, tc.want)
+		}
+	}
+}
+
+func TestEventPages(t *testing.T) {
+	s := Store{Events: 10, EventSize: 40000, PageSize: 8192}
+	for _, tc := range []struct {
+		event  int
+		lo, hi int64
+	}{{0, 0, 4}, {1, 4, 9}, {9, 43, 48}} {
+		lo, hi := s.eventPages(tc.event)
+		if lo != tc.lo || hi != tc.hi {
+			t.Errorf("event %d: pages %d-%d, want %d-%d", tc.event, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	if s.Pages() != 49 {
+		t.Errorf("Pages() = %d, want 49", s.Pages())
+	}
+}
+
+// serve starts a server on loopback and returns its address and a stop
+// function that returns its totals.
+func serve(t *testing.T, spec ServerSpec) (string, func() ServerTotals) {
+	t.Helper()
+	srv, err := Listen(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan ServerTotals, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	return fmt.Sprintf("127.0.0.1:%d", srv.Port()), func() ServerTotals { cancel(); return <-done }
+}
+
+func runJobs(t *testing.T, spec ClientSpec) []job.Record {
+	var mu sync.Mutex
+	var recs []job.Record
+	if err := RunClient(context.Background(), spec, "client", func(r job.Record) {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func TestJobsReadTheirEvents(t *testing.T) {
+	store := Store{Events: 100, EventSize: 40000, PageSize: 8192}
+	for _, model := range []string{ModelSingle, ModelConnection} {
+		t.Run(model, func(t *testing.T) {
+			addr, stop := serve(t, ServerSpec{Store: store, Model: model})
+			recs := runJobs(t, ClientSpec{Store: store, Address: addr, Jobs: 4, EventsPerJob: 20, Timeout: 5 * time.Second, Seed: 1})
+			totals := stop()
+			if len(recs) != 4 {
+				t.Fatalf("%d records, want 4", len(recs))
+			}
+			var sum int64
+			for _, r := range recs {
+				if r.Status != job.OK {
+					t.Fatalf("job %d: %s %s", r.ID, r.Status, r.Reason)
+				}
+				// 20 events of 40000 B span 98 or 99 pages of 8192 B.
+				if r.Bytes < 98*8192 || r.Bytes > 99*8192 {
+					t.Errorf("job %d read %d B, want 98-99 pages", r.ID, r.Bytes)
+				}
+				sum += r.Bytes
+			}
+			if totals.Bytes != sum || totals.Sessions != 4 {
+				t.Errorf("server sent %d B in %d sessions; jobs got %d B in 4", totals.Bytes, totals.Sessions, sum)
+			}
+		})
+	}
+}
+
+func TestTimeoutFailsTheJob(t *testing.T) {
+	store := Store{Events: 100, EventSize: 40000, PageSize: 8192}
+	// One request at a time with 20 ms of CPU per page: the second job waits
+	// behind the first for longer than its 50 ms timeout.
+	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelSingle, CPUPerPage: 20 * time.Millisecond})
+	defer stop()
+	recs := runJobs(t, ClientSpec{Store: store, Address: addr, Jobs: 6, EventsPerJob: 5, Timeout: 50 * time.Millisecond, Seed: 1})
+	timeouts := 0
+	for _, r := range recs {
+		if r.Status == job.Timeout {
+			timeouts++
+			if !strings.Contains(r.Reason, "page") {
+				t.Errorf("timeout reason %q does not name the page", r.Reason)
+			}
+		}
+	}
+	if timeouts == 0 {
+		t.Fatalf("no job timed out: %+v", recs)
+	}
+}
+
+func TestRefusedConnectionFails(t *testing.T) {
+	store := Store{Events: 10, EventSize: 40000, PageSize: 8192}
+	recs := runJobs(t, ClientSpec{Store: store, Address: "127.0.0.1:1", Jobs: 1, EventsPerJob: 1, Timeout: time.Second})
+	if recs[0].Status != job.Failed || !strings.Contains(recs[0].Reason, "opening a session") {
+		t.Fatalf("got %+v", recs[0])
+	}
+}

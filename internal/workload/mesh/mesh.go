@@ -1,0 +1,336 @@
+// Package mesh is the random transfer mesh of the ALICE network stress tests
+// (../shared/seeds/001_2d5b2234787d14ca.txt): every node waits a random
+// time, picks a peer with probability proportional to its weight (its site's
+// bandwidth), picks a file size, sends that many bytes there and has them
+// sent back, each way over parallel streams, checks with SHA-256 that not a
+// bit was lost, logs the transfer, and starts again until its time is up.
+package mesh
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+// Peer is a node a transfer can go to.
+type Peer struct {
+	Name    string  `json:"name"`
+	Address string  `json:"address"` // host:port
+	Weight  float64 `json:"weight"`
+}
+
+// NodeSpec configures one node's loop.
+type NodeSpec struct {
+	Host     string        `json:"host"`
+	Peers    []Peer        `json:"peers"`
+	Sizes    []int64       `json:"sizes"`
+	Streams  int           `json:"streams"`
+	MaxWait  time.Duration `json:"max_wait"`
+	Duration time.Duration `json:"duration"`
+	Seed     uint64        `json:"seed"`
+	// FirstJob numbers this node's transfers FirstJob, FirstJob+1, ...
+	FirstJob int `json:"first_job"`
+}
+
+// Validate says what is wrong with the spec.
+func (s NodeSpec) Validate() error {
+	total := 0.0
+	for _, p := range s.Peers {
+		if p.Weight < 0 {
+			return fmt.Errorf("peer %s has a negative weight", p.Name)
+		}
+		total += p.Weight
+	}
+	switch {
+	case len(s.Peers) == 0:
+		return errors.New("no peers to send to")
+	case total == 0:
+		return errors.New("every peer has weight 0")
+	case len(s.Sizes) == 0:
+		return errors.New("no file sizes")
+	case s.Streams < 1 || s.Streams > 256:
+		return fmt.Errorf("streams must be between 1 and 256 (got %d)", s.Streams)
+	case s.MaxWait < 0 || s.Duration <= 0:
+		return fmt.Errorf("max_wait must not be negative and duration must be positive (got %v, %v)", s.MaxWait, s.Duration)
+	}
+	for _, sz := range s.Sizes {
+		if sz < int64(s.Streams) {
+			return fmt.Errorf("file size %d B is smaller than one byte per stream (%d streams)", sz, s.Streams)
+		}
+	}
+	return nil
+}
+
+// Wire format: each stream opens with [magic][op u8][length u64][seed
+// u64]. For a put the client then sends length bytes and the server answers
+// with the SHA-256 of what it received; for a get the server sends length
+// bytes followed by the SHA-256 of what it sent.
+var magic = [4]byte{'W', 'L', 'M', 'S'}
+
+const (
+	opPut    = 1
+	opGet    = 2
+	headerSz = 4 + 1 + 8 + 8
+)
+
+// pattern is the content every node generates: a stream with seed s sends
+// pattern bytes starting at offset s mod its length, cyclically.
+var pattern = func() []byte {
+	b := make([]byte, 1<<20)
+	rand.NewChaCha8([32]byte{'m', 'e', 's', 'h'}).Read(b)
+	return b
+}()
+
+// Server answers the streams of other nodes' transfers.
+type Server struct{ ln net.Listener }
+
+// Listen opens a node's port (0 picks a free one).
+func Listen(port int) (*Server, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("mesh node: %w", err)
+	}
+	return &Server{ln: ln}, nil
+}
+
+// Port is the port the node listens on.
+func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// Serve answers streams until ctx ends.
+func (s *Server) Serve(ctx context.Context) {
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	go func() {
+		<-ctx.Done()
+		s.ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	var wg sync.WaitGroup
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			break
+		}
+		mu.Lock()
+		conns[c] = true
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			serveStream(c)
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+			c.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+func serveStream(c net.Conn) error {
+	r := bufio.NewReaderSize(c, 256<<10)
+	var h [headerSz]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return err
+	}
+	if [4]byte(h[:4]) != magic {
+		return errors.New("not a mesh stream")
+	}
+	length := int64(binary.BigEndian.Uint64(h[5:]))
+	seed := binary.BigEndian.Uint64(h[13:])
+	switch h[4] {
+	case opPut:
+		hash := sha256.New()
+		if _, err := io.CopyN(hash, r, length); err != nil {
+			return err
+		}
+		_, err := c.Write(hash.Sum(nil))
+		return err
+	case opGet:
+		hash := sha256.New()
+		if err := send(io.MultiWriter(c, hash), seed, length); err != nil {
+			return err
+		}
+		_, err := c.Write(hash.Sum(nil))
+		return err
+	}
+	return fmt.Errorf("unknown mesh operation %d", h[4])
+}
+
+// send writes length bytes of the pattern from offset seed.
+func send(w io.Writer, seed uint64, length int64) error {
+	off := int(seed % uint64(len(pattern)))
+	for length > 0 {
+		chunk := pattern[off:min(len(pattern), off+256<<10)]
+		if int64(len(chunk)) > length {
+			chunk = chunk[:length]
+		}
+		n, err := w.Write(chunk)
+		if err != nil {
+			return err
+		}
+		length -= int64(n)
+		off = (off + n) % len(pattern)
+	}
+	return nil
+}
+
+// Summary is what one node's loop did.
+type Summary struct {
+	Transfers int   `json:"transfers"`
+	Failed    int   `json:"failed"`
+	Bytes     int64 `json:"bytes"`
+}
+
+// Loop transfers files to peers until the spec's duration is up (a transfer
+// under way then finishes), reporting each, and returns the totals.
+// Cancelling ctx stops it at once.
+func Loop(ctx context.Context, spec NodeSpec, report func(job.Record)) (Summary, error) {
+	var sum Summary
+	if err := spec.Validate(); err != nil {
+		return sum, err
+	}
+	rng := rand.New(rand.NewPCG(spec.Seed, 0x6d657368))
+	total := 0.0
+	for _, p := range spec.Peers {
+		total += p.Weight
+	}
+	deadline := time.Now().Add(spec.Duration)
+	for id := spec.FirstJob; ; id++ {
+		wait := time.Duration(rng.Float64() * float64(spec.MaxWait))
+		if time.Now().Add(wait).After(deadline) {
+			return sum, nil
+		}
+		select {
+		case <-ctx.Done():
+			return sum, nil
+		case <-time.After(wait):
+		}
+		peer := pick(spec.Peers, rng.Float64()*total)
+		size := spec.Sizes[rng.IntN(len(spec.Sizes))]
+		rec := job.Record{ID: id, Host: spec.Host, Subject: spec.Host + "<->" + peer.Name, Start: time.Now()}
+		var err error
+		rec.Bytes, err = transfer(ctx, peer.Address, size, spec.Streams, rng.Uint64())
+		rec.End = time.Now()
+		switch {
+		case err == nil:
+			rec.Status = job.OK
+		case ctx.Err() != nil:
+			rec.Status, rec.Reason = job.Cancelled, "the run was stopped"
+		case errors.Is(err, errCorrupt):
+			rec.Status, rec.Reason = job.Corrupt, err.Error()
+		default:
+			rec.Status, rec.Reason = job.Failed, err.Error()
+		}
+		sum.Transfers++
+		sum.Bytes += rec.Bytes
+		if rec.Status != job.OK {
+			sum.Failed++
+		}
+		report(rec)
+		if ctx.Err() != nil {
+			return sum, nil
+		}
+	}
+}
+
+func pick(peers []Peer, x float64) Peer {
+	for _, p := range peers {
+		if x < p.Weight {
+			return p
+		}
+		x -= p.Weight
+	}
+	return peers[len(peers)-1]
+}
+
+var errCorrupt = errors.New("checksum mismatch")
+
+// transfer sends size bytes to addr over streams and has them sent back,
+// and returns the bytes moved.
+func transfer(ctx context.Context, addr string, size int64, streams int, seed uint64) (int64, error) {
+	var moved int64
+	for _, op := range []byte{opPut, opGet} {
+		var mu sync.Mutex
+		var errs []error
+		var wg sync.WaitGroup
+		for i := range streams {
+			lo, hi := size*int64(i)/int64(streams), size*int64(i+1)/int64(streams)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err := stream(ctx, addr, op, hi-lo, seed+uint64(lo))
+				mu.Lock()
+				moved += n
+				if err != nil {
+					errs = append(errs, fmt.Errorf("stream %d: %w", i+1, err))
+				}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			way := "there"
+			if op == opGet {
+				way = "back"
+			}
+			return moved, fmt.Errorf("%s to %s: %w", way, addr, errors.Join(errs...))
+		}
+	}
+	return moved, nil
+}
+
+func stream(ctx context.Context, addr string, op byte, length int64, seed uint64) (int64, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	var h [headerSz]byte
+	copy(h[:], magic[:])
+	h[4] = op
+	binary.BigEndian.PutUint64(h[5:], uint64(length))
+	binary.BigEndian.PutUint64(h[13:], seed)
+	if _, err := c.Write(h[:]); err != nil {
+		return 0, err
+	}
+	hash := sha256.New()
+	var peerSum [sha256.Size]byte
+	if op == opPut {
+		if err := send(io.MultiWriter(c, hash), seed, length); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(c, peerSum[:]); err != nil {
+			return length, fmt.Errorf("waiting for the peer's checksum: %w", err)
+		}
+	} else {
+		r := bufio.NewReaderSize(c, 256<<10)
+		if n, err := io.CopyN(hash, r, length); err != nil {
+			return n, err
+		}
+		if _, err := io.ReadFull(r, peerSum[:]); err != nil {
+			return length, fmt.Errorf("reading the peer's checksum: %w", err)
+		}
+	}
+	if [sha256.Size]byte(hash.Sum(nil)) != peerSum {
+		return length, errCorrupt
+	}
+	return length, nil
+}

@@ -1,0 +1,106 @@
+package mesh
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+func TestPickFollowsWeights(t *testing.T) {
+	peers := []Peer{{Name: "slow", Weight: 8}, {Name: "fast", Weight: 155}, {Name: "none", Weight: 0}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	counts := map[string]int{}
+	const n = 100000
+	for range n {
+		counts[pick(peers, rng.Float64()*163).Name]++
+	}
+	if counts["none"] != 0 {
+		t.Errorf("a peer of weight 0 was picked %d times", counts["none"])
+	}
+	if got, want := float64(counts["slow"])/n, 8.0/163; got < want*0.9 || got > want*1.1 {
+		t.Errorf("slow picked %.4f of the time, want %.4f", got, want)
+	}
+}
+
+func TestLoopTransfersAndChecks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := Listen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ctx)
+	var mu sync.Mutex
+	var recs []job.Record
+	spec := NodeSpec{
+		Host:  "a",
+		Peers: []Peer{{Name: "b", Address: fmt.Sprintf("127.0.0.1:%d", srv.Port()), Weight: 1}},
+		Sizes: []int64{3 << 20, 1<<20 + 7}, Streams: 4, MaxWait: 10 * time.Millisecond, Duration: 300 * time.Millisecond, Seed: 1,
+	}
+	sum, err := Loop(ctx, spec, func(r job.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Transfers == 0 || sum.Failed != 0 || len(recs) != sum.Transfers {
+		t.Fatalf("summary %+v, %d records", sum, len(recs))
+	}
+	for _, r := range recs {
+		if r.Status != job.OK || (r.Bytes != 2*(3<<20) && r.Bytes != 2*(1<<20+7)) || r.Subject != "a<->b" {
+			t.Errorf("record %+v", r)
+		}
+	}
+}
+
+func TestUnreachablePeerFails(t *testing.T) {
+	spec := NodeSpec{Host: "a", Peers: []Peer{{Name: "b", Address: "127.0.0.1:1", Weight: 1}}, Sizes: []int64{1000}, Streams: 2, Duration: 50 * time.Millisecond}
+	var recs []job.Record
+	sum, err := Loop(context.Background(), spec, func(r job.Record) { recs = append(recs, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed == 0 || recs[0].Status != job.Failed {
+		t.Fatalf("summary %+v, first %+v", sum, recs[0])
+	}
+}
+
+func TestCorruptionIsDetected(t *testing.T) {
+	// A peer whose checksum disagrees with what was sent (as if bits were
+	// lost on the way) makes the transfer corrupt, not ok.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var h [headerSz]byte
+				io.ReadFull(c, h[:])
+				io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint64(h[5:])))
+				c.Write(make([]byte, sha256.Size))
+			}()
+		}
+	}()
+	spec := NodeSpec{Host: "a", Peers: []Peer{{Name: "b", Address: ln.Addr().String(), Weight: 1}}, Sizes: []int64{10000}, Streams: 2, Duration: 20 * time.Millisecond}
+	var recs []job.Record
+	if _, err := Loop(context.Background(), spec, func(r job.Record) { recs = append(recs, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 || recs[0].Status != job.Corrupt {
+		t.Fatalf("records %+v, want the first corrupt", recs)
+	}
+}
