@@ -428,3 +428,26 @@ func pgSchema(t *testing.T, url string) string {
 	}
 	return url + sep + "search_path=" + schema
 }
+
+// TestRunBuiltin runs a built-in scenario by name: objectivity-lan-100m
+// stands in for the seed's LAN 2, where the single-threaded server's CPU,
+// not the 100 Mbit/s link, is the limit.
+func TestRunBuiltin(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	r := wanlab(t, "run", "objectivity-lan-100m", "--quick", "--json", "--db", db)
+	assertNothingLeft(t, "objectivity-lan-100m")
+	var res run.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
+		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
+	}
+	last := res.Steps[len(res.Steps)-1].Metrics
+	if last["server_cpu_quota_pct"] < 90 {
+		t.Errorf("server at %.0f%% of its quota with %v jobs: the seed's server saturates", last["server_cpu_quota_pct"], last["jobs"])
+	}
+	if u := last["link_utilization_pct.server->client"]; u > 93 {
+		t.Errorf("the link is %.0f%% busy: the server's CPU should limit before the link does", u)
+	}
+	if last["jobs_ok"] != last["jobs"] || res.Steps[0].Params["jobs"] != "1" {
+		t.Errorf("steps %+v", res.Steps)
+	}
+}

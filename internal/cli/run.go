@@ -178,17 +178,19 @@ func (p *runProgress) finish() {
 	}
 }
 
-// columns are the figures the summary table shows for each kind of workload.
+// columns are the figures the summary table shows for each kind of workload;
+// "a|b" shows metric a, or b where the step has no a (a host's CPU as a share
+// of its quota, or of one core when it has none).
 var columns = map[string][]struct{ head, metric, format string }{
 	"eventdb": {
 		{"JOBS", "jobs", "%.0f"}, {"OK", "jobs_ok", "%.0f"}, {"TIMEOUT", "jobs_timeout", "%.0f"}, {"FAILED", "jobs_failed", "%.0f"},
-		{"MBIT/S", "throughput_mbps", "%.1f"}, {"SERVER CPU%", "server_cpu_pct", "%.0f"}, {"CLIENT CPU%", "client_cpu_pct", "%.0f"},
+		{"MBIT/S", "throughput_mbps", "%.1f"}, {"SERVER CPU%", "server_cpu_quota_pct|server_cpu_pct", "%.0f"}, {"CLIENT CPU%", "client_cpu_quota_pct|client_cpu_pct", "%.0f"},
 		{"MEAN WCT s", "mean_wallclock_s", "%.1f"},
 	},
 	"taskfarm": {
 		{"WORKERS", "workers", "%.0f"}, {"TASKS", "tasks_done", "%.0f"}, {"TIME s", "seconds", "%.1f"}, {"IDEAL s", "ideal_seconds", "%.1f"},
 		{"TASKS/s", "task_rate_hz", "%.1f"}, {"RTT p50 ms", "roundtrip_p50_ms", "%.1f"}, {"IDLE", "worker_idle_share", "%.2f"},
-		{"MASTER CPU%", "master_cpu_pct", "%.0f"},
+		{"MASTER CPU%", "master_cpu_quota_pct|master_cpu_pct", "%.0f"},
 	},
 	"mesh": {
 		{"TRANSFERS", "transfers", "%.0f"}, {"OK", "jobs_ok", "%.0f"}, {"CORRUPT", "jobs_corrupt", "%.0f"}, {"FAILED", "jobs_failed", "%.0f"},
@@ -222,7 +224,7 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 		fmt.Fprintf(w, " (%s)", res.Reason)
 	}
 	fmt.Fprintf(w, " in %s\n", time.Duration(res.Seconds*float64(time.Second)).Round(time.Second))
-	var limited bool
+	var limited, quotaCPU bool
 	for i := 0; i < len(res.Steps); {
 		name := res.Steps[i].Workload
 		kind := res.Steps[i].Kind
@@ -231,6 +233,7 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 		head := "STEP\tSTATUS"
 		for _, col := range columns[kind] {
 			head += "\t" + col.head
+			quotaCPU = quotaCPU || strings.Contains(col.metric, "quota")
 		}
 		fmt.Fprintln(t, head)
 		for ; i < len(res.Steps) && res.Steps[i].Workload == name; i++ {
@@ -242,12 +245,14 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 			}
 			row := label + "\t" + s.Status
 			for _, col := range columns[kind] {
-				v, ok := s.Metrics[col.metric]
-				if !ok {
-					row += "\t-"
-					continue
+				cell := "-"
+				for _, metric := range strings.Split(col.metric, "|") {
+					if v, ok := s.Metrics[metric]; ok {
+						cell = fmt.Sprintf(col.format, v)
+						break
+					}
 				}
-				row += "\t" + fmt.Sprintf(col.format, v)
+				row += "\t" + cell
 			}
 			fmt.Fprintln(t, row)
 		}
@@ -258,8 +263,11 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 			}
 		}
 	}
+	if quotaCPU {
+		fmt.Fprintln(w, "\nCPU% is of the host's cpus quota where it has one, else of one core.")
+	}
 	if limited {
-		fmt.Fprintln(w, "\n! the test-bed itself was saturated in this step (see limited_by in --json): its figures describe this machine, not the scenario")
+		fmt.Fprintln(w, "! the test-bed itself was saturated in this step (see limited_by in --json): its figures describe this machine, not the scenario")
 	}
 	fmt.Fprintf(w, "\nstored in %s as run %d: %d samples, about %s; see wanlab export %d\n",
 		res.Archive, res.Run, res.Samples, units.Size(res.StoredBytes).String(), res.Run)

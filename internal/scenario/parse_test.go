@@ -113,7 +113,8 @@ func TestDirectionOverrides(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")
-	for _, name := range files {
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	for _, name := range append(files, examples...) {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -139,6 +140,30 @@ func FuzzParse(f *testing.F) {
 				}
 				if d.Queue.Packets == 0 && d.Queue.Bytes < int64(d.MTU) {
 					t.Fatalf("accepted a queue below one MTU: %+v", d)
+				}
+			}
+		}
+		// The workloads: every step of an accepted file is one a run can start.
+		for _, quick := range []bool{false, true} {
+			f, err := ParseFile("fuzz.yaml", data, quick)
+			if err != nil {
+				var se *Error
+				if !errors.As(err, &se) {
+					t.Fatalf("error of type %T: %v", err, err)
+				}
+				continue
+			}
+			for _, w := range f.Workloads {
+				if len(w.Steps) == 0 {
+					t.Fatalf("workload %s has no steps", w.Name)
+				}
+				for _, s := range w.Steps {
+					if e := s.EventDB; e != nil && (e.Store.Validate() != nil || e.Jobs < 1 || e.EventsPerJob > e.Store.Events) {
+						t.Fatalf("accepted an impossible eventdb step %+v", e)
+					}
+					if m := s.Mesh; m != nil && (len(m.Hosts) < 2 || len(m.Sizes) == 0 || m.Duration <= 0) {
+						t.Fatalf("accepted an impossible mesh step %+v", m)
+					}
 				}
 			}
 		}

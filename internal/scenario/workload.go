@@ -359,6 +359,14 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 	if raw.Repeat != nil {
 		repeat = *raw.Repeat
 	}
+	steps := repeat
+	for _, a := range axes {
+		steps *= len(a.values)
+		if steps > MaxSteps {
+			v.fail(field+".sweep", "the sweep has more than %d steps: split it into several workloads", MaxSteps)
+			return w, false
+		}
+	}
 	for _, combo := range product(axes) {
 		for r := range repeat {
 			settings := withSettings(body, overrides, order)
@@ -412,6 +420,9 @@ func expandMerges(m *yaml.Node) *yaml.Node {
 	}
 	return &out
 }
+
+// MaxSteps bounds the steps of one workload's sweep (with its repeats).
+const MaxSteps = 1000
 
 type axis struct {
 	name   string

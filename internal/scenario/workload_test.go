@@ -92,6 +92,7 @@ func TestWorkloadErrors(t *testing.T) {
 		{"duplicate names", "  - probe: {from: c1, to: server}\n  - probe: {from: c2, to: server}\n", `two workloads are called "probe"`},
 		{"not a list", "  eventdb: {}\n", "expected a list of workloads"},
 		{"master is worker", "  - taskfarm: {master: server, workers: [server]}\n", `"server" is the master`},
+		{"huge sweep", "  - probe: {from: c1, to: server}\n    repeat: 100\n    sweep: {count: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\n", "the sweep has more than 1000 steps"},
 		{"udp without rate", "  - throughput: {from: c1, to: server, protocol: udp}\n", "a udp test needs a target rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
