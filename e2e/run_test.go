@@ -98,6 +98,10 @@ workloads:
 	if one := res.Steps[0].Metrics["throughput_mbps"]; one >= eight["throughput_mbps"] {
 		t.Errorf("one job %.2f Mbit/s, eight %.2f: one page at a time should not fill the link", one, eight["throughput_mbps"])
 	}
+	// Every job's connection has its TCP round trip: at least the path's 2 ms.
+	if rtt := query(t, db, `SELECT MIN(tcp_rtt_ms) FROM jobs`); rtt < 2 || rtt > 100 {
+		t.Errorf("jobs' TCP round trip min %.2f ms, want at least the path's 2 ms", rtt)
+	}
 	// Samples: link and CPU at 10 Hz for the step's duration.
 	rate := query(t, db, `SELECT COUNT(*) / (MAX(t) - MIN(t)) FROM samples WHERE metric = 'bandwidth.utilized' AND subject = 'link server->client'`)
 	if rate < 8 || rate > 12 {

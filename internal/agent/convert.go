@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/workload/job"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
@@ -47,7 +48,7 @@ func SampleFromPB(p *agentpb.StreamSample) throughput.Sample {
 		Packets: p.GetPackets(), Lost: p.GetLost(), OutOfOrder: p.GetOutOfOrder(), JitterMS: p.GetJitterMs(),
 	}
 	if t := p.GetTcp(); t != nil {
-		s.TCP = &throughput.TCPInfo{SndCwnd: t.SndCwnd, SndMSS: t.SndMss, RTT: t.RttUs, RTTVar: t.RttvarUs, TotalRetrans: t.TotalRetrans, PacingRate: t.PacingRate}
+		s.TCP = &job.TCPInfo{SndCwnd: t.SndCwnd, SndMSS: t.SndMss, RTT: t.RttUs, RTTVar: t.RttvarUs, TotalRetrans: t.TotalRetrans, PacingRate: t.PacingRate}
 	}
 	return s
 }

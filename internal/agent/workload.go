@@ -97,7 +97,7 @@ func (w *workloadStream) summary(v any) error {
 // JobToPB converts a job record to its wire form.
 func JobToPB(r job.Record) *agentpb.Job {
 	return &agentpb.Job{Id: uint32(r.ID), Subject: r.Subject, StartUnixNs: r.Start.UnixNano(), EndUnixNs: r.End.UnixNano(),
-		Bytes: uint64(r.Bytes), Status: r.Status, Reason: r.Reason}
+		Bytes: uint64(r.Bytes), Status: r.Status, Reason: r.Reason, TcpRttMs: r.TCPRTTms, TcpRetransmits: r.TCPRetransmits}
 }
 
 // Workload runs one role of an application workload.

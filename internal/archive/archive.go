@@ -33,7 +33,8 @@ type Archive struct {
 }
 
 // migrations are applied in order; a database records the last one applied.
-// Never edit one that has shipped: add another.
+// Never edit one that has shipped: add another. Statements are split at
+// semicolons, so comments must not contain one.
 var migrations = []string{
 	`CREATE TABLE runs (
 		id             INTEGER PRIMARY KEY,
@@ -91,7 +92,9 @@ var migrations = []string{
 		ended   REAL NOT NULL,
 		bytes   INTEGER NOT NULL,
 		status  TEXT NOT NULL,  -- ok, timeout, failed, corrupt, cancelled
-		reason  TEXT NOT NULL DEFAULT ''
+		reason  TEXT NOT NULL DEFAULT '',
+		tcp_rtt_ms      REAL NOT NULL DEFAULT 0,    -- TCP_INFO at the job's end, 0 if not measured
+		tcp_retransmits INTEGER NOT NULL DEFAULT 0
 	);
 	CREATE INDEX jobs_step ON jobs(step_id);`,
 }
@@ -503,9 +506,9 @@ func (a *Archive) AddSamples(run, step int64, samples []Sample) error {
 func (a *Archive) AddJobs(run, step int64, jobs []job.Record) error {
 	rows := make([][]any, len(jobs))
 	for i, j := range jobs {
-		rows[i] = []any{run, step, j.ID, j.Host, j.Subject, unixSeconds(j.Start), unixSeconds(j.End), j.Bytes, j.Status, j.Reason}
+		rows[i] = []any{run, step, j.ID, j.Host, j.Subject, unixSeconds(j.Start), unixSeconds(j.End), j.Bytes, j.Status, j.Reason, j.TCPRTTms, int64(j.TCPRetransmits)}
 	}
-	if err := a.insertRows("jobs", []string{"run_id", "step_id", "job", "host", "subject", "started", "ended", "bytes", "status", "reason"}, rows); err != nil {
+	if err := a.insertRows("jobs", []string{"run_id", "step_id", "job", "host", "subject", "started", "ended", "bytes", "status", "reason", "tcp_rtt_ms", "tcp_retransmits"}, rows); err != nil {
 		return fmt.Errorf("storing jobs of run %d: %w", run, err)
 	}
 	return nil
@@ -513,7 +516,7 @@ func (a *Archive) AddJobs(run, step int64, jobs []job.Record) error {
 
 // Jobs calls fn for every job of a step, in the order they started.
 func (a *Archive) Jobs(ctx context.Context, step int64, fn func(job.Record) error) error {
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT job, host, subject, started, ended, bytes, status, reason FROM jobs WHERE step_id = ? ORDER BY started, job`), step)
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT job, host, subject, started, ended, bytes, status, reason, tcp_rtt_ms, tcp_retransmits FROM jobs WHERE step_id = ? ORDER BY started, job`), step)
 	if err != nil {
 		return err
 	}
@@ -521,7 +524,7 @@ func (a *Archive) Jobs(ctx context.Context, step int64, fn func(job.Record) erro
 	for rows.Next() {
 		var j job.Record
 		var start, end float64
-		if err := rows.Scan(&j.ID, &j.Host, &j.Subject, &start, &end, &j.Bytes, &j.Status, &j.Reason); err != nil {
+		if err := rows.Scan(&j.ID, &j.Host, &j.Subject, &start, &end, &j.Bytes, &j.Status, &j.Reason, &j.TCPRTTms, &j.TCPRetransmits); err != nil {
 			return err
 		}
 		j.Start, j.End = fromUnix(start), fromUnix(end)

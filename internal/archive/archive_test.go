@@ -184,7 +184,7 @@ func testStepsJobsEvents(t *testing.T, path string) {
 		steps = append(steps, id)
 		jobs := []job.Record{{ID: 1, Host: "client", Start: t0, End: t0.Add(60 * time.Second), Bytes: 120e6, Status: job.OK}}
 		if i == 1 {
-			jobs = append(jobs, job.Record{ID: 2, Host: "client", Start: t0, End: t0.Add(25 * time.Second), Bytes: 1e6, Status: job.Timeout, Reason: "no reply to page 7 in 25s"})
+			jobs = append(jobs, job.Record{ID: 2, Host: "client", Start: t0, End: t0.Add(25 * time.Second), Bytes: 1e6, Status: job.Timeout, Reason: "no reply to page 7 in 25s", TCPRTTms: 51.5, TCPRetransmits: 3})
 		}
 		if err := a.AddJobs(run, id, jobs); err != nil {
 			t.Fatal(err)
@@ -208,7 +208,7 @@ func testStepsJobsEvents(t *testing.T, path string) {
 	}
 	var jobs []job.Record
 	a.Jobs(ctx, steps[1], func(j job.Record) error { jobs = append(jobs, j); return nil })
-	if len(jobs) != 2 || jobs[1].Status != job.Timeout || jobs[1].Wallclock() != 25*time.Second || jobs[0].Bytes != 120e6 {
+	if len(jobs) != 2 || jobs[1].Status != job.Timeout || jobs[1].Wallclock() != 25*time.Second || jobs[0].Bytes != 120e6 || jobs[1].TCPRTTms != 51.5 || jobs[1].TCPRetransmits != 3 {
 		t.Fatalf("jobs %+v", jobs)
 	}
 	events, err := a.Events(ctx, run)
@@ -260,5 +260,43 @@ func TestRedact(t *testing.T) {
 		if got := redact(in); got != want {
 			t.Errorf("redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestUpgradeFromVersion1: an archive written by a wanlab with schema 1
+// (measure runs only) opens with its runs intact and gains steps' results
+// and jobs.
+func TestUpgradeFromVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL)`,
+		migrations[0],
+		`INSERT INTO schema_version VALUES (1, '2026-11-01T00:00:00Z')`,
+		`INSERT INTO runs (kind, name, started_at, status) VALUES ('measure probe', 'a->b', '2026-11-01T00:00:00Z', 'done')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	runs, err := a.Runs(context.Background())
+	if err != nil || len(runs) != 1 || runs[0].Name != "a->b" {
+		t.Fatalf("runs after the upgrade: %+v, %v", runs, err)
+	}
+	step, err := a.StartStep(runs[0].ID, 0, "w", "x=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddJobs(runs[0].ID, step, []job.Record{{ID: 1, Host: "a", Status: job.OK}}); err != nil {
+		t.Fatalf("jobs after the upgrade: %v", err)
 	}
 }

@@ -65,7 +65,7 @@ func (r *role) summary(onJob func(job.Record), v any) error {
 		case *agentpb.WorkloadEvent_Job:
 			j := ev.Job
 			onJob(job.Record{ID: int(j.Id), Host: r.ep.Host, Subject: j.Subject, Start: time.Unix(0, j.StartUnixNs), End: time.Unix(0, j.EndUnixNs),
-				Bytes: int64(j.Bytes), Status: j.Status, Reason: j.Reason})
+				Bytes: int64(j.Bytes), Status: j.Status, Reason: j.Reason, TCPRTTms: j.TcpRttMs, TCPRetransmits: j.TcpRetransmits})
 		case *agentpb.WorkloadEvent_SummaryJson:
 			if err := json.Unmarshal(ev.SummaryJson, v); err != nil {
 				return fmt.Errorf("reading the summary of %s on %s: %w", r.id, r.ep.Host, err)

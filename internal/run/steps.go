@@ -139,15 +139,25 @@ func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcom
 	return o, errors.Join(append(errs, stopErr)...)
 }
 
-// jobMetrics summarises jobs: how many ended how, and their wall-clock times.
+// jobMetrics summarises jobs: how many ended how, their wall-clock times,
+// and their connections' TCP round trips and retransmissions.
 func jobMetrics(jobs []job.Record) map[string]float64 {
 	m := map[string]float64{}
 	var wct []float64
+	rtt, withRTT := 0.0, 0
 	for _, j := range jobs {
 		m["jobs_"+j.Status]++
 		if j.Status == job.OK {
 			wct = append(wct, j.Wallclock().Seconds())
 		}
+		if j.TCPRTTms > 0 {
+			rtt += j.TCPRTTms
+			withRTT++
+		}
+		m["tcp_retransmits"] += float64(j.TCPRetransmits)
+	}
+	if withRTT > 0 {
+		m["tcp_rtt_mean_ms"] = rtt / float64(withRTT)
 	}
 	if len(wct) > 0 {
 		slices.Sort(wct)

@@ -2100,10 +2100,14 @@ type Job struct {
 	EndUnixNs   int64                  `protobuf:"varint,4,opt,name=end_unix_ns,json=endUnixNs,proto3" json:"end_unix_ns,omitempty"`
 	Bytes       uint64                 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// ok, timeout, failed, corrupt or cancelled.
-	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
-	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Status string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// TCP_INFO of the job's connections at its end (0 when not measured):
+	// mean smoothed round trip, and retransmitted segments.
+	TcpRttMs       float64 `protobuf:"fixed64,8,opt,name=tcp_rtt_ms,json=tcpRttMs,proto3" json:"tcp_rtt_ms,omitempty"`
+	TcpRetransmits uint32  `protobuf:"varint,9,opt,name=tcp_retransmits,json=tcpRetransmits,proto3" json:"tcp_retransmits,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Job) Reset() {
@@ -2183,6 +2187,20 @@ func (x *Job) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Job) GetTcpRttMs() float64 {
+	if x != nil {
+		return x.TcpRttMs
+	}
+	return 0
+}
+
+func (x *Job) GetTcpRetransmits() uint32 {
+	if x != nil {
+		return x.TcpRetransmits
+	}
+	return 0
 }
 
 type StopWorkloadRequest struct {
@@ -2441,7 +2459,7 @@ const file_agent_proto_rawDesc = "" +
 	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x12(\n" +
 	"\x03job\x18\x02 \x01(\v2\x14.wanlab.agent.v1.JobH\x00R\x03job\x12#\n" +
 	"\fsummary_json\x18\x03 \x01(\fH\x00R\vsummaryJsonB\a\n" +
-	"\x05event\"\xb9\x01\n" +
+	"\x05event\"\x80\x02\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\"\n" +
@@ -2449,7 +2467,10 @@ const file_agent_proto_rawDesc = "" +
 	"\vend_unix_ns\x18\x04 \x01(\x03R\tendUnixNs\x12\x14\n" +
 	"\x05bytes\x18\x05 \x01(\x04R\x05bytes\x12\x16\n" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x16\n" +
-	"\x06reason\x18\a \x01(\tR\x06reason\"%\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x1c\n" +
+	"\n" +
+	"tcp_rtt_ms\x18\b \x01(\x01R\btcpRttMs\x12'\n" +
+	"\x0ftcp_retransmits\x18\t \x01(\rR\x0etcpRetransmits\"%\n" +
 	"\x13StopWorkloadRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"-\n" +
 	"\x11StopWorkloadReply\x12\x18\n" +

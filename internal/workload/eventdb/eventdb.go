@@ -285,7 +285,7 @@ func RunClient(ctx context.Context, spec ClientSpec, host string, report func(jo
 			first := rng.IntN(spec.Events)
 			rec := job.Record{ID: id, Host: host, Start: time.Now()}
 			var err error
-			rec.Bytes, err = runJob(ctx, spec, id, first)
+			rec.Bytes, err = runJob(ctx, spec, id, first, &rec)
 			rec.End = time.Now()
 			rec.Status, rec.Reason = status(ctx, err)
 			report(rec)
@@ -309,14 +309,19 @@ func status(ctx context.Context, err error) (string, string) {
 }
 
 // runJob reads events first, first+1, ... (wrapping) page by page and
-// returns the bytes it received.
-func runJob(ctx context.Context, spec ClientSpec, id, first int) (int64, error) {
+// returns the bytes it received; rec gets its connection's TCP figures.
+func runJob(ctx context.Context, spec ClientSpec, id, first int, rec *job.Record) (int64, error) {
 	d := net.Dialer{Timeout: spec.Timeout}
 	c, err := d.DialContext(ctx, "tcp", spec.Address)
 	if err != nil {
 		return 0, fmt.Errorf("job %d: opening a session: %w", id, err)
 	}
 	defer c.Close()
+	defer func() {
+		if info, err := job.ReadTCPInfo(c); err == nil {
+			rec.AddTCP(info, 1)
+		}
+	}()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	var hello [helloLen]byte

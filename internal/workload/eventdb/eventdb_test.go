@@ -87,6 +87,9 @@ func TestJobsReadTheirEvents(t *testing.T) {
 					t.Fatalf("job %d: %s %s", r.ID, r.Status, r.Reason)
 				}
 				// 20 events of 40000 B span 98 or 99 pages of 8192 B.
+				if r.TCPRTTms <= 0 {
+					t.Errorf("job %d: no TCP round trip recorded", r.ID)
+				}
 				if r.Bytes < 98*8192 || r.Bytes > 99*8192 {
 					t.Errorf("job %d read %d B, want 98-99 pages", r.ID, r.Bytes)
 				}

@@ -4,8 +4,11 @@
 package job
 
 import (
+	"errors"
+	"net"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +24,10 @@ type Record struct {
 	Bytes   int64     `json:"bytes"`
 	Status  string    `json:"status"`
 	Reason  string    `json:"reason,omitempty"`
+	// TCP figures of the job's connections at its end, where measured: the
+	// smoothed round trip (mean over connections) and retransmitted segments.
+	TCPRTTms       float64 `json:"tcp_rtt_ms,omitempty"`
+	TCPRetransmits uint32  `json:"tcp_retransmits,omitempty"`
 }
 
 // Job statuses.
@@ -62,4 +69,46 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// TCPInfo is a sample of the kernel's TCP_INFO for one connection.
+type TCPInfo struct {
+	SndCwnd      uint32 // segments
+	SndMSS       uint32 // bytes
+	RTT          uint32 // us
+	RTTVar       uint32 // us
+	TotalRetrans uint32
+	PacingRate   uint64 // bytes per second
+}
+
+// ReadTCPInfo samples TCP_INFO of a TCP connection.
+func ReadTCPInfo(c net.Conn) (TCPInfo, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return TCPInfo{}, errors.New("not a socket")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return TCPInfo{}, err
+	}
+	var info *unix.TCPInfo
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		return TCPInfo{}, err
+	}
+	if gerr != nil {
+		return TCPInfo{}, gerr
+	}
+	return TCPInfo{
+		SndCwnd: info.Snd_cwnd, SndMSS: info.Snd_mss, RTT: info.Rtt, RTTVar: info.Rttvar,
+		TotalRetrans: info.Total_retrans, PacingRate: info.Pacing_rate,
+	}, nil
+}
+
+// AddTCP records the TCP figures of one more of the job's n connections.
+func (r *Record) AddTCP(info TCPInfo, n int) {
+	r.TCPRTTms += float64(info.RTT) / 1000 / float64(n)
+	r.TCPRetransmits += info.TotalRetrans
 }

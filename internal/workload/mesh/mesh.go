@@ -224,7 +224,7 @@ func Loop(ctx context.Context, spec NodeSpec, report func(job.Record)) (Summary,
 		size := spec.Sizes[rng.IntN(len(spec.Sizes))]
 		rec := job.Record{ID: id, Host: spec.Host, Subject: spec.Host + "<->" + peer.Name, Start: time.Now()}
 		var err error
-		rec.Bytes, err = transfer(ctx, peer.Address, size, spec.Streams, rng.Uint64())
+		rec.Bytes, err = transfer(ctx, peer.Address, size, spec.Streams, rng.Uint64(), &rec)
 		rec.End = time.Now()
 		switch {
 		case err == nil:
@@ -261,8 +261,8 @@ func pick(peers []Peer, x float64) Peer {
 var errCorrupt = errors.New("checksum mismatch")
 
 // transfer sends size bytes to addr over streams and has them sent back,
-// and returns the bytes moved.
-func transfer(ctx context.Context, addr string, size int64, streams int, seed uint64) (int64, error) {
+// and returns the bytes moved; rec gets the connections' TCP figures.
+func transfer(ctx context.Context, addr string, size int64, streams int, seed uint64, rec *job.Record) (int64, error) {
 	var moved int64
 	for _, op := range []byte{opPut, opGet} {
 		var mu sync.Mutex
@@ -273,9 +273,10 @@ func transfer(ctx context.Context, addr string, size int64, streams int, seed ui
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, err := stream(ctx, addr, op, hi-lo, seed+uint64(lo))
+				n, info, err := stream(ctx, addr, op, hi-lo, seed+uint64(lo))
 				mu.Lock()
 				moved += n
+				rec.AddTCP(info, 2*streams)
 				if err != nil {
 					errs = append(errs, fmt.Errorf("stream %d: %w", i+1, err))
 				}
@@ -294,13 +295,16 @@ func transfer(ctx context.Context, addr string, size int64, streams int, seed ui
 	return moved, nil
 }
 
-func stream(ctx context.Context, addr string, op byte, length int64, seed uint64) (int64, error) {
+// stream moves one stream's share of a transfer and returns the bytes it
+// moved and its connection's TCP_INFO at the end.
+func stream(ctx context.Context, addr string, op byte, length int64, seed uint64) (n int64, info job.TCPInfo, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return 0, err
+		return 0, info, err
 	}
 	defer c.Close()
+	defer func() { info, _ = job.ReadTCPInfo(c) }()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	var h [headerSz]byte
@@ -309,28 +313,28 @@ func stream(ctx context.Context, addr string, op byte, length int64, seed uint64
 	binary.BigEndian.PutUint64(h[5:], uint64(length))
 	binary.BigEndian.PutUint64(h[13:], seed)
 	if _, err := c.Write(h[:]); err != nil {
-		return 0, err
+		return 0, info, err
 	}
 	hash := sha256.New()
 	var peerSum [sha256.Size]byte
 	if op == opPut {
 		if err := send(io.MultiWriter(c, hash), seed, length); err != nil {
-			return 0, err
+			return 0, info, err
 		}
 		if _, err := io.ReadFull(c, peerSum[:]); err != nil {
-			return length, fmt.Errorf("waiting for the peer's checksum: %w", err)
+			return length, info, fmt.Errorf("waiting for the peer's checksum: %w", err)
 		}
 	} else {
 		r := bufio.NewReaderSize(c, 256<<10)
 		if n, err := io.CopyN(hash, r, length); err != nil {
-			return n, err
+			return n, info, err
 		}
 		if _, err := io.ReadFull(r, peerSum[:]); err != nil {
-			return length, fmt.Errorf("reading the peer's checksum: %w", err)
+			return length, info, fmt.Errorf("reading the peer's checksum: %w", err)
 		}
 	}
 	if [sha256.Size]byte(hash.Sum(nil)) != peerSum {
-		return length, errCorrupt
+		return length, info, errCorrupt
 	}
-	return length, nil
+	return length, info, nil
 }

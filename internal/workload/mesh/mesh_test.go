@@ -54,7 +54,7 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 		t.Fatalf("summary %+v, %d records", sum, len(recs))
 	}
 	for _, r := range recs {
-		if r.Status != job.OK || (r.Bytes != 2*(3<<20) && r.Bytes != 2*(1<<20+7)) || r.Subject != "a<->b" {
+		if r.Status != job.OK || (r.Bytes != 2*(3<<20) && r.Bytes != 2*(1<<20+7)) || r.Subject != "a<->b" || r.TCPRTTms <= 0 {
 			t.Errorf("record %+v", r)
 		}
 	}

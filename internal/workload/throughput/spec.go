@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
 // Protocol is the transport of a test.
@@ -102,22 +104,12 @@ func (s Spec) Validate(l Limits) error {
 	return nil
 }
 
-// TCPInfo is a sample of the kernel's TCP_INFO.
-type TCPInfo struct {
-	SndCwnd      uint32 // segments
-	SndMSS       uint32 // bytes
-	RTT          uint32 // us
-	RTTVar       uint32 // us
-	TotalRetrans uint32
-	PacingRate   uint64 // bytes per second
-}
-
 // Sample is one stream over one interval, or over the whole test.
 type Sample struct {
 	ID          int
 	Bytes       uint64
-	Retransmits uint32   // TCP sender
-	TCP         *TCPInfo // TCP sender, at the end of the interval
+	Retransmits uint32       // TCP sender
+	TCP         *job.TCPInfo // TCP sender, at the end of the interval
 	// UDP receiver.
 	Packets, Lost, OutOfOrder uint64
 	JitterMS                  float64

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
 // tcpMagic opens every stream, followed by the stream's id.
@@ -426,7 +428,7 @@ func sendTCP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 	lastRetrans := make([]uint32, n)
 	cut := func() Interval {
 		return m.cut(func(id int, s *Sample) {
-			if info, err := tcpInfo(conns[id]); err == nil {
+			if info, err := job.ReadTCPInfo(conns[id]); err == nil {
 				s.TCP = &info
 				s.Retransmits = info.TotalRetrans - lastRetrans[id]
 				lastRetrans[id] = info.TotalRetrans
@@ -437,7 +439,7 @@ func sendTCP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 	<-done
 	s := Summary{Elapsed: time.Since(m.start), Streams: m.totals()}
 	for i, c := range conns {
-		if info, err := tcpInfo(c); err == nil {
+		if info, err := job.ReadTCPInfo(c); err == nil {
 			s.Streams[i].TCP = &info
 			s.Streams[i].Retransmits = info.TotalRetrans
 		}
@@ -497,26 +499,4 @@ func payloadFile() (*os.File, error) {
 		return nil, fmt.Errorf("writing the payload: %w", err)
 	}
 	return f, nil
-}
-
-// tcpInfo samples TCP_INFO of a connection.
-func tcpInfo(c *net.TCPConn) (TCPInfo, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return TCPInfo{}, err
-	}
-	var info *unix.TCPInfo
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	}); err != nil {
-		return TCPInfo{}, err
-	}
-	if gerr != nil {
-		return TCPInfo{}, gerr
-	}
-	return TCPInfo{
-		SndCwnd: info.Snd_cwnd, SndMSS: info.Snd_mss, RTT: info.Rtt, RTTVar: info.Rttvar,
-		TotalRetrans: info.Total_retrans, PacingRate: info.Pacing_rate,
-	}, nil
 }
