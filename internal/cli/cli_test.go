@@ -8,6 +8,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/golden"
+	scenariorun "github.com/wanlab/wanlab/internal/run"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -25,6 +26,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"nosuchverb"}, exitFailure, "unknown command"},
 		{[]string{"testbed", "down", "a", "--all"}, exitUsage, "give one test-bed NAME or --all"},
 		{[]string{"testbed", "check", "x.yaml", "--max-pairs", "-1"}, exitUsage, "--max-pairs"},
+		{[]string{"run"}, exitUsage, "accepts 1 arg"},
+		{[]string{"run", "no-such-scenario"}, exitUsage, "no scenario file or built-in scenario"},
+		{[]string{"run", "../scenario/testdata/unknown-host.bad.yaml"}, exitUsage, `unknown host "c"`},
+		{[]string{"run", "--resume", "-3"}, exitUsage, "--resume -3"},
+		{[]string{"run", "--resume", "2", "--quick"}, exitUsage, "--quick cannot change a resumed run"},
+		{[]string{"scenarios", "extra"}, exitUsage, "unknown command"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -68,6 +75,39 @@ func TestValidateGolden(t *testing.T) {
 			golden.Check(t, "testdata/"+tt.golden, out.String())
 		})
 	}
+}
+
+func TestScenariosGolden(t *testing.T) {
+	for _, tt := range []struct {
+		golden string
+		args   []string
+	}{
+		{"scenarios.txt", []string{"scenarios"}},
+		{"scenarios.json", []string{"scenarios", "--json"}},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tt.args, &out, &errb); code != exitOK {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		golden.Check(t, "testdata/"+tt.golden, out.String())
+	}
+}
+
+// TestPrintRun checks the summary table of a run, with a step the test-bed
+// limited and one that failed.
+func TestPrintRun(t *testing.T) {
+	res := &scenariorun.Result{Run: 4, Scenario: "objectivity-lan-100m", Testbed: "objectivity-lan-100m", Quick: true, Status: "partial",
+		Reason: "some steps failed", Seconds: 73.4, Archive: "wanlab.db", Samples: 1584, StoredBytes: 119000,
+		Steps: []scenariorun.StepResult{
+			{Workload: "ramp", Kind: "eventdb", Label: "jobs=1", Status: "done", Metrics: map[string]float64{
+				"jobs": 1, "jobs_ok": 1, "throughput_mbps": 35.5, "server_cpu_quota_pct": 50.2, "server_cpu_pct": 25.1, "client_cpu_pct": 34, "mean_wallclock_s": 0.52}},
+			{Workload: "ramp", Kind: "eventdb", Label: "jobs=30", Status: "done", TestbedLimited: true, LimitedBy: []string{"the machine's CPUs were 97% busy (2 cores)"},
+				Metrics: map[string]float64{"jobs": 30, "jobs_ok": 28, "jobs_timeout": 2, "throughput_mbps": 78.5, "server_cpu_quota_pct": 99.1, "client_cpu_pct": 59, "mean_wallclock_s": 7.2}},
+			{Workload: "streams", Kind: "throughput", Label: "streams=4", Status: "failed", Reason: "the agent on b stopped answering", Metrics: map[string]float64{}},
+		}}
+	var out bytes.Buffer
+	printRun(&out, res)
+	golden.Check(t, "testdata/run-summary.txt", out.String())
 }
 
 // TestRunsAndExport stores a run in a fresh archive and reads it back

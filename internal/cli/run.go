@@ -18,6 +18,7 @@ import (
 	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/archive"
 	scenariorun "github.com/wanlab/wanlab/internal/run"
+	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
 )
@@ -54,6 +55,11 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			if resume == 0 {
 				var err error
 				if opts.Source, opts.Text, err = readScenario(a[0]); err != nil {
+					return err
+				}
+				// A scenario that cannot run is refused before anything else,
+				// root or not.
+				if _, err := scenario.ParseFile(opts.Source, opts.Text, quick); err != nil {
 					return err
 				}
 			} else if c.Flags().Changed("quick") {
@@ -267,7 +273,7 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 		fmt.Fprintln(w, "\nCPU% is of the host's cpus quota where it has one, else of one core.")
 	}
 	if limited {
-		fmt.Fprintln(w, "! the test-bed itself was saturated in this step (see limited_by in --json): its figures describe this machine, not the scenario")
+		fmt.Fprintln(w, "! the test-bed itself was saturated in the steps marked ! (see limited_by in --json): their figures describe this machine, not the scenario")
 	}
 	fmt.Fprintf(w, "\nstored in %s as run %d: %d samples, about %s; see wanlab export %d\n",
 		res.Archive, res.Run, res.Samples, units.Size(res.StoredBytes).String(), res.Run)
