@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wanlab/wanlab/examples"
+	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
 	scenariorun "github.com/wanlab/wanlab/internal/run"
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -81,14 +82,32 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			opts.Progress = bar.update
 			res, err := scenariorun.Run(ctx, opts)
 			bar.finish()
-			if res != nil {
-				if asJSON {
-					if werr := writeJSON(c.OutOrStdout(), res); werr != nil {
-						return werr
-					}
-				} else {
-					printRun(c.OutOrStdout(), res)
+			if res == nil {
+				return err
+			}
+			// The analysis of what was measured, even of a run cut short.
+			var rep *analysis.Report
+			if len(res.Steps) > 0 {
+				var aerr error
+				if rep, aerr = analysis.Analyze(context.WithoutCancel(ctx), ar, res.Run, analysis.DefaultOptions); aerr != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "wanlab: analysing run %d: %v\n", res.Run, aerr)
 				}
+			}
+			if asJSON {
+				doc := struct {
+					*scenariorun.Result
+					Analysis *analysis.Report `json:"analysis,omitempty"`
+				}{res, rep}
+				if werr := writeJSON(c.OutOrStdout(), doc); werr != nil {
+					return werr
+				}
+				return err
+			}
+			printRun(c.OutOrStdout(), res)
+			if rep != nil {
+				fmt.Fprintln(c.OutOrStdout())
+				printAnalysis(c.OutOrStdout(), rep, false)
+				fmt.Fprintf(c.OutOrStdout(), "(per-step bottlenecks: wanlab analyze %d --db %s)\n", res.Run, res.Archive)
 			}
 			return err
 		},

@@ -1,0 +1,271 @@
+// Package analysis reaches the findings of a run from the archive, as the
+// seed studies did by hand: where throughput saturates, what limits each
+// step (a host's CPU, the network, latency, or the test-bed itself), the
+// "efficient running" boundary, where jobs start failing, the best streams
+// and window for a path, asymmetry between directions, what a load does to
+// others, and how a task farm suffers from latency. Every finding carries
+// the figures that decided it.
+package analysis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+// Bottlenecks a step or run is limited by.
+const (
+	ClientCPU = "client_cpu"
+	ServerCPU = "server_cpu"
+	Network   = "network"
+	Disk      = "disk"
+	Latency   = "latency"
+	Testbed   = "testbed"
+)
+
+// Options tune the analysis.
+type Options struct {
+	// EfficientFactor is k of the "efficient running" boundary: the largest
+	// concurrency whose mean job wall-clock stays under k x the single-job time.
+	EfficientFactor float64
+	// Saturated is the utilisation (%) from which a resource counts as full.
+	Saturated float64
+}
+
+// DefaultOptions are the seeds' choices: k = 10, full from 90%.
+var DefaultOptions = Options{EfficientFactor: 10, Saturated: 90}
+
+// Report is the analysis of one run.
+type Report struct {
+	Run      int64  `json:"run"`
+	Scenario string `json:"scenario"`
+	Status   string `json:"status"`
+	// Bottleneck is the run's: that of the step where the first workload
+	// with a throughput peaks. Empty when no step has one.
+	Bottleneck string          `json:"bottleneck,omitempty"`
+	Findings   []Finding       `json:"findings"`
+	Workloads  []WorkloadSteps `json:"workloads"`
+}
+
+// Finding is one conclusion, in a sentence and in figures.
+type Finding struct {
+	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, testbed
+	Workload string `json:"workload,omitempty"`
+	Text     string `json:"text"`
+	// Bottleneck is set on bottleneck findings.
+	Bottleneck string `json:"bottleneck,omitempty"`
+	// Confidence is high, medium or low, with the reason in Text.
+	Confidence string             `json:"confidence,omitempty"`
+	Values     map[string]float64 `json:"values"`
+}
+
+// WorkloadSteps is one workload's steps with their verdicts.
+type WorkloadSteps struct {
+	Name  string        `json:"name"`
+	Kind  string        `json:"kind"`
+	Steps []StepVerdict `json:"steps"`
+}
+
+// StepVerdict is what limited one step, and why.
+type StepVerdict struct {
+	Index      int                `json:"index"`
+	Label      string             `json:"label"`
+	Status     string             `json:"status"`
+	Bottleneck string             `json:"bottleneck,omitempty"`
+	Confidence string             `json:"confidence,omitempty"`
+	Evidence   map[string]float64 `json:"evidence,omitempty"`
+	Why        string             `json:"why,omitempty"`
+}
+
+// Step is one stored step with what the analysis needs.
+type Step struct {
+	Index          int
+	Label          string
+	Params         map[string]string
+	Status         string
+	Reason         string
+	Metrics        map[string]float64
+	TestbedLimited bool
+	LimitedBy      []string
+	// Config is the step as the scenario defines it.
+	Config scenario.Step
+	Jobs   []job.Record
+}
+
+// Workload is a workload's steps in sweep order.
+type Workload struct {
+	Name, Kind string
+	Steps      []Step
+	Testbed    *scenario.Testbed
+}
+
+// Load reads a run of the archive into workloads.
+func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Workload, error) {
+	r, err := a.GetRun(ctx, id)
+	if err != nil {
+		return r, nil, err
+	}
+	if r.Kind != "run" {
+		return r, nil, fmt.Errorf("run %d is a %q: analysis is of scenario runs (wanlab run)", id, r.Kind)
+	}
+	var params struct {
+		Source string `json:"source"`
+		Quick  bool   `json:"quick"`
+	}
+	json.Unmarshal(r.Params, &params)
+	f, err := scenario.ParseFile(params.Source, []byte(r.Scenario), params.Quick)
+	if err != nil {
+		return r, nil, fmt.Errorf("run %d: reading its stored scenario: %w", id, err)
+	}
+	stored, err := a.Steps(ctx, id)
+	if err != nil {
+		return r, nil, err
+	}
+	last := map[int]archive.Step{} // the last try of each index counts
+	for _, s := range stored {
+		last[s.Index] = s
+	}
+	var out []Workload
+	index := 0
+	for _, w := range f.Workloads {
+		wl := Workload{Name: w.Name, Kind: w.Kind, Testbed: f.Testbed}
+		for _, cfg := range w.Steps {
+			s, ok := last[index]
+			index++
+			if !ok {
+				continue // never ran (the run was interrupted before it)
+			}
+			st := Step{Index: s.Index, Label: s.Label, Status: s.Status, Reason: s.Reason, Config: cfg, Params: map[string]string{}}
+			json.Unmarshal(s.Params, &st.Params)
+			var res struct {
+				Metrics        map[string]float64 `json:"metrics"`
+				TestbedLimited bool               `json:"testbed_limited"`
+				LimitedBy      []string           `json:"limited_by"`
+			}
+			json.Unmarshal(s.Result, &res)
+			st.Metrics, st.TestbedLimited, st.LimitedBy = res.Metrics, res.TestbedLimited, res.LimitedBy
+			if st.Metrics == nil {
+				st.Metrics = map[string]float64{}
+			}
+			err := a.Jobs(ctx, s.ID, func(j job.Record) error { st.Jobs = append(st.Jobs, j); return nil })
+			if err != nil {
+				return r, nil, err
+			}
+			wl.Steps = append(wl.Steps, st)
+		}
+		out = append(out, wl)
+	}
+	return r, out, nil
+}
+
+// Analyze reads a run and analyses it.
+func Analyze(ctx context.Context, a *archive.Archive, id int64, o Options) (*Report, error) {
+	r, workloads, err := Load(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	rep := Of(workloads, o)
+	rep.Run, rep.Scenario, rep.Status = r.ID, r.Name, r.Status
+	return rep, nil
+}
+
+// Of analyses workloads.
+func Of(workloads []Workload, o Options) *Report {
+	if o.EfficientFactor <= 0 {
+		o.EfficientFactor = DefaultOptions.EfficientFactor
+	}
+	if o.Saturated <= 0 {
+		o.Saturated = DefaultOptions.Saturated
+	}
+	rep := &Report{Findings: []Finding{}}
+	for _, w := range workloads {
+		ws := WorkloadSteps{Name: w.Name, Kind: w.Kind}
+		for _, s := range w.Steps {
+			ws.Steps = append(ws.Steps, verdict(w, s, o))
+		}
+		rep.Workloads = append(rep.Workloads, ws)
+		var found []Finding
+		switch w.Kind {
+		case "eventdb", "mesh":
+			found = append(found, saturation(w, ws, o)...)
+			found = append(found, efficientRunning(w, o)...)
+			found = append(found, failures(w)...)
+		case "taskfarm":
+			found = append(found, taskFarm(w)...)
+			found = append(found, failures(w)...)
+		case "throughput":
+			found = append(found, tuning(w)...)
+			found = append(found, modelFit(w)...)
+		case "impact":
+			found = append(found, impact(w)...)
+		}
+		found = append(found, testbedLimited(w, ws)...)
+		rep.Findings = append(rep.Findings, found...)
+		if rep.Bottleneck == "" {
+			if b := peakBottleneck(w, ws); b != "" {
+				rep.Bottleneck = b
+			}
+		}
+	}
+	rep.Findings = append(rep.Findings, asymmetry(workloads)...)
+	return rep
+}
+
+// throughputOf is the figure a step's throughput is judged by.
+func throughputOf(kind string, m map[string]float64) (float64, bool) {
+	for _, k := range []string{"throughput_mbps", "aggregate_mbps", "task_rate_hz"} {
+		if v, ok := m[k]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// concurrency is the swept value a workload ramps: jobs, streams, or the
+// step's position.
+func concurrency(s Step) float64 {
+	for _, k := range []string{"jobs", "workers", "count", "streams"} {
+		if v, err := strconv.ParseFloat(s.Params[k], 64); err == nil {
+			return v
+		}
+	}
+	if s.Config.EventDB != nil {
+		return float64(s.Config.EventDB.Jobs * len(s.Config.EventDB.Clients))
+	}
+	return float64(s.Index)
+}
+
+// peakBottleneck is the bottleneck of the step where the workload's
+// throughput peaks.
+func peakBottleneck(w Workload, ws WorkloadSteps) string {
+	best, bestV := -1, -1.0
+	for i, s := range w.Steps {
+		if v, ok := throughputOf(w.Kind, s.Metrics); ok && v > bestV && ws.Steps[i].Bottleneck != "" {
+			best, bestV = i, v
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return ws.Steps[best].Bottleneck
+}
+
+func sortedByConcurrency(w Workload) []Step {
+	steps := slices.Clone(w.Steps)
+	slices.SortStableFunc(steps, func(a, b Step) int {
+		switch ca, cb := concurrency(a), concurrency(b); {
+		case ca < cb:
+			return -1
+		case ca > cb:
+			return 1
+		}
+		return 0
+	})
+	return steps
+}

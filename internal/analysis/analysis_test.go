@@ -1,0 +1,237 @@
+package analysis
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/golden"
+	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+func testbedOf(t *testing.T, yaml string) *scenario.Testbed {
+	t.Helper()
+	tb, err := scenario.Parse("t.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+const serverClient = "name: t\nhosts:\n  server: {cpus: 0.5}\n  client: {cpus: 1}\nlinks:\n  - {between: [client, server], rate: 100Mbit, delay: 0.1ms}\n"
+
+// ramp builds an eventdb ramp whose throughput rises until the 6th step and
+// then stays, with the server's CPU full from there: a known knee.
+func ramp(t *testing.T) Workload {
+	tb := testbedOf(t, serverClient)
+	jobs := []int{1, 5, 10, 15, 20, 30, 40, 60, 80}
+	mbps := []float64{20, 45, 60, 70, 76, 80, 80.5, 79, 78}
+	wct := []float64{5, 11, 17, 22, 27, 39, 52, 80, 110}
+	w := Workload{Name: "ramp", Kind: "eventdb", Testbed: tb}
+	t0 := time.Unix(1_800_000_000, 0)
+	for i, n := range jobs {
+		cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, Jobs: n, ServerModel: "single"}}
+		serverCPU := math.Min(50, 50*mbps[i]/78) // % of one core; the quota is 0.5
+		m := map[string]float64{
+			"jobs": float64(n), "jobs_ok": float64(n), "throughput_mbps": mbps[i], "mean_wallclock_s": wct[i],
+			"cpu_pct.server": serverCPU, "cpu_pct.client": 30, "server_cpu_quota_pct": 2 * serverCPU, "client_cpu_quota_pct": 30,
+			"link_utilization_pct.server->client": mbps[i] * 1.04, "link_utilization_pct.client->server": 2,
+		}
+		var recs []job.Record
+		if n == 80 {
+			m["jobs_ok"], m["jobs_timeout"] = 77, 3
+			for j := range 3 {
+				recs = append(recs, job.Record{ID: j, Start: t0, End: t0.Add(25 * time.Second), Status: job.Timeout,
+					Reason: fmt.Sprintf("job %d: reading page %d (event 3 of 60): read tcp: i/o timeout", j, 100+j)})
+			}
+		}
+		w.Steps = append(w.Steps, Step{Index: i, Label: fmt.Sprintf("jobs=%d", n), Params: map[string]string{"jobs": fmt.Sprint(n)},
+			Status: "done", Metrics: m, Config: cfg, Jobs: recs})
+	}
+	return w
+}
+
+func find(t *testing.T, r *Report, kind string) Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Kind == kind {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding in %+v", kind, r.Findings)
+	return Finding{}
+}
+
+func TestRampFindings(t *testing.T) {
+	r := Of([]Workload{ramp(t)}, DefaultOptions)
+	sat := find(t, r, "saturation")
+	if sat.Values["knee_concurrency"] != 30 || sat.Values["peak_concurrency"] != 40 || sat.Values["peak_mbps"] != 80.5 {
+		t.Errorf("saturation %+v: want the knee at step 6 (30 jobs) and the peak at 40", sat.Values)
+	}
+	b := find(t, r, "bottleneck")
+	if b.Bottleneck != ServerCPU || r.Bottleneck != ServerCPU || b.Values["server_cpu_pct"] < 99 {
+		t.Errorf("bottleneck %q (run %q), values %v: want server_cpu", b.Bottleneck, r.Bottleneck, b.Values)
+	}
+	eff := find(t, r, "efficient_running")
+	// Single job 5 s: k=10 allows means under 50 s: 30 jobs (39 s) is the last.
+	if eff.Values["boundary_concurrency"] != 30 || eff.Values["single_wallclock_s"] != 5 {
+		t.Errorf("efficient running %+v", eff.Values)
+	}
+	fail := find(t, r, "failures")
+	if fail.Values["concurrency"] != 80 || fail.Values["timeouts"] != 3 || !strings.Contains(fail.Text, "reading page N: read tcp: i/o timeout") {
+		t.Errorf("failures %+v %q", fail.Values, fail.Text)
+	}
+	// Early steps are not server-bound: the link and the server are not full.
+	if v := r.Workloads[0].Steps[0]; v.Bottleneck != Latency {
+		t.Errorf("one job: %+v, want latency (nothing full)", v)
+	}
+	if v := r.Workloads[0].Steps[6]; v.Bottleneck != ServerCPU || v.Confidence != "medium" {
+		// 80.5 Mbit/s is 84% of the link: close to full, so only medium.
+		t.Errorf("40 jobs: %+v", v)
+	}
+}
+
+func TestKFactor(t *testing.T) {
+	r := Of([]Workload{ramp(t)}, Options{EfficientFactor: 4})
+	if eff := find(t, r, "efficient_running"); eff.Values["boundary_concurrency"] != 10 {
+		t.Errorf("k=4: boundary %v, want 10 jobs (17 s < 20 s)", eff.Values["boundary_concurrency"])
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	tb := testbedOf(t, serverClient)
+	w := Workload{Name: "w", Kind: "eventdb", Testbed: tb}
+	cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
+	for _, tc := range []struct {
+		name    string
+		metrics map[string]float64
+		limited bool
+		want    string
+	}{
+		{"network", map[string]float64{"throughput_mbps": 95, "link_utilization_pct.server->client": 99, "cpu_pct.server": 20, "cpu_pct.client": 30}, false, Network},
+		{"client", map[string]float64{"throughput_mbps": 37, "link_utilization_pct.server->client": 4, "cpu_pct.server": 20, "cpu_pct.client": 98}, false, ClientCPU},
+		{"server", map[string]float64{"throughput_mbps": 37, "link_utilization_pct.server->client": 40, "cpu_pct.server": 48, "cpu_pct.client": 30}, false, ServerCPU},
+		{"latency", map[string]float64{"throughput_mbps": 1, "link_utilization_pct.server->client": 50, "cpu_pct.server": 2, "cpu_pct.client": 3}, false, Latency},
+		{"testbed", map[string]float64{"throughput_mbps": 500, "link_utilization_pct.server->client": 50, "cpu_pct.machine": 98}, true, Testbed},
+	} {
+		v := verdict(w, Step{Metrics: tc.metrics, Config: cfg, TestbedLimited: tc.limited, LimitedBy: []string{"busy"}, Status: "done"}, DefaultOptions)
+		if v.Bottleneck != tc.want || v.Why == "" {
+			t.Errorf("%s: %+v, want %s", tc.name, v, tc.want)
+		}
+	}
+}
+
+func TestAsymmetry(t *testing.T) {
+	tb := testbedOf(t, "name: t\nhosts:\n  slac: {}\n  cern: {}\nlinks:\n  - {between: [slac, cern], rate: 30Mbit, delay: 90ms}\n")
+	mk := func(name, from, to string, mbps ...float64) Workload {
+		w := Workload{Name: name, Kind: "throughput", Testbed: tb}
+		for i, v := range mbps {
+			w.Steps = append(w.Steps, Step{Index: i, Label: fmt.Sprintf("repeat=%d", i+1), Params: map[string]string{"repeat": fmt.Sprint(i + 1)}, Status: "done",
+				Metrics: map[string]float64{"throughput_mbps": v}, Config: scenario.Step{Throughput: &scenario.Throughput{From: from, To: to, Streams: 10, Protocol: "tcp"}}})
+		}
+		return w
+	}
+	r := Of([]Workload{mk("s2c", "slac", "cern", 15, 15.5, 14.5, 15.2), mk("c2s", "cern", "slac", 25, 24.5, 25.5, 25.1)}, DefaultOptions)
+	a := find(t, r, "asymmetry")
+	if math.Abs(a.Values["slower_by"]-0.4) > 0.01 || a.Values["p_value"] > 0.001 || a.Confidence != "high" || !strings.Contains(a.Text, "slac->cern is 40% slower") {
+		t.Errorf("asymmetry %+v %q", a.Values, a.Text)
+	}
+	// No difference: low confidence.
+	r = Of([]Workload{mk("s2c", "slac", "cern", 15, 16, 14), mk("c2s", "cern", "slac", 15.5, 14.5, 15.8)}, DefaultOptions)
+	if a := find(t, r, "asymmetry"); a.Confidence != "low" || a.Values["p_value"] < 0.3 {
+		t.Errorf("no asymmetry: %+v", a)
+	}
+}
+
+func TestWelchAgainstReference(t *testing.T) {
+	// R: t.test(c(15, 15.5, 14.5, 15.2), c(25, 24.5, 25.5, 25.1)): t = -30.3, df = 5.97, p = 9.3e-08
+	p, d := welch([]float64{15, 15.5, 14.5, 15.2}, []float64{25, 24.5, 25.5, 25.1})
+	if p > 2e-7 || p < 1e-8 || d < 20 {
+		t.Errorf("p = %g, d = %g", p, d)
+	}
+	if p, _ := welch([]float64{1, 2, 3}, []float64{1, 2, 3}); p != 1 {
+		t.Errorf("identical samples: p = %g", p)
+	}
+}
+
+func TestTaskFarm(t *testing.T) {
+	tb := testbedOf(t, "name: t\nhosts:\n  m: {}\n  w: {}\nlinks:\n  - {between: [m, w], rate: 34Mbit, delay: 156ms}\n")
+	w := Workload{Name: "remote", Kind: "taskfarm", Testbed: tb}
+	// 4 workers, 120 tasks of 1 s, each paying 0.312 s: 30 rounds of 1.312 s.
+	cfg := scenario.Step{TaskFarm: &scenario.TaskFarm{Master: "m", Workers: []string{"w"}, Count: 4, Tasks: 120, Duration: time.Second, Prefetch: 1}}
+	w.Steps = []Step{{Label: "prefetch=1", Status: "done", Config: cfg, Metrics: map[string]float64{
+		"seconds": 39.36, "tasks_done": 120, "task_rate_hz": 120 / 39.36, "efficiency": 30 / 39.36, "worker_idle_share": 0.24, "link_utilization_pct.m->w": 1}}}
+	r := Of([]Workload{w}, DefaultOptions)
+	var cross Finding
+	for _, f := range r.Findings {
+		if f.Values["crossover_duration_s"] > 0 {
+			cross = f
+		}
+	}
+	if got := cross.Values["median_overhead_s"]; math.Abs(got-0.312) > 0.001 {
+		t.Errorf("overhead %v, want 0.312 s", got)
+	}
+	if got := cross.Values["crossover_duration_s"]; math.Abs(got-19*0.312) > 0.01 {
+		t.Errorf("crossover %v, want 5.93 s", got)
+	}
+	if v := r.Workloads[0].Steps[0]; v.Bottleneck != Latency {
+		t.Errorf("remote farm verdict %+v, want latency", v)
+	}
+}
+
+func TestTuningAndModelFit(t *testing.T) {
+	tb := testbedOf(t, "name: t\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 100Mbit, delay: 12.5ms}\n")
+	w := Workload{Name: "streams", Kind: "throughput", Testbed: tb}
+	for i, n := range []int{1, 2, 4, 8} {
+		// A 64 KiB window over 25 ms carries 21 Mbit/s per stream.
+		measured := math.Min(20.5*float64(n), 95)
+		w.Steps = append(w.Steps, Step{Index: i, Label: fmt.Sprintf("streams=%d", n), Params: map[string]string{"streams": fmt.Sprint(n)}, Status: "done",
+			Metrics: map[string]float64{"throughput_mbps": measured, "link_utilization_pct.a->b": measured},
+			Config:  scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Streams: n, Window: 64 << 10, Protocol: "tcp"}}})
+	}
+	r := Of([]Workload{w}, DefaultOptions)
+	tu := find(t, r, "tuning")
+	if tu.Values["best_streams"] != 8 || math.Abs(tu.Values["gain"]-95/20.5) > 0.01 || math.Abs(tu.Values["bdp_bytes"]-312500) > 1 {
+		t.Errorf("tuning %+v", tu.Values)
+	}
+	fit := find(t, r, "model_fit")
+	if fit.Values["mean_abs_residual"] > 0.05 || fit.Values["steps"] != 4 {
+		t.Errorf("model fit %+v %q", fit.Values, fit.Text)
+	}
+	if v := r.Workloads[0].Steps[0]; v.Bottleneck != Latency {
+		t.Errorf("one window-limited stream: %+v, want latency", v)
+	}
+	if v := r.Workloads[0].Steps[3]; v.Bottleneck != Network {
+		t.Errorf("8 streams at 95%%: %+v, want network", v)
+	}
+}
+
+func TestShortReason(t *testing.T) {
+	for in, want := range map[string]string{
+		"job 12: reading page 4411 (event 3 of 60): read tcp 10.250.0.2:45678->10.250.0.1:34567: i/o timeout": "reading page N: read tcp ADDR->ADDR: i/o timeout",
+		"job 3: opening a session: dial tcp 10.250.0.1:7000: connect: connection refused":                     "opening a session: dial tcp ADDR: connect: connection refused",
+		"checksum mismatch": "checksum mismatch",
+	} {
+		if got := shortReason(in); got != want {
+			t.Errorf("shortReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestReportJSONGolden pins the JSON shape of an analysis.
+func TestReportJSONGolden(t *testing.T) {
+	r := Of([]Workload{ramp(t)}, DefaultOptions)
+	r.Run, r.Scenario, r.Status = 7, "objectivity-lan-100m", "done"
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/ramp.json", b.String())
+}
