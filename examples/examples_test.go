@@ -10,7 +10,7 @@ import (
 
 // The names users type, from the issue that asked for them.
 var wantNames = []string{
-	"alice-mesh", "alice-streams", "diane-sla", "objectivity-lan-1000m", "objectivity-lan-100m",
+	"alice-mesh", "alice-streams", "diane-sla", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
 	"objectivity-lan-10m", "objectivity-lan-4clients", "objectivity-wan-2m", "objectivity-wan-multisite", "slac-cern",
 }
 

@@ -25,7 +25,7 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var db string
+	var db, reportDir string
 	var asJSON, quick bool
 	var resume int64
 	c := &cobra.Command{
@@ -109,6 +109,13 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 				printAnalysis(c.OutOrStdout(), rep, false)
 				fmt.Fprintf(c.OutOrStdout(), "(per-step bottlenecks: wanlab analyze %d --db %s)\n", res.Run, res.Archive)
 			}
+			if reportDir != "" && len(res.Steps) > 0 {
+				path, rerr := writeReport(context.WithoutCancel(ctx), ar, res.Run, reportDir)
+				if rerr != nil {
+					return errors.Join(err, rerr)
+				}
+				fmt.Fprintf(c.OutOrStdout(), "\nreport: %s\n", path)
+			}
 			return err
 		},
 	}
@@ -116,6 +123,7 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().BoolVar(&quick, "quick", false, "use the workloads' quick: settings (short steps)")
 	c.Flags().Int64Var(&resume, "resume", 0, "continue run `RUN` from its first unfinished step")
+	c.Flags().StringVar(&reportDir, "report", "", "also write the HTML report into `DIR`")
 	return c
 }
 

@@ -1,0 +1,163 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// series is one line of a plot.
+type series struct {
+	name   string
+	xs, ys []float64
+}
+
+// level is a horizontal line drawn across a plot, such as a link's capacity.
+type level struct {
+	name string
+	y    float64
+}
+
+var palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+}
+
+// Plot sizes: two plots side by side fit a laptop screen.
+const (
+	plotW = 14 * vg.Centimeter
+	plotH = 8 * vg.Centimeter
+)
+
+// linePlot draws series (with markers when points, as for a sweep) and
+// dashed levels, and returns the plot as inline SVG.
+func linePlot(title, xLabel, yLabel string, lines []series, levels []level, points bool) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for i, s := range lines {
+		if len(s.xs) == 0 {
+			continue
+		}
+		xys := make(plotter.XYs, len(s.xs))
+		for j := range s.xs {
+			xys[j].X, xys[j].Y = s.xs[j], s.ys[j]
+			xmin, xmax = math.Min(xmin, s.xs[j]), math.Max(xmax, s.xs[j])
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return "", err
+		}
+		l.Color = palette[i%len(palette)]
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		if points {
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return "", err
+			}
+			sc.Color = l.Color
+			sc.Shape = draw.CircleGlyph{}
+			p.Add(sc)
+		}
+		if s.name != "" {
+			p.Legend.Add(s.name, l)
+		}
+	}
+	if math.IsInf(xmin, 1) {
+		return "", nil
+	}
+	if xmin == xmax {
+		xmin, xmax = xmin-0.5, xmax+0.5
+	}
+	// A margin so that the first and last points and tick labels show whole.
+	pad := (xmax - xmin) * 0.04
+	p.X.Min, p.X.Max = xmin-pad, xmax+pad
+	for i, lv := range levels {
+		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: lv.y}, {X: xmax, Y: lv.y}})
+		if err != nil {
+			return "", err
+		}
+		l.Color = palette[(len(lines)+i)%len(palette)]
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		l.Width = vg.Points(1)
+		p.Add(l)
+		p.Legend.Add(lv.name, l)
+		p.Y.Max = math.Max(p.Y.Max, lv.y*1.08)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
+	return svg(p)
+}
+
+// histogram draws the distribution of values.
+func histogram(title, xLabel string, values []float64) (template.HTML, error) {
+	if len(values) < 2 {
+		return "", nil
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = "count"
+	bins := int(math.Min(40, math.Max(5, math.Sqrt(float64(len(values))))))
+	h, err := plotter.NewHist(plotter.Values(values), bins)
+	if err != nil {
+		return "", err
+	}
+	h.FillColor = palette[0]
+	h.LineStyle.Color = color.White
+	p.Add(h)
+	return svg(p)
+}
+
+// svg renders a plot as SVG to inline in HTML: fonts are named, not
+// embedded, to keep the report small.
+func svg(p *plot.Plot) (template.HTML, error) {
+	c := vgsvg.NewWith(vgsvg.UseWH(plotW, plotH), vgsvg.EmbedFonts(false))
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("drawing %q: %w", p.Title.Text, err)
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:] // drop the XML prologue: the SVG sits inside HTML
+	}
+	return template.HTML(s), nil
+}
+
+// downsample averages a time series into at most n buckets, as MRTG's
+// longer graphs average 5-minute samples.
+func downsample(xs, ys []float64, n int) ([]float64, []float64) {
+	if len(xs) <= n {
+		return xs, ys
+	}
+	per := int(math.Ceil(float64(len(xs)) / float64(n)))
+	var ox, oy []float64
+	for i := 0; i < len(xs); i += per {
+		end := min(len(xs), i+per)
+		sx, sy := 0.0, 0.0
+		for j := i; j < end; j++ {
+			sx += xs[j]
+			sy += ys[j]
+		}
+		ox = append(ox, sx/float64(end-i))
+		oy = append(oy, sy/float64(end-i))
+	}
+	return ox, oy
+}

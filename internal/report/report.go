@@ -1,0 +1,401 @@
+// Package report renders a stored run as one self-contained HTML file: the
+// findings first, in sentences; then per workload the seeds' plots
+// (throughput, CPU and mean job wall-clock against concurrency), histograms
+// and heat maps; MRTG-style link graphs with max, average and current; the
+// summary tables; and the scenario as configured. Plots are inline SVG and
+// the page loads nothing, so it opens anywhere, offline.
+package report
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/analysis"
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+//go:embed report.html.tmpl
+var pageText string
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"num": func(v float64) string {
+		switch {
+		case math.IsNaN(v):
+			return "-"
+		case math.Abs(v) >= 100 || v == math.Trunc(v):
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		case math.Abs(v) >= 10:
+			return strconv.FormatFloat(v, 'f', 1, 64)
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	},
+}).Parse(pageText))
+
+// view is what the template shows.
+type view struct {
+	Run       archive.Run
+	Started   string
+	Version   string
+	Analysis  *analysis.Report
+	Workloads []workloadView
+	Links     []linkView
+	LinkPlots []template.HTML
+	Hosts     []testbed.HostPlan
+	Dirs      []testbed.DirPlan
+	Scenario  string
+	Generated string
+}
+
+type workloadView struct {
+	Name, Kind string
+	Columns    []string
+	Rows       []rowView
+	Plots      []template.HTML
+	Heat       *heatView
+	Verdicts   []analysis.StepVerdict
+}
+
+type rowView struct {
+	Label, Status, Reason string
+	Limited               bool
+	Cells                 []float64
+}
+
+type heatView struct {
+	Title      string
+	Cols, Rows []string
+	Cells      [][]heatCell
+}
+
+type heatCell struct {
+	Value float64
+	Style template.CSS
+}
+
+// linkView is one link direction, MRTG style.
+type linkView struct {
+	Name                   string
+	Capacity               float64 // Mbit/s, 0 unlimited
+	Max, Avg, Current      float64 // Mbit/s
+	MaxPct, AvgPct, CurPct float64
+}
+
+// Write renders run id of the archive as HTML to w.
+func Write(ctx context.Context, a *archive.Archive, id int64, version string, w io.Writer) error {
+	run, workloads, err := analysis.Load(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	rep := analysis.Of(workloads, analysis.DefaultOptions)
+	rep.Run, rep.Scenario, rep.Status = run.ID, run.Name, run.Status
+	v := view{Run: run, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
+	v.Started = run.StartedAt
+	if len(workloads) > 0 {
+		if plan, err := testbed.NewPlan(workloads[0].Testbed); err == nil {
+			v.Hosts, v.Dirs = plan.Hosts, plan.Dirs
+		}
+	}
+	for i, wl := range workloads {
+		wv, err := workloadPlots(wl, rep.Workloads[i])
+		if err != nil {
+			return err
+		}
+		v.Workloads = append(v.Workloads, wv)
+	}
+	if err := linkGraphs(ctx, a, id, &v); err != nil {
+		return err
+	}
+	return page.Execute(w, v)
+}
+
+// figures the summary table shows for each kind, as wanlab run prints them.
+var tableColumns = map[string][][2]string{
+	"eventdb":    {{"jobs", "jobs"}, {"ok", "jobs_ok"}, {"timeout", "jobs_timeout"}, {"failed", "jobs_failed"}, {"Mbit/s", "throughput_mbps"}, {"server CPU %", "server_cpu_quota_pct|server_cpu_pct"}, {"client CPU %", "client_cpu_quota_pct|client_cpu_pct"}, {"mean WCT s", "mean_wallclock_s"}},
+	"taskfarm":   {{"workers", "workers"}, {"tasks", "tasks_done"}, {"time s", "seconds"}, {"ideal s", "ideal_seconds"}, {"tasks/s", "task_rate_hz"}, {"RTT p50 ms", "roundtrip_p50_ms"}, {"idle share", "worker_idle_share"}},
+	"mesh":       {{"transfers", "transfers"}, {"ok", "jobs_ok"}, {"corrupt", "jobs_corrupt"}, {"failed", "jobs_failed"}, {"Mbit/s", "aggregate_mbps"}, {"mean s", "mean_wallclock_s"}},
+	"throughput": {{"streams", "streams"}, {"Mbit/s", "throughput_mbps"}, {"retransmits", "retransmits"}, {"sender CPU %", "sender_cpu_pct"}, {"receiver CPU %", "receiver_cpu_pct"}},
+	"transfer":   {{"streams", "streams"}, {"Mbit/s", "there_mbps"}, {"back", "back_mbps"}, {"ratio", "there_compression_ratio"}, {"checksum ok", "checksum_ok"}},
+	"probe":      {{"RTT p50 ms", "rtt_p50_ms"}, {"RTT p99 ms", "rtt_p99_ms"}, {"jitter ms", "jitter_ms"}, {"loss %", "lost_percent"}},
+	"impact":     {{"idle RTT ms", "idle_rtt_p50_ms"}, {"loaded RTT ms", "loaded_rtt_p50_ms"}, {"loss +pts", "loss_increase_points"}, {"load Mbit/s", "load_mbps"}},
+}
+
+func metric(m map[string]float64, keys string) float64 {
+	for _, k := range strings.Split(keys, "|") {
+		if v, ok := m[k]; ok {
+			return v
+		}
+	}
+	return math.NaN()
+}
+
+// workloadPlots builds a workload's table and plots.
+func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadView, error) {
+	wv := workloadView{Name: wl.Name, Kind: wl.Kind, Verdicts: ws.Steps}
+	for _, c := range tableColumns[wl.Kind] {
+		wv.Columns = append(wv.Columns, c[0])
+	}
+	for _, s := range wl.Steps {
+		r := rowView{Label: s.Label, Status: s.Status, Reason: s.Reason, Limited: s.TestbedLimited}
+		for _, c := range tableColumns[wl.Kind] {
+			r.Cells = append(r.Cells, metric(s.Metrics, c[1]))
+		}
+		wv.Rows = append(wv.Rows, r)
+	}
+	x, xLabel := sweepAxis(wl)
+	add := func(h template.HTML, err error) error {
+		if err == nil && h != "" {
+			wv.Plots = append(wv.Plots, h)
+		}
+		return err
+	}
+	switch wl.Kind {
+	case "eventdb", "mesh", "throughput":
+		key := map[string]string{"eventdb": "throughput_mbps", "mesh": "aggregate_mbps", "throughput": "throughput_mbps"}[wl.Kind]
+		var levels []level
+		if c := capacity(wl); c > 0 {
+			levels = append(levels, level{"TCP ceiling of the link", c})
+		}
+		if err := add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, key, "measured")}, levels, true)); err != nil {
+			return wv, err
+		}
+	case "taskfarm":
+		if err := add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, "task_rate_hz", "measured"), idealRate(wl, x)}, nil, true)); err != nil {
+			return wv, err
+		}
+	}
+	if wl.Kind == "eventdb" {
+		cpu := []series{collect(wl, x, "server_cpu_quota_pct|server_cpu_pct", "server"), collect(wl, x, "client_cpu_quota_pct|client_cpu_pct", "client")}
+		if err := add(linePlot(wl.Name+": CPU (% of quota)", xLabel, "%", cpu, []level{{"full", 100}}, true)); err != nil {
+			return wv, err
+		}
+		if err := add(linePlot(wl.Name+": mean job wall-clock", xLabel, "s", []series{collect(wl, x, "mean_wallclock_s", "mean WCT")}, nil, true)); err != nil {
+			return wv, err
+		}
+	}
+	var durations []float64
+	for _, s := range wl.Steps {
+		for _, j := range s.Jobs {
+			if j.Status == "ok" {
+				durations = append(durations, j.Wallclock().Seconds()*1000)
+			}
+		}
+	}
+	what := map[string]string{"eventdb": "job wall-clock", "taskfarm": "task round trip (dispatch to result)", "mesh": "transfer time"}[wl.Kind]
+	if what != "" {
+		if err := add(histogram(wl.Name+": "+what, "ms", durations)); err != nil {
+			return wv, err
+		}
+	}
+	wv.Heat = heat(wl)
+	return wv, nil
+}
+
+// sweepAxis is the x of a workload's plots: its first swept numeric
+// setting, or the step number.
+func sweepAxis(wl analysis.Workload) (func(analysis.Step) float64, string) {
+	if len(wl.Steps) > 0 {
+		for _, p := range []string{"jobs", "count", "streams", "prefetch", "duration", "window", "result_size"} {
+			if _, ok := wl.Steps[0].Params[p]; ok {
+				name := p
+				return func(s analysis.Step) float64 { return paramValue(s.Params[name]) }, paramLabel(p)
+			}
+		}
+		if wl.Kind == "eventdb" {
+			return func(s analysis.Step) float64 {
+				return float64(s.Config.EventDB.Jobs * len(s.Config.EventDB.Clients))
+			}, "concurrent jobs"
+		}
+	}
+	return func(s analysis.Step) float64 { return float64(s.Index + 1) }, "step"
+}
+
+func paramLabel(p string) string {
+	switch p {
+	case "jobs":
+		return "jobs per client"
+	case "duration":
+		return "task duration (s)"
+	case "window", "result_size":
+		return p + " (bytes)"
+	}
+	return p
+}
+
+// paramValue reads a swept value as a number: plain, a size or a duration.
+func paramValue(s string) float64 {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		return v
+	}
+	if z, err := units.ParseSize(s); err == nil {
+		return float64(z)
+	}
+	if d, err := units.ParseDuration(s); err == nil {
+		return d.Seconds()
+	}
+	return math.NaN()
+}
+
+func collect(wl analysis.Workload, x func(analysis.Step) float64, key, name string) series {
+	s := series{name: name}
+	steps := slices.Clone(wl.Steps)
+	sort.SliceStable(steps, func(i, j int) bool { return x(steps[i]) < x(steps[j]) })
+	for _, st := range steps {
+		v := metric(st.Metrics, key)
+		xv := x(st)
+		if !math.IsNaN(v) && !math.IsNaN(xv) {
+			s.xs, s.ys = append(s.xs, xv), append(s.ys, v)
+		}
+	}
+	return s
+}
+
+func idealRate(wl analysis.Workload, x func(analysis.Step) float64) series {
+	s := series{name: "ideal (workers / duration)"}
+	for _, st := range wl.Steps {
+		if t := st.Config.TaskFarm; t != nil && t.Duration > 0 {
+			s.xs, s.ys = append(s.xs, x(st)), append(s.ys, float64(t.Count)/t.Duration.Seconds())
+		}
+	}
+	return s
+}
+
+// capacity is the TCP ceiling (Mbit/s) of the busiest link direction of the
+// workload's first step, drawn as a line on throughput plots.
+func capacity(wl analysis.Workload) float64 {
+	if len(wl.Steps) == 0 {
+		return 0
+	}
+	m := wl.Steps[len(wl.Steps)-1].Metrics
+	best, bestUtil := "", -1.0
+	for k, v := range m {
+		if d, ok := strings.CutPrefix(k, "link_utilization_pct."); ok && v > bestUtil {
+			best, bestUtil = d, v
+		}
+	}
+	plan, err := testbed.NewPlan(wl.Testbed)
+	if err != nil {
+		return 0
+	}
+	for _, d := range plan.Dirs {
+		if d.Name == best && d.Config.Rate > 0 {
+			return float64(d.Config.Rate) * float64(d.Config.MTU-52) / float64(d.Config.MTU) / 1e6
+		}
+	}
+	return 0
+}
+
+// heat builds a streams x window table for a throughput sweep of both.
+func heat(wl analysis.Workload) *heatView {
+	if wl.Kind != "throughput" || len(wl.Steps) == 0 {
+		return nil
+	}
+	if _, ok := wl.Steps[0].Params["streams"]; !ok {
+		return nil
+	}
+	if _, ok := wl.Steps[0].Params["window"]; !ok {
+		return nil
+	}
+	var cols, rows []string
+	for _, s := range wl.Steps {
+		if !slices.Contains(cols, s.Params["streams"]) {
+			cols = append(cols, s.Params["streams"])
+		}
+		if !slices.Contains(rows, s.Params["window"]) {
+			rows = append(rows, s.Params["window"])
+		}
+	}
+	top := 0.0
+	for _, s := range wl.Steps {
+		top = math.Max(top, s.Metrics["throughput_mbps"])
+	}
+	h := &heatView{Title: wl.Name + ": Mbit/s by streams (across) and window (down)", Cols: cols, Rows: rows}
+	for _, r := range rows {
+		var line []heatCell
+		for _, c := range cols {
+			cell := heatCell{Value: math.NaN()}
+			for _, s := range wl.Steps {
+				if s.Params["streams"] == c && s.Params["window"] == r {
+					cell.Value = s.Metrics["throughput_mbps"]
+				}
+			}
+			if !math.IsNaN(cell.Value) && top > 0 {
+				a := cell.Value / top
+				cell.Style = template.CSS(fmt.Sprintf("background: rgba(31, 119, 180, %.2f); color: %s", a, map[bool]string{true: "#fff", false: "#000"}[a > 0.6]))
+			}
+			line = append(line, cell)
+		}
+		h.Cells = append(h.Cells, line)
+	}
+	return h
+}
+
+// linkGraphs reads the run's per-link samples into MRTG-style graphs and
+// figures, for every direction that carried traffic.
+func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
+	type pts struct{ t, mbps []float64 }
+	byLink := map[string]*pts{}
+	var t0 float64
+	err := a.Samples(ctx, id, func(s archive.Sample) error {
+		if s.Metric != "bandwidth.utilized" {
+			return nil
+		}
+		t := float64(s.T.UnixNano()) / 1e9
+		if t0 == 0 {
+			t0 = t
+		}
+		p := byLink[s.Subject]
+		if p == nil {
+			p = &pts{}
+			byLink[s.Subject] = p
+		}
+		p.t, p.mbps = append(p.t, t-t0), append(p.mbps, s.Value/1e6)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(byLink))
+	for n, p := range byLink {
+		if slices.Max(p.mbps) > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	caps := map[string]float64{}
+	for _, d := range v.Dirs {
+		caps["link "+d.Name] = float64(d.Config.Rate) / 1e6
+	}
+	for _, n := range names {
+		p := byLink[n]
+		lv := linkView{Name: strings.TrimPrefix(n, "link "), Capacity: caps[n], Max: slices.Max(p.mbps), Current: p.mbps[len(p.mbps)-1]}
+		for _, x := range p.mbps {
+			lv.Avg += x / float64(len(p.mbps))
+		}
+		if lv.Capacity > 0 {
+			lv.MaxPct, lv.AvgPct, lv.CurPct = 100*lv.Max/lv.Capacity, 100*lv.Avg/lv.Capacity, 100*lv.Current/lv.Capacity
+		}
+		v.Links = append(v.Links, lv)
+		xs, ys := downsample(p.t, p.mbps, 600)
+		var levels []level
+		if lv.Capacity > 0 {
+			levels = append(levels, level{"capacity", lv.Capacity})
+		}
+		h, err := linePlot("link "+lv.Name, "seconds into the run", "Mbit/s", []series{{name: "", xs: xs, ys: ys}}, levels, false)
+		if err != nil {
+			return err
+		}
+		v.LinkPlots = append(v.LinkPlots, h)
+	}
+	return nil
+}
