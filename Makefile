@@ -40,7 +40,7 @@ demo: build
 # Engine and archive micro-benchmarks, then the test-bed and workload
 # benchmarks (root) whose results are recorded in docs/benchmarks.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)

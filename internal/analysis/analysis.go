@@ -111,8 +111,11 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 	if err != nil {
 		return r, nil, err
 	}
+	if r.Kind == ImportIperf3 {
+		return loadImport(ctx, a, r)
+	}
 	if r.Kind != "run" {
-		return r, nil, fmt.Errorf("run %d is a %q: analysis is of scenario runs (wanlab run)", id, r.Kind)
+		return r, nil, fmt.Errorf("run %d is a %q: analysis is of scenario runs (wanlab run) and imports (wanlab import)", id, r.Kind)
 	}
 	var params struct {
 		Source string `json:"source"`
@@ -162,6 +165,44 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 		out = append(out, wl)
 	}
 	return r, out, nil
+}
+
+// ImportIperf3 is the kind of a run imported from iperf3's JSON.
+const ImportIperf3 = "import iperf3"
+
+// ImportParams are what an imported iperf3 test records as its params.
+type ImportParams struct {
+	File     string `json:"file"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Protocol string `json:"protocol"`
+	Streams  int    `json:"streams"`
+}
+
+// loadImport reads an imported iperf3 test as a one-step throughput
+// workload on an unknown path.
+func loadImport(ctx context.Context, a *archive.Archive, r archive.Run) (archive.Run, []Workload, error) {
+	var p ImportParams
+	json.Unmarshal(r.Params, &p)
+	stored, err := a.Steps(ctx, r.ID)
+	if err != nil {
+		return r, nil, err
+	}
+	w := Workload{Name: "iperf3", Kind: "throughput"}
+	for _, s := range stored {
+		st := Step{Index: s.Index, Label: s.Label, Status: s.Status, Reason: s.Reason, Params: map[string]string{},
+			Config: scenario.Step{Throughput: &scenario.Throughput{From: p.From, To: p.To, Protocol: p.Protocol, Streams: p.Streams}}}
+		var res struct {
+			Metrics map[string]float64 `json:"metrics"`
+		}
+		json.Unmarshal(s.Result, &res)
+		st.Metrics = res.Metrics
+		if st.Metrics == nil {
+			st.Metrics = map[string]float64{}
+		}
+		w.Steps = append(w.Steps, st)
+	}
+	return r, []Workload{w}, nil
 }
 
 // Analyze reads a run and analyses it.

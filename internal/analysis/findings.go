@@ -35,8 +35,10 @@ func cpuShare(w Workload, m map[string]float64, host string, singleThreaded bool
 		return 0, false
 	}
 	capacity := float64(runtime.NumCPU())
-	if h, ok := w.Testbed.Host(host); ok && h.CPUs > 0 {
-		capacity = h.CPUs
+	if w.Testbed != nil {
+		if h, ok := w.Testbed.Host(host); ok && h.CPUs > 0 {
+			capacity = h.CPUs
+		}
 	}
 	if singleThreaded {
 		capacity = min(capacity, 1)
@@ -101,6 +103,9 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 				res = append(res, resource{group.name, util, fmt.Sprintf("the CPU of the %s (host %s)", group.role, h)})
 			}
 		}
+	}
+	if len(res) == 0 {
+		return v // nothing was measured to judge by (an imported test)
 	}
 	sort.SliceStable(res, func(i, j int) bool { return res[i].util > res[j].util })
 	v.Evidence = map[string]float64{}
@@ -364,6 +369,9 @@ func sorted(v []float64) []float64 {
 
 // path returns the planned path between two hosts.
 func path(tb *scenario.Testbed, from, to string) (testbed.PathPlan, bool) {
+	if tb == nil {
+		return testbed.PathPlan{}, false // an imported test on a real path
+	}
 	plan, err := testbed.NewPlan(tb)
 	if err != nil {
 		return testbed.PathPlan{}, false
@@ -376,8 +384,15 @@ func path(tb *scenario.Testbed, from, to string) (testbed.PathPlan, bool) {
 	return testbed.PathPlan{}, false
 }
 
-// tuning finds the best streams and window of a throughput sweep.
+// tuning finds the best streams and window of a throughput sweep; of a
+// single test it reports what it achieved.
 func tuning(w Workload) []Finding {
+	if len(w.Steps) == 1 && w.Steps[0].Config.Throughput != nil {
+		s := w.Steps[0]
+		t := s.Config.Throughput
+		return []Finding{{Kind: "throughput", Workload: w.Name, Values: map[string]float64{"throughput_mbps": s.Metrics["throughput_mbps"], "streams": float64(t.Streams), "retransmits": s.Metrics["retransmits"]},
+			Text: fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", t.From, t.To, s.Metrics["throughput_mbps"], plural(float64(t.Streams), "stream"), s.Metrics["retransmits"])}}
+	}
 	if len(w.Steps) < 2 {
 		return nil
 	}

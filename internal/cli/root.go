@@ -80,7 +80,7 @@ links with rate, delay, jitter, loss and queues) and runs measurements across th
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newRunCmd(), newAnalyzeCmd(), newReportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd())
+	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newRunCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd())
 	return root
 }
 

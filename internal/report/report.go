@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -51,6 +52,8 @@ type view struct {
 	Workloads []workloadView
 	Links     []linkView
 	LinkPlots []template.HTML
+	// Achieved plots what throughput tests achieved, per path, over time.
+	Achieved template.HTML
 	Hosts     []testbed.HostPlan
 	Dirs      []testbed.DirPlan
 	Scenario  string
@@ -101,7 +104,7 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	rep.Run, rep.Scenario, rep.Status = run.ID, run.Name, run.Status
 	v := view{Run: run, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
 	v.Started = run.StartedAt
-	if len(workloads) > 0 {
+	if len(workloads) > 0 && workloads[0].Testbed != nil {
 		if plan, err := testbed.NewPlan(workloads[0].Testbed); err == nil {
 			v.Hosts, v.Dirs = plan.Hosts, plan.Dirs
 		}
@@ -153,14 +156,16 @@ func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadVie
 		wv.Rows = append(wv.Rows, r)
 	}
 	x, xLabel := sweepAxis(wl)
+	sweep := len(wl.Steps) >= 2 // a single step has no curve to draw
 	add := func(h template.HTML, err error) error {
 		if err == nil && h != "" {
 			wv.Plots = append(wv.Plots, h)
 		}
 		return err
 	}
-	switch wl.Kind {
-	case "eventdb", "mesh", "throughput":
+	switch {
+	case !sweep:
+	case wl.Kind == "eventdb" || wl.Kind == "mesh" || wl.Kind == "throughput":
 		key := map[string]string{"eventdb": "throughput_mbps", "mesh": "aggregate_mbps", "throughput": "throughput_mbps"}[wl.Kind]
 		var levels []level
 		if c := capacity(wl); c > 0 {
@@ -169,12 +174,12 @@ func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadVie
 		if err := add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, key, "measured")}, levels, true)); err != nil {
 			return wv, err
 		}
-	case "taskfarm":
+	case wl.Kind == "taskfarm":
 		if err := add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, "task_rate_hz", "measured"), idealRate(wl, x)}, nil, true)); err != nil {
 			return wv, err
 		}
 	}
-	if wl.Kind == "eventdb" {
+	if wl.Kind == "eventdb" && sweep {
 		cpu := []series{collect(wl, x, "server_cpu_quota_pct|server_cpu_pct", "server"), collect(wl, x, "client_cpu_quota_pct|client_cpu_pct", "client")}
 		if err := add(linePlot(wl.Name+": CPU (% of quota)", xLabel, "%", cpu, []level{{"full", 100}}, true)); err != nil {
 			return wv, err
@@ -273,7 +278,7 @@ func idealRate(wl analysis.Workload, x func(analysis.Step) float64) series {
 // capacity is the TCP ceiling (Mbit/s) of the busiest link direction of the
 // workload's first step, drawn as a line on throughput plots.
 func capacity(wl analysis.Workload) float64 {
-	if len(wl.Steps) == 0 {
+	if len(wl.Steps) == 0 || wl.Testbed == nil {
 		return 0
 	}
 	m := wl.Steps[len(wl.Steps)-1].Metrics
@@ -344,26 +349,42 @@ func heat(wl analysis.Workload) *heatView {
 // figures, for every direction that carried traffic.
 func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
 	type pts struct{ t, mbps []float64 }
-	byLink := map[string]*pts{}
+	byLink, byPath := map[string]*pts{}, map[string]*pts{}
 	var t0 float64
 	err := a.Samples(ctx, id, func(s archive.Sample) error {
-		if s.Metric != "bandwidth.utilized" {
+		var into map[string]*pts
+		switch {
+		case s.Metric == "bandwidth.utilized":
+			into = byLink
+		case s.Metric == "bandwidth.achievable" && !strings.Contains(s.Subject, " stream "):
+			into = byPath
+		default:
 			return nil
 		}
 		t := float64(s.T.UnixNano()) / 1e9
 		if t0 == 0 {
 			t0 = t
 		}
-		p := byLink[s.Subject]
+		p := into[s.Subject]
 		if p == nil {
 			p = &pts{}
-			byLink[s.Subject] = p
+			into[s.Subject] = p
 		}
 		p.t, p.mbps = append(p.t, t-t0), append(p.mbps, s.Value/1e6)
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if len(byPath) > 0 {
+		var lines []series
+		for _, name := range slices.Sorted(maps.Keys(byPath)) {
+			xs, ys := downsample(byPath[name].t, byPath[name].mbps, 600)
+			lines = append(lines, series{name: name, xs: xs, ys: ys})
+		}
+		if v.Achieved, err = linePlot("throughput achieved, per interval", "seconds into the run", "Mbit/s", lines, nil, len(lines[0].xs) < 30); err != nil {
+			return err
+		}
 	}
 	names := make([]string, 0, len(byLink))
 	for n, p := range byLink {

@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/examples"
+	"github.com/wanlab/wanlab/internal/analysis"
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/workload/job"
+)
+
+// synthetic stores a run of the demo scenario with made-up figures and
+// samples: 8 steps, links and CPUs sampled at 10 Hz.
+func synthetic(t testing.TB, samples int) (*archive.Archive, int64) {
+	a, err := archive.Open(filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	demo, _ := examples.Lookup("objectivity-demo")
+	run, err := a.StartRun(archive.NewRun{Kind: "run", Name: "objectivity-demo", Testbed: "objectivity-demo", Params: map[string]any{"source": "objectivity-demo", "quick": false}, Scenario: string(demo.Text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_800_000_000, 0)
+	subjects := []string{"link server->lanclient", "link lanclient->server", "link server->wanclient", "link wanclient->server", "host server", "host lanclient", "host wanclient", "engine", "machine"}
+	perStep := samples / 8
+	idx := 0
+	for w, name := range []string{"lan-100mbit", "wan-10mbit"} {
+		for i, jobs := range []int{1, 5, 10, 20} {
+			step, err := a.StartStep(run, idx, name, fmt.Sprintf("jobs=%d", jobs), map[string]string{"jobs": fmt.Sprint(jobs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rate := []float64{35, 68, 76, 75}[i] / float64(1+9*w)
+			m := map[string]float64{"jobs": float64(jobs), "jobs_ok": float64(jobs), "throughput_mbps": rate, "mean_wallclock_s": float64(2 + 1*jobs),
+				"cpu_pct.server": 50 * float64(1-w) * rate / 76, "cpu_pct.lanclient": 30, "cpu_pct.wanclient": 10,
+				"server_cpu_quota_pct": 100 * float64(1-w) * rate / 76, "client_cpu_pct": 30,
+				"link_utilization_pct.server->lanclient": rate * float64(1-w), "link_utilization_pct.server->wanclient": 10 * rate * float64(w)}
+			var ss []archive.Sample
+			for k := range perStep {
+				ts := t0.Add(time.Duration(idx*perStep/len(subjects)+k/len(subjects)) * 100 * time.Millisecond)
+				sub := subjects[k%len(subjects)]
+				metric := "bandwidth.utilized"
+				if !strings.HasPrefix(sub, "link") {
+					metric = "cpu.utilization"
+				}
+				ss = append(ss, archive.Sample{T: ts, Metric: metric, Subject: sub, Value: rate * 1e6 * (1 + 0.1*float64(k%7)), Unit: "bit/s"})
+			}
+			if err := a.AddSamples(run, step, ss); err != nil {
+				t.Fatal(err)
+			}
+			var recs []job.Record
+			for j := range jobs {
+				recs = append(recs, job.Record{ID: j, Host: "lanclient", Start: t0, End: t0.Add(time.Duration(2+jobs+j%3) * time.Second), Status: job.OK})
+			}
+			a.AddJobs(run, step, recs)
+			a.EndStep(step, archive.StatusDone, "", map[string]any{"metrics": m, "kind": "eventdb"})
+			idx++
+		}
+	}
+	a.EndRun(run, archive.StatusDone, "", nil)
+	return a, run
+}
+
+func TestWriteReport(t *testing.T) {
+	a, run := synthetic(t, 20000)
+	var b bytes.Buffer
+	if err := Write(context.Background(), a, run, "test", &b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"Bottleneck of the run: <span class=\"bottleneck\">server_cpu</span>", "lan-100mbit: throughput", "wan-10mbit: mean job wall-clock",
+		"link server-&gt;lanclient", "<pre>", "TCP ceiling of the link"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Findings come before the plots.
+	if strings.Index(html, "id=\"findings\"") > strings.Index(html, "<svg") {
+		t.Error("findings are not first")
+	}
+	if n := strings.Count(html, "<svg"); n < 12 {
+		t.Errorf("%d plots", n)
+	}
+}
+
+// BenchmarkAnalyzeAndReport100k measures the analysis (target < 1 s) and the
+// report (target < 5 s, < 5 MB) of a run with 100,000 samples.
+func BenchmarkAnalyzeAndReport100k(b *testing.B) {
+	a, run := synthetic(b, 100000)
+	var size int
+	for b.Loop() {
+		start := time.Now()
+		if _, err := analysis.Analyze(context.Background(), a, run, analysis.DefaultOptions); err != nil {
+			b.Fatal(err)
+		}
+		analyzed := time.Since(start)
+		var out bytes.Buffer
+		start = time.Now()
+		if err := Write(context.Background(), a, run, "bench", &out); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(analyzed.Seconds(), "analyze-s")
+		b.ReportMetric(time.Since(start).Seconds(), "report-s")
+		size = out.Len()
+	}
+	b.ReportMetric(float64(size)/1e6, "report-MB")
+}
