@@ -235,3 +235,13 @@ func TestReportJSONGolden(t *testing.T) {
 	}
 	golden.Check(t, "testdata/ramp.json", b.String())
 }
+
+func TestImpact(t *testing.T) {
+	w := Workload{Name: "impact", Kind: "impact", Steps: []Step{{Status: "done",
+		Config:  scenario.Step{Impact: &scenario.Impact{ProbeFrom: "probe", ProbeTo: "cern", From: "slac", To: "cern", Streams: 15}},
+		Metrics: map[string]float64{"idle_rtt_p50_ms": 221, "loaded_rtt_p50_ms": 289, "rtt_inflation_ms": 68, "idle_lost_percent": 0, "loaded_lost_percent": 0.66, "loss_increase_points": 0.66, "load_mbps": 9.4}}}}
+	f := find(t, Of([]Workload{w}, DefaultOptions), "impact")
+	if f.Values["rtt_inflation_ms"] != 68 || !strings.Contains(f.Text, "from 221.0 to 289.0 ms (+68.0 ms)") || !strings.Contains(f.Text, "15 streams") {
+		t.Errorf("impact %+v %q", f.Values, f.Text)
+	}
+}

@@ -51,7 +51,7 @@ func TestFromIperf3Refuses(t *testing.T) {
 		`{"name": "x"}`: "not iperf3 JSON",
 		`not json`:      "not iperf3 JSON",
 		`{"start": {"connected": [], "test_start": {}}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}`: "no hosts",
-		`{"intervals": [], "error": "unable to connect to server: Connection refused"}`:                                                        "unable to connect",
+		`{"intervals": [], "error": "unable to connect to server: Connection refused"}`:                                                          "unable to connect",
 	} {
 		_, _, err := FromIperf3([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {

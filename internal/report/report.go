@@ -53,7 +53,7 @@ type view struct {
 	Links     []linkView
 	LinkPlots []template.HTML
 	// Achieved plots what throughput tests achieved, per path, over time.
-	Achieved template.HTML
+	Achieved  template.HTML
 	Hosts     []testbed.HostPlan
 	Dirs      []testbed.DirPlan
 	Scenario  string
