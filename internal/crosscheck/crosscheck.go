@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,16 +48,20 @@ type PingResult struct {
 	AvgMS    float64 `json:"avg"`
 	MaxMS    float64 `json:"max"`
 	MdevMS   float64 `json:"mdev"`
+	// MedianMS is the median of the replies' times: unlike the average, one
+	// late reply does not move it.
+	MedianMS float64 `json:"median"`
 }
 
 var (
 	pingCountRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
 	pingRTTRE   = regexp.MustCompile(`= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms`)
+	pingTimeRE  = regexp.MustCompile(`time=([\d.]+) ms`)
 )
 
 // Ping sends count echo requests from host to addr, interval apart.
 func (r Runner) Ping(ctx context.Context, host, addr string, count int, interval time.Duration) (PingResult, error) {
-	out, err := r.command(ctx, host, "ping", "-n", "-q", "-c", strconv.Itoa(count),
+	out, err := r.command(ctx, host, "ping", "-n", "-c", strconv.Itoa(count),
 		"-i", strconv.FormatFloat(interval.Seconds(), 'f', 3, 64), "-W", "5", addr).CombinedOutput()
 	res, perr := ParsePing(string(out))
 	if perr != nil {
@@ -79,6 +84,16 @@ func ParsePing(out string) (PingResult, error) {
 		res.AvgMS, _ = strconv.ParseFloat(m[2], 64)
 		res.MaxMS, _ = strconv.ParseFloat(m[3], 64)
 		res.MdevMS, _ = strconv.ParseFloat(m[4], 64)
+	}
+	var times []float64
+	for _, m := range pingTimeRE.FindAllStringSubmatch(out, -1) {
+		if v, err := strconv.ParseFloat(m[1], 64); err == nil {
+			times = append(times, v)
+		}
+	}
+	if len(times) > 0 {
+		slices.Sort(times)
+		res.MedianMS = times[len(times)/2]
 	}
 	return res, nil
 }

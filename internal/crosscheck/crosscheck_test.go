@@ -13,6 +13,7 @@ func TestParsePing(t *testing.T) {
 		wantErr string
 	}{
 		{"testdata/ping.txt", PingResult{Sent: 4, Received: 4, MinMS: 52.340, AvgMS: 52.601, MaxMS: 53.281, MdevMS: 0.393}, ""},
+		{"testdata/ping-replies.txt", PingResult{Sent: 6, Received: 5, MinMS: 10.1, AvgMS: 68.25, MaxMS: 300.5, MdevMS: 116.125, MedianMS: 10.2}, ""},
 		{"testdata/ping-unreachable.txt", PingResult{}, "no ping summary"},
 	}
 	for _, tt := range tests {
