@@ -140,6 +140,17 @@ func TestAsymmetry(t *testing.T) {
 	if math.Abs(a.Values["slower_by"]-0.4) > 0.01 || a.Values["p_value"] > 0.001 || a.Confidence != "high" || !strings.Contains(a.Text, "slac->cern is 40% slower") {
 		t.Errorf("asymmetry %+v %q", a.Values, a.Text)
 	}
+	// A streams sweep is not a repeat of one test: it pairs with nothing.
+	sweep := mk("sweep", "cern", "slac", 11, 18, 21)
+	for i := range sweep.Steps {
+		sweep.Steps[i].Config.Throughput.Streams = 1 + 4*i
+	}
+	r = Of([]Workload{mk("s2c", "slac", "cern", 15, 15.5, 14.5), sweep}, DefaultOptions)
+	for _, f := range r.Findings {
+		if f.Kind == "asymmetry" {
+			t.Errorf("a sweep was compared as repeats: %q", f.Text)
+		}
+	}
 	// No difference: low confidence.
 	r = Of([]Workload{mk("s2c", "slac", "cern", 15, 16, 14), mk("c2s", "cern", "slac", 15.5, 14.5, 15.8)}, DefaultOptions)
 	if a := find(t, r, "asymmetry"); a.Confidence != "low" || a.Values["p_value"] < 0.3 {

@@ -348,7 +348,7 @@ func taskFarm(w Workload) []Finding {
 			// overhead / (duration + overhead) < 5%  <=>  duration > 19 x overhead
 			cross := 19 * o
 			out = append(out, Finding{Kind: "taskfarm", Workload: w.Name, Values: map[string]float64{"median_overhead_s": o, "crossover_duration_s": cross},
-				Text: fmt.Sprintf("The network costs a median %.3f s per task here, so tasks longer than %.1f s lose under 5%% to it.", o, cross)})
+				Text: fmt.Sprintf("The network costs a median %.3f s per task here, so tasks longer than %.2g s lose under 5%% to it.", o, cross)})
 		}
 	}
 	return out
@@ -482,8 +482,8 @@ func modelFit(w Workload) []Finding {
 	worst.Kind, worst.Workload = "model_fit", w.Name
 	worst.Values["mean_abs_residual"] = mean
 	worst.Values["steps"] = float64(len(residuals))
-	worst.Text = fmt.Sprintf("Against the TCP model (window / RTT, the Mathis bound MSS/RTT x 1.22/sqrt(p) for the path's loss, and the link ceiling), measured throughput is within %.0f%% on average over %d steps; the largest residual is %+.0f%% at %s (%.2f measured, %.2f predicted Mbit/s).",
-		100*mean, len(residuals), 100*worst.Values["residual"], orDash(label), worst.Values["measured_mbps"], worst.Values["predicted_mbps"])
+	worst.Text = fmt.Sprintf("Against the TCP model (window / RTT, the Mathis bound MSS/RTT x 1.22/sqrt(p) for Reno-like TCP at the path's loss, and the link ceiling), the mean absolute residual over %d steps is %.0f%%; the largest is %+.0f%% at %s (%.2f measured, %.2f predicted Mbit/s).",
+		len(residuals), 100*mean, 100*worst.Values["residual"], orDash(label), worst.Values["measured_mbps"], worst.Values["predicted_mbps"])
 	return []Finding{worst}
 }
 
@@ -552,6 +552,7 @@ func asymmetry(workloads []Workload) []Finding {
 	type series struct {
 		name     string
 		from, to string
+		setting  scenario.Throughput // with From and To cleared
 		values   []float64
 	}
 	var all []series
@@ -560,20 +561,28 @@ func asymmetry(workloads []Workload) []Finding {
 			continue
 		}
 		var s series
-		for _, st := range w.Steps {
-			if t := st.Config.Throughput; t != nil && st.Status == "done" {
-				s.name, s.from, s.to = w.Name, t.From, t.To
-				s.values = append(s.values, st.Metrics["throughput_mbps"])
+		same := true
+		for i, st := range w.Steps {
+			t := st.Config.Throughput
+			if t == nil || st.Status != "done" {
+				continue
 			}
+			setting := *t
+			setting.From, setting.To = "", ""
+			if i > 0 && setting != s.setting {
+				same = false // a sweep, not repeats of one test
+			}
+			s.name, s.from, s.to, s.setting = w.Name, t.From, t.To, setting
+			s.values = append(s.values, st.Metrics["throughput_mbps"])
 		}
-		if len(s.values) >= 2 {
+		if same && len(s.values) >= 2 {
 			all = append(all, s)
 		}
 	}
 	var out []Finding
 	for i, a := range all {
 		for _, b := range all[i+1:] {
-			if a.from != b.to || a.to != b.from {
+			if a.from != b.to || a.to != b.from || a.setting != b.setting {
 				continue
 			}
 			ma, mb := stat.Mean(a.values, nil), stat.Mean(b.values, nil)

@@ -145,12 +145,16 @@ func (m *orderedMap[V]) UnmarshalYAML(n *yaml.Node) error {
 func decodeStrict(n *yaml.Node, v any) error {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(n); err != nil {
+	resolved, err := resolveAliases(n)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{err.Error()}}
+	}
+	if err := enc.Encode(resolved); err != nil {
 		return err
 	}
 	dec := yaml.NewDecoder(&buf)
 	dec.KnownFields(true)
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		// Re-encoding renumbers lines from 1; shift them back.
@@ -159,6 +163,39 @@ func decodeStrict(n *yaml.Node, v any) error {
 		}
 	}
 	return err
+}
+
+// resolveAliases copies a node with every alias (*name) replaced by what it
+// names, so that a fragment re-encoded on its own does not refer to an
+// anchor defined elsewhere in the file. A file whose aliases would expand
+// past maxExpandedNodes (a "billion laughs") is refused.
+func resolveAliases(n *yaml.Node) (*yaml.Node, error) {
+	budget := maxExpandedNodes
+	out := resolveWithin(n, &budget)
+	if budget < 0 {
+		return nil, fmt.Errorf("line %d: aliases expand to more than %d values", n.Line, maxExpandedNodes)
+	}
+	return out, nil
+}
+
+const maxExpandedNodes = 100000
+
+func resolveWithin(n *yaml.Node, budget *int) *yaml.Node {
+	if *budget--; n == nil || *budget < 0 {
+		return n
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return resolveWithin(n.Alias, budget)
+	}
+	out := *n
+	out.Anchor = ""
+	if len(n.Content) > 0 {
+		out.Content = make([]*yaml.Node, len(n.Content))
+		for i, c := range n.Content {
+			out.Content[i] = resolveWithin(c, budget)
+		}
+	}
+	return &out
 }
 
 var lineRE = regexp.MustCompile(`line (\d+)`)

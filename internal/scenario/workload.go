@@ -503,11 +503,16 @@ func (v *validator) step(field, kind string, settings *yaml.Node, tb *Testbed) (
 	}
 	before := len(v.problems)
 	decode := func(dst any) bool {
+		resolved, err := resolveAliases(settings)
+		if err != nil {
+			v.fail(field, "%v", err)
+			return false
+		}
 		var buf bytes.Buffer
-		yaml.NewEncoder(&buf).Encode(settings)
+		yaml.NewEncoder(&buf).Encode(resolved)
 		dec := yaml.NewDecoder(&buf)
 		dec.KnownFields(true)
-		err := dec.Decode(dst)
+		err = dec.Decode(dst)
 		if err == nil {
 			return true
 		}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,36 @@ func TestWorkloadErrors(t *testing.T) {
 				t.Errorf("error is %T, not *Error", err)
 			}
 		})
+	}
+}
+
+// Anchors defined on one host and used by another work, as in the built-in
+// scenarios.
+func TestAnchorsAcrossHosts(t *testing.T) {
+	tb, err := Parse("a.yaml", []byte("name: a\nhosts:\n  x: {sysctl: &cc {net.ipv4.tcp_congestion_control: reno}}\n  y: {sysctl: *cc}\nlinks:\n  - between: [x, y]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y, _ := tb.Host("y"); y.Sysctl["net.ipv4.tcp_congestion_control"] != "reno" {
+		t.Errorf("y: %+v", y)
+	}
+}
+
+func TestBillionLaughsRefused(t *testing.T) {
+	src := "name: b\nhosts:\n  x:\n    sysctl:\n      net.a: &a [\"l\",\"l\",\"l\",\"l\",\"l\",\"l\",\"l\",\"l\",\"l\"]\n"
+	prev := "a"
+	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h"} {
+		src += fmt.Sprintf("      net.%s: &%s [*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s]\n", name, name, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+		prev = name
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Parse("b.yaml", []byte(src)); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("accepted a billion laughs")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a billion laughs took more than 10 s to refuse")
 	}
 }
