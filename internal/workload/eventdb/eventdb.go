@@ -143,39 +143,11 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 // Serve serves sessions until ctx ends, then closes every session and
 // returns what it did.
 func (s *Server) Serve(ctx context.Context) ServerTotals {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	go func() {
-		<-ctx.Done()
-		s.ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
+	job.Serve(ctx, s.ln, func(c net.Conn) {
+		if err := s.session(c); err != nil && ctx.Err() == nil {
+			s.totals.errors.Add(1)
 		}
-		mu.Unlock()
-	}()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			break
-		}
-		mu.Lock()
-		conns[c] = true
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.session(c); err != nil && ctx.Err() == nil {
-				s.totals.errors.Add(1)
-			}
-			mu.Lock()
-			delete(conns, c)
-			mu.Unlock()
-			c.Close()
-		}()
-	}
-	wg.Wait()
+	})
 	return ServerTotals{Sessions: s.totals.sessions.Load(), Pages: s.totals.pages.Load(), Bytes: s.totals.bytes.Load(), Errors: s.totals.errors.Load()}
 }
 

@@ -1,12 +1,15 @@
 // Package job holds what the application workloads share: the record of one
-// job (a client session, a task, a file transfer), and CPU work that costs
-// real CPU time so that a host's CPU quota slows it as a slow machine would.
+// job (a client session, a task, a file transfer), CPU work that costs real
+// CPU time so that a host's CPU quota slows it as a slow machine would, a
+// connection's TCP_INFO, and the accept loop of their servers.
 package job
 
 import (
+	"context"
 	"errors"
 	"net"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,6 +72,43 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// Serve accepts connections on ln and handles each in a goroutine of its
+// own until ctx ends; then it closes the listener and every connection and
+// returns once all handlers have.
+func Serve(ctx context.Context, ln net.Listener, handle func(net.Conn)) {
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	stop := context.AfterFunc(ctx, func() {
+		ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	defer stop()
+	var wg sync.WaitGroup
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			break
+		}
+		mu.Lock()
+		conns[c] = true
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			handle(c)
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+			c.Close()
+		}()
+	}
+	wg.Wait()
 }
 
 // TCPInfo is a sample of the kernel's TCP_INFO for one connection.

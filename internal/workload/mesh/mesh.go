@@ -108,37 +108,7 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
 // Serve answers streams until ctx ends.
 func (s *Server) Serve(ctx context.Context) {
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	go func() {
-		<-ctx.Done()
-		s.ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	var wg sync.WaitGroup
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			break
-		}
-		mu.Lock()
-		conns[c] = true
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			serveStream(c)
-			mu.Lock()
-			delete(conns, c)
-			mu.Unlock()
-			c.Close()
-		}()
-	}
-	wg.Wait()
+	job.Serve(ctx, s.ln, func(c net.Conn) { serveStream(c) })
 }
 
 func serveStream(c net.Conn) error {
