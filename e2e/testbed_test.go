@@ -315,12 +315,14 @@ func TestNotRoot(t *testing.T) {
 	os.WriteFile(good, []byte("name: nr\nhosts:\n  a: {}\n"), 0o644)
 	os.Chmod(filepath.Dir(good), 0o755)
 	os.Chmod(filepath.Dir(wanlabBin), 0o755)
-	cmd := exec.Command(wanlabBin, "testbed", "up", good)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "needs root (CAP_NET_ADMIN") {
-		t.Errorf("as nobody: %v, %q; want exit 1 saying it needs root", err, out)
+	for _, args := range [][]string{{"testbed", "up", good}, {"run", "objectivity-demo", "--quick", "--db", filepath.Join(os.TempDir(), "nobody.db")}} {
+		cmd := exec.Command(wanlabBin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "needs root (CAP_NET_ADMIN") {
+			t.Errorf("wanlab %v as nobody: %v, %q; want exit 1 saying it needs root", args, err, out)
+		}
 	}
 }
 
