@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,40 @@ func runScenario(t *testing.T, yaml string, extra ...string) (*run.Result, strin
 		}
 	}
 	return &res, db, r
+}
+
+// syncBuffer is a buffer a child process writes to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startRun starts wanlab in the background and returns once its progress
+// (on stderr) shows mark, or after a minute.
+func startRun(t *testing.T, mark string, args ...string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(wanlabBin, args...)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), mark) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return cmd, stdout, stderr
 }
 
 // query runs one SQL query on an archive and returns the first column of
@@ -238,16 +273,7 @@ workloads:
 	path := filepath.Join(dir, "resume.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
 	db := filepath.Join(dir, "runs.db")
-	cmd := exec.Command(wanlabBin, "run", path, "--db", db)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(stderr.String(), "step 2/3") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	cmd, _, stderr := startRun(t, "step 2/3", "run", path, "--db", db)
 	time.Sleep(500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
@@ -287,16 +313,7 @@ func TestRunControllerKilled(t *testing.T) {
 	path := filepath.Join(dir, "killed.yaml")
 	os.WriteFile(path, []byte("name: e2e-killed\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\nworkloads:\n  - throughput: {from: a, to: b, duration: 30s}\n"), 0o644)
 	db := filepath.Join(dir, "runs.db")
-	cmd := exec.Command(wanlabBin, "run", path, "--db", db)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "step 1/1") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	cmd, _, _ := startRun(t, "step 1/1", "run", path, "--db", db)
 	time.Sleep(time.Second)
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -330,16 +347,7 @@ workloads:
     probe: {from: client, to: server, count: 5, interval: 20ms}
 `), 0o644)
 	db := filepath.Join(dir, "runs.db")
-	cmd := exec.Command(wanlabBin, "run", path, "--db", db, "--json")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "step 1/2") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	cmd, stdout, stderr := startRun(t, "step 1/2", "run", path, "--db", db, "--json")
 	time.Sleep(1500 * time.Millisecond)
 	if out, err := exec.Command("pkill", "-KILL", "-f", "agent --host client --socket /run/wanlab/e2e-agentkill/").CombinedOutput(); err != nil {
 		t.Fatalf("killing the agent: %v %s", err, out)
@@ -347,7 +355,7 @@ workloads:
 	err := cmd.Wait()
 	assertNothingLeft(t, "e2e-agentkill")
 	var res run.Result
-	if jerr := json.Unmarshal(stdout.Bytes(), &res); jerr != nil {
+	if jerr := json.Unmarshal([]byte(stdout.String()), &res); jerr != nil {
 		t.Fatalf("%v: %v\n%s\n%s", err, jerr, stdout.String(), stderr.String())
 	}
 	if res.Status != "partial" || len(res.Steps) != 2 {

@@ -367,21 +367,30 @@ func sorted(v []float64) []float64 {
 	return v
 }
 
-// path returns the planned path between two hosts.
-func path(tb *scenario.Testbed, from, to string) (testbed.PathPlan, bool) {
+// path returns the planned path between two hosts and the loss
+// probability of its way there.
+func path(tb *scenario.Testbed, from, to string) (p testbed.PathPlan, loss float64, ok bool) {
 	if tb == nil {
-		return testbed.PathPlan{}, false // an imported test on a real path
+		return p, 0, false // an imported test on a real path
 	}
 	plan, err := testbed.NewPlan(tb)
 	if err != nil {
-		return testbed.PathPlan{}, false
+		return p, 0, false
 	}
-	for _, p := range plan.PathList() {
-		if p.From == from && p.To == to {
-			return p, true
+	for _, pp := range plan.PathList() {
+		if pp.From == from && pp.To == to {
+			p, ok = pp, true
 		}
 	}
-	return testbed.PathPlan{}, false
+	keep := 1.0
+	for _, name := range p.Via {
+		for _, d := range plan.Dirs {
+			if d.Name == name {
+				keep *= 1 - d.Config.Loss.Mean()
+			}
+		}
+	}
+	return p, 1 - keep, ok
 }
 
 // tuning finds the best streams and window of a throughput sweep; of a
@@ -423,7 +432,7 @@ func tuning(w Workload) []Finding {
 	}
 	text := fmt.Sprintf("%s->%s: best %.2f Mbit/s with %s and %s, %.1fx the %.2f Mbit/s of %s.", t.From, t.To, values["best_mbps"],
 		plural(float64(t.Streams), "stream"), window, values["gain"], values["baseline_mbps"], plural(values["baseline_streams"], "stream"))
-	if p, ok := path(w.Testbed, t.From, t.To); ok && p.Bottleneck > 0 {
+	if p, _, ok := path(w.Testbed, t.From, t.To); ok && p.Bottleneck > 0 {
 		bdp := p.Bottleneck * p.BaseRTTms / 1000 / 8
 		values["bdp_bytes"], values["bottleneck_mbps"], values["base_rtt_ms"] = bdp, p.Bottleneck/1e6, p.BaseRTTms
 		text += fmt.Sprintf(" The path's bandwidth-delay product is %s (%.1f Mbit/s x %.0f ms).", units.Size(int64(bdp)).String(), p.Bottleneck/1e6, p.BaseRTTms)
@@ -445,7 +454,7 @@ func modelFit(w Workload) []Finding {
 		if t == nil || t.Protocol != "tcp" || s.Metrics["throughput_mbps"] <= 0 {
 			continue
 		}
-		p, ok := path(w.Testbed, t.From, t.To)
+		p, loss, ok := path(w.Testbed, t.From, t.To)
 		if !ok || p.BaseRTTms <= 0 {
 			continue
 		}
@@ -455,7 +464,6 @@ func modelFit(w Workload) []Finding {
 		if t.Window > 0 {
 			perStream = float64(t.Window) * 8 / rtt
 		}
-		loss := pathLoss(w.Testbed, p)
 		if loss > 0 {
 			perStream = min(perStream, mss*8/rtt*MathisC/math.Sqrt(loss))
 		}
@@ -492,23 +500,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// pathLoss is the loss probability of a path's way there.
-func pathLoss(tb *scenario.Testbed, p testbed.PathPlan) float64 {
-	plan, err := testbed.NewPlan(tb)
-	if err != nil {
-		return 0
-	}
-	keep := 1.0
-	for _, name := range p.Via {
-		for _, d := range plan.Dirs {
-			if d.Name == name {
-				keep *= 1 - d.Config.Loss.Mean()
-			}
-		}
-	}
-	return 1 - keep
 }
 
 // impact reports what a load did to the others' round trips and loss.

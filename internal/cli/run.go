@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -211,41 +212,6 @@ func (p *runProgress) finish() {
 	}
 }
 
-// columns are the figures the summary table shows for each kind of workload;
-// "a|b" shows metric a, or b where the step has no a (a host's CPU as a share
-// of its quota, or of one core when it has none).
-var columns = map[string][]struct{ head, metric, format string }{
-	"eventdb": {
-		{"JOBS", "jobs", "%.0f"}, {"OK", "jobs_ok", "%.0f"}, {"TIMEOUT", "jobs_timeout", "%.0f"}, {"FAILED", "jobs_failed", "%.0f"},
-		{"MBIT/S", "throughput_mbps", "%.1f"}, {"SERVER CPU%", "server_cpu_quota_pct|server_cpu_pct", "%.0f"}, {"CLIENT CPU%", "client_cpu_quota_pct|client_cpu_pct", "%.0f"},
-		{"MEAN WCT s", "mean_wallclock_s", "%.1f"},
-	},
-	"taskfarm": {
-		{"WORKERS", "workers", "%.0f"}, {"TASKS", "tasks_done", "%.0f"}, {"TIME s", "seconds", "%.1f"}, {"IDEAL s", "ideal_seconds", "%.1f"},
-		{"TASKS/s", "task_rate_hz", "%.1f"}, {"RTT p50 ms", "roundtrip_p50_ms", "%.1f"}, {"IDLE", "worker_idle_share", "%.2f"},
-		{"MASTER CPU%", "master_cpu_quota_pct|master_cpu_pct", "%.0f"},
-	},
-	"mesh": {
-		{"TRANSFERS", "transfers", "%.0f"}, {"OK", "jobs_ok", "%.0f"}, {"CORRUPT", "jobs_corrupt", "%.0f"}, {"FAILED", "jobs_failed", "%.0f"},
-		{"MBIT/S", "aggregate_mbps", "%.1f"}, {"MEAN s", "mean_wallclock_s", "%.1f"},
-	},
-	"throughput": {
-		{"STREAMS", "streams", "%.0f"}, {"MBIT/S", "throughput_mbps", "%.2f"}, {"RETRANS", "retransmits", "%.0f"},
-		{"SND CPU%", "sender_cpu_pct", "%.0f"}, {"RCV CPU%", "receiver_cpu_pct", "%.0f"},
-	},
-	"transfer": {
-		{"STREAMS", "streams", "%.0f"}, {"MBIT/S", "there_mbps", "%.2f"}, {"BACK", "back_mbps", "%.2f"},
-		{"RATIO", "there_compression_ratio", "%.2f"}, {"SND CPU%", "there_sender_cpu_pct", "%.0f"}, {"CHECKSUM", "checksum_ok", "%.0f"},
-	},
-	"probe": {
-		{"RTT p50 ms", "rtt_p50_ms", "%.2f"}, {"RTT p99 ms", "rtt_p99_ms", "%.2f"}, {"JITTER ms", "jitter_ms", "%.3f"}, {"LOSS%", "lost_percent", "%.2f"},
-	},
-	"impact": {
-		{"IDLE RTT ms", "idle_rtt_p50_ms", "%.1f"}, {"LOADED RTT ms", "loaded_rtt_p50_ms", "%.1f"}, {"LOSS pts", "loss_increase_points", "%.2f"},
-		{"LOAD MBIT/S", "load_mbps", "%.2f"},
-	},
-}
-
 // printRun prints a run's summary: a table per workload like the seeds'.
 func printRun(w io.Writer, res *scenariorun.Result) {
 	quick := ""
@@ -264,9 +230,9 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 		fmt.Fprintf(w, "\n%s (%s)\n", name, kind)
 		t := table(w)
 		head := "STEP\tSTATUS"
-		for _, col := range columns[kind] {
-			head += "\t" + col.head
-			quotaCPU = quotaCPU || strings.Contains(col.metric, "quota")
+		for _, col := range scenariorun.Columns[kind] {
+			head += "\t" + col.Head
+			quotaCPU = quotaCPU || strings.Contains(col.Metric, "quota")
 		}
 		fmt.Fprintln(t, head)
 		for ; i < len(res.Steps) && res.Steps[i].Workload == name; i++ {
@@ -277,13 +243,10 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 				limited = true
 			}
 			row := label + "\t" + s.Status
-			for _, col := range columns[kind] {
+			for _, col := range scenariorun.Columns[kind] {
 				cell := "-"
-				for _, metric := range strings.Split(col.metric, "|") {
-					if v, ok := s.Metrics[metric]; ok {
-						cell = fmt.Sprintf(col.format, v)
-						break
-					}
+				if v := scenariorun.Lookup(s.Metrics, col.Metric); !math.IsNaN(v) {
+					cell = fmt.Sprintf(col.Format, v)
 				}
 				row += "\t" + cell
 			}

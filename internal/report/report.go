@@ -22,6 +22,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/run"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
 )
@@ -122,36 +123,16 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	return page.Execute(w, v)
 }
 
-// figures the summary table shows for each kind, as wanlab run prints them.
-var tableColumns = map[string][][2]string{
-	"eventdb":    {{"jobs", "jobs"}, {"ok", "jobs_ok"}, {"timeout", "jobs_timeout"}, {"failed", "jobs_failed"}, {"Mbit/s", "throughput_mbps"}, {"server CPU %", "server_cpu_quota_pct|server_cpu_pct"}, {"client CPU %", "client_cpu_quota_pct|client_cpu_pct"}, {"mean WCT s", "mean_wallclock_s"}},
-	"taskfarm":   {{"workers", "workers"}, {"tasks", "tasks_done"}, {"time s", "seconds"}, {"ideal s", "ideal_seconds"}, {"tasks/s", "task_rate_hz"}, {"RTT p50 ms", "roundtrip_p50_ms"}, {"idle share", "worker_idle_share"}},
-	"mesh":       {{"transfers", "transfers"}, {"ok", "jobs_ok"}, {"corrupt", "jobs_corrupt"}, {"failed", "jobs_failed"}, {"Mbit/s", "aggregate_mbps"}, {"mean s", "mean_wallclock_s"}},
-	"throughput": {{"streams", "streams"}, {"Mbit/s", "throughput_mbps"}, {"retransmits", "retransmits"}, {"sender CPU %", "sender_cpu_pct"}, {"receiver CPU %", "receiver_cpu_pct"}},
-	"transfer":   {{"streams", "streams"}, {"Mbit/s", "there_mbps"}, {"back", "back_mbps"}, {"ratio", "there_compression_ratio"}, {"checksum ok", "checksum_ok"}},
-	"probe":      {{"RTT p50 ms", "rtt_p50_ms"}, {"RTT p99 ms", "rtt_p99_ms"}, {"jitter ms", "jitter_ms"}, {"loss %", "lost_percent"}},
-	"impact":     {{"idle RTT ms", "idle_rtt_p50_ms"}, {"loaded RTT ms", "loaded_rtt_p50_ms"}, {"loss +pts", "loss_increase_points"}, {"load Mbit/s", "load_mbps"}},
-}
-
-func metric(m map[string]float64, keys string) float64 {
-	for _, k := range strings.Split(keys, "|") {
-		if v, ok := m[k]; ok {
-			return v
-		}
-	}
-	return math.NaN()
-}
-
 // workloadPlots builds a workload's table and plots.
 func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadView, error) {
 	wv := workloadView{Name: wl.Name, Kind: wl.Kind, Verdicts: ws.Steps}
-	for _, c := range tableColumns[wl.Kind] {
-		wv.Columns = append(wv.Columns, c[0])
+	for _, c := range run.Columns[wl.Kind] {
+		wv.Columns = append(wv.Columns, c.Head)
 	}
 	for _, s := range wl.Steps {
 		r := rowView{Label: s.Label, Status: s.Status, Reason: s.Reason, Limited: s.TestbedLimited}
-		for _, c := range tableColumns[wl.Kind] {
-			r.Cells = append(r.Cells, metric(s.Metrics, c[1]))
+		for _, c := range run.Columns[wl.Kind] {
+			r.Cells = append(r.Cells, run.Lookup(s.Metrics, c.Metric))
 		}
 		wv.Rows = append(wv.Rows, r)
 	}
@@ -256,7 +237,7 @@ func collect(wl analysis.Workload, x func(analysis.Step) float64, key, name stri
 	steps := slices.Clone(wl.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return x(steps[i]) < x(steps[j]) })
 	for _, st := range steps {
-		v := metric(st.Metrics, key)
+		v := run.Lookup(st.Metrics, key)
 		xv := x(st)
 		if !math.IsNaN(v) && !math.IsNaN(xv) {
 			s.xs, s.ys = append(s.xs, xv), append(s.ys, v)

@@ -389,6 +389,16 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 	return w, true
 }
 
+// decodeAs decodes a step's settings into the raw form R and validates
+// them; nil when they do not decode.
+func decodeAs[R, T any](decode func(any) bool, validate func(R) *T) *T {
+	var r R
+	if !decode(&r) {
+		return nil
+	}
+	return validate(r)
+}
+
 // deref follows a YAML alias (*anchor) to the node it names.
 func deref(n *yaml.Node) *yaml.Node {
 	if n.Kind == yaml.AliasNode {
@@ -543,47 +553,19 @@ func (v *validator) step(field, kind string, settings *yaml.Node, tb *Testbed) (
 	var s Step
 	switch kind {
 	case "eventdb":
-		var r rawEventDB
-		if !decode(&r) {
-			return s, false
-		}
-		s.EventDB = v.eventDB(field, r, tb)
+		s.EventDB = decodeAs(decode, func(r rawEventDB) *EventDB { return v.eventDB(field, r, tb) })
 	case "taskfarm":
-		var r rawTaskFarm
-		if !decode(&r) {
-			return s, false
-		}
-		s.TaskFarm = v.taskFarm(field, r, tb)
+		s.TaskFarm = decodeAs(decode, func(r rawTaskFarm) *TaskFarm { return v.taskFarm(field, r, tb) })
 	case "mesh":
-		var r rawMesh
-		if !decode(&r) {
-			return s, false
-		}
-		s.Mesh = v.mesh(field, r, tb)
+		s.Mesh = decodeAs(decode, func(r rawMesh) *Mesh { return v.mesh(field, r, tb) })
 	case "throughput":
-		var r rawThroughput
-		if !decode(&r) {
-			return s, false
-		}
-		s.Throughput = v.throughput(field, r, tb)
+		s.Throughput = decodeAs(decode, func(r rawThroughput) *Throughput { return v.throughput(field, r, tb) })
 	case "transfer":
-		var r rawTransfer
-		if !decode(&r) {
-			return s, false
-		}
-		s.Transfer = v.transfer(field, r, tb)
+		s.Transfer = decodeAs(decode, func(r rawTransfer) *Transfer { return v.transfer(field, r, tb) })
 	case "probe":
-		var r rawProbe
-		if !decode(&r) {
-			return s, false
-		}
-		s.Probe = v.probe(field, r, tb)
+		s.Probe = decodeAs(decode, func(r rawProbe) *Probe { return v.probe(field, r, tb) })
 	case "impact":
-		var r rawImpact
-		if !decode(&r) {
-			return s, false
-		}
-		s.Impact = v.impact(field, r, tb)
+		s.Impact = decodeAs(decode, func(r rawImpact) *Impact { return v.impact(field, r, tb) })
 	}
 	return s, len(v.problems) == before
 }
