@@ -208,9 +208,12 @@ links:
 	if d := res.RTTms.P50 - ping.MedianMS; d > 0.3 || d < -0.3 {
 		t.Errorf("probe RTT p50 %.3f ms, ping median %.3f ms (avg %.3f): want within 0.3 ms", res.RTTms.P50, ping.MedianMS, ping.AvgMS)
 	}
+	// irtt takes its receive time in user space after the read returns, where
+	// wanlab and ping use the kernel's timestamp: irtt reads 0.1-0.3 ms higher
+	// on this machine, so it may be up to 0.5 ms above wanlab, 0.3 ms below.
 	irtt := irttMedian(t, name, s.addr("b"))
-	if d := res.RTTms.P50 - irtt; d > 0.3 || d < -0.3 {
-		t.Errorf("probe RTT p50 %.3f ms, irtt median %.3f ms: want within 0.3 ms", res.RTTms.P50, irtt)
+	if d := res.RTTms.P50 - irtt; d > 0.3 || d < -0.5 {
+		t.Errorf("probe RTT p50 %.3f ms, irtt median %.3f ms: want wanlab between irtt - 0.5 ms and irtt + 0.3 ms", res.RTTms.P50, irtt)
 	}
 }
 
