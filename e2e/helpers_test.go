@@ -121,13 +121,16 @@ func assertNothingLeft(t *testing.T, name string) {
 	if m, _ := filepath.Glob("/run/netns/wanlab." + name + ".*"); len(m) > 0 {
 		t.Errorf("namespaces left behind: %v", m)
 	}
-	for _, root := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"} {
+	for _, root := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/blkio", "/sys/fs/cgroup"} {
 		if _, err := os.Stat(filepath.Join(root, "wanlab", name)); err == nil {
 			t.Errorf("cgroup left behind: %s", filepath.Join(root, "wanlab", name))
 		}
 	}
 	if _, err := os.Stat("/run/wanlab/" + name); err == nil {
 		t.Errorf("state directory /run/wanlab/%s left behind", name)
+	}
+	if _, err := os.Stat("/var/tmp/wanlab/" + name); err == nil {
+		t.Errorf("data directory /var/tmp/wanlab/%s left behind", name)
 	}
 	if out, _ := exec.Command("pgrep", "-f", "testbed daemon .*"+name+"$").Output(); len(out) > 0 {
 		t.Errorf("daemon still running: %s", out)

@@ -502,3 +502,127 @@ func TestObjectivityBottlenecks(t *testing.T) {
 		t.Errorf("analyze 2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestDiskCap: a host whose disk reads 4 MB/s sends a file over a
+// 100 Mbit/s path. The transfer runs at the disk's 32 Mbit/s, the sampler
+// sees the disk reads, and the analysis names the disk; dd in the host,
+// with O_DIRECT, sees the write cap too.
+func TestDiskCap(t *testing.T) {
+	requireTools(t, "dd")
+	const scenario = `name: e2e-disk
+hosts:
+  a: {disk: {read: 4MB/s, write: 8MB/s}}
+  b: {}
+links:
+  - between: [a, b]
+    rate: 100Mbit
+    delay: 2ms
+workloads:
+  - name: send
+    transfer: {from: a, to: b, size: 16MB, streams: 4}
+`
+	dir := t.TempDir()
+	path, db := filepath.Join(dir, "disk.yaml"), filepath.Join(dir, "runs.db")
+	os.WriteFile(path, []byte(scenario), 0o644)
+	r := wanlab(t, "run", path, "--json", "--db", db)
+	var doc struct {
+		run.Result
+		Analysis struct {
+			Bottleneck string `json:"bottleneck"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 || len(doc.Steps) != 1 {
+		t.Fatalf("wanlab run: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	m := doc.Steps[0].Metrics
+	// 4 MB/s is 32 Mbit/s; the path's TCP ceiling is 96.5.
+	if got := m["throughput_mbps"]; got < 0.85*32 || got > 1.05*32 {
+		t.Errorf("transfer from a host whose disk reads 4 MB/s: %.1f Mbit/s, want about 32", got)
+	}
+	if doc.Analysis.Bottleneck != "disk" {
+		t.Errorf("bottleneck %q, want disk; metrics %v", doc.Analysis.Bottleneck, m)
+	}
+	// The step's mean disk read covers the file's making too: most of 16 MB over the step.
+	if got := m["disk_read_mbs.a"] * doc.Steps[0].Seconds; got < 14 || got > 20 {
+		t.Errorf("host a read %.1f MB from its disk by its cgroup's counters, want about the 16 MB file", got)
+	}
+	// Sending 16 MB at 4 MB/s keeps the disk at its cap for about 4 s: 40
+	// samples at 10 Hz.
+	if n := query(t, db, `SELECT count(*) FROM samples WHERE metric = 'disk.read' AND subject = 'host a' AND value >= 0.9 * 4e6`); n < 30 || n > 60 {
+		t.Errorf("%.0f disk.read samples of host a at its 4 MB/s cap, want about 40", n)
+	}
+	assertNothingLeft(t, "e2e-disk")
+
+	// The same cap for a real tool: dd writing with O_DIRECT in the host.
+	name := up(t, "name: e2e-dd\nhosts:\n  a: {disk: {write: 4MB/s}}\n")
+	out, err := exec.Command(wanlabBin, "testbed", "exec", name, "a", "--", "sh", "-c",
+		`dd if=/dev/zero of="$TMPDIR/f" bs=1M count=12 oflag=direct 2>&1 && echo "dir=$TMPDIR"`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dd in host a: %v\n%s", err, out)
+	}
+	rate := ddRate(t, string(out))
+	if rate < 0.8*4e6 || rate > 1.2*4e6 {
+		t.Errorf("dd wrote at %.2f MB/s in a host capped at 4 MB/s:\n%s", rate/1e6, out)
+	}
+	if !strings.Contains(string(out), "dir=/var/tmp/wanlab/e2e-dd/a") {
+		t.Errorf("TMPDIR in the host is not its data directory:\n%s", out)
+	}
+}
+
+// ddRate reads dd's summary line: "12582912 bytes (13 MB, 12 MiB) copied, 3.1 s, 4.0 MB/s".
+func ddRate(t *testing.T, out string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		var bytes int64
+		if _, err := fmt.Sscanf(line, "%d bytes", &bytes); err != nil || !strings.Contains(line, "copied") {
+			continue
+		}
+		parts := strings.Split(line, ", ")
+		for _, p := range parts {
+			if secs, ok := strings.CutSuffix(p, " s"); ok {
+				var s float64
+				if _, err := fmt.Sscanf(secs, "%g", &s); err == nil && s > 0 {
+					return float64(bytes) / s
+				}
+			}
+		}
+	}
+	t.Fatalf("no rate in dd's output:\n%s", out)
+	return 0
+}
+
+// TestAliceDisks: the built-in alice-disks finds, as the seed's bonnie++
+// figures imply, that Bologna's and Padova's disks limit what they send,
+// Padova's what it receives, and Catania's 34 Mbit/s link what it sends.
+func TestAliceDisks(t *testing.T) {
+	r := wanlab(t, "run", "alice-disks", "--quick", "--json", "--db", filepath.Join(t.TempDir(), "runs.db"))
+	assertNothingLeft(t, "alice-disks")
+	var doc struct {
+		Analysis struct {
+			Workloads []struct {
+				Name  string `json:"name"`
+				Steps []struct {
+					Label      string `json:"label"`
+					Bottleneck string `json:"bottleneck"`
+					Why        string `json:"why"`
+				} `json:"steps"`
+			} `json:"workloads"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
+		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
+	}
+	got := map[string]string{}
+	for _, w := range doc.Analysis.Workloads {
+		for _, s := range w.Steps {
+			got[w.Name+" "+s.Label] = s.Bottleneck + ": " + s.Why
+		}
+	}
+	for step, want := range map[string]string{
+		"to-cnaf from=bologna": "disk", "to-cnaf from=padova": "disk", "to-cnaf from=catania": "network", "from-cnaf to=padova": "disk",
+	} {
+		if !strings.HasPrefix(got[step], want+":") {
+			t.Errorf("%s: %q, want %s", step, got[step], want)
+		}
+	}
+}

@@ -209,8 +209,11 @@ hosts:
 		}
 		sum += (<-results).ReceivedBPS
 	}
+	// Each iperf3 reports over its own 5 s; the two start a few tenths of a
+	// second apart, and the one alone on the link meanwhile gets all of it,
+	// so the sum may pass the ceiling by that share (twice it is the fault).
 	ceiling := 10e6 * 1448 / 1500
-	if sum > 1.02*ceiling || sum < 0.8*ceiling {
+	if sum > 1.06*ceiling || sum < 0.8*ceiling {
 		t.Errorf("two flows through one 10 Mbit/s site uplink got %.2f Mbit/s together, want about %.2f", sum/1e6, ceiling/1e6)
 	}
 	if p, _, _ := status(t, name).link("site tier2 up"); p == 0 {

@@ -8,9 +8,9 @@ import (
 	"github.com/wanlab/wanlab/internal/scenario"
 )
 
-// The names users type, from the issue that asked for them.
+// The names users type: the issue's, and alice-disks.
 var wantNames = []string{
-	"alice-mesh", "alice-streams", "diane-sla", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
+	"alice-disks", "alice-mesh", "alice-streams", "diane-sla", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
 	"objectivity-lan-10m", "objectivity-lan-4clients", "objectivity-wan-2m", "objectivity-wan-multisite", "slac-cern",
 }
 

@@ -34,9 +34,12 @@ type Server struct {
 	Host    string
 	Version string
 	Limits  throughput.Limits
-	cg      *cgroup.Manager
-	cgGroup string
-	serving stoppers
+	// DiskCapped says the host's disk has a rate cap (a test-bed host's
+	// disk:), so that workloads read and write the disk, not the page cache.
+	DiskCapped bool
+	cg         *cgroup.Manager
+	cgGroup    string
+	serving    stoppers
 }
 
 // Serve listens on the Unix socket at path and serves until ctx ends.

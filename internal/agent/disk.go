@@ -18,6 +18,9 @@ func (s *Server) Disk(ctx context.Context, req *agentpb.DiskRequest) (*agentpb.D
 	if spec.Dir == "" {
 		spec.Dir = filepath.Join(os.TempDir(), "wanlab-disk-"+s.Host)
 	}
+	// Buffered writes reach a capped disk later, from the kernel's flusher,
+	// outside the host's cgroup: fsync makes the write phase pay the cap.
+	spec.Fsync = spec.Fsync || s.DiskCapped
 	if err := spec.Validate(s.Limits.MaxBytes); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "agent on %s refuses the disk test: %v", s.Host, err)
 	}
@@ -27,6 +30,6 @@ func (s *Server) Disk(ctx context.Context, req *agentpb.DiskRequest) (*agentpb.D
 	}
 	return &agentpb.DiskResult{
 		WriteBytesPerSecond: r.WriteBytesPerSecond, ReadBytesPerSecond: r.ReadBytesPerSecond,
-		WriteSeconds: r.WriteSeconds, ReadSeconds: r.ReadSeconds, Bytes: uint64(r.Bytes), CacheDropped: r.CacheDropped, Dir: spec.Dir,
+		WriteSeconds: r.WriteSeconds, ReadSeconds: r.ReadSeconds, Bytes: uint64(r.Bytes), CacheDropped: r.CacheDropped, Dir: spec.Dir, Fsync: spec.Fsync,
 	}, nil
 }

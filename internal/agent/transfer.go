@@ -30,6 +30,7 @@ func (s *Server) workDir() (string, error) {
 
 func (s *Server) transferSpec(p *agentpb.TransferSpec) (transfer.Spec, error) {
 	spec := transferSpecFromPB(p)
+	spec.Uncached = s.DiskCapped
 	if err := spec.Validate(s.Limits.MaxStreams); err != nil {
 		return spec, status.Errorf(codes.InvalidArgument, "agent on %s refuses the transfer: %v", s.Host, err)
 	}

@@ -55,7 +55,7 @@ type Report struct {
 
 // Finding is one conclusion, in a sentence and in figures.
 type Finding struct {
-	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, testbed
+	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed
 	Workload string `json:"workload,omitempty"`
 	Text     string `json:"text"`
 	// Bottleneck is set on bottleneck findings.
@@ -245,6 +245,8 @@ func Of(workloads []Workload, o Options) *Report {
 			found = append(found, modelFit(w)...)
 		case "impact":
 			found = append(found, impact(w)...)
+		case "transfer":
+			found = append(found, transfers(w, ws)...)
 		}
 		found = append(found, testbedLimited(w, ws)...)
 		rep.Findings = append(rep.Findings, found...)

@@ -125,6 +125,51 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestTransferVerdicts: a transfer is judged by its own rate against the
+// path's ceiling and the disks' caps, as at the ALICE sites whose disks read
+// 3-5 MB/s behind 32-155 Mbit/s links.
+func TestTransferVerdicts(t *testing.T) {
+	tb := testbedOf(t, `name: t
+hosts:
+  bologna: {disk: {read: 3MB/s, write: 5MB/s}}
+  cnaf: {}
+  torino: {disk: {read: 59MB/s, write: 40MB/s}}
+  padova: {disk: {read: 5MB/s, write: 2MB/s}}
+links:
+  - {between: [padova, cnaf], rate: 155Mbit, delay: 5ms}
+  - {between: [bologna, cnaf], rate: 32Mbit, delay: 5ms}
+  - {between: [torino, cnaf], rate: 155Mbit, delay: 5ms}
+  - {between: [bologna, torino], rate: 32Mbit, delay: 5ms}
+`)
+	w := Workload{Name: "w", Kind: "transfer", Testbed: tb}
+	for _, tc := range []struct {
+		name, from, to string
+		metrics        map[string]float64
+		want           string
+		evidence       float64 // the disk's or the path's share, in %
+	}{
+		// 23.5 Mbit/s is 2.94 MB/s: 98% of bologna's read cap, 77% of the path.
+		{"slow disk read", "bologna", "cnaf", map[string]float64{"throughput_mbps": 23.5, "there_mbps": 23.5, "link_utilization_pct.bologna->cnaf": 40}, Disk, 98},
+		// 145 Mbit/s is 18 MB/s: 46% of torino's disk, 97% of the path's ceiling.
+		{"fast disk", "torino", "cnaf", map[string]float64{"throughput_mbps": 145, "there_mbps": 145, "link_utilization_pct.torino->cnaf": 60}, Network, 97},
+		// 15.7 Mbit/s is 1.96 MB/s: 98% of padova's write cap.
+		{"slow disk write", "cnaf", "padova", map[string]float64{"throughput_mbps": 15.7, "there_mbps": 15.7, "link_utilization_pct.cnaf->padova": 10}, Disk, 98},
+	} {
+		cfg := scenario.Step{Transfer: &scenario.Transfer{From: tc.from, To: tc.to, Streams: 4}}
+		step := Step{Index: len(w.Steps), Label: tc.name, Metrics: tc.metrics, Config: cfg, Status: "done"}
+		w.Steps = append(w.Steps, step)
+		v := verdict(w, step, DefaultOptions)
+		if v.Bottleneck != tc.want || math.Abs(v.Evidence[tc.want+"_pct"]-tc.evidence) > 1.5 {
+			t.Errorf("%s: %s (%s), evidence %v; want %s at about %.0f%%", tc.name, v.Bottleneck, v.Why, v.Evidence, tc.want, tc.evidence)
+		}
+	}
+	f := find(t, Of([]Workload{w}, DefaultOptions), "transfers")
+	if f.Bottleneck != Disk || f.Values["steps_disk"] != 2 || f.Values["steps_network"] != 1 || f.Values["throughput_mbps.fast disk"] != 145 ||
+		!strings.HasPrefix(f.Text, "The disk limited 2 transfers: slow disk read (the disk of host bologna") {
+		t.Errorf("transfers finding %+v: want the two disk-bound steps first, then the network-bound one", f)
+	}
+}
+
 func TestAsymmetry(t *testing.T) {
 	tb := testbedOf(t, "name: t\nhosts:\n  slac: {}\n  cern: {}\nlinks:\n  - {between: [slac, cern], rate: 30Mbit, delay: 90ms}\n")
 	mk := func(name, from, to string, mbps ...float64) Workload {

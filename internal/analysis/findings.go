@@ -1,7 +1,9 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"runtime"
@@ -89,6 +91,7 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 	if name, util := busiestLink(s.Metrics); name != "" {
 		res = append(res, resource{Network, util, "link " + name})
 	}
+	res = append(res, transferResources(w, s)...)
 	servers, clients, single := roles(s.Config)
 	for _, group := range []struct {
 		name, role string
@@ -141,6 +144,69 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 		v.Evidence["worker_idle_share"] = s.Metrics["worker_idle_share"]
 	}
 	return v
+}
+
+// transferResources judges a transfer step by its legs' own rates, since
+// the step's samples also cover the time spent making the source file: each
+// leg's share of its path's TCP ceiling, of the sender's disk read cap and
+// of the receiver's disk write cap.
+func transferResources(w Workload, s Step) []resource {
+	t := s.Config.Transfer
+	if t == nil || w.Testbed == nil {
+		return nil
+	}
+	var res []resource
+	for _, leg := range []struct{ name, from, to string }{{"there", t.From, t.To}, {"back", t.To, t.From}} {
+		mbps, ok := s.Metrics[leg.name+"_mbps"]
+		if !ok || mbps <= 0 {
+			continue
+		}
+		bytesPerSec := mbps * 1e6 / 8
+		if p, _, ok := path(w.Testbed, leg.from, leg.to); ok && p.Bottleneck > 0 {
+			wire := mbps * 1e6
+			if r := s.Metrics[leg.name+"_compression_ratio"]; r > 0 {
+				wire /= r
+			}
+			res = append(res, resource{Network, 100 * wire / p.TCPCeiling(), fmt.Sprintf("the path %s->%s (%.1f of its %.1f Mbit/s TCP ceiling)", leg.from, leg.to, wire/1e6, p.TCPCeiling()/1e6)})
+		}
+		if h, ok := w.Testbed.Host(leg.from); ok && h.Disk != nil && h.Disk.ReadBps > 0 {
+			res = append(res, resource{Disk, 100 * bytesPerSec / float64(h.Disk.ReadBps), fmt.Sprintf("the disk of host %s (read at %.1f of its %.1f MB/s)", leg.from, bytesPerSec/1e6, float64(h.Disk.ReadBps)/1e6)})
+		}
+		if h, ok := w.Testbed.Host(leg.to); ok && h.Disk != nil && h.Disk.WriteBps > 0 {
+			res = append(res, resource{Disk, 100 * bytesPerSec / float64(h.Disk.WriteBps), fmt.Sprintf("the disk of host %s (written at %.1f of its %.1f MB/s)", leg.to, bytesPerSec/1e6, float64(h.Disk.WriteBps)/1e6)})
+		}
+	}
+	return res
+}
+
+// transfers answers "which host is the bottleneck" for a workload of file
+// transfers: its steps grouped by what limited them, the commonest first.
+func transfers(w Workload, ws WorkloadSteps) []Finding {
+	groups := map[string][]string{}
+	values := map[string]float64{}
+	for i, v := range ws.Steps {
+		if v.Bottleneck == "" {
+			continue
+		}
+		groups[v.Bottleneck] = append(groups[v.Bottleneck], fmt.Sprintf("%s (%s)", v.Label, v.Why))
+		values["steps_"+v.Bottleneck]++
+		if mbps, ok := throughputOf(w.Kind, w.Steps[i].Metrics); ok {
+			values["throughput_mbps."+v.Label] = mbps
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	names := slices.SortedFunc(maps.Keys(groups), func(a, b string) int {
+		return cmp.Or(len(groups[b])-len(groups[a]), strings.Compare(a, b))
+	})
+	var parts []string
+	for _, b := range names {
+		words := bottleneckWords[b]
+		parts = append(parts, fmt.Sprintf("%s%s limited %s: %s", strings.ToUpper(words[:1]), words[1:], plural(float64(len(groups[b])), "transfer"), strings.Join(groups[b], "; ")))
+	}
+	return []Finding{{Kind: "transfers", Workload: w.Name, Bottleneck: names[0], Confidence: "high",
+		Text: strings.Join(parts, ". ") + ".", Values: values}}
 }
 
 var bottleneckWords = map[string]string{

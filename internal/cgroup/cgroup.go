@@ -1,6 +1,7 @@
-// Package cgroup puts processes in CPU cgroups with a quota in cores, on the
-// unified hierarchy (v2, cpu.max) or the legacy one (v1, CFS quota), and finds
-// the processes inside a group.
+// Package cgroup puts processes in cgroups with a CPU quota in cores and,
+// where the io (v2) or blkio (v1) controller is mounted, a disk rate limit,
+// on the unified hierarchy (v2, cpu.max, io.max) or the legacy one (v1, CFS
+// quota, blkio throttling), and finds the processes inside a group.
 package cgroup
 
 import (
@@ -41,25 +42,27 @@ const period = 100 * time.Millisecond
 type Manager struct {
 	Version Version
 	// roots are the mount points that hold each group: the v2 root, or the v1
-	// cpu (quota) and cpuacct (usage) mounts, which may be one.
+	// cpu (quota), cpuacct (usage) and blkio mounts, which may be one.
 	roots []string
 	cpu   string // where quotas are written
 	acct  string // where usage is read
+	io    string // where disk limits are written and disk usage read; "" for none
 }
 
 // Detect finds the cgroup hierarchy that has the cpu controller.
 func Detect() (*Manager, error) {
-	return detect("/proc/self/mountinfo", hasCPUController)
+	return detect("/proc/self/mountinfo", v2Controllers)
 }
 
-// detect reads mountinfo; v2HasCPU tells whether a v2 mount has cpu enabled.
-func detect(mountinfo string, v2HasCPU func(mnt string) bool) (*Manager, error) {
+// detect reads mountinfo; controllers lists the controllers a v2 mount has.
+func detect(mountinfo string, controllers func(mnt string) []string) (*Manager, error) {
 	f, err := os.Open(mountinfo)
 	if err != nil {
 		return nil, fmt.Errorf("reading mounts: %w", err)
 	}
 	defer f.Close()
-	var v2, v1cpu, v1acct string
+	var v2, v1cpu, v1acct, v1blkio string
+	var v2io bool
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
@@ -71,8 +74,8 @@ func detect(mountinfo string, v2HasCPU func(mnt string) bool) (*Manager, error) 
 		mnt, fstype, super := fields[4], fields[sep+1], strings.Split(fields[sep+3], ",")
 		switch fstype {
 		case "cgroup2":
-			if v2HasCPU(mnt) {
-				v2 = mnt
+			if ctrls := controllers(mnt); slices.Contains(ctrls, "cpu") {
+				v2, v2io = mnt, slices.Contains(ctrls, "io")
 			}
 		case "cgroup":
 			if slices.Contains(super, "cpu") {
@@ -81,27 +84,36 @@ func detect(mountinfo string, v2HasCPU func(mnt string) bool) (*Manager, error) 
 			if slices.Contains(super, "cpuacct") {
 				v1acct = mnt
 			}
+			if slices.Contains(super, "blkio") {
+				v1blkio = mnt
+			}
 		}
 	}
 	switch {
 	case v2 != "":
-		return &Manager{Version: V2, roots: []string{v2}, cpu: v2, acct: v2}, nil
-	case v1cpu != "":
-		m := &Manager{Version: V1, roots: []string{v1cpu}, cpu: v1cpu, acct: v1acct}
-		if v1acct != "" && v1acct != v1cpu {
-			m.roots = append(m.roots, v1acct)
+		m := &Manager{Version: V2, roots: []string{v2}, cpu: v2, acct: v2}
+		if v2io {
+			m.io = v2
 		}
+		return m, nil
+	case v1cpu != "":
+		m := &Manager{Version: V1, roots: []string{v1cpu}, cpu: v1cpu, acct: v1acct, io: v1blkio}
 		if v1acct == "" {
 			m.acct = v1cpu
+		}
+		for _, root := range []string{m.acct, m.io} {
+			if root != "" && !slices.Contains(m.roots, root) {
+				m.roots = append(m.roots, root)
+			}
 		}
 		return m, nil
 	}
 	return &Manager{Version: None}, nil
 }
 
-func hasCPUController(mnt string) bool {
-	data, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers"))
-	return err == nil && slices.Contains(strings.Fields(string(data)), "cpu")
+func v2Controllers(mnt string) []string {
+	data, _ := os.ReadFile(filepath.Join(mnt, "cgroup.controllers"))
+	return strings.Fields(string(data))
 }
 
 // Create makes the group rel (e.g. "wanlab/t1/a") with a quota of cpus cores;
@@ -116,7 +128,7 @@ func (m *Manager) Create(rel string, cpus float64) error {
 	}
 	for _, root := range m.roots {
 		if m.Version == V2 {
-			if err := m.enableCPU(root, rel); err != nil {
+			if err := m.enableControllers(root, rel); err != nil {
 				return err
 			}
 		}
@@ -127,14 +139,19 @@ func (m *Manager) Create(rel string, cpus float64) error {
 	return m.setQuota(rel, cpus)
 }
 
-// enableCPU turns the cpu controller on in root and in every ancestor of rel,
-// as v2 requires before a group can have a cpu.max.
-func (m *Manager) enableCPU(root, rel string) error {
+// enableControllers turns the cpu (and io) controllers on in root and in
+// every ancestor of rel, as v2 requires before a group can have a cpu.max or
+// an io.max.
+func (m *Manager) enableControllers(root, rel string) error {
+	ctrls := "+cpu"
+	if m.io != "" {
+		ctrls += " +io"
+	}
 	dir := root
 	parts := strings.Split(filepath.Dir(rel), "/")
 	for i := 0; ; i++ {
-		if err := write(filepath.Join(dir, "cgroup.subtree_control"), "+cpu"); err != nil {
-			return fmt.Errorf("enabling the cpu controller: %w", err)
+		if err := write(filepath.Join(dir, "cgroup.subtree_control"), ctrls); err != nil {
+			return fmt.Errorf("enabling the cgroup controllers: %w", err)
 		}
 		if i == len(parts) || parts[i] == "." {
 			return nil

@@ -10,27 +10,39 @@ import (
 
 func TestDetect(t *testing.T) {
 	tests := []struct {
-		file      string
-		v2HasCPU  bool
-		want      Version
-		cpu, acct string
+		file          string
+		v2Controllers []string
+		want          Version
+		cpu, acct, io string
 	}{
-		{"testdata/hybrid-v1cpu.mountinfo", false, V1, "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct"},
-		{"testdata/hybrid-v1cpu.mountinfo", true, V2, "/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified"},
-		{"testdata/v1-combined.mountinfo", false, V1, "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu,cpuacct"},
-		{"testdata/none.mountinfo", false, None, "", ""},
+		{"testdata/hybrid-v1cpu.mountinfo", nil, V1, "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/blkio"},
+		{"testdata/hybrid-v1cpu.mountinfo", []string{"cpu", "io", "memory"}, V2, "/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified"},
+		{"testdata/hybrid-v1cpu.mountinfo", []string{"cpu"}, V2, "/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified", ""},
+		{"testdata/v1-combined.mountinfo", nil, V1, "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu,cpuacct", ""},
+		{"testdata/none.mountinfo", nil, None, "", "", ""},
 	}
 	for _, tt := range tests {
-		m, err := detect(tt.file, func(string) bool { return tt.v2HasCPU })
+		m, err := detect(tt.file, func(string) []string { return tt.v2Controllers })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Version != tt.want || m.cpu != tt.cpu || m.acct != tt.acct {
-			t.Errorf("%s: got %v cpu=%q acct=%q, want %v cpu=%q acct=%q", tt.file, m.Version, m.cpu, m.acct, tt.want, tt.cpu, tt.acct)
+		if m.Version != tt.want || m.cpu != tt.cpu || m.acct != tt.acct || m.io != tt.io {
+			t.Errorf("%s: got %v cpu=%q acct=%q io=%q, want %v cpu=%q acct=%q io=%q", tt.file, m.Version, m.cpu, m.acct, m.io, tt.want, tt.cpu, tt.acct, tt.io)
 		}
-		if tt.want == V1 && tt.cpu == tt.acct && len(m.roots) != 1 {
+		if tt.want == V1 && tt.cpu == tt.acct && tt.io == "" && len(m.roots) != 1 {
 			t.Errorf("%s: a combined mount must be one root, got %v", tt.file, m.roots)
 		}
+	}
+}
+
+func TestParseIOCounters(t *testing.T) {
+	v1 := "254:0 Read 4096\n254:0 Write 8192\n254:0 Sync 0\n254:16 Read 7\nTotal 12288\n"
+	if r, w := parseServiceBytes(v1, "254:0"); r != 4096 || w != 8192 {
+		t.Errorf("v1 blkio.throttle.io_service_bytes: read %d written %d, want 4096 and 8192", r, w)
+	}
+	v2 := "254:16 rbytes=1 wbytes=2\n254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
+	if r, w := parseIOStat(v2, "254:0"); r != 4096 || w != 8192 {
+		t.Errorf("v2 io.stat: read %d written %d, want 4096 and 8192", r, w)
 	}
 }
 
@@ -109,5 +121,61 @@ func TestOwnGroup(t *testing.T) {
 	}
 	if _, err := ownGroup("0::/\n", V1); err == nil {
 		t.Error("found a v1 group in a v2-only file")
+	}
+}
+
+// TestIOLimitThrottlesDirectWrites writes with O_DIRECT from a group capped
+// at 4 MB/s and checks the rate and the group's counters. It needs root, the
+// blkio or io controller and a directory on a block device.
+func TestIOLimitThrottlesDirectWrites(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create cgroups")
+	}
+	m, err := Detect()
+	if err != nil || !m.HasIO() {
+		t.Skipf("no io controller here (%v)", err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "wanlab-io-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	disk, err := DiskOf(dir)
+	if err != nil {
+		t.Skip(err)
+	}
+	const rel, limit = "wanlab-test/io/writer", 4e6
+	t.Cleanup(func() { m.Remove("wanlab-test") })
+	if err := m.Create(rel, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetIOLimit(rel, disk, 0, limit); err != nil {
+		t.Fatal(err)
+	}
+	// The shell waits for a line, so that it is in the group before dd starts.
+	cmd := exec.Command("sh", "-c", "read go; exec dd if=/dev/zero of="+dir+"/f bs=1M count=8 oflag=direct status=none")
+	stdin, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Join(rel, cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stdin.Write([]byte("go\n"))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dd: %v", err)
+	}
+	rate := 8 << 20 / time.Since(start).Seconds()
+	_, written, err := m.IOUsage(rel, disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written < 8<<20 {
+		t.Errorf("the group wrote %d bytes to %s by its counters, want at least 8 MiB", written, disk.Name)
+	}
+	if rate > 1.5*limit {
+		t.Errorf("dd wrote %.1f MB/s under a 4 MB/s limit", rate/1e6)
 	}
 }

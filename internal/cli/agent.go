@@ -21,6 +21,7 @@ func newAgentCmd() *cobra.Command {
 		maxDuration  time.Duration
 		maxStreams   int
 		maxRate      string
+		diskCapped   bool
 	)
 	c := &cobra.Command{
 		Use:   "agent --socket PATH",
@@ -49,7 +50,7 @@ number of tests at once, and refuses a test over its limits, naming the limit.`,
 			defer stop()
 			limits := throughput.DefaultLimits
 			limits.MaxDuration, limits.MaxStreams, limits.MaxRate = maxDuration, maxStreams, float64(rate)
-			srv := &agent.Server{Host: host, Version: Version, Limits: limits}
+			srv := &agent.Server{Host: host, Version: Version, Limits: limits, DiskCapped: diskCapped}
 			fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s\n", host, socket)
 			return srv.Serve(ctx, socket)
 		},
@@ -59,5 +60,6 @@ number of tests at once, and refuses a test over its limits, naming the limit.`,
 	c.Flags().DurationVar(&maxDuration, "max-duration", throughput.DefaultLimits.MaxDuration, "refuse tests longer than this")
 	c.Flags().IntVar(&maxStreams, "max-streams", throughput.DefaultLimits.MaxStreams, "refuse tests with more streams")
 	c.Flags().StringVar(&maxRate, "max-rate", "10Gbit", "refuse UDP tests faster than this")
+	c.Flags().BoolVar(&diskCapped, "disk-capped", false, "the host's disk is rate-capped: transfers bypass the page cache and disk tests fsync")
 	return c
 }

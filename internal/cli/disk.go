@@ -25,7 +25,8 @@ func newDiskCmd() *cobra.Command {
 		Long: `Write a file of --size in --block writes, then read it back after dropping it from the
 page cache, and report both rates. --fsync ends the write phase with fsync, so that it
 measures the device and not the page cache; --direct bypasses the cache (O_DIRECT).
-The hosts of an emulated test-bed share the machine's disks.`,
+The hosts of an emulated test-bed share the machine's disk; on a host with a disk: cap
+the write phase always ends with fsync, so that the cap is what is measured.`,
 		Example: `  wanlab measure disk --testbed wan-lan --host server --size 1GB --fsync`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
@@ -56,7 +57,7 @@ The hosts of an emulated test-bed share the machine's disks.`,
 			}
 			w := c.OutOrStdout()
 			fmt.Fprintf(w, "%s: %s in %s blocks under %s\n", host, units.Size(res.Bytes), units.Size(b), res.Dir)
-			fmt.Fprintf(w, "write  %.1f MB/s (%.2f s%s)\n", res.WriteBytesPerSecond/1e6, res.WriteSeconds, map[bool]string{true: ", with fsync", false: ", into the page cache"}[fsync || direct])
+			fmt.Fprintf(w, "write  %.1f MB/s (%.2f s%s)\n", res.WriteBytesPerSecond/1e6, res.WriteSeconds, map[bool]string{true: ", with fsync", false: ", into the page cache"}[res.Fsync || direct])
 			fmt.Fprintf(w, "read   %.1f MB/s (%.2f s%s)\n", res.ReadBytesPerSecond/1e6, res.ReadSeconds, map[bool]string{true: ", from the device", false: ", possibly from the page cache"}[res.CacheDropped || direct])
 			return nil
 		},

@@ -30,6 +30,10 @@ type hostView struct {
 	CPUs   float64 `json:"cpus"` // 0: no quota
 	Site   string  `json:"site,omitempty"`
 	MTU    int     `json:"mtu"`
+	// Disk caps in bytes per second (0: none) and the data directory.
+	DiskReadBps  int64  `json:"disk_read_bps"`
+	DiskWriteBps int64  `json:"disk_write_bps"`
+	DataDir      string `json:"data_dir,omitempty"`
 }
 
 type dirView struct {
@@ -117,7 +121,8 @@ func buildPlanView(name string, hosts []testbed.HostPlan, dirs []testbed.DirPlan
 		v.Paths = []testbed.PathPlan{}
 	}
 	for _, h := range hosts {
-		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU})
+		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU,
+			DiskReadBps: h.DiskReadBps, DiskWriteBps: h.DiskWriteBps, DataDir: h.DataDir})
 	}
 	for _, d := range dirs {
 		v.Links = append(v.Links, newDirView(d))
@@ -233,6 +238,20 @@ func cpusText(c float64) string {
 	return fmt.Sprint(c)
 }
 
+// diskText prints a host's disk caps as "3/5 MB/s", "-" for none.
+func diskText(read, write int64) string {
+	if read == 0 && write == 0 {
+		return "-"
+	}
+	side := func(v int64) string {
+		if v == 0 {
+			return "max"
+		}
+		return trim(float64(v) / 1e6)
+	}
+	return side(read) + "/" + side(write) + " MB/s"
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -243,9 +262,9 @@ func orDash(s string) string {
 // printPlan prints hosts, link directions (with counters if present) and paths.
 func printPlan(w io.Writer, v planView) {
 	t := table(w)
-	fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tSITE\tMTU\tNETNS")
+	fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tDISK R/W\tSITE\tMTU\tNETNS")
 	for _, h := range v.Hosts {
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.Addr, cpusText(h.CPUs), orDash(h.Site), h.MTU, h.Netns)
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.Addr, cpusText(h.CPUs), diskText(h.DiskReadBps, h.DiskWriteBps), orDash(h.Site), h.MTU, h.Netns)
 	}
 	t.Flush()
 	if len(v.Links) > 0 {

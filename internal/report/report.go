@@ -53,6 +53,8 @@ type view struct {
 	Workloads []workloadView
 	Links     []linkView
 	LinkPlots []template.HTML
+	// DiskPlots are the hosts' disk reads and writes over time, with their caps.
+	DiskPlots []template.HTML
 	// Achieved plots what throughput tests achieved, per path, over time.
 	Achieved  template.HTML
 	Hosts     []testbed.HostPlan
@@ -117,7 +119,7 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 		}
 		v.Workloads = append(v.Workloads, wv)
 	}
-	if err := linkGraphs(ctx, a, id, &v); err != nil {
+	if err := timeGraphs(ctx, a, id, &v); err != nil {
 		return err
 	}
 	return page.Execute(w, v)
@@ -326,19 +328,22 @@ func heat(wl analysis.Workload) *heatView {
 	return h
 }
 
-// linkGraphs reads the run's per-link samples into MRTG-style graphs and
-// figures, for every direction that carried traffic.
-func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
-	type pts struct{ t, mbps []float64 }
-	byLink, byPath := map[string]*pts{}, map[string]*pts{}
+// timeGraphs reads the run's per-link samples into MRTG-style graphs and
+// figures, for every direction that carried traffic, and the hosts' disk
+// samples into a graph per host that used its disk.
+func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
+	byLink, byPath := map[string]*points{}, map[string]*points{}
+	disks := map[string]map[string]*points{"disk.read": {}, "disk.write": {}}
 	var t0 float64
 	err := a.Samples(ctx, id, func(s archive.Sample) error {
-		var into map[string]*pts
+		var into map[string]*points
 		switch {
 		case s.Metric == "bandwidth.utilized":
 			into = byLink
 		case s.Metric == "bandwidth.achievable" && !strings.Contains(s.Subject, " stream "):
 			into = byPath
+		case s.Metric == "disk.read" || s.Metric == "disk.write":
+			into = disks[s.Metric] // MB/s below: the samples are B/s
 		default:
 			return nil
 		}
@@ -348,10 +353,10 @@ func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 		}
 		p := into[s.Subject]
 		if p == nil {
-			p = &pts{}
+			p = &points{}
 			into[s.Subject] = p
 		}
-		p.t, p.mbps = append(p.t, t-t0), append(p.mbps, s.Value/1e6)
+		p.t, p.mega = append(p.t, t-t0), append(p.mega, s.Value/1e6)
 		return nil
 	})
 	if err != nil {
@@ -360,7 +365,7 @@ func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 	if len(byPath) > 0 {
 		var lines []series
 		for _, name := range slices.Sorted(maps.Keys(byPath)) {
-			xs, ys := downsample(byPath[name].t, byPath[name].mbps, 600)
+			xs, ys := downsample(byPath[name].t, byPath[name].mega, 600)
 			lines = append(lines, series{name: name, xs: xs, ys: ys})
 		}
 		if v.Achieved, err = linePlot("throughput achieved, per interval", "seconds into the run", "Mbit/s", lines, nil, len(lines[0].xs) < 30); err != nil {
@@ -369,7 +374,7 @@ func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 	}
 	names := make([]string, 0, len(byLink))
 	for n, p := range byLink {
-		if slices.Max(p.mbps) > 0 {
+		if slices.Max(p.mega) > 0 {
 			names = append(names, n)
 		}
 	}
@@ -380,15 +385,15 @@ func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 	}
 	for _, n := range names {
 		p := byLink[n]
-		lv := linkView{Name: strings.TrimPrefix(n, "link "), Capacity: caps[n], Max: slices.Max(p.mbps), Current: p.mbps[len(p.mbps)-1]}
-		for _, x := range p.mbps {
-			lv.Avg += x / float64(len(p.mbps))
+		lv := linkView{Name: strings.TrimPrefix(n, "link "), Capacity: caps[n], Max: slices.Max(p.mega), Current: p.mega[len(p.mega)-1]}
+		for _, x := range p.mega {
+			lv.Avg += x / float64(len(p.mega))
 		}
 		if lv.Capacity > 0 {
 			lv.MaxPct, lv.AvgPct, lv.CurPct = 100*lv.Max/lv.Capacity, 100*lv.Avg/lv.Capacity, 100*lv.Current/lv.Capacity
 		}
 		v.Links = append(v.Links, lv)
-		xs, ys := downsample(p.t, p.mbps, 600)
+		xs, ys := downsample(p.t, p.mega, 600)
 		var levels []level
 		if lv.Capacity > 0 {
 			levels = append(levels, level{"capacity", lv.Capacity})
@@ -398,6 +403,37 @@ func linkGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 			return err
 		}
 		v.LinkPlots = append(v.LinkPlots, h)
+	}
+	return diskGraphs(disks["disk.read"], disks["disk.write"], v)
+}
+
+// points is a time series: seconds into the run, and the values in millions
+// of their unit (Mbit/s for links, MB/s for disks).
+type points struct{ t, mega []float64 }
+
+// diskGraphs plots each host's disk reads and writes that were not all
+// zero, in MB/s, with its caps dashed.
+func diskGraphs(read, write map[string]*points, v *view) error {
+	for _, h := range v.Hosts {
+		subject := "host " + h.Name
+		r, w := read[subject], write[subject]
+		if r == nil || w == nil || slices.Max(r.mega) == 0 && slices.Max(w.mega) == 0 {
+			continue
+		}
+		rx, ry := downsample(r.t, r.mega, 600)
+		wx, wy := downsample(w.t, w.mega, 600)
+		var levels []level
+		if h.DiskReadBps > 0 {
+			levels = append(levels, level{"read cap", float64(h.DiskReadBps) / 1e6})
+		}
+		if h.DiskWriteBps > 0 {
+			levels = append(levels, level{"write cap", float64(h.DiskWriteBps) / 1e6})
+		}
+		plot, err := linePlot("disk of host "+h.Name, "seconds into the run", "MB/s", []series{{"read", rx, ry}, {"write", wx, wy}}, levels, false)
+		if err != nil {
+			return err
+		}
+		v.DiskPlots = append(v.DiskPlots, plot)
 	}
 	return nil
 }

@@ -377,6 +377,21 @@ func runStep(ctx context.Context, o Options, f *scenario.File, p plannedStep, ho
 			sr.Metrics["cpu_quota_pct."+h] = pct / hp.CPUs
 		}
 	}
+	for _, h := range st.Hosts {
+		read, ok := smp.diskRead[h.Name]
+		if !ok {
+			continue
+		}
+		write := smp.diskWrite[h.Name]
+		sr.Metrics["disk_read_mbs."+h.Name] = read / 1e6
+		sr.Metrics["disk_write_mbs."+h.Name] = write / 1e6
+		if h.DiskReadBps > 0 {
+			sr.Metrics["disk_read_pct."+h.Name] = 100 * read / float64(h.DiskReadBps)
+		}
+		if h.DiskWriteBps > 0 {
+			sr.Metrics["disk_write_pct."+h.Name] = 100 * write / float64(h.DiskWriteBps)
+		}
+	}
 	roleCPU(sr.Metrics, p.step)
 	sr.Metrics["cpu_pct.engine"] = smp.engineCPU
 	sr.Metrics["cpu_pct.machine"] = smp.machine

@@ -1,11 +1,14 @@
 package run
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -70,5 +73,38 @@ func TestMachineCPU(t *testing.T) {
 	busy, total := machineCPU()
 	if total <= 0 || busy < 0 || busy > total {
 		t.Errorf("machineCPU() = %v, %v", busy, total)
+	}
+}
+
+// TestDiskRatesUnderACap: cgroup v1 counts a 2.4 MB burst of reads when it is
+// submitted; a 3 MB/s cap lets it through over the next 0.8 s, and that is
+// what the samples say. v2 counts at dispatch, so its counts stand.
+func TestDiskRatesUnderACap(t *testing.T) {
+	h := testbed.HostPlan{Name: "a", DiskReadBps: 3e6}
+	s := &sampler{cg: &cgroup.Manager{Version: cgroup.V1}, diskQueued: map[string]*[2]float64{}}
+	var got []float64
+	for i := range 10 {
+		submitted := 0.0
+		if i == 0 {
+			submitted = 2.4e6
+		}
+		read, write := s.diskRates(h, submitted, 1e5, 0.1)
+		if write != 1e6 {
+			t.Errorf("interval %d: uncapped writes %v B/s, want them as counted, 1e6", i, write)
+		}
+		got = append(got, read)
+	}
+	for i, r := range got {
+		want := 3e6
+		if i >= 8 {
+			want = 0
+		}
+		if math.Abs(r-want) > 1 {
+			t.Errorf("interval %d: read %v B/s, want %v (bursts leave at the cap)", i, r, want)
+		}
+	}
+	v2 := &sampler{cg: &cgroup.Manager{Version: cgroup.V2}, diskQueued: map[string]*[2]float64{}}
+	if read, _ := v2.diskRates(h, 2.4e6, 0, 0.1); read != 24e6 {
+		t.Errorf("v2 counts: read %v, want 24e6 as counted", read)
 	}
 }

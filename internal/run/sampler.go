@@ -19,9 +19,9 @@ import (
 // SampleInterval is how often a step's test-bed is sampled.
 const SampleInterval = 100 * time.Millisecond
 
-// sampler records, while a step runs, every host's CPU (from its cgroup),
-// every link direction's bytes, packets and drops, and the test-bed's own
-// CPU: the engine's and the machine's.
+// sampler records, while a step runs, every host's CPU and disk traffic
+// (from its cgroup), every link direction's bytes, packets and drops, and
+// the test-bed's own CPU: the engine's and the machine's.
 type sampler struct {
 	st      *testbed.State
 	engine  *testbed.StatsReader
@@ -29,17 +29,22 @@ type sampler struct {
 	samples []archive.Sample
 	// Totals over the step, for its summary.
 	hostCPU   map[string]float64 // mean % of one core
-	engineCPU float64            // mean % of one core
-	machine   float64            // mean % of all cores
-	dirBytes  map[string]uint64
-	dirDrops  map[string]uint64
-	outside   uint64 // drops outside the link model
-	seconds   float64
-	lateP99   float64
+	diskRead  map[string]float64 // mean bytes/s
+	diskWrite map[string]float64
+	// diskQueued is, per host, the bytes read and written that were counted
+	// on submission but are still held back by the host's disk cap.
+	diskQueued map[string]*[2]float64
+	engineCPU  float64 // mean % of one core
+	machine    float64 // mean % of all cores
+	dirBytes   map[string]uint64
+	dirDrops   map[string]uint64
+	outside    uint64 // drops outside the link model
+	seconds    float64
+	lateP99    float64
 }
 
 func newSampler(st *testbed.State) *sampler {
-	s := &sampler{st: st, engine: testbed.NewStatsReader(st.Name)}
+	s := &sampler{st: st, engine: testbed.NewStatsReader(st.Name), diskQueued: map[string]*[2]float64{}}
 	if cg, err := cgroup.Detect(); err == nil && cg.Version != cgroup.None {
 		s.cg = cg
 	}
@@ -50,17 +55,24 @@ func newSampler(st *testbed.State) *sampler {
 type mark struct {
 	t       time.Time
 	hostCPU map[string]time.Duration
+	disk    map[string][2]int64 // bytes read, written
 	engine  *linkemu.Stats
 	busy    float64 // machine CPU seconds busy, all cores
 	total   float64
 }
 
 func (s *sampler) read() mark {
-	m := mark{t: time.Now(), hostCPU: map[string]time.Duration{}}
+	m := mark{t: time.Now(), hostCPU: map[string]time.Duration{}, disk: map[string][2]int64{}}
 	if s.cg != nil {
 		for _, h := range s.st.Hosts {
 			if u, err := s.cg.Usage(h.Cgroup); err == nil {
 				m.hostCPU[h.Name] = u
+			}
+			if h.DiskDev == "" || !s.cg.HasIO() {
+				continue
+			}
+			if r, w, err := s.cg.IOUsage(h.Cgroup, cgroup.Disk{Dev: h.DiskDev}); err == nil {
+				m.disk[h.Name] = [2]int64{r, w}
 			}
 		}
 	}
@@ -107,6 +119,11 @@ func (s *sampler) interval(a, b mark) {
 		if h.CPUs > 0 {
 			add("cpu.quota_utilization", "host "+h.Name, pct/h.CPUs, "%")
 		}
+		if d, ok := b.disk[h.Name]; ok {
+			read, write := s.diskRates(h, float64(d[0]-a.disk[h.Name][0]), float64(d[1]-a.disk[h.Name][1]), dt)
+			add("disk.read", "host "+h.Name, read, "B/s")
+			add("disk.write", "host "+h.Name, write, "B/s")
+		}
 	}
 	if a.engine != nil && b.engine != nil {
 		add("cpu.utilization", "engine", 100*(b.engine.CPUSeconds-a.engine.CPUSeconds)/dt, "%")
@@ -125,16 +142,47 @@ func (s *sampler) interval(a, b mark) {
 	}
 }
 
+// diskRates turns the bytes a host's disk counters gained over dt seconds
+// into rates. Where the counters count I/O on submission (cgroup v1), a
+// capped host's burst is not what reached the disk: the throttle holds what
+// exceeds the cap and lets it through at the cap, so that is what is
+// reported, and the rest waits for the next intervals.
+func (s *sampler) diskRates(h testbed.HostPlan, read, written, dt float64) (float64, float64) {
+	if s.cg == nil || !s.cg.IOCountedAtSubmission() || !h.DiskCapped() {
+		return read / dt, written / dt
+	}
+	q := s.diskQueued[h.Name]
+	if q == nil {
+		q = &[2]float64{}
+		s.diskQueued[h.Name] = q
+	}
+	out := [2]float64{read, written}
+	for i, capBps := range []int64{h.DiskReadBps, h.DiskWriteBps} {
+		if capBps <= 0 {
+			continue
+		}
+		q[i] += out[i]
+		out[i] = min(q[i], float64(capBps)*dt)
+		q[i] -= out[i]
+	}
+	return out[0] / dt, out[1] / dt
+}
+
 func (s *sampler) totals(a, b mark) {
 	dt := b.t.Sub(a.t).Seconds()
 	s.seconds = dt
 	s.hostCPU = map[string]float64{}
+	s.diskRead, s.diskWrite = map[string]float64{}, map[string]float64{}
 	s.dirBytes, s.dirDrops = map[string]uint64{}, map[string]uint64{}
 	if dt <= 0 {
 		return
 	}
 	for h, used := range b.hostCPU {
 		s.hostCPU[h] = 100 * (used - a.hostCPU[h]).Seconds() / dt
+	}
+	for h, d := range b.disk {
+		s.diskRead[h] = float64(d[0]-a.disk[h][0]) / dt
+		s.diskWrite[h] = float64(d[1]-a.disk[h][1]) / dt
 	}
 	if a.engine != nil && b.engine != nil {
 		s.engineCPU = 100 * (b.engine.CPUSeconds - a.engine.CPUSeconds) / dt

@@ -43,6 +43,12 @@ type rawHost struct {
 	CPUs   *float64          `yaml:"cpus"`
 	Site   string            `yaml:"site"`
 	Sysctl map[string]string `yaml:"sysctl"`
+	Disk   *rawDisk          `yaml:"disk"`
+}
+
+type rawDisk struct {
+	Read  string `yaml:"read"`
+	Write string `yaml:"write"`
 }
 
 type rawParams struct {
@@ -480,6 +486,28 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 				v.fail(field+".cpus", "%v cores is impossible: give a quota above 0 (e.g. 0.5)", *c)
 			}
 			host.CPUs = *c
+		}
+		if d := h.Value.Disk; d != nil {
+			host.Disk = &Disk{}
+			for _, dir := range []struct {
+				name, value string
+				bps         *int64
+			}{{"read", d.Read, &host.Disk.ReadBps}, {"write", d.Write, &host.Disk.WriteBps}} {
+				if dir.value == "" {
+					continue
+				}
+				bps, err := units.ParseByteRate(dir.value)
+				switch {
+				case err != nil:
+					v.fail(field+".disk."+dir.name, "%v", err)
+				case bps < 64<<10:
+					v.fail(field+".disk."+dir.name, "%s is below the 64KB/s that disk throttling can hold", dir.value)
+				}
+				*dir.bps = bps
+			}
+			if d.Read == "" && d.Write == "" {
+				v.fail(field+".disk", "give a read and/or write rate, e.g. {read: 3MB/s, write: 5MB/s}")
+			}
 		}
 		if host.Site != "" {
 			if _, ok := tb.Site(host.Site); !ok {

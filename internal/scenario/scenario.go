@@ -53,6 +53,14 @@ type Host struct {
 	// Sysctl holds network-namespace sysctls to set in the host, e.g.
 	// net.ipv4.tcp_congestion_control: cubic.
 	Sysctl map[string]string
+	// Disk caps the host's disk; nil leaves it as fast as the machine's.
+	Disk *Disk
+}
+
+// Disk is a host's disk speed in bytes per second, each direction 0 for
+// unlimited: the read and write rates of the seeds' bonnie++ tables.
+type Disk struct {
+	ReadBps, WriteBps int64
 }
 
 // Link joins two hosts directly. Forward is A->B, Reverse is B->A.

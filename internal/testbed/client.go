@@ -351,7 +351,8 @@ func Exec(name, host string, argv []string) error {
 			return fmt.Errorf("joining the CPU cgroup of host %s: %w", host, err)
 		}
 	}
-	env := append(os.Environ(), "WANLAB_TESTBED="+name, "WANLAB_HOST="+host)
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
+	env = append(env, "WANLAB_TESTBED="+name, "WANLAB_HOST="+host, "TMPDIR="+h.DataDir)
 	for _, other := range st.Hosts {
 		env = append(env, AddrEnv(other.Name)+"="+other.Addr)
 	}

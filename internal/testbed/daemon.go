@@ -124,14 +124,18 @@ func (d *daemon) build() error {
 	if err != nil {
 		return err
 	}
-	for _, h := range plan.Hosts {
+	for i := range plan.Hosts {
+		h := &plan.Hosts[i]
 		if d.interrupted() {
 			return errInterrupted
 		}
 		if err := cg.Create(h.Cgroup, h.CPUs); err != nil {
 			return fmt.Errorf("host %s: %w", h.Name, err)
 		}
-		fd, err := buildHost(h)
+		if err := setUpDisk(cg, h); err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+		fd, err := buildHost(*h)
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name, err)
 		}
@@ -155,12 +159,42 @@ func (d *daemon) build() error {
 	return d.startAgents()
 }
 
+// setUpDisk makes the host's data directory and caps its disk as the
+// scenario asks, recording which disk that is.
+func setUpDisk(cg *cgroup.Manager, h *HostPlan) error {
+	if err := os.MkdirAll(h.DataDir, 0o755); err != nil {
+		return fmt.Errorf("making its data directory: %w", err)
+	}
+	disk, err := cgroup.DiskOf(h.DataDir)
+	if err != nil {
+		if h.DiskCapped() {
+			return fmt.Errorf("disk: %w", err)
+		}
+		return nil // nothing to cap, and no disk to sample
+	}
+	h.DiskDev, h.DiskName = disk.Dev, disk.Name
+	if !h.DiskCapped() {
+		return nil
+	}
+	if !cg.HasIO() {
+		return fmt.Errorf("disk: %w", cgroup.ErrNoIOController)
+	}
+	if err := cg.SetIOLimit(h.Cgroup, disk, h.DiskReadBps, h.DiskWriteBps); err != nil {
+		return fmt.Errorf("capping disk %s: %w", disk.Name, err)
+	}
+	return nil
+}
+
 // superviseAgent starts a host's agent and starts it again if it dies while
 // the test-bed is up, so that one crash does not leave the host unmeasurable.
-func (d *daemon) superviseAgent(exe, host string) error {
-	sock := AgentSocket(d.name, host)
+func (d *daemon) superviseAgent(exe string, h HostPlan) error {
+	host, sock := h.Name, AgentSocket(d.name, h.Name)
+	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock}
+	if h.DiskCapped() {
+		argv = append(argv, "--disk-capped")
+	}
 	start := func() (*exec.Cmd, error) {
-		cmd := exec.Command(exe, "testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock)
+		cmd := exec.Command(exe, argv...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr // the daemon's log
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting the agent of host %s: %w", host, err)
@@ -203,7 +237,7 @@ func (d *daemon) startAgents() error {
 		return err
 	}
 	for _, h := range d.plan.Hosts {
-		if err := d.superviseAgent(exe, h.Name); err != nil {
+		if err := d.superviseAgent(exe, h); err != nil {
 			return err
 		}
 	}

@@ -37,7 +37,18 @@ type HostPlan struct {
 	Routes []Route `json:"routes"`
 	// Sysctl are network sysctls set in the host's namespace.
 	Sysctl map[string]string `json:"sysctl,omitempty"`
+	// DataDir holds the host's files; it is the TMPDIR of its processes.
+	DataDir string `json:"data_dir"`
+	// DiskReadBps and DiskWriteBps cap the host's disk (0: no cap), on the
+	// disk DiskDev ("major:minor") that holds DataDir.
+	DiskReadBps  int64  `json:"disk_read_bps,omitempty"`
+	DiskWriteBps int64  `json:"disk_write_bps,omitempty"`
+	DiskDev      string `json:"disk_dev,omitempty"`
+	DiskName     string `json:"disk_name,omitempty"`
 }
+
+// DiskCapped says whether the host's disk has a read or write cap.
+func (h HostPlan) DiskCapped() bool { return h.DiskReadBps > 0 || h.DiskWriteBps > 0 }
 
 // Route is a host route to a peer.
 type Route struct {
@@ -142,10 +153,14 @@ func NewPlan(tb *scenario.Testbed) (*Plan, error) {
 			return nil, fmt.Errorf("subnet %s has no address for host %s", tb.Subnet, h.Name)
 		}
 		index[h.Name] = i
-		p.Hosts = append(p.Hosts, HostPlan{
+		hp := HostPlan{
 			Name: h.Name, Addr: addr.String(), CPUs: h.CPUs, Site: h.Site, Sysctl: h.Sysctl,
-			Netns: NetnsName(tb.Name, h.Name), Cgroup: CgroupName(tb.Name, h.Name),
-		})
+			Netns: NetnsName(tb.Name, h.Name), Cgroup: CgroupName(tb.Name, h.Name), DataDir: DataDir(tb.Name, h.Name),
+		}
+		if h.Disk != nil {
+			hp.DiskReadBps, hp.DiskWriteBps = h.Disk.ReadBps, h.Disk.WriteBps
+		}
+		p.Hosts = append(p.Hosts, hp)
 	}
 	addDir := func(name string, d scenario.Direction) int {
 		p.Dirs = append(p.Dirs, DirPlan{Name: name, Config: d})

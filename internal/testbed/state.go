@@ -32,6 +32,14 @@ type State struct {
 	Paths    []PathPlan `json:"paths"`
 }
 
+// DataRoot holds one directory per host of each test-bed, on a real disk (not
+// /run, which is memory): the host's files, its TMPDIR, and the disk that a
+// host's disk: rates throttle.
+const DataRoot = "/var/tmp/wanlab"
+
+// DataDir is the directory of a host's files.
+func DataDir(name, host string) string { return filepath.Join(DataRoot, name, host) }
+
 func stateDir(name string) string     { return filepath.Join(RunDir, name) }
 func statePath(name string) string    { return filepath.Join(stateDir(name), "state.json") }
 func pidPath(name string) string      { return filepath.Join(stateDir(name), "pid") }
@@ -144,6 +152,13 @@ func Names() []string {
 			set[c] = true
 		}
 	}
+	if entries, err := os.ReadDir(DataRoot); err == nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				set[e.Name()] = true
+			}
+		}
+	}
 	names := make([]string, 0, len(set))
 	for n := range set {
 		names = append(names, n)
@@ -200,6 +215,10 @@ func Teardown(name string) error {
 	if err := os.RemoveAll(stateDir(name)); err != nil {
 		errs = append(errs, err)
 	}
+	if err := os.RemoveAll(filepath.Join(DataRoot, name)); err != nil {
+		errs = append(errs, fmt.Errorf("removing the hosts' files: %w", err))
+	}
+	os.Remove(DataRoot) // only when empty: another test-bed may be up
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("tearing down test-bed %q: %w", name, err)
 	}

@@ -145,6 +145,23 @@ func (z Size) String() string {
 	return strconv.FormatInt(int64(z), 10) + "B"
 }
 
+// ParseByteRate parses a disk rate in bytes per second such as "5MB/s" or
+// "40MiB/s", as disk benchmarks (bonnie++, IOzone) report them.
+func ParseByteRate(s string) (int64, error) {
+	body, ok := strings.CutSuffix(strings.TrimSpace(s), "/s")
+	if !ok {
+		return 0, fmt.Errorf("disk rate %q: write bytes per second, e.g. 5MB/s", s)
+	}
+	z, err := ParseSize(body)
+	if err != nil {
+		if r, rerr := ParseRate(body); rerr == nil {
+			return 0, fmt.Errorf("disk rate %q: give bytes per second, as disk benchmarks report them (that is %sB/s)", s, trimFloat(float64(r)/8e6)+"M")
+		}
+		return 0, fmt.Errorf("disk rate %q: %w", s, err)
+	}
+	return int64(z), nil
+}
+
 // ParsePercent parses a probability written as a percentage ("0.1%") into [0, 1].
 // A bare 0 is accepted.
 func ParsePercent(s string) (float64, error) {

@@ -88,6 +88,32 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+func TestParseByteRate(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr string
+	}{
+		{"5MB/s", 5e6, ""},
+		{"40MiB/s", 40 << 20, ""},
+		{" 3.5 MB/s ", 3.5e6, ""},
+		{"5MB", 0, "bytes per second"},
+		{"24Mbit", 0, "bytes per second"},
+		{"24Mbit/s", 0, "that is 3MB/s"},
+		{"5 parsecs/s", 0, "unknown unit"},
+		{"-1MB/s", 0, "negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseByteRate(tt.in)
+			checkErr(t, err, tt.wantErr)
+			if err == nil && got != tt.want {
+				t.Errorf("ParseByteRate(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestParsePercent(t *testing.T) {
 	tests := []struct {
 		in      string

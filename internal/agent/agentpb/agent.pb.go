@@ -1449,8 +1449,11 @@ type DiskResult struct {
 	Bytes               uint64                 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	CacheDropped        bool                   `protobuf:"varint,6,opt,name=cache_dropped,json=cacheDropped,proto3" json:"cache_dropped,omitempty"`
 	Dir                 string                 `protobuf:"bytes,7,opt,name=dir,proto3" json:"dir,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// fsync says the write phase ended with fsync: asked for, or because the
+	// host's disk is capped.
+	Fsync         bool `protobuf:"varint,8,opt,name=fsync,proto3" json:"fsync,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DiskResult) Reset() {
@@ -1530,6 +1533,13 @@ func (x *DiskResult) GetDir() string {
 		return x.Dir
 	}
 	return ""
+}
+
+func (x *DiskResult) GetFsync() bool {
+	if x != nil {
+		return x.Fsync
+	}
+	return false
 }
 
 type TransferSpec struct {
@@ -2410,7 +2420,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x14\n" +
 	"\x05block\x18\x03 \x01(\rR\x05block\x12\x14\n" +
 	"\x05fsync\x18\x04 \x01(\bR\x05fsync\x12\x16\n" +
-	"\x06direct\x18\x05 \x01(\bR\x06direct\"\x89\x02\n" +
+	"\x06direct\x18\x05 \x01(\bR\x06direct\"\x9f\x02\n" +
 	"\n" +
 	"DiskResult\x123\n" +
 	"\x16write_bytes_per_second\x18\x01 \x01(\x01R\x13writeBytesPerSecond\x121\n" +
@@ -2419,7 +2429,8 @@ const file_agent_proto_rawDesc = "" +
 	"\fread_seconds\x18\x04 \x01(\x01R\vreadSeconds\x12\x14\n" +
 	"\x05bytes\x18\x05 \x01(\x04R\x05bytes\x12#\n" +
 	"\rcache_dropped\x18\x06 \x01(\bR\fcacheDropped\x12\x10\n" +
-	"\x03dir\x18\a \x01(\tR\x03dir\"}\n" +
+	"\x03dir\x18\a \x01(\tR\x03dir\x12\x14\n" +
+	"\x05fsync\x18\b \x01(\bR\x05fsync\"}\n" +
 	"\fTransferSpec\x12\x18\n" +
 	"\astreams\x18\x01 \x01(\rR\astreams\x12!\n" +
 	"\fwindow_bytes\x18\x02 \x01(\x04R\vwindowBytes\x12\x14\n" +

@@ -42,8 +42,10 @@ func TestTransfer(t *testing.T) {
 		{Streams: 1, Block: 1 << 20},
 		{Streams: 4, Block: 256 << 10},
 		{Streams: 3, Block: 1 << 20, Compress: true},
+		{Streams: 3, Block: 1 << 20, Uncached: true},
+		{Streams: 2, Block: 256 << 10, Compress: true, Uncached: true},
 	} {
-		t.Run(fmt.Sprintf("%d streams compress %v", spec.Streams, spec.Compress), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d streams compress %v uncached %v", spec.Streams, spec.Compress, spec.Uncached), func(t *testing.T) {
 			sent, recv := transfer(t, spec, size, -1)
 			if sent.SHA256 == "" || sent.SHA256 != recv.SHA256 || recv.Bytes != size || sent.Bytes != size {
 				t.Fatalf("sent %+v, received %+v", sent, recv)
