@@ -184,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	summary := map[string]any{"steps": len(plan), "seconds": res.Seconds}
 	if err := a.EndRun(res.Run, res.Status, res.Reason, summary); err != nil {
-		return res, errors.Join(runErr, err)
+		runErr = errors.Join(runErr, fmt.Errorf("archive %s: %w", a.Location(), err))
 	}
 	if r, err := a.GetRun(context.WithoutCancel(ctx), res.Run); err == nil {
 		res.Samples = r.Samples
@@ -255,7 +255,9 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 		stepTimes = append(stepTimes, time.Since(began))
 		res.Steps = append(res.Steps, sr)
 		if err != nil {
-			return err // the archive could not store the step: stop here
+			// The archive could not store the step: stop here.
+			return fmt.Errorf("archive %s: %w (the steps before are kept; when it can be written again, wanlab run --resume %d --db %s goes on)",
+				o.Archive.Location(), err, res.Run, o.Archive.Location())
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w during step %d (%v)", ErrInterrupted, p.index+1, context.Cause(ctx))

@@ -182,6 +182,12 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, id in
 	var sent int64
 	for sent < length {
 		n := min(int64(len(buf)), length-sent)
+		// Ask for the next block while this one is sent, so that the disk
+		// is not idle while the network is busy (double buffering through
+		// the page cache, as disk-to-disk movers do).
+		if next := sent + n; next < length {
+			unix.Fadvise(int(f.Fd()), off+next, min(int64(len(buf)), length-next), unix.FADV_WILLNEED)
+		}
 		k, err := f.ReadAt(buf[:n], off+sent)
 		if err != nil && !(err == io.EOF && int64(k) == n) {
 			return sent, fmt.Errorf("reading at %d: %w", off+sent, err)
