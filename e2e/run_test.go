@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -553,42 +554,20 @@ workloads:
 	}
 	assertNothingLeft(t, "e2e-disk")
 
-	// The same cap for a real tool: dd writing with O_DIRECT in the host.
+	// The same cap for a real tool: dd writing with O_DIRECT in the host,
+	// into its data directory.
 	name := up(t, "name: e2e-dd\nhosts:\n  a: {disk: {write: 4MB/s}}\n")
-	out, err := exec.Command(wanlabBin, "testbed", "exec", name, "a", "--", "sh", "-c",
-		`dd if=/dev/zero of="$TMPDIR/f" bs=1M count=12 oflag=direct 2>&1 && echo "dir=$TMPDIR"`).CombinedOutput()
+	rate, err := runner(name).DD(context.Background(), "a", `if=/dev/zero of="$TMPDIR/f" bs=1M count=12 oflag=direct`)
 	if err != nil {
-		t.Fatalf("dd in host a: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	rate := ddRate(t, string(out))
 	if rate < 0.8*4e6 || rate > 1.2*4e6 {
-		t.Errorf("dd wrote at %.2f MB/s in a host capped at 4 MB/s:\n%s", rate/1e6, out)
+		t.Errorf("dd wrote at %.2f MB/s in a host capped at 4 MB/s", rate/1e6)
 	}
-	if !strings.Contains(string(out), "dir=/var/tmp/wanlab/e2e-dd/a") {
-		t.Errorf("TMPDIR in the host is not its data directory:\n%s", out)
+	out, err := exec.Command(wanlabBin, "testbed", "exec", name, "a", "--", "sh", "-c", `echo "$TMPDIR"`).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "/var/tmp/wanlab/e2e-dd/a" {
+		t.Errorf("TMPDIR in host a: %q, %v; want its data directory /var/tmp/wanlab/e2e-dd/a", out, err)
 	}
-}
-
-// ddRate reads dd's summary line: "12582912 bytes (13 MB, 12 MiB) copied, 3.1 s, 4.0 MB/s".
-func ddRate(t *testing.T, out string) float64 {
-	t.Helper()
-	for _, line := range strings.Split(out, "\n") {
-		var bytes int64
-		if _, err := fmt.Sscanf(line, "%d bytes", &bytes); err != nil || !strings.Contains(line, "copied") {
-			continue
-		}
-		parts := strings.Split(line, ", ")
-		for _, p := range parts {
-			if secs, ok := strings.CutSuffix(p, " s"); ok {
-				var s float64
-				if _, err := fmt.Sscanf(secs, "%g", &s); err == nil && s > 0 {
-					return float64(bytes) / s
-				}
-			}
-		}
-	}
-	t.Fatalf("no rate in dd's output:\n%s", out)
-	return 0
 }
 
 // TestAliceDisks: the built-in alice-disks finds, as the seed's bonnie++

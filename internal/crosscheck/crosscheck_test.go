@@ -72,3 +72,13 @@ func TestParseIperfRejectsGarbage(t *testing.T) {
 		t.Error("accepted non-JSON output")
 	}
 }
+
+func TestParseDD(t *testing.T) {
+	out := "12+0 records in\n12+0 records out\n12582912 bytes (13 MB, 12 MiB) copied, 3.10295 s, 4.1 MB/s\n"
+	if got, err := ParseDD(out); err != nil || got < 4.055e6 || got > 4.056e6 {
+		t.Errorf("ParseDD = %v, %v; want 12582912 / 3.10295 B/s", got, err)
+	}
+	if _, err := ParseDD("dd: failed to open 'x': No such file or directory\n"); err == nil {
+		t.Error("ParseDD of an error message succeeded")
+	}
+}
