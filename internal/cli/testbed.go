@@ -184,11 +184,12 @@ so that every drop can be accounted for.`,
 func newExecCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "exec NAME HOST -- CMD [ARGS...]",
-		Short: "Run a command inside a host of a test-bed (its network namespace and CPU cgroup)",
-		Long: `Run CMD inside HOST: in its network namespace and CPU cgroup. Standard input, output,
-error and the exit status are the command's own (127 if it is not found). The command
-sees WANLAB_TESTBED, WANLAB_HOST and WANLAB_ADDR_<HOST> (each host's address, upper
-case, '-' as '_') in its environment.`,
+		Short: "Run a command inside a host of a test-bed (its network namespace and cgroups)",
+		Long: `Run CMD inside HOST: in its network namespace and its cgroups (CPU quota, disk caps).
+Standard input, output, error and the exit status are the command's own (127 if it is
+not found). The command sees WANLAB_TESTBED, WANLAB_HOST, WANLAB_ADDR_<HOST> (each
+host's address, upper case, '-' as '_') and TMPDIR (the host's data directory,
+/var/tmp/wanlab/NAME/HOST, on the disk its caps apply to) in its environment.`,
 		Example: `  wanlab testbed exec wan-lan server -- iperf3 -s -D
   wanlab testbed exec wan-lan client -- sh -c 'iperf3 -c $WANLAB_ADDR_SERVER -t 5'`,
 		Args: args(func(c *cobra.Command, a []string) error {

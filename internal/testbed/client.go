@@ -348,7 +348,7 @@ func Exec(name, host string, argv []string) error {
 	}
 	if cg, err := cgroup.Detect(); err == nil && cg.Version != cgroup.None {
 		if err := cg.Join(h.Cgroup, os.Getpid()); err != nil {
-			return fmt.Errorf("joining the CPU cgroup of host %s: %w", host, err)
+			return fmt.Errorf("joining the cgroups of host %s: %w", host, err)
 		}
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
