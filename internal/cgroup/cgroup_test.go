@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -177,5 +178,19 @@ func TestIOLimitThrottlesDirectWrites(t *testing.T) {
 	}
 	if rate > 1.5*limit {
 		t.Errorf("dd wrote %.1f MB/s under a 4 MB/s limit", rate/1e6)
+	}
+}
+
+func TestDiskOf(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err == nil {
+		if _, err := DiskOf("/dev/shm"); err == nil || !strings.Contains(err.Error(), "no block device") {
+			t.Errorf("DiskOf(/dev/shm), a tmpfs: %v, want an error saying it has no block device", err)
+		}
+	}
+	if _, err := DiskOf("/no/such/dir"); err == nil {
+		t.Error("DiskOf of a missing directory succeeded")
+	}
+	if d, err := DiskOf("/var/tmp"); err == nil && (!strings.Contains(d.Dev, ":") || d.Name == "") {
+		t.Errorf("DiskOf(/var/tmp) = %+v: want major:minor and a name", d)
 	}
 }
