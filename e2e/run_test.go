@@ -662,3 +662,34 @@ workloads:
 	}
 	assertNothingLeft(t, "e2e-full")
 }
+
+// TestRunMeshDisk: with disk: true a mesh moves its files from disk to
+// disk. Two nodes, one with a 2 MB/s disk each way over 50 Mbit/s: every
+// transfer is checked, and what the slow node moved went through its disk,
+// whose cap then limits it.
+func TestRunMeshDisk(t *testing.T) {
+	res, _, r := runScenario(t, `name: e2e-meshdisk
+hosts:
+  a: {disk: {read: 2MB/s, write: 2MB/s}}
+  b: {}
+links:
+  - {between: [a, b], rate: 50Mbit, delay: 2ms}
+workloads:
+  - mesh: {duration: 5s, max_wait: 100ms, sizes: [2MB], streams: 4, disk: true}
+`)
+	if r.code != 0 || len(res.Steps) != 1 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	m := res.Steps[0].Metrics
+	if m["transfers"] < 2 || m["jobs_ok"] != m["transfers"] {
+		t.Fatalf("%v transfers, %v ok: %v", m["transfers"], m["jobs_ok"], m)
+	}
+	// Every transfer involves a: it sends 2 MB and receives 2 MB per transfer.
+	read, written := m["disk_read_mbs.a"]*res.Steps[0].Seconds, m["disk_write_mbs.a"]*res.Steps[0].Seconds
+	if want := m["transfers"] * 2; read < 0.9*want || written < 0.9*want {
+		t.Errorf("host a read %.1f MB and wrote %.1f MB from its disk for %.0f transfers of 2 MB each way", read, written, m["transfers"])
+	}
+	if m["disk_read_pct.a"] < 50 || m["disk_write_pct.a"] < 50 {
+		t.Errorf("host a's 2 MB/s disk at %.0f%% read, %.0f%% write: the mesh should keep it busy", m["disk_read_pct.a"], m["disk_write_pct.a"])
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -25,9 +28,11 @@ const (
 	RoleMeshNode    = "mesh-node"        // MeshNodeSpec
 )
 
-// MeshNodeSpec is a mesh node: the port it serves on and its loop.
+// MeshNodeSpec is a mesh node: the port it serves on, whether its
+// transfers are disk to disk, and its loop.
 type MeshNodeSpec struct {
-	Port int `json:"port"`
+	Port int  `json:"port"`
+	Disk bool `json:"disk"`
 	mesh.NodeSpec
 }
 
@@ -176,10 +181,20 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if uint32(spec.Streams) > uint32(s.Limits.MaxStreams) && s.Limits.MaxStreams > 0 {
 			return status.Errorf(codes.ResourceExhausted, "agent on %s refuses %d streams (its limit is %d)", s.Host, spec.Streams, s.Limits.MaxStreams)
 		}
+		var files *mesh.Files
+		if spec.Disk {
+			largest := slices.Max(spec.Sizes)/int64(spec.Streams) + 1
+			var err error
+			if files, err = mesh.OpenFiles(filepath.Join(os.TempDir(), "mesh-"+req.GetId()), largest, s.DiskCapped); err != nil {
+				return status.Errorf(codes.ResourceExhausted, "agent on %s: %v", s.Host, err)
+			}
+			defer files.Close()
+		}
 		srv, err := mesh.Listen(spec.Port)
 		if err != nil {
 			return refuse(err)
 		}
+		srv.Files = files
 		sctx, done := serving()
 		defer done()
 		served := make(chan struct{})
@@ -187,7 +202,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := w.listening(srv.Port()); err != nil {
 			return err
 		}
-		sum, err := mesh.Loop(ctx, spec.NodeSpec, w.job)
+		sum, err := mesh.Loop(ctx, spec.NodeSpec, files, w.job)
 		if err != nil {
 			return refuse(err)
 		}

@@ -125,6 +125,20 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestMeshDiskVerdict: a mesh step whose node's disk was read at its cap
+// over the step names the disk.
+func TestMeshDiskVerdict(t *testing.T) {
+	tb := testbedOf(t, "name: t\nhosts:\n  a: {disk: {read: 3MB/s}}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 100Mbit}\n")
+	w := Workload{Name: "mesh", Kind: "mesh", Testbed: tb}
+	cfg := scenario.Step{Mesh: &scenario.Mesh{Hosts: []string{"a", "b"}}}
+	m := map[string]float64{"aggregate_mbps": 40, "link_utilization_pct.a->b": 45, "cpu_pct.a": 5, "cpu_pct.b": 5,
+		"disk_read_pct.a": 97, "disk_read_mbs.a": 2.91}
+	v := verdict(w, Step{Metrics: m, Config: cfg, Status: "done"}, DefaultOptions)
+	if v.Bottleneck != Disk || !strings.Contains(v.Why, "host a") {
+		t.Errorf("%+v, want the disk of host a", v)
+	}
+}
+
 // TestTransferVerdicts: a transfer is judged by its own rate against the
 // path's ceiling and the disks' caps, as at the ALICE sites whose disks read
 // 3-5 MB/s behind 32-155 Mbit/s links.

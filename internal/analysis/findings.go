@@ -93,6 +93,9 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 	}
 	res = append(res, transferResources(w, s)...)
 	servers, clients, single := roles(s.Config)
+	if s.Config.Transfer == nil {
+		res = append(res, sampledDisks(s.Metrics, append(slices.Clone(servers), clients...))...)
+	}
 	for _, group := range []struct {
 		name, role string
 		hosts      []string
@@ -207,6 +210,22 @@ func transfers(w Workload, ws WorkloadSteps) []Finding {
 	}
 	return []Finding{{Kind: "transfers", Workload: w.Name, Bottleneck: names[0], Confidence: "high",
 		Text: strings.Join(parts, ". ") + ".", Values: values}}
+}
+
+// sampledDisks are the capped disks of hosts as the step's samples saw
+// them: the mean read and write over the step, as % of the caps. A
+// transfer is judged by its legs instead (see transferResources).
+func sampledDisks(m map[string]float64, hosts []string) []resource {
+	var res []resource
+	for _, h := range hosts {
+		for _, dir := range []struct{ key, verb string }{{"read", "read"}, {"write", "written"}} {
+			if pct, ok := m["disk_"+dir.key+"_pct."+h]; ok {
+				mbs := m["disk_"+dir.key+"_mbs."+h]
+				res = append(res, resource{Disk, pct, fmt.Sprintf("the disk of host %s (%s at %.1f MB/s, %.0f%% of its cap, over the step)", h, dir.verb, mbs, pct)})
+			}
+		}
+	}
+	return res
 }
 
 var bottleneckWords = map[string]string{

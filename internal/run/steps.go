@@ -270,7 +270,7 @@ func runMesh(ctx context.Context, env *stepEnv, m *scenario.Mesh) (*outcome, err
 	nodes := make([]*role, len(m.Hosts))
 	var errs []error
 	for i, host := range m.Hosts {
-		spec := agent.MeshNodeSpec{Port: m.Port, NodeSpec: mesh.NodeSpec{
+		spec := agent.MeshNodeSpec{Port: m.Port, Disk: m.Disk, NodeSpec: mesh.NodeSpec{
 			Peers: meshPeers(env, host, m), Sizes: m.Sizes, Streams: m.Streams, MaxWait: m.MaxWait, Duration: m.Duration,
 			Seed: env.seed + uint64(i), FirstJob: i * 1_000_000,
 		}}

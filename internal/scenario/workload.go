@@ -99,6 +99,8 @@ type Mesh struct {
 	Sizes    []int64
 	Streams  int
 	Port     int
+	// Disk makes the transfers disk to disk, as the seed's bbFTP ones were.
+	Disk bool
 }
 
 // Throughput is a memory-to-memory throughput test.
@@ -183,6 +185,7 @@ type rawMesh struct {
 	Sizes    []string `yaml:"sizes"`
 	Streams  *int     `yaml:"streams"`
 	Port     *int     `yaml:"port"`
+	Disk     bool     `yaml:"disk"`
 }
 
 type rawThroughput struct {
@@ -710,6 +713,7 @@ func (v *validator) mesh(field string, r rawMesh, tb *Testbed) *Mesh {
 		MaxWait:  v.duration(field+".max_wait", r.MaxWait, time.Minute),
 		Streams:  v.count(field+".streams", r.Streams, 16, 1, 256),
 		Port:     v.count(field+".port", r.Port, DefaultMeshPort, 1, 65535),
+		Disk:     r.Disk,
 	}
 	if len(m.Hosts) == 0 {
 		for _, h := range tb.Hosts {

@@ -92,7 +92,11 @@ var pattern = func() []byte {
 }()
 
 // Server answers the streams of other nodes' transfers.
-type Server struct{ ln net.Listener }
+type Server struct {
+	ln net.Listener
+	// Files, when set, makes the transfers disk to disk (see OpenFiles).
+	Files *Files
+}
 
 // Listen opens a node's port (0 picks a free one).
 func Listen(port int) (*Server, error) {
@@ -108,10 +112,10 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
 // Serve answers streams until ctx ends.
 func (s *Server) Serve(ctx context.Context) {
-	job.Serve(ctx, s.ln, func(c net.Conn) { serveStream(c) })
+	job.Serve(ctx, s.ln, func(c net.Conn) { serveStream(c, s.Files) })
 }
 
-func serveStream(c net.Conn) error {
+func serveStream(c net.Conn, files *Files) error {
 	r := bufio.NewReaderSize(c, 256<<10)
 	var h [headerSz]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -125,14 +129,14 @@ func serveStream(c net.Conn) error {
 	switch h[4] {
 	case opPut:
 		hash := sha256.New()
-		if _, err := io.CopyN(hash, r, length); err != nil {
+		if err := receive(files, r, length, hash); err != nil {
 			return err
 		}
 		_, err := c.Write(hash.Sum(nil))
 		return err
 	case opGet:
 		hash := sha256.New()
-		if err := send(io.MultiWriter(c, hash), seed, length); err != nil {
+		if err := send(files, io.MultiWriter(c, hash), seed, length); err != nil {
 			return err
 		}
 		_, err := c.Write(hash.Sum(nil))
@@ -141,8 +145,12 @@ func serveStream(c net.Conn) error {
 	return fmt.Errorf("unknown mesh operation %d", h[4])
 }
 
-// send writes length bytes of the pattern from offset seed.
-func send(w io.Writer, seed uint64, length int64) error {
+// send writes length bytes chosen by seed: from the node's source file, or
+// with no files, of the pattern in memory from offset seed.
+func send(files *Files, w io.Writer, seed uint64, length int64) error {
+	if files != nil {
+		return files.send(w, seed, length)
+	}
 	off := int(seed % uint64(len(pattern)))
 	for length > 0 {
 		chunk := pattern[off:min(len(pattern), off+256<<10)]
@@ -159,6 +167,16 @@ func send(w io.Writer, seed uint64, length int64) error {
 	return nil
 }
 
+// receive reads length bytes from r into hash, and with files also onto
+// the node's disk.
+func receive(files *Files, r io.Reader, length int64, hash io.Writer) error {
+	if files != nil {
+		return files.receive(r, length, hash)
+	}
+	_, err := io.CopyN(hash, r, length)
+	return err
+}
+
 // Summary is what one node's loop did.
 type Summary struct {
 	Transfers int   `json:"transfers"`
@@ -167,9 +185,10 @@ type Summary struct {
 }
 
 // Loop transfers files to peers until the spec's duration is up (a transfer
-// under way then finishes), reporting each, and returns the totals.
-// Cancelling ctx stops it at once.
-func Loop(ctx context.Context, spec NodeSpec, report func(job.Record)) (Summary, error) {
+// under way then finishes), reporting each, and returns the totals; files,
+// if not nil, makes the transfers disk to disk. Cancelling ctx stops it at
+// once.
+func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Record)) (Summary, error) {
 	var sum Summary
 	if err := spec.Validate(); err != nil {
 		return sum, err
@@ -194,7 +213,7 @@ func Loop(ctx context.Context, spec NodeSpec, report func(job.Record)) (Summary,
 		size := spec.Sizes[rng.IntN(len(spec.Sizes))]
 		rec := job.Record{ID: id, Host: spec.Host, Subject: spec.Host + "<->" + peer.Name, Start: time.Now()}
 		var err error
-		rec.Bytes, err = transfer(ctx, peer.Address, size, spec.Streams, rng.Uint64(), &rec)
+		rec.Bytes, err = transfer(ctx, files, peer.Address, size, spec.Streams, rng.Uint64(), &rec)
 		rec.End = time.Now()
 		switch {
 		case err == nil:
@@ -232,7 +251,7 @@ var errCorrupt = errors.New("checksum mismatch")
 
 // transfer sends size bytes to addr over streams and has them sent back,
 // and returns the bytes moved; rec gets the connections' TCP figures.
-func transfer(ctx context.Context, addr string, size int64, streams int, seed uint64, rec *job.Record) (int64, error) {
+func transfer(ctx context.Context, files *Files, addr string, size int64, streams int, seed uint64, rec *job.Record) (int64, error) {
 	var moved int64
 	for _, op := range []byte{opPut, opGet} {
 		var mu sync.Mutex
@@ -243,7 +262,7 @@ func transfer(ctx context.Context, addr string, size int64, streams int, seed ui
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, info, err := stream(ctx, addr, op, hi-lo, seed+uint64(lo))
+				n, info, err := stream(ctx, files, addr, op, hi-lo, seed+uint64(lo))
 				mu.Lock()
 				moved += n
 				rec.AddTCP(info, 2*streams)
@@ -267,7 +286,7 @@ func transfer(ctx context.Context, addr string, size int64, streams int, seed ui
 
 // stream moves one stream's share of a transfer and returns the bytes it
 // moved and its connection's TCP_INFO at the end.
-func stream(ctx context.Context, addr string, op byte, length int64, seed uint64) (n int64, info job.TCPInfo, err error) {
+func stream(ctx context.Context, files *Files, addr string, op byte, length int64, seed uint64) (n int64, info job.TCPInfo, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -288,7 +307,7 @@ func stream(ctx context.Context, addr string, op byte, length int64, seed uint64
 	hash := sha256.New()
 	var peerSum [sha256.Size]byte
 	if op == opPut {
-		if err := send(io.MultiWriter(c, hash), seed, length); err != nil {
+		if err := send(files, io.MultiWriter(c, hash), seed, length); err != nil {
 			return 0, info, err
 		}
 		if _, err := io.ReadFull(c, peerSum[:]); err != nil {
@@ -296,8 +315,8 @@ func stream(ctx context.Context, addr string, op byte, length int64, seed uint64
 		}
 	} else {
 		r := bufio.NewReaderSize(c, 256<<10)
-		if n, err := io.CopyN(hash, r, length); err != nil {
-			return n, info, err
+		if err := receive(files, r, length, hash); err != nil {
+			return 0, info, err
 		}
 		if _, err := io.ReadFull(r, peerSum[:]); err != nil {
 			return length, info, fmt.Errorf("reading the peer's checksum: %w", err)

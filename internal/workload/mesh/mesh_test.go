@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -31,39 +32,71 @@ func TestPickFollowsWeights(t *testing.T) {
 	}
 }
 
+// TestLoopTransfersAndChecks runs a node's loop against a peer, from memory
+// and from disk to disk, through the page cache and around it (a node
+// whose disk is capped); the source file is smaller than a stream's share
+// in the last case, so reads wrap around it.
 func TestLoopTransfersAndChecks(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := Listen(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ctx)
-	var mu sync.Mutex
-	var recs []job.Record
-	spec := NodeSpec{
-		Host:  "a",
-		Peers: []Peer{{Name: "b", Address: fmt.Sprintf("127.0.0.1:%d", srv.Port()), Weight: 1}},
-		Sizes: []int64{3 << 20, 1<<20 + 7}, Streams: 4, MaxWait: 10 * time.Millisecond, Duration: 300 * time.Millisecond, Seed: 1,
-	}
-	sum, err := Loop(ctx, spec, func(r job.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Transfers == 0 || sum.Failed != 0 || len(recs) != sum.Transfers {
-		t.Fatalf("summary %+v, %d records", sum, len(recs))
-	}
-	for _, r := range recs {
-		if r.Status != job.OK || (r.Bytes != 2*(3<<20) && r.Bytes != 2*(1<<20+7)) || r.Subject != "a<->b" || r.TCPRTTms <= 0 {
-			t.Errorf("record %+v", r)
-		}
+	for _, tc := range []struct {
+		name           string
+		disk, uncached bool
+		largest        int64
+	}{{"memory", false, false, 0}, {"disk", true, false, 1 << 20}, {"disk uncached", true, true, 256 << 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mine, theirs *Files
+			if tc.disk {
+				var err error
+				if mine, err = OpenFiles(t.TempDir(), tc.largest, tc.uncached); err != nil {
+					t.Skipf("no disk files here: %v", err) // O_DIRECT is refused on tmpfs
+				}
+				defer mine.Close()
+				if theirs, err = OpenFiles(t.TempDir(), tc.largest, tc.uncached); err != nil {
+					t.Fatal(err)
+				}
+				defer theirs.Close()
+			}
+			srv, err := Listen(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Files = theirs
+			go srv.Serve(ctx)
+			var mu sync.Mutex
+			var recs []job.Record
+			spec := NodeSpec{
+				Host:  "a",
+				Peers: []Peer{{Name: "b", Address: fmt.Sprintf("127.0.0.1:%d", srv.Port()), Weight: 1}},
+				Sizes: []int64{3 << 20, 1<<20 + 7}, Streams: 4, MaxWait: 10 * time.Millisecond, Duration: 300 * time.Millisecond, Seed: 1,
+			}
+			sum, err := Loop(ctx, spec, mine, func(r job.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Transfers == 0 || sum.Failed != 0 || len(recs) != sum.Transfers {
+				t.Fatalf("summary %+v, %d records: %+v", sum, len(recs), recs)
+			}
+			for _, r := range recs {
+				if r.Status != job.OK || (r.Bytes != 2*(3<<20) && r.Bytes != 2*(1<<20+7)) || r.Subject != "a<->b" || r.TCPRTTms <= 0 {
+					t.Errorf("record %+v", r)
+				}
+			}
+			if tc.disk {
+				for _, f := range []*Files{mine, theirs} {
+					if left, _ := filepath.Glob(filepath.Join(f.dir, "mesh-in-*")); len(left) > 0 {
+						t.Errorf("received files left behind: %v", left)
+					}
+				}
+			}
+		})
 	}
 }
 
 func TestUnreachablePeerFails(t *testing.T) {
 	spec := NodeSpec{Host: "a", Peers: []Peer{{Name: "b", Address: "127.0.0.1:1", Weight: 1}}, Sizes: []int64{1000}, Streams: 2, Duration: 50 * time.Millisecond}
 	var recs []job.Record
-	sum, err := Loop(context.Background(), spec, func(r job.Record) { recs = append(recs, r) })
+	sum, err := Loop(context.Background(), spec, nil, func(r job.Record) { recs = append(recs, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +130,7 @@ func TestCorruptionIsDetected(t *testing.T) {
 	}()
 	spec := NodeSpec{Host: "a", Peers: []Peer{{Name: "b", Address: ln.Addr().String(), Weight: 1}}, Sizes: []int64{10000}, Streams: 2, Duration: 20 * time.Millisecond}
 	var recs []job.Record
-	if _, err := Loop(context.Background(), spec, func(r job.Record) { recs = append(recs, r) }); err != nil {
+	if _, err := Loop(context.Background(), spec, nil, func(r job.Record) { recs = append(recs, r) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(recs) == 0 || recs[0].Status != job.Corrupt {

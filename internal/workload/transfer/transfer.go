@@ -21,6 +21,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/workload/diskio"
 )
 
 // DefaultBlock is the block size unless one is given: bbFTP's order of size.
@@ -116,7 +118,7 @@ func Send(ctx context.Context, spec Spec, path, addr string) (Result, error) {
 	}
 	size := before.Size()
 	if spec.Uncached {
-		if err := dropCached(f); err != nil {
+		if err := diskio.DropCached(f); err != nil {
 			return Result{}, fmt.Errorf("dropping %s from the page cache: %w", path, err)
 		}
 	}
@@ -186,7 +188,7 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, id in
 		// is not idle while the network is busy (double buffering through
 		// the page cache, as disk-to-disk movers do).
 		if next := sent + n; next < length {
-			unix.Fadvise(int(f.Fd()), off+next, min(int64(len(buf)), length-next), unix.FADV_WILLNEED)
+			diskio.Prefetch(f, off+next, min(int64(len(buf)), length-next))
 		}
 		k, err := f.ReadAt(buf[:n], off+sent)
 		if err != nil && !(err == io.EOF && int64(k) == n) {
@@ -332,9 +334,9 @@ func receiveRange(c net.Conn, out *os.File, streams int, uncached bool, wire *at
 	}
 	buf := make([]byte, 1<<20)
 	var plain []byte
-	var behind *writeBehind
+	var behind *diskio.WriteBehind
 	if uncached {
-		behind = &writeBehind{fd: int(out.Fd()), start: off}
+		behind = diskio.NewWriteBehind(out, off)
 	}
 	for n < length {
 		var data []byte
@@ -368,52 +370,12 @@ func receiveRange(c net.Conn, out *os.File, streams int, uncached bool, wire *at
 		}
 		n += int64(len(data))
 		if behind != nil {
-			if err := behind.wrote(off+n, n == length); err != nil {
+			if err := behind.Wrote(off+n, n == length); err != nil {
 				return id, off + n, n, fmt.Errorf("writing to disk: %w", err)
 			}
 		}
 	}
 	return id, off + n, n, nil
-}
-
-// writeBehindChunk is how much a stream writes before it sends it to the
-// disk, and writeBehindDepth how many such chunks may be on their way. Small
-// chunks keep the queue at a slow disk short: with 1 MiB chunks, 8 streams
-// into a 5 MB/s disk stalled long enough to idle a 32 Mbit/s path (27 Mbit/s
-// against 30 with 256 KiB).
-const (
-	writeBehindChunk = 256 << 10
-	writeBehindDepth = 4
-)
-
-// writeBehind is a streaming writer's disk discipline: each chunk starts
-// its way to the disk as soon as it is in the page cache, and the writer
-// waits for the chunk writeBehindDepth back, so that the disk stays busy
-// without the writer waiting on every block or leaving the writing to the
-// kernel's flusher.
-type writeBehind struct {
-	fd      int
-	start   int64      // where the chunk being written begins
-	pending [][2]int64 // chunks on their way: offset, length
-}
-
-// wrote records that the stream's data now reaches end; last flushes all.
-func (w *writeBehind) wrote(end int64, last bool) error {
-	if end-w.start >= writeBehindChunk || last && end > w.start {
-		if err := unix.SyncFileRange(w.fd, w.start, end-w.start, unix.SYNC_FILE_RANGE_WRITE); err != nil {
-			return err
-		}
-		w.pending = append(w.pending, [2]int64{w.start, end - w.start})
-		w.start = end
-	}
-	for len(w.pending) > writeBehindDepth || last && len(w.pending) > 0 {
-		p := w.pending[0]
-		w.pending = w.pending[1:]
-		if err := unix.SyncFileRange(w.fd, p[0], p[1], unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func hashFile(path string) (string, error) {
@@ -427,15 +389,6 @@ func hashFile(path string) (string, error) {
 		return "", fmt.Errorf("hashing %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// dropCached writes the file's dirty pages to disk and drops its pages from
-// the page cache, so that the next read comes from the disk.
-func dropCached(f *os.File) error {
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return err
-	}
-	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
 // MakeFile writes size bytes of pseudo-random data to path. Half of each
