@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -205,7 +206,7 @@ func Teardown(name string) error {
 		}
 	}
 	if cg != nil {
-		if err := cg.Remove("wanlab/" + name); err != nil {
+		if err := removeGroups(cg, "wanlab/"+name); err != nil {
 			errs = append(errs, err)
 		}
 		if len(cg.Children("wanlab")) == 0 {
@@ -223,6 +224,25 @@ func Teardown(name string) error {
 		return fmt.Errorf("tearing down test-bed %q: %w", name, err)
 	}
 	return nil
+}
+
+// removeGroups removes a test-bed's cgroups. A process killed a moment ago
+// can still hold its group while its threads exit (its leader already a
+// zombie), and rmdir then fails with EBUSY: kill what is still listed and
+// try again, for up to 3 s.
+func removeGroups(cg *cgroup.Manager, rel string) error {
+	err := cg.Remove(rel)
+	for deadline := time.Now().Add(3 * time.Second); err != nil && errors.Is(err, syscall.EBUSY) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		left, _ := cg.Procs(rel)
+		for _, pid := range left {
+			if pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		err = cg.Remove(rel)
+	}
+	return err
 }
 
 // cleanStale tears down every test-bed whose daemon is dead. Call it with the
