@@ -149,7 +149,9 @@ hosts:
   cnaf: {}
   torino: {disk: {read: 59MB/s, write: 40MB/s}}
   padova: {disk: {read: 5MB/s, write: 2MB/s}}
+  siena: {disk: {read: 3.5MB/s}}
 links:
+  - {between: [siena, cnaf], rate: 32Mbit, delay: 5ms}
   - {between: [padova, cnaf], rate: 155Mbit, delay: 5ms}
   - {between: [bologna, cnaf], rate: 32Mbit, delay: 5ms}
   - {between: [torino, cnaf], rate: 155Mbit, delay: 5ms}
@@ -166,6 +168,12 @@ links:
 		{"slow disk read", "bologna", "cnaf", map[string]float64{"throughput_mbps": 23.5, "there_mbps": 23.5, "link_utilization_pct.bologna->cnaf": 40}, Disk, 98},
 		// 145 Mbit/s is 18 MB/s: 46% of torino's disk, 97% of the path's ceiling.
 		{"fast disk", "torino", "cnaf", map[string]float64{"throughput_mbps": 145, "there_mbps": 145, "link_utilization_pct.torino->cnaf": 60}, Network, 97},
+		// 21 Mbit/s is 2.6 MB/s: 88% of bologna's read cap, 68% of its path:
+		// nearly full and far ahead of the path, so the disk (low confidence).
+		{"nearly full disk", "bologna", "cnaf", map[string]float64{"throughput_mbps": 21, "there_mbps": 21, "link_utilization_pct.bologna->cnaf": 40}, Disk, 87.5},
+		// 25 Mbit/s: 89% of siena's disk and 81% of its path: neither full,
+		// neither ahead: latency, the two waiting on each other.
+		{"disk and path close", "siena", "cnaf", map[string]float64{"throughput_mbps": 25, "there_mbps": 25, "link_utilization_pct.siena->cnaf": 40}, Latency, 0},
 		// 15.7 Mbit/s is 1.96 MB/s: 98% of padova's write cap.
 		{"slow disk write", "cnaf", "padova", map[string]float64{"throughput_mbps": 15.7, "there_mbps": 15.7, "link_utilization_pct.cnaf->padova": 10}, Disk, 98},
 	} {
@@ -178,8 +186,8 @@ links:
 		}
 	}
 	f := find(t, Of([]Workload{w}, DefaultOptions), "transfers")
-	if f.Bottleneck != Disk || f.Values["steps_disk"] != 2 || f.Values["steps_network"] != 1 || f.Values["throughput_mbps.fast disk"] != 145 ||
-		!strings.HasPrefix(f.Text, "The disk limited 2 transfers: slow disk read (the disk of host bologna") {
+	if f.Bottleneck != Disk || f.Values["steps_disk"] != 3 || f.Values["steps_network"] != 1 || f.Values["throughput_mbps.fast disk"] != 145 ||
+		!strings.HasPrefix(f.Text, "The disk limited 3 transfers: slow disk read (the disk of host bologna") {
 		t.Errorf("transfers finding %+v: want the two disk-bound steps first, then the network-bound one", f)
 	}
 }

@@ -141,6 +141,14 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 		v.Evidence["efficiency"] = s.Metrics["efficiency"]
 		return v
 	}
+	// A transfer's legs are measured against exact capacities: a disk or
+	// path within 10 points of full, well ahead of the rest, is what held it,
+	// the shortfall being the time the two spent waiting on each other.
+	if s.Config.Transfer != nil && len(res) > 0 && res[0].util >= o.Saturated-10 && (len(res) == 1 || res[1].util < res[0].util-10) {
+		v.Bottleneck, v.Confidence = res[0].name, "low"
+		v.Why = fmt.Sprintf("%s was %.0f%% busy, nearly full, and nothing else came close: the streams took turns waiting on it and on the rest of the path", res[0].what, res[0].util)
+		return v
+	}
 	v.Bottleneck, v.Confidence = Latency, "medium"
 	v.Why = fmt.Sprintf("no resource was full (busiest: %s): the step waited on round trips", top)
 	if w.Kind == "taskfarm" {
