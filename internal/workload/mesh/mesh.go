@@ -198,6 +198,7 @@ func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Reco
 	for _, p := range spec.Peers {
 		total += p.Weight
 	}
+	awaitPeers(ctx, spec.Peers, min(PeerWait, spec.Duration))
 	deadline := time.Now().Add(spec.Duration)
 	for id := spec.FirstJob; ; id++ {
 		wait := time.Duration(rng.Float64() * float64(spec.MaxWait))
@@ -233,6 +234,33 @@ func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Reco
 		report(rec)
 		if ctx.Err() != nil {
 			return sum, nil
+		}
+	}
+}
+
+// PeerWait is the longest a node waits for its peers to listen before its
+// loop starts (at most its duration): nodes come up one by one, and one
+// writing its source file to a slow disk may take a while.
+const PeerWait = 5 * time.Minute
+
+// awaitPeers returns once every peer accepts a connection, as the seed's
+// servers were all up before the test began, so that no early transfer
+// fails against a peer still starting; or after wait, or when ctx ends. A
+// peer that never listens is then the loop's to find: its transfers fail,
+// each with its reason.
+func awaitPeers(ctx context.Context, peers []Peer, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	var d net.Dialer
+	for _, p := range peers {
+		for ctx.Err() == nil && time.Now().Before(deadline) {
+			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			c, err := d.DialContext(dctx, "tcp", p.Address)
+			cancel()
+			if err == nil {
+				c.Close()
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }

@@ -137,3 +137,36 @@ func TestCorruptionIsDetected(t *testing.T) {
 		t.Fatalf("records %+v, want the first corrupt", recs)
 	}
 }
+
+// TestLoopWaitsForLatePeer: a peer that starts listening 300 ms after the
+// node (as one writing its source file to a slow disk does) costs no failed
+// transfer: the loop starts once every peer listens.
+func TestLoopWaitsForLatePeer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	probe, err := Listen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := probe.Port()
+	probe.ln.Close()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		srv, err := Listen(port)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		srv.Serve(ctx)
+	}()
+	spec := NodeSpec{Host: "a", Peers: []Peer{{Name: "late", Address: fmt.Sprintf("127.0.0.1:%d", port), Weight: 1}},
+		Sizes: []int64{1 << 20}, Streams: 2, MaxWait: 10 * time.Millisecond, Duration: 500 * time.Millisecond, Seed: 3}
+	// Without the wait, the first transfers (within 10 ms) would be refused.
+	sum, err := Loop(ctx, spec, nil, func(job.Record) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Transfers == 0 || sum.Failed != 0 {
+		t.Errorf("summary %+v: want transfers and none failed", sum)
+	}
+}
