@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/workload/diskio"
 )
 
 // Spec is one disk test.
@@ -68,12 +70,11 @@ func Run(s Spec) (Result, error) {
 	if s.Direct {
 		flags = unix.O_DIRECT
 	}
-	// An anonymous mapping is page-aligned, as O_DIRECT needs.
-	buf, err := unix.Mmap(-1, 0, s.Block, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	buf, free, err := diskio.AlignedBuffer(s.Block)
 	if err != nil {
-		return Result{}, fmt.Errorf("allocating the I/O buffer: %w", err)
+		return Result{}, err
 	}
-	defer unix.Munmap(buf)
+	defer free()
 	for i := range buf {
 		buf[i] = byte(i*7 + i>>8)
 	}

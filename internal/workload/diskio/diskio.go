@@ -12,6 +12,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// AlignedBuffer returns size bytes of page-aligned memory, as O_DIRECT
+// needs (an anonymous mapping is page-aligned), and the function that
+// frees it.
+func AlignedBuffer(size int) ([]byte, func(), error) {
+	buf, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("allocating a %d-byte I/O buffer: %w", size, err)
+	}
+	return buf, func() { unix.Munmap(buf) }, nil
+}
+
 // DropCached writes the file's dirty pages to disk and drops its pages from
 // the page cache, so that the next read comes from the disk.
 func DropCached(f *os.File) error {

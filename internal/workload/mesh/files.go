@@ -51,12 +51,12 @@ func OpenFiles(dir string, largest int64, uncached bool) (*Files, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the mesh source file: %w", err)
 	}
-	buf, err := alignedBuffer()
+	buf, free, err := diskio.AlignedBuffer(fileChunk)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	defer unix.Munmap(buf)
+	defer free()
 	for off := int64(0); off < span; off += fileChunk {
 		for i := range buf {
 			buf[i] = pattern[(int(off)+i)%len(pattern)]
@@ -79,23 +79,14 @@ func (f *Files) Close() error {
 	return os.RemoveAll(f.dir)
 }
 
-// alignedBuffer is one chunk of page-aligned memory, as O_DIRECT needs.
-func alignedBuffer() ([]byte, error) {
-	buf, err := unix.Mmap(-1, 0, fileChunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
-	if err != nil {
-		return nil, fmt.Errorf("allocating a disk buffer: %w", err)
-	}
-	return buf, nil
-}
-
 // send writes length bytes of the source file to w, starting at an aligned
 // offset chosen by seed and wrapping around the file.
 func (f *Files) send(w io.Writer, seed uint64, length int64) error {
-	buf, err := alignedBuffer()
+	buf, free, err := diskio.AlignedBuffer(fileChunk)
 	if err != nil {
 		return err
 	}
-	defer unix.Munmap(buf)
+	defer free()
 	pos := int64(seed%uint64(f.span/directAlign)) * directAlign
 	for length > 0 {
 		n := min(fileChunk, length, f.span-pos)
