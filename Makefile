@@ -5,35 +5,55 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/wanlab/wanlab/internal/cli.Version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build test unit fuzz demo bench proto clean
+EVENTS  := bin/test-events.jsonl
+TESTSUM := bin/testsum
+
+.PHONY: build deps test unit fuzz demo bench proto clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wanlab
 
+# What the tests, benchmarks and demo need: the Debian packages listed in
+# internal/testsupport/packages.txt (installed as root, else listed with the
+# command that installs them) and the Go modules.
+deps:
+	@tools/deps.sh test bench demo
+	@$(GO) mod download
+
 # Unit tests, integration tests (they build real test-beds and need root; as
 # another user they skip and say so), and a short fuzzing pass of each parser.
-test: build
+# Tests that need a server (PostgreSQL) start a private one. Each run ends
+# with one line of counts and the reasons of every skipped test.
+test: deps build
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	@[ "$$(id -u)" = 0 ] || echo "make test: not root: the integration tests will be skipped (they need CAP_NET_ADMIN; run sudo make test)"
-	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v /e2e)
+	@rm -f $(EVENTS)
+	@$(GO) build -o $(TESTSUM) ./tools/testsum
+	-$(GO) test -json -count=1 -timeout 10m $$($(GO) list ./... | grep -v /e2e) | $(TESTSUM) -record $(EVENTS)
 	@# The integration tests run alone: their cross-checks against ping, irtt
 	@# and iperf3 compare timings that other tests' CPU load would disturb.
-	$(GO) test -count=1 -timeout 20m ./e2e
-	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+	-$(GO) test -json -count=1 -timeout 20m ./e2e | $(TESTSUM) -record $(EVENTS)
+	-$(MAKE) --no-print-directory fuzz FUZZTIME=5s FUZZJSON="-json" FUZZPIPE="| $(TESTSUM) -record $(EVENTS)"
+	@echo; $(TESTSUM) -summary $(EVENTS)
 
 unit:
 	$(GO) test -count=1 -short ./internal/... ./examples/...
 
+# Each fuzz target of the parsers and decoders, for FUZZTIME.
+FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/scenario
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/units
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
+		$(GO) test $(FUZZJSON) -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} $(FUZZPIPE); \
+	done
 
 # The main job on the embedded default: an Objectivity-style event server
 # ramped at 100 and 10 Mbit/s (the bottleneck moves from the server's CPU to
 # the network), archived in ./wanlab.db, analysed, and written up as an HTML
 # report whose path it prints. About two minutes.
 demo: build
+	@tools/deps.sh demo
 	@[ "$$(id -u)" = 0 ] || { echo "make demo needs root (CAP_NET_ADMIN) to build network namespaces: run sudo make demo"; exit 1; }
 	./$(BIN) run objectivity-demo --db wanlab.db --report .
 

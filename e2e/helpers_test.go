@@ -19,15 +19,12 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 var wanlabBin string
 
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Println("e2e: SKIP: the integration tests build network namespaces and need root (CAP_NET_ADMIN); run them with sudo")
-		os.Exit(0)
-	}
 	dir, err := os.MkdirTemp("", "wanlab-e2e")
 	if err != nil {
 		fmt.Println(err)
@@ -41,20 +38,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	testsupport.StopAll()
 	exec.Command(wanlabBin, "testbed", "down", "--all").Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// requireTools fails in CI and skips elsewhere when a reference tool is missing.
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	if err := crosscheck.Require(tools...); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%v: .ci/run must install it", err)
-		}
-		t.Skip(err)
-	}
 }
 
 type result struct {

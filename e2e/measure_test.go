@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/wanlab/wanlab/internal/testsupport"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -28,7 +30,8 @@ func measureJSON(t *testing.T, args ...string) (*measure.ThroughputResult, resul
 // TestMeasureThroughputAgreesWithIperf3 measures one path with wanlab's
 // engine and with iperf3, one after the other, with the same settings.
 func TestMeasureThroughputAgreesWithIperf3(t *testing.T) {
-	requireTools(t, "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
 	name := up(t, `name: e2e-meas
 hosts:
   a: {}
@@ -61,6 +64,7 @@ links:
 
 // TestMeasureUDPLoss checks wanlab's UDP loss against the configured rate.
 func TestMeasureUDPLoss(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-mudp
 seed: 3
 hosts:
@@ -90,6 +94,7 @@ links:
 
 // TestAgentServesConcurrentTests runs two tests into one receiving host at once.
 func TestAgentServesConcurrentTests(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-conc
 sites:
   lan: {}
@@ -116,6 +121,7 @@ hosts:
 }
 
 func TestMeasureBadInput(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, "name: e2e-mbad\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n")
 	tests := []struct {
 		args []string
@@ -143,6 +149,7 @@ func TestMeasureBadInput(t *testing.T) {
 // TestAgentKilledMidTest kills the receiving host's agent during a test: the
 // test ends partial with what it measured, and the agent comes back.
 func TestAgentKilledMidTest(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, "name: e2e-mkill\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 10Mbit\n")
 	done := make(chan result, 1)
 	go func() {
@@ -172,7 +179,8 @@ func TestAgentKilledMidTest(t *testing.T) {
 // TestMeasureProbe compares wanlab's probes with ping and irtt on one path,
 // with loss, and checks the one-way delays of an asymmetric path.
 func TestMeasureProbe(t *testing.T) {
-	requireTools(t, "ping", "irtt")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iputils-ping", "irtt")
 	name := up(t, `name: e2e-probe
 seed: 5
 hosts:
@@ -253,6 +261,7 @@ func irttMedian(t *testing.T, name, addr string) float64 {
 // TestMeasureImpact loads a 10 Mbit/s path with a 64 KB queue: probes during
 // the load wait behind a full queue, about 52 ms more than before it.
 func TestMeasureImpact(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-impact
 hosts:
   a: {}
@@ -286,6 +295,7 @@ links:
 // TestMeasureTune sweeps windows on a long path: small windows are
 // window-limited (W/RTT), and the advice is a cell near the bottleneck.
 func TestMeasureTune(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-tune
 hosts:
   a: {}
@@ -332,6 +342,7 @@ links:
 // TestMeasureTransfer sends a file with 4 streams there and back through a
 // 50 Mbit/s path, then checks that a corrupted byte and a changing file are caught.
 func TestMeasureTransfer(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, "name: e2e-xfer\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 50Mbit\n    delay: 5ms\n")
 	r := wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--size", "20MB", "-P", "4", "--roundtrip", "--json")
 	if r.code != 0 {
@@ -374,6 +385,7 @@ func TestMeasureTransfer(t *testing.T) {
 }
 
 func TestMeasureDisk(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, "name: e2e-disk\nhosts:\n  a: {}\n")
 	r := wanlab(t, "measure", "disk", "--testbed", name, "--host", "a", "--size", "64MB", "--fsync", "--json")
 	if r.code != 0 {
@@ -394,6 +406,7 @@ func TestMeasureDisk(t *testing.T) {
 
 // TestMeasureArchive stores measurements with --db and reads them back.
 func TestMeasureArchive(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, "name: e2e-arch\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 20Mbit\n    delay: 5ms\n")
 	db := t.TempDir() + "/runs.db"
 	if r := wanlab(t, "measure", "throughput", "--testbed", name, "--from", "a", "--to", "b", "-t", "2", "-i", "0.5", "--db", db); r.code != 0 {

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/wanlab/wanlab/internal/testsupport"
+
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,7 +17,8 @@ import (
 // prints and that the HTML report has its plots, stays small, and renders in
 // a headless browser.
 func TestDemoReport(t *testing.T) {
-	requireTools(t, "chromium")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "chromium")
 	dir := t.TempDir()
 	r := wanlab(t, "run", "objectivity-demo", "--quick", "--db", filepath.Join(dir, "wanlab.db"), "--report", dir)
 	assertNothingLeft(t, "objectivity-demo")
@@ -67,7 +70,8 @@ func TestDemoReport(t *testing.T) {
 // TestImportIperf3: iperf3's own JSON from an emulated path lands in the
 // archive and gets analysed and reported like wanlab's measurements.
 func TestImportIperf3(t *testing.T) {
-	requireTools(t, "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
 	name := up(t, "name: e2e-import\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 20Mbit\n    delay: 5ms\n")
 	s := status(t, name)
 	srv := exec.Command(wanlabBin, "testbed", "exec", name, "b", "--", "iperf3", "-s", "-1")

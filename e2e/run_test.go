@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/wanlab/wanlab/internal/testsupport"
+
 	"bytes"
 	"context"
 	"database/sql"
@@ -95,6 +97,7 @@ func query(t *testing.T, db, q string, args ...any) float64 {
 // server moves close to the link's rate, every job reads what it should,
 // and the archive holds the steps, jobs and 10 Hz link samples.
 func TestRunEventDBNetworkBound(t *testing.T) {
+	testsupport.NeedRoot(t)
 	res, db, r := runScenario(t, `name: e2e-evdb
 hosts:
   server: {}
@@ -157,6 +160,7 @@ workloads:
 // one request at a time of 5 ms of CPU at a 0.2 core quota (~25 ms each):
 // the last in line waits ~500 ms, past the 300 ms timeout.
 func TestRunEventDBTimeouts(t *testing.T) {
+	testsupport.NeedRoot(t)
 	res, db, r := runScenario(t, `name: e2e-evto
 hosts:
   server: {cpus: 0.2}
@@ -185,6 +189,7 @@ workloads:
 // TestRunTaskFarm: the farm's total time is the ideal time plus a round
 // trip per task when the master hands out one task at a time.
 func TestRunTaskFarm(t *testing.T) {
+	testsupport.NeedRoot(t)
 	res, _, r := runScenario(t, `name: e2e-farm
 hosts:
   master: {}
@@ -220,6 +225,7 @@ workloads:
 // TestRunMesh: every node transfers to its peers there and back with
 // checksums; the links show the traffic.
 func TestRunMesh(t *testing.T) {
+	testsupport.NeedRoot(t)
 	res, db, r := runScenario(t, `name: e2e-mesh
 hosts:
   a: {site: a}
@@ -260,6 +266,7 @@ workloads:
 // marks the run interrupted and tears the test-bed down; --resume runs the
 // rest.
 func TestRunInterruptAndResume(t *testing.T) {
+	testsupport.NeedRoot(t)
 	yaml := `name: e2e-resume
 hosts:
   a: {}
@@ -310,6 +317,7 @@ workloads:
 // (its daemon watches its owner) and the next look at the archive marks the
 // run interrupted with the reason.
 func TestRunControllerKilled(t *testing.T) {
+	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "killed.yaml")
 	os.WriteFile(path, []byte("name: e2e-killed\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\nworkloads:\n  - throughput: {from: a, to: b, duration: 30s}\n"), 0o644)
@@ -334,6 +342,7 @@ func TestRunControllerKilled(t *testing.T) {
 // TestRunAgentKilled: a client's agent killed mid-step fails that step with
 // the host named; the run goes on and ends partial.
 func TestRunAgentKilled(t *testing.T) {
+	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agent.yaml")
 	os.WriteFile(path, []byte(`name: e2e-agentkill
@@ -374,6 +383,7 @@ workloads:
 // TestRunBadInput: a scenario that cannot run is refused before anything
 // starts, with the place in the file; exit 2.
 func TestRunBadInput(t *testing.T) {
+	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("name: e2e-bad\nhosts:\n  a: {}\n  b: {}\nworkloads:\n  - eventdb: {server: a, clients: [c]}\n"), 0o644)
@@ -397,17 +407,12 @@ func TestRunBadInput(t *testing.T) {
 	assertNothingLeft(t, "e2e-bad")
 }
 
-// TestRunPostgres stores a run in PostgreSQL (.ci/run starts a server and
-// sets WANLAB_TEST_POSTGRES) and reads it back through the archive verbs.
+// TestRunPostgres stores a run in PostgreSQL (the suite's private server, or
+// WANLAB_TEST_POSTGRES's) and reads it back through the archive verbs.
 func TestRunPostgres(t *testing.T) {
-	url := os.Getenv("WANLAB_TEST_POSTGRES")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("WANLAB_TEST_POSTGRES is not set: .ci/run must start PostgreSQL")
-		}
-		t.Skip("WANLAB_TEST_POSTGRES is not set: no PostgreSQL server to test against")
-	}
-	url = pgSchema(t, url)
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "postgresql-client")
+	url := pgSchema(t, testsupport.Postgres(t))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pg.yaml")
 	os.WriteFile(path, []byte("name: e2e-pg\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit, delay: 5ms}\nworkloads:\n  - probe: {from: a, to: b, count: 20, interval: 10ms}\n    sweep: {count: [10, 20]}\n"), 0o644)
@@ -446,6 +451,7 @@ func pgSchema(t *testing.T, url string) string {
 // stands in for the seed's LAN 2, where the single-threaded server's CPU,
 // not the 100 Mbit/s link, is the limit.
 func TestRunBuiltin(t *testing.T) {
+	testsupport.NeedRoot(t)
 	db := filepath.Join(t.TempDir(), "runs.db")
 	r := wanlab(t, "run", "objectivity-lan-100m", "--quick", "--json", "--db", db)
 	assertNothingLeft(t, "objectivity-lan-100m")
@@ -470,6 +476,7 @@ func TestRunBuiltin(t *testing.T) {
 // client's CPU at 1000 Mbit/s, the server's at 100 Mbit/s, the network at
 // 10 and 2 Mbit/s.
 func TestObjectivityBottlenecks(t *testing.T) {
+	testsupport.NeedRoot(t)
 	db := filepath.Join(t.TempDir(), "runs.db")
 	for _, tc := range []struct{ scenario, want string }{
 		{"objectivity-lan-1000m", "client_cpu"},
@@ -509,7 +516,7 @@ func TestObjectivityBottlenecks(t *testing.T) {
 // sees the disk reads, and the analysis names the disk; dd in the host,
 // with O_DIRECT, sees the write cap too.
 func TestDiskCap(t *testing.T) {
-	requireTools(t, "dd")
+	testsupport.NeedRoot(t)
 	const scenario = `name: e2e-disk
 hosts:
   a: {disk: {read: 4MB/s, write: 8MB/s}}
@@ -578,6 +585,7 @@ workloads:
 // bursts and stalls and gets 84-96% of the disk (disk, with high or low
 // confidence).
 func TestAliceDisks(t *testing.T) {
+	testsupport.NeedRoot(t)
 	r := wanlab(t, "run", "alice-disks", "--quick", "--json", "--db", filepath.Join(t.TempDir(), "runs.db"))
 	assertNothingLeft(t, "alice-disks")
 	type verdict struct {
@@ -618,6 +626,7 @@ func TestAliceDisks(t *testing.T) {
 // tmpfs). wanlab stops with an error naming the archive, exit 1, tears the
 // test-bed down, and the steps stored before stay readable.
 func TestRunArchiveDiskFull(t *testing.T) {
+	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
 	os.Mkdir(full, 0o755)
@@ -669,6 +678,7 @@ workloads:
 // transfer is checked, and what the slow node moved went through its disk,
 // whose cap then limits it.
 func TestRunMeshDisk(t *testing.T) {
+	testsupport.NeedRoot(t)
 	res, _, r := runScenario(t, `name: e2e-meshdisk
 hosts:
   a: {disk: {read: 2MB/s, write: 2MB/s}}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/wanlab/wanlab/internal/testsupport"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +22,8 @@ import (
 // TestRateAndDelay checks a shaped path with iperf3 and ping: TCP close to the
 // path's ceiling, and a round trip no shorter than configured and not much longer.
 func TestRateAndDelay(t *testing.T) {
-	requireTools(t, "ping", "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iputils-ping", "iperf3")
 	name := up(t, `name: e2e-rate
 hosts:
   a: {}
@@ -57,7 +60,8 @@ links:
 // TestAsymmetricDirections checks forward and reverse overrides: each
 // direction carries its own rate.
 func TestAsymmetricDirections(t *testing.T) {
-	requireTools(t, "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
 	name := up(t, `name: e2e-asym
 hosts:
   a: {}
@@ -87,7 +91,8 @@ links:
 // TestLoss sends UDP below the link rate through a lossy direction and checks
 // the loss iperf3 measures and the engine counts against the configured rate.
 func TestLoss(t *testing.T) {
-	requireTools(t, "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
 	name := up(t, `name: e2e-loss
 seed: 42
 hosts:
@@ -122,7 +127,8 @@ links:
 // TestQueueDrops overdrives a slow direction with a small queue: the queue
 // drops, nothing else does, and every packet is accounted for.
 func TestQueueDrops(t *testing.T) {
-	requireTools(t, "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
 	name := up(t, `name: e2e-queue
 hosts:
   a: {}
@@ -157,7 +163,8 @@ links:
 // TestJitter checks that jitter spreads round trips within delay +- jitter
 // and, by default, never reorders.
 func TestJitter(t *testing.T) {
-	requireTools(t, "ping")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iputils-ping")
 	name := up(t, `name: e2e-jitter
 hosts:
   a: {}
@@ -180,7 +187,8 @@ links:
 // TestSitesShareAccessLink runs two TCP flows from two hosts of one site: they
 // share the site's uplink, so together they get its rate, not twice it.
 func TestSitesShareAccessLink(t *testing.T) {
-	requireTools(t, "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
 	name := up(t, `name: e2e-sites
 sites:
   cern: {rate: 100Mbit, delay: 1ms}
@@ -223,6 +231,7 @@ hosts:
 
 // TestCPUQuota runs a busy loop in a host with a quarter of a core.
 func TestCPUQuota(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-cpu
 hosts:
   slow: {cpus: 0.25}
@@ -245,6 +254,7 @@ hosts:
 
 // TestExec checks that exec passes stdio, environment and exit status through.
 func TestExec(t *testing.T) {
+	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-exec
 hosts:
   server-1: {}
@@ -286,6 +296,7 @@ links:
 
 // TestBadInput checks exit codes and messages for bad scenarios and calls.
 func TestBadInput(t *testing.T) {
+	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("name: b\nhosts:\n  a: {}\nlinks:\n  - between: [a, z]\n    rate: 100\n"), 0o644)
@@ -314,6 +325,7 @@ func TestBadInput(t *testing.T) {
 
 // TestNotRoot runs wanlab as an unprivileged user: it must say it needs root.
 func TestNotRoot(t *testing.T) {
+	testsupport.NeedRoot(t)
 	good := filepath.Join(t.TempDir(), "ok.yaml")
 	os.WriteFile(good, []byte("name: nr\nhosts:\n  a: {}\n"), 0o644)
 	os.Chmod(filepath.Dir(good), 0o755)
@@ -331,6 +343,7 @@ func TestNotRoot(t *testing.T) {
 
 // TestAlreadyUp checks that a second up of the same name is refused.
 func TestAlreadyUp(t *testing.T) {
+	testsupport.NeedRoot(t)
 	yaml := "name: e2e-twice\nhosts:\n  a: {}\n"
 	up(t, yaml)
 	path := filepath.Join(t.TempDir(), "twice.yaml")
@@ -345,6 +358,7 @@ func TestAlreadyUp(t *testing.T) {
 // process runs in one of its hosts: status reports it dead, and the next up
 // removes its namespaces, cgroups, state and the orphaned process.
 func TestKilledEngineIsCleanedUp(t *testing.T) {
+	testsupport.NeedRoot(t)
 	yaml := "name: e2e-killed\nhosts:\n  a: {}\n  b: {cpus: 0.5}\nlinks:\n  - between: [a, b]\n"
 	path := filepath.Join(t.TempDir(), "killed.yaml")
 	os.WriteFile(path, []byte(yaml), 0o644)
@@ -391,6 +405,7 @@ func TestKilledEngineIsCleanedUp(t *testing.T) {
 // TestInterruptedUp sends Ctrl-C to up while a large test-bed is being built:
 // whatever was built is torn down.
 func TestInterruptedUp(t *testing.T) {
+	testsupport.NeedRoot(t)
 	var b strings.Builder
 	b.WriteString("name: e2e-intr\nsites:\n  s: {rate: 10Mbit}\nhosts:\n")
 	for i := range 60 {
@@ -417,7 +432,8 @@ func TestInterruptedUp(t *testing.T) {
 
 // TestFiftyHosts brings up 50 hosts at 5 sites, pings across, and takes them down.
 func TestFiftyHosts(t *testing.T) {
-	requireTools(t, "ping")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iputils-ping")
 	var b strings.Builder
 	b.WriteString("name: e2e-fifty\nsites:\n")
 	for s := range 5 {
@@ -444,7 +460,8 @@ func TestFiftyHosts(t *testing.T) {
 // TestCheckVerb runs testbed check on a file: it brings the test-bed up,
 // measures both directions, and takes it down.
 func TestCheckVerb(t *testing.T) {
-	requireTools(t, "ping", "iperf3")
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iputils-ping", "iperf3")
 	path := filepath.Join(t.TempDir(), "check.yaml")
 	os.WriteFile(path, []byte("name: e2e-check\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n    rate: 10Mbit\n    delay: 5ms\n"), 0o644)
 	r := wanlab(t, "testbed", "check", path, "--duration", "2s", "--json")

@@ -11,21 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
-// backends runs fn against a fresh SQLite file and, when
-// WANLAB_TEST_POSTGRES names a server (.ci/run starts one), a fresh schema of
-// that PostgreSQL database. path opens the same archive again.
+func TestMain(m *testing.M) { testsupport.Main(m) }
+
+// backends runs fn against a fresh SQLite file and a fresh schema of a
+// PostgreSQL database (a private server, or WANLAB_TEST_POSTGRES's). path
+// opens the same archive again.
 func backends(t *testing.T, fn func(t *testing.T, path string)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "a.db")) })
-	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("WANLAB_TEST_POSTGRES")
-		if url == "" {
-			t.Skip("WANLAB_TEST_POSTGRES is not set: no PostgreSQL server to test against (.ci/run starts one)")
-		}
-		fn(t, freshSchema(t, url))
-	})
+	t.Run("postgres", func(t *testing.T) { fn(t, freshSchema(t, testsupport.Postgres(t))) })
 }
 
 // freshSchema creates a schema of its own for one test and returns a URL
@@ -132,13 +129,7 @@ func TestOpenRefuses(t *testing.T) {
 // BenchmarkAddSamples measures storage rate; the target is 100,000 samples/s.
 func BenchmarkAddSamples(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchAddSamples(b, filepath.Join(b.TempDir(), "bench.db")) })
-	b.Run("postgres", func(b *testing.B) {
-		url := os.Getenv("WANLAB_TEST_POSTGRES")
-		if url == "" {
-			b.Skip("WANLAB_TEST_POSTGRES is not set")
-		}
-		benchAddSamples(b, freshSchema(b, url))
-	})
+	b.Run("postgres", func(b *testing.B) { benchAddSamples(b, freshSchema(b, testsupport.Postgres(b))) })
 }
 
 func benchAddSamples(b *testing.B, path string) {

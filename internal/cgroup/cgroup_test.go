@@ -1,6 +1,8 @@
 package cgroup
 
 import (
+	"github.com/wanlab/wanlab/internal/testsupport"
+
 	"os"
 	"os/exec"
 	"slices"
@@ -60,9 +62,7 @@ func TestNoControllerRefusesQuota(t *testing.T) {
 // TestQuotaLimitsCPU runs a busy loop in a half-core group and checks the
 // group's usage against the quota. It needs root and a cpu controller.
 func TestQuotaLimitsCPU(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create cgroups")
-	}
+	testsupport.NeedRoot(t)
 	m, err := Detect()
 	if err != nil || m.Version == None {
 		t.Skipf("no cpu controller here (%v)", err)
@@ -129,9 +129,7 @@ func TestOwnGroup(t *testing.T) {
 // at 4 MB/s and checks the rate and the group's counters. It needs root, the
 // blkio or io controller and a directory on a block device.
 func TestIOLimitThrottlesDirectWrites(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create cgroups")
-	}
+	testsupport.NeedRoot(t)
 	m, err := Detect()
 	if err != nil || !m.HasIO() {
 		t.Skipf("no io controller here (%v)", err)

@@ -1,0 +1,237 @@
+package testsupport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// instancePrefix names the directory of every private server, under the
+// temporary directory, so that the next run finds what a killed one left.
+const instancePrefix = "wanlab-testserver-"
+
+// ownerFile in an instance's directory records the test process that owns
+// it: "PID STARTTIME", so that a recycled pid is not taken for the owner.
+const ownerFile = "owner"
+
+// instance is one private server: its process and its directory.
+type instance struct {
+	kind string
+	dir  string
+	cmd  *exec.Cmd
+	// stop asks the server to end; the process is killed if it does not
+	// within a few seconds.
+	stop syscall.Signal
+}
+
+var (
+	mu        sync.Mutex
+	instances []*instance
+)
+
+// Main runs the tests of a package and then stops every server they
+// started, whatever the outcome. Use it as the package's TestMain:
+//
+//	func TestMain(m *testing.M) { testsupport.Main(m) }
+//
+// A binary that dies (a panic, SIGKILL) takes its servers with it: each is
+// started with a parent-death signal, and its directory is removed by the
+// next test binary that starts a server.
+func Main(m *testing.M) {
+	code := m.Run()
+	StopAll()
+	os.Exit(code)
+}
+
+// StopAll stops every server this process started and removes their directories.
+func StopAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	for _, in := range instances {
+		in.terminate()
+	}
+	instances = nil
+}
+
+func (in *instance) terminate() {
+	if in.cmd != nil && in.cmd.Process != nil {
+		in.cmd.Process.Signal(in.stop)
+		done := make(chan struct{})
+		go func() { in.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			in.cmd.Process.Kill()
+			<-done
+		}
+	}
+	os.RemoveAll(in.dir)
+}
+
+// newInstance makes the directory of a new server of kind, after removing
+// what earlier, killed test runs left.
+func newInstance(kind string) (*instance, error) {
+	sweep()
+	dir, err := os.MkdirTemp("", instancePrefix+kind+"-")
+	if err != nil {
+		return nil, fmt.Errorf("making a directory for a private %s: %w", kind, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(processID(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &instance{kind: kind, dir: dir, stop: syscall.SIGTERM}, nil
+}
+
+// start runs the server's command, which dies with this process, and
+// registers it for StopAll.
+func (in *instance) start(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// If this test binary dies, so does the server (Linux only). The signal
+	// is the server's own shutdown request, so it cleans up after itself.
+	cmd.SysProcAttr.Pdeathsig = in.stop
+	cmd.SysProcAttr.Setpgid = true
+	log, err := os.Create(filepath.Join(in.dir, in.kind+".log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := spawn(cmd); err != nil {
+		return fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	in.cmd = cmd
+	mu.Lock()
+	instances = append(instances, in)
+	mu.Unlock()
+	return nil
+}
+
+// spawnRequests carries commands to the one thread that starts servers.
+var (
+	spawnOnce     sync.Once
+	spawnRequests = make(chan spawnRequest)
+)
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// spawn starts cmd from a thread that lives as long as the process: the
+// parent-death signal fires when the thread that forked the child exits,
+// and the Go runtime ends the threads of goroutines that exit locked.
+func spawn(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread stays
+			for r := range spawnRequests {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error)
+	spawnRequests <- spawnRequest{cmd, done}
+	return <-done
+}
+
+// logTail is the end of the server's log, for an error message.
+func (in *instance) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(in.dir, in.kind+".log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// sweep removes the servers and directories of test processes that are gone.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), instancePrefix+"*"))
+	for _, dir := range dirs {
+		owner, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err == nil {
+			pid, _ := strconv.Atoi(strings.Fields(string(owner) + " 0")[0])
+			if pid > 0 && processID(pid) == string(owner) {
+				continue // its test binary is still running
+			}
+		} else if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue // being made right now
+		}
+		stopLeftPostgres(dir)
+		os.RemoveAll(dir)
+	}
+}
+
+// processID names a live process across pid reuse: its pid and start time.
+func processID(pid int) string {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return strconv.Itoa(pid) + " " + f[19] // field 22: start time in clock ticks
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitFor calls ready until it succeeds, the process exits, or limit passes.
+func (in *instance) waitFor(limit time.Duration, ready func() error) error {
+	exited := make(chan struct{})
+	go func() {
+		for in.cmd.ProcessState == nil && processID(in.cmd.Process.Pid) != "" && !zombie(in.cmd.Process.Pid) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		close(exited)
+	}()
+	deadline := time.Now().Add(limit)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = ready(); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the private %s exited: %s", in.kind, in.logTail())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return errors.Join(fmt.Errorf("the private %s was not ready within %v: %s", in.kind, limit, in.logTail()), err)
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
