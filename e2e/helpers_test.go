@@ -116,8 +116,8 @@ func assertNothingLeft(t *testing.T, name string) {
 	if _, err := os.Stat("/run/wanlab/" + name); err == nil {
 		t.Errorf("state directory /run/wanlab/%s left behind", name)
 	}
-	if _, err := os.Stat("/var/tmp/wanlab/" + name); err == nil {
-		t.Errorf("data directory /var/tmp/wanlab/%s left behind", name)
+	if _, err := os.Stat("/var/lib/wanlab/testbeds/" + name); err == nil {
+		t.Errorf("data directory /var/lib/wanlab/testbeds/%s left behind", name)
 	}
 	if out, _ := exec.Command("pgrep", "-f", "testbed daemon .*"+name+"$").Output(); len(out) > 0 {
 		t.Errorf("daemon still running: %s", out)

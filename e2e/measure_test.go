@@ -363,10 +363,11 @@ func TestMeasureTransfer(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "checksum mismatch") {
 		t.Errorf("corrupted byte: exit %d, %q; want exit 1 and a checksum mismatch", r.code, r.stderr)
 	}
-	// A file that grows while it is sent: 20 MB at 50 Mbit/s takes over 3 s.
-	file := t.TempDir() + "/growing"
+	// A file put in a's data folder that grows while it is sent: 20 MB at
+	// 50 Mbit/s takes over 3 s.
+	file := "/var/lib/wanlab/testbeds/" + name + "/a/growing"
 	big := make([]byte, 20e6)
-	if err := os.WriteFile(file, big, 0o644); err != nil {
+	if err := os.WriteFile(file, big, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	time.AfterFunc(time.Second, func() {
@@ -374,13 +375,18 @@ func TestMeasureTransfer(t *testing.T) {
 		f.Write([]byte("more"))
 		f.Close()
 	})
-	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", file)
+	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", "growing")
 	if r.code != 1 || !strings.Contains(r.stderr, "changed while it was being sent") {
 		t.Errorf("changing file: exit %d, %q", r.code, r.stderr)
 	}
-	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", "/no/such/file")
+	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", "no-such-file")
 	if r.code != 1 || !strings.Contains(r.stderr, "no such file") {
 		t.Errorf("missing file: exit %d, %q", r.code, r.stderr)
+	}
+	// A path is not a file name: the agent sends nothing outside its folder.
+	r = wanlab(t, "measure", "transfer", "--testbed", name, "--from", "a", "--to", "b", "--file", "/etc/shadow")
+	if r.code != 2 || !strings.Contains(r.stderr, "not a valid file name") {
+		t.Errorf("a path: exit %d, %q; want a usage error", r.code, r.stderr)
 	}
 }
 

@@ -572,8 +572,8 @@ workloads:
 		t.Errorf("dd wrote at %.2f MB/s in a host capped at 4 MB/s", rate/1e6)
 	}
 	out, err := exec.Command(wanlabBin, "testbed", "exec", name, "a", "--", "sh", "-c", `echo "$TMPDIR"`).Output()
-	if err != nil || strings.TrimSpace(string(out)) != "/var/tmp/wanlab/e2e-dd/a" {
-		t.Errorf("TMPDIR in host a: %q, %v; want its data directory /var/tmp/wanlab/e2e-dd/a", out, err)
+	if err != nil || strings.TrimSpace(string(out)) != "/var/lib/wanlab/testbeds/e2e-dd/a" {
+		t.Errorf("TMPDIR in host a: %q, %v; want its data directory /var/lib/wanlab/testbeds/e2e-dd/a", out, err)
 	}
 }
 
@@ -662,6 +662,11 @@ workloads:
 	}
 	if n := query(t, saved, `SELECT count(*) FROM samples s JOIN steps p ON s.step_id = p.id WHERE p.status = 'done'`); n < steps*10 {
 		t.Errorf("%.0f samples for %.0f stored steps", n, steps)
+	}
+	// A step whose samples could not be stored is not done (it once was,
+	// with no samples, and --resume skipped it).
+	if n := query(t, saved, `SELECT count(*) FROM steps p WHERE p.status = 'done' AND NOT EXISTS (SELECT 1 FROM samples s WHERE s.step_id = p.id)`); n != 0 {
+		t.Errorf("%.0f steps stored done without their samples", n)
 	}
 	// Where there is room, --resume measures the rest.
 	if r := wanlab(t, "run", "--resume", "1", "--db", saved); r.code != 0 {

@@ -341,6 +341,49 @@ func TestNotRoot(t *testing.T) {
 	}
 }
 
+// TestSocketsArePrivate: under umask 000, testbed up left the agent and
+// engine sockets srwxrwxrwx, and user nobody used an agent to write a
+// root-owned file into a root-only folder. The sockets are 0600 in a 0700
+// folder whatever the umask, and the hosts' data folders are root's own.
+func TestSocketsArePrivate(t *testing.T) {
+	testsupport.NeedRoot(t)
+	path := filepath.Join(t.TempDir(), "private.yaml")
+	os.WriteFile(path, []byte("name: e2e-private\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b]}\n"), 0o644)
+	out, err := exec.Command("sh", "-c", "umask 000; exec "+wanlabBin+" testbed up "+path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("testbed up under umask 000: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		wanlab(t, "testbed", "down", "e2e-private")
+		assertNothingLeft(t, "e2e-private")
+	})
+	dir := "/run/wanlab/e2e-private/sockets"
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: %v %v, want mode 0700", dir, fi.Mode(), err)
+	}
+	socks, _ := filepath.Glob(dir + "/*.sock")
+	if len(socks) != 3 {
+		t.Errorf("sockets %v, want the engine's and two agents'", socks)
+	}
+	for _, sock := range socks {
+		if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v %v, want 0600", sock, fi.Mode().Perm(), err)
+		}
+	}
+	for _, host := range []string{"a", "b"} {
+		data := "/var/lib/wanlab/testbeds/e2e-private/" + host
+		if fi, err := os.Stat(data); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want mode 0700", data, fi.Mode(), err)
+		}
+	}
+	// User nobody can neither reach the agents nor have them do anything.
+	cmd := exec.Command(wanlabBin, "measure", "disk", "--testbed", "e2e-private", "--host", "a", "--size", "1MB")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("user nobody ran a disk test on host a: %s", out)
+	}
+}
+
 // TestAlreadyUp checks that a second up of the same name is refused.
 func TestAlreadyUp(t *testing.T) {
 	testsupport.NeedRoot(t)

@@ -2,6 +2,11 @@
 // a controller, and the controller's client for it. They speak gRPC
 // (package wanlab.agent.v1) over a Unix socket in emulated test-beds, so that
 // control traffic never crosses an emulated link.
+//
+// An agent trusts nothing in a request: it names and places every file
+// itself, in its own data folder; it checks every request against its
+// limits (time, bytes, streams, connections, tests at once) before it
+// starts; and it bounds every call in time. docs/security.md says more.
 package agent
 
 import (
@@ -10,7 +15,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,50 +25,159 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
-	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/unixsock"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 // APIVersion is the version of the agent API this build speaks.
-const APIVersion = 1
+const APIVersion = 2
 
-// Server runs workloads for controllers. One server serves any number of
-// tests at once, each its own call.
+// Server runs workloads for controllers. One server serves many tests at
+// once, each its own call, up to its limits.
 type Server struct {
 	agentpb.UnimplementedAgentServer
 	Host    string
 	Version string
-	Limits  throughput.Limits
+	Limits  limits.Limits
+	// Data is the agent's own folder: every file it makes, receives or
+	// sends is there, named by the agent.
+	Data *datadir.Dir
 	// DiskCapped says the host's disk has a rate cap (a test-bed host's
 	// disk:), so that workloads read and write the disk, not the page cache.
 	DiskCapped bool
-	cg         *cgroup.Manager
-	cgGroup    string
-	serving    stoppers
+	// HostCPU, if set, reads the CPU time the agent's host (its cgroup)
+	// has used, for the CPU figures of each test.
+	HostCPU func() (time.Duration, error)
+
+	serving stoppers
+	kept    keptFiles
+	tests   chan struct{} // a slot per test running
+	streams streamBudget
 }
 
-// Serve listens on the Unix socket at path and serves until ctx ends.
-func (s *Server) Serve(ctx context.Context, path string) error {
-	if cg, err := cgroup.Detect(); err == nil && cg.Version != cgroup.None {
-		if g, err := cg.Own(); err == nil {
-			s.cg, s.cgGroup = cg, g
-		}
+// Serve serves on ln until ctx ends.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.Limits.Validate(); err != nil {
+		return fmt.Errorf("agent on %s: %w", s.Host, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+	if s.Data == nil {
+		return fmt.Errorf("agent on %s: no data folder", s.Host)
 	}
-	os.Remove(path) // a socket left by a killed agent
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return fmt.Errorf("agent on %s: listening on %s: %w", s.Host, path, err)
-	}
-	srv := grpc.NewServer()
+	s.tests = make(chan struct{}, s.Limits.MaxTests)
+	s.streams.max = s.Limits.MaxStreams
+	srv := grpc.NewServer(grpc.UnaryInterceptor(s.admitUnary), grpc.StreamInterceptor(s.admitStream),
+		grpc.MaxRecvMsgSize(1<<20))
 	agentpb.RegisterAgentServer(srv, s)
 	go func() {
 		<-ctx.Done()
 		srv.Stop()
 	}()
 	return srv.Serve(ln)
+}
+
+// ServeSocket serves on the Unix socket at path (see unixsock.Listen: mode
+// 0600, peers of this user or root only) until ctx ends.
+func (s *Server) ServeSocket(ctx context.Context, path string) error {
+	ln, err := unixsock.Listen(path)
+	if err != nil {
+		return fmt.Errorf("agent on %s: %w", s.Host, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// callGrace is how long a call may outlive the test it runs (connecting,
+// making files, reporting), beyond the agent's duration limit.
+const callGrace = 5 * time.Minute
+
+// unbounded are the calls that run no test: they take no slot.
+var unbounded = map[string]bool{
+	agentpb.Agent_Hello_FullMethodName:        true,
+	agentpb.Agent_StopWorkload_FullMethodName: true,
+}
+
+// admit takes a test slot for a call, or refuses it when the agent runs as
+// many tests as its limit allows; the slot's release ends with the call.
+func (s *Server) admit(method string) (release func(), err error) {
+	if unbounded[method] {
+		return func() {}, nil
+	}
+	select {
+	case s.tests <- struct{}{}:
+		return func() { <-s.tests }, nil
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted, "agent on %s is busy: it runs %d tests at once, its limit (try again later)", s.Host, s.Limits.MaxTests)
+	}
+}
+
+// bound gives a call its deadline: no test outlives the agent's duration limit.
+func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := limits.Add(s.Limits.MaxDuration, callGrace)
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	release, err := s.admit(info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return handler(ctx, req)
+}
+
+func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	release, err := s.admit(info.FullMethod)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := s.bound(ss.Context())
+	defer cancel()
+	return handler(srv, boundStream{ss, ctx})
+}
+
+// boundStream is a server stream whose context carries the call's deadline.
+type boundStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (b boundStream) Context() context.Context { return b.ctx }
+
+// streamBudget caps the streams of all tests running at once.
+type streamBudget struct {
+	mu        sync.Mutex
+	max, used int
+}
+
+// take reserves n streams, or says how many are in use.
+func (b *streamBudget) take(host string, n int) (release func(), err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return nil, status.Errorf(codes.ResourceExhausted, "agent on %s is busy: %d of its %d streams are in use, %d more asked for", host, b.used, b.max, n)
+	}
+	b.used += n
+	return func() {
+		b.mu.Lock()
+		b.used -= n
+		b.mu.Unlock()
+	}, nil
+}
+
+// refusal turns a spec's error into the agent's refusal, naming the limit.
+func (s *Server) refusal(what string, err error) error {
+	code := codes.InvalidArgument
+	if errors.Is(err, limits.ErrLimit) {
+		code = codes.ResourceExhausted
+	}
+	return status.Errorf(code, "agent on %s refuses %s: %v", s.Host, what, err)
 }
 
 // Hello says who the agent is and what it accepts.
@@ -79,10 +193,11 @@ func (s *Server) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agentpb
 
 // Receive listens for one throughput test and streams what arrives.
 func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_ReceiveServer) error {
-	spec, err := s.spec(req.GetSpec())
+	spec, release, err := s.spec(req.GetSpec())
 	if err != nil {
 		return err
 	}
+	defer release()
 	r, err := throughput.Listen(spec)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
@@ -97,26 +212,25 @@ func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_Recei
 
 // Send runs the sending side of a throughput test.
 func (s *Server) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer) error {
-	spec, err := s.spec(req.GetSpec())
+	spec, release, err := s.spec(req.GetSpec())
 	if err != nil {
 		return err
 	}
+	defer release()
 	cpu := s.startCPU()
 	sum := throughput.Send(stream.Context(), spec, req.GetAddress(), func(iv throughput.Interval) { stream.Send(intervalEvent(iv)) })
 	return stream.Send(s.summaryEvent(sum, cpu))
 }
 
-// spec converts and checks a request's spec; a refusal names what was wrong.
-func (s *Server) spec(p *agentpb.ThroughputSpec) (throughput.Spec, error) {
+// spec converts and checks a request's spec and reserves its streams; a
+// refusal names what was wrong.
+func (s *Server) spec(p *agentpb.ThroughputSpec) (throughput.Spec, func(), error) {
 	spec := SpecFromPB(p)
 	if err := spec.Validate(s.Limits); err != nil {
-		code := codes.InvalidArgument
-		if errors.Is(err, throughput.ErrLimit) {
-			code = codes.ResourceExhausted
-		}
-		return spec, status.Errorf(code, "agent on %s refuses the test: %v", s.Host, err)
+		return spec, nil, s.refusal("the test", err)
 	}
-	return spec, nil
+	release, err := s.streams.take(s.Host, spec.Streams)
+	return spec, release, err
 }
 
 // cpuMark is where CPU use stood when a test began.
@@ -127,8 +241,8 @@ type cpuMark struct {
 
 func (s *Server) startCPU() cpuMark {
 	m := cpuMark{at: time.Now(), self: processCPU(), group: -1}
-	if s.cg != nil {
-		if u, err := s.cg.Usage(s.cgGroup); err == nil {
+	if s.HostCPU != nil {
+		if u, err := s.HostCPU(); err == nil {
 			m.group = u
 		}
 	}
@@ -149,7 +263,7 @@ func (s *Server) cpuSince(m cpuMark) (agentPct, hostPct float64) {
 	wall := time.Since(m.at).Seconds()
 	agentPct, hostPct = 100*(processCPU()-m.self).Seconds()/wall, -1
 	if m.group >= 0 {
-		if u, err := s.cg.Usage(s.cgGroup); err == nil {
+		if u, err := s.HostCPU(); err == nil {
 			hostPct = 100 * (u - m.group).Seconds() / wall
 		}
 	}
@@ -191,7 +305,8 @@ func Dial(ctx context.Context, host, path string) (*Client, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no agent on host %s (%s): %w", host, path, err)
 	}
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {
 		return nil, fmt.Errorf("agent on host %s: %w", host, err)
 	}

@@ -37,8 +37,8 @@ func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_Refle
 // Probe sends probes to a reflector and returns every one.
 func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb.ProbeSummary, error) {
 	spec := ProbeSpecFromPB(req.GetSpec())
-	if err := spec.Validate(s.Limits.MaxDuration); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "agent on %s refuses the probes: %v", s.Host, err)
+	if err := spec.Validate(s.Limits); err != nil {
+		return nil, s.refusal("the probes", err)
 	}
 	res, err := probe.Run(ctx, spec, req.GetAddress())
 	sum := &agentpb.ProbeSummary{}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
+	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
@@ -22,93 +24,161 @@ func transferSpecFromPB(p *agentpb.TransferSpec) transfer.Spec {
 	return transfer.Spec{Streams: int(p.GetStreams()), Window: int(p.GetWindowBytes()), Block: int(p.GetBlock()), Compress: p.GetCompress()}
 }
 
-// workDir is where the agent keeps the files it generates and receives.
-func (s *Server) workDir() (string, error) {
-	dir := filepath.Join(os.TempDir(), "wanlab-transfer-"+s.Host)
-	return dir, os.MkdirAll(dir, 0o755)
+// Files the agent names itself, in its data folder.
+const (
+	receivedPrefix  = "received"
+	generatedPrefix = "generated"
+)
+
+// keptFiles are the received files the agent keeps for a later SendFile
+// (a round trip), and so may remove on request.
+type keptFiles struct {
+	mu    sync.Mutex
+	names map[string]bool
 }
 
-func (s *Server) transferSpec(p *agentpb.TransferSpec) (transfer.Spec, error) {
+// keepFor is how long a kept file waits to be sent back before the agent
+// removes it: a controller that died mid round trip leaves nothing behind.
+const keepFor = 10 * time.Minute
+
+func (k *keptFiles) add(name string, remove func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.names == nil {
+		k.names = map[string]bool{}
+	}
+	k.names[name] = true
+	time.AfterFunc(keepFor, func() {
+		if k.take(name) {
+			remove()
+		}
+	})
+}
+
+// take forgets name and says whether the agent had kept it.
+func (k *keptFiles) take(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ok := k.names[name]
+	delete(k.names, name)
+	return ok
+}
+
+// transferSpec checks a transfer's spec and reserves its streams.
+func (s *Server) transferSpec(p *agentpb.TransferSpec) (transfer.Spec, func(), error) {
 	spec := transferSpecFromPB(p)
 	spec.Uncached = s.DiskCapped
-	if err := spec.Validate(s.Limits.MaxStreams); err != nil {
-		return spec, status.Errorf(codes.InvalidArgument, "agent on %s refuses the transfer: %v", s.Host, err)
+	if err := spec.Validate(s.Limits); err != nil {
+		return spec, nil, s.refusal("the transfer", err)
 	}
-	return spec, nil
+	release, err := s.streams.take(s.Host, spec.Streams)
+	return spec, release, err
 }
 
-// ReceiveFile accepts one transfer and reports the file's checksum.
+// ReceiveFile accepts one transfer into a new file of the agent's data
+// folder and reports the file's checksum. A kept file is named in the
+// result; any other is removed once hashed.
 func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Agent_ReceiveFileServer) error {
-	spec, err := s.transferSpec(req.GetSpec())
+	spec, release, err := s.transferSpec(req.GetSpec())
 	if err != nil {
 		return err
 	}
-	path := req.GetPath()
-	if path == "" {
-		dir, err := s.workDir()
-		if err != nil {
-			return status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
-		}
-		f, err := os.CreateTemp(dir, "received-*")
-		if err != nil {
-			return status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
-		}
-		path = f.Name()
-		f.Close()
+	defer release()
+	expected := req.GetExpectedSize()
+	if err := s.Limits.Bytes("the transfer", int64(min(expected, 1<<63-1))); err != nil {
+		return s.refusal("the transfer", err)
 	}
-	r, err := transfer.Listen(spec)
+	name := datadir.NewName(receivedPrefix)
+	out, err := s.Data.Create(name)
+	if err != nil {
+		return status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
+	}
+	defer out.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			s.Data.Remove(name)
+		}
+	}()
+	r, err := transfer.Listen(spec, s.Limits.MaxBytes)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	r.CorruptAt = req.GetCorruptAt()
+	r.CorruptAt, r.ExpectedSize = req.GetCorruptAt(), int64(expected)
 	if err := stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port)}}}); err != nil {
+		r.Close()
 		return err
 	}
 	cpu := s.startCPU()
-	res, err := r.Run(stream.Context(), path)
-	if !req.GetKeep() || err != nil {
-		os.Remove(path)
-	}
+	res, err := r.Run(stream.Context(), out)
 	if err != nil {
-		return status.Errorf(codes.Aborted, "agent on %s: receiving into %s: %v", s.Host, path, err)
+		return status.Errorf(codes.Aborted, "agent on %s: receiving into %s: %v", s.Host, s.Data.Path(), err)
 	}
-	return stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Result{Result: s.transferResult(res, path, cpu)}})
+	result := s.transferResult(res, cpu)
+	if req.GetKeep() {
+		keep = true
+		s.kept.add(name, func() { s.Data.Remove(name) })
+		result.File = name
+	}
+	return stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Result{Result: result}})
 }
 
-// SendFile sends a file, generating it first if asked for a size.
+// SendFile sends a file of the agent's data folder: one it generates of the
+// requested size, one it kept from an earlier transfer, or one put there on
+// its host. Only a file it kept may be removed afterwards.
 func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*agentpb.TransferResult, error) {
-	spec, err := s.transferSpec(req.GetSpec())
+	spec, release, err := s.transferSpec(req.GetSpec())
 	if err != nil {
 		return nil, err
 	}
-	path := req.GetPath()
-	if path == "" {
-		size := int64(req.GetSize())
-		if size <= 0 || size > s.Limits.MaxBytes {
-			return nil, status.Errorf(codes.InvalidArgument, "agent on %s refuses the transfer: size %d must be between 1 and %d bytes", s.Host, size, s.Limits.MaxBytes)
+	defer release()
+	name := req.GetFile()
+	var f *os.File
+	switch {
+	case name == "":
+		size := int64(min(req.GetSize(), 1<<63-1))
+		if size <= 0 {
+			return nil, s.refusal("the transfer", fmt.Errorf("give a file or a size"))
 		}
-		dir, err := s.workDir()
-		if err != nil {
+		if err := s.Limits.Bytes("the file", size); err != nil {
+			return nil, s.refusal("the transfer", err)
+		}
+		name = datadir.NewName(generatedPrefix)
+		if f, err = s.Data.Create(name); err != nil {
 			return nil, status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
 		}
-		path = filepath.Join(dir, fmt.Sprintf("source-%d", size))
-		defer os.Remove(path)
-		if err := transfer.MakeFile(path, size); err != nil {
-			return nil, status.Errorf(codes.ResourceExhausted, "agent on %s: making a %d-byte file in %s: %v", s.Host, size, dir, err)
+		defer s.Data.Remove(name)
+		if err := transfer.MakeFile(f, size); err != nil {
+			f.Close()
+			return nil, status.Errorf(codes.ResourceExhausted, "agent on %s: making a %d-byte file in %s: %v", s.Host, size, s.Data.Path(), err)
 		}
-	} else if req.GetRemoveAfter() {
-		defer os.Remove(path)
+	case req.GetRemoveAfter() && !s.kept.take(name):
+		return nil, s.refusal("the transfer", fmt.Errorf("remove_after is only for a file the agent kept itself, and %q is not one", name))
+	default:
+		if req.GetRemoveAfter() {
+			defer s.Data.Remove(name)
+		}
+		if f, err = s.Data.OpenFile(name, os.O_RDONLY); err != nil {
+			return nil, s.refusal("the transfer", err)
+		}
+		if fi, err := f.Stat(); err == nil {
+			if err := s.Limits.Bytes("the file", fi.Size()); err != nil {
+				f.Close()
+				return nil, s.refusal("the transfer", err)
+			}
+		}
 	}
+	defer f.Close()
 	cpu := s.startCPU()
-	res, err := transfer.Send(ctx, spec, path, req.GetAddress())
+	res, err := transfer.Send(ctx, spec, f, req.GetAddress())
 	if err != nil {
-		return nil, status.Errorf(codes.Aborted, "agent on %s: sending %s: %v", s.Host, path, err)
+		return nil, status.Errorf(codes.Aborted, "agent on %s: sending %s: %v", s.Host, name, err)
 	}
-	return s.transferResult(res, path, cpu), nil
+	return s.transferResult(res, cpu), nil
 }
 
-func (s *Server) transferResult(r transfer.Result, path string, cpu cpuMark) *agentpb.TransferResult {
-	p := &agentpb.TransferResult{Bytes: uint64(r.Bytes), WireBytes: uint64(r.WireBytes), Seconds: r.Seconds, Sha256: r.SHA256, Path: path}
+func (s *Server) transferResult(r transfer.Result, cpu cpuMark) *agentpb.TransferResult {
+	p := &agentpb.TransferResult{Bytes: uint64(r.Bytes), WireBytes: uint64(r.WireBytes), Seconds: r.Seconds, Sha256: r.SHA256}
 	for _, n := range r.Streams {
 		p.StreamBytes = append(p.StreamBytes, uint64(n))
 	}

@@ -1,18 +1,18 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
 	"github.com/wanlab/wanlab/internal/workload/job"
 	"github.com/wanlab/wanlab/internal/workload/mesh"
@@ -36,24 +36,36 @@ type MeshNodeSpec struct {
 	mesh.NodeSpec
 }
 
+// Validate checks the node against itself and the limits.
+func (s MeshNodeSpec) Validate(l limits.Limits) error {
+	if s.Port < 0 || s.Port > 65535 {
+		return fmt.Errorf("port %d: give 0 (any) to 65535", s.Port)
+	}
+	return s.NodeSpec.Validate(l)
+}
+
 // stoppers holds the serving roles StopWorkload can end, by id.
 type stoppers struct {
 	mu sync.Mutex
 	m  map[string]context.CancelFunc
 }
 
-func (s *stoppers) add(id string, stop context.CancelFunc) func() {
+// add registers a serving role's stop under its id; an id in use is refused.
+func (s *stoppers) add(id string, stop context.CancelFunc) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
 		s.m = map[string]context.CancelFunc{}
+	}
+	if _, ok := s.m[id]; ok {
+		return nil, fmt.Errorf("a workload with id %q is already running", id)
 	}
 	s.m[id] = stop
 	return func() {
 		s.mu.Lock()
 		delete(s.m, id)
 		s.mu.Unlock()
-	}
+	}, nil
 }
 
 func (s *stoppers) stop(id string) bool {
@@ -105,24 +117,36 @@ func JobToPB(r job.Record) *agentpb.Job {
 		Bytes: uint64(r.Bytes), Status: r.Status, Reason: r.Reason, TcpRttMs: r.TCPRTTms, TcpRetransmits: r.TCPRetransmits}
 }
 
-// Workload runs one role of an application workload.
+// Workload runs one role of an application workload. Its id, chosen by the
+// controller, names it for StopWorkload and nothing else: it must be of
+// the safe alphabet of file names, and it never becomes a path.
 func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_WorkloadServer) error {
 	w := &workloadStream{stream: stream}
 	ctx := stream.Context()
-	refuse := func(err error) error {
-		return status.Errorf(codes.InvalidArgument, "agent on %s refuses %s: %v", s.Host, req.GetRole(), err)
+	refuse := func(err error) error { return s.refusal(req.GetRole(), err) }
+	if err := datadir.ValidName(req.GetId()); err != nil {
+		return refuse(fmt.Errorf("workload id: %w", err))
 	}
-	decode := func(v any) error {
-		if err := json.Unmarshal(req.GetSpecJson(), v); err != nil {
+	decode := func(v interface{ Validate(limits.Limits) error }) error {
+		dec := json.NewDecoder(bytes.NewReader(req.GetSpecJson()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
 			return refuse(fmt.Errorf("reading its spec: %w", err))
+		}
+		if err := v.Validate(s.Limits); err != nil {
+			return refuse(err)
 		}
 		return nil
 	}
 	// serve runs a serving role until StopWorkload or the call ends.
-	serving := func() (context.Context, func()) {
+	serving := func() (context.Context, func(), error) {
 		sctx, stop := context.WithCancel(ctx)
-		remove := s.serving.add(req.GetId(), stop)
-		return sctx, func() { remove(); stop() }
+		remove, err := s.serving.add(req.GetId(), stop)
+		if err != nil {
+			stop()
+			return nil, nil, refuse(err)
+		}
+		return sctx, func() { remove(); stop() }, nil
 	}
 	switch req.GetRole() {
 	case RoleEventServer:
@@ -130,12 +154,15 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		srv, err := eventdb.Listen(spec)
+		sctx, done, err := serving()
+		if err != nil {
+			return err
+		}
+		defer done()
+		srv, err := eventdb.Listen(spec, s.Limits)
 		if err != nil {
 			return refuse(err)
 		}
-		sctx, done := serving()
-		defer done()
 		if err := w.listening(srv.Port()); err != nil {
 			return err
 		}
@@ -145,17 +172,14 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		if err := spec.Validate(); err != nil {
-			return refuse(err)
-		}
-		eventdb.RunClient(ctx, spec, s.Host, w.job)
+		eventdb.RunClient(ctx, spec, s.Limits, s.Host, w.job)
 		return w.summary(struct{}{})
 	case RoleFarmMaster:
 		var spec taskfarm.MasterSpec
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		m, err := taskfarm.Listen(spec)
+		m, err := taskfarm.Listen(spec, s.Limits)
 		if err != nil {
 			return refuse(err)
 		}
@@ -168,35 +192,41 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		return w.summary(taskfarm.RunWorkers(ctx, spec))
+		return w.summary(taskfarm.RunWorkers(ctx, spec, s.Limits.MaxDuration))
 	case RoleMeshNode:
 		var spec MeshNodeSpec
 		if err := decode(&spec); err != nil {
 			return err
 		}
 		spec.Host = s.Host
-		if err := spec.Validate(); err != nil {
-			return refuse(err)
+		release, err := s.streams.take(s.Host, spec.Streams)
+		if err != nil {
+			return err
 		}
-		if uint32(spec.Streams) > uint32(s.Limits.MaxStreams) && s.Limits.MaxStreams > 0 {
-			return status.Errorf(codes.ResourceExhausted, "agent on %s refuses %d streams (its limit is %d)", s.Host, spec.Streams, s.Limits.MaxStreams)
+		defer release()
+		sctx, done, err := serving()
+		if err != nil {
+			return err
 		}
+		defer done()
 		var files *mesh.Files
 		if spec.Disk {
-			largest := slices.Max(spec.Sizes)/int64(spec.Streams) + 1
-			var err error
-			if files, err = mesh.OpenFiles(filepath.Join(os.TempDir(), "mesh-"+req.GetId()), largest, s.DiskCapped); err != nil {
+			folder := "mesh-" + req.GetId()
+			dir, err := s.Data.Sub(folder)
+			if err != nil {
+				return status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
+			}
+			defer func() { dir.Close(); s.Data.Remove(folder) }()
+			if files, err = mesh.OpenFiles(dir.Root(), spec.MaxStreamLength(), s.DiskCapped); err != nil {
 				return status.Errorf(codes.ResourceExhausted, "agent on %s: %v", s.Host, err)
 			}
 			defer files.Close()
 		}
-		srv, err := mesh.Listen(spec.Port)
+		srv, err := mesh.Listen(spec.Port, spec.MaxStreamLength())
 		if err != nil {
 			return refuse(err)
 		}
 		srv.Files = files
-		sctx, done := serving()
-		defer done()
 		served := make(chan struct{})
 		go func() { srv.Serve(sctx); close(served) }()
 		if err := w.listening(srv.Port()); err != nil {

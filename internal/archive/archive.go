@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -30,6 +32,7 @@ type Archive struct {
 	db       *sql.DB
 	path     string // as given, without a password
 	postgres bool
+	readOnly bool
 }
 
 // migrations are applied in order; a database records the last one applied.
@@ -113,24 +116,116 @@ func Open(path string) (*Archive, error) {
 		a.path = redact(path)
 		a.db, err = sql.Open("pgx", path)
 	} else {
-		a.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)")
+		// Immediate transactions take the write lock when they begin, so that
+		// two wanlab processes on one fresh file wait for each other rather
+		// than fail with "database is locked" when a reader turns writer.
+		a.db, err = sql.Open("sqlite", sqliteDSN(path, "_txlock=immediate&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening archive %s: %w", a.path, err)
+		return nil, fmt.Errorf("opening archive %s: %w", a.path, redactErr(err, path))
 	}
 	if a.postgres {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := a.db.PingContext(ctx); err != nil {
 			a.db.Close()
-			return nil, fmt.Errorf("connecting to archive %s: %w", a.path, err)
+			return nil, fmt.Errorf("connecting to archive %s: %w", a.path, redactErr(err, path))
 		}
 	}
-	if err := a.migrate(); err != nil {
+	// Another process may hold the new file's lock while it turns it into
+	// a WAL database, which no busy timeout waits for: try again a while.
+	err = a.migrate()
+	for deadline := time.Now().Add(15 * time.Second); isBusy(err) && time.Now().Before(deadline); err = a.migrate() {
+		time.Sleep(time.Duration(20+rand.IntN(80)) * time.Millisecond)
+	}
+	if err != nil {
 		a.db.Close()
-		return nil, fmt.Errorf("archive %s: %w", a.path, err)
+		return nil, fmt.Errorf("archive %s: %w", a.path, redactErr(err, path))
 	}
 	return a, nil
+}
+
+// isBusy says whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "SQLITE_BUSY")
+}
+
+// OpenReadOnly opens an existing archive to read it. A SQLite file this
+// user may not write is opened read-only (and must already be of this
+// wanlab's schema, since an upgrade writes); any other archive as Open does.
+func OpenReadOnly(path string) (*Archive, error) {
+	if IsPostgres(path) || writable(path) {
+		return Open(path)
+	}
+	a := &Archive{path: path, readOnly: true}
+	var have int
+	var err error
+	// A WAL archive in a folder this user may not write cannot be read the
+	// usual way (SQLite would make its -shm file): then read it as a file
+	// that nobody changes, which it is while nobody may write it.
+	for _, mode := range []string{"mode=ro", "mode=ro&immutable=1"} {
+		if a.db, err = sql.Open("sqlite", sqliteDSN(path, mode)); err != nil {
+			return nil, fmt.Errorf("opening archive %s: %w", a.path, err)
+		}
+		if err = a.db.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err == nil {
+			break
+		}
+		a.db.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("archive %s (read-only): not a wanlab archive, or not a SQLite file: %w", a.path, err)
+	}
+	if have != len(migrations) {
+		a.db.Close()
+		return nil, fmt.Errorf("archive %s is read-only and of schema v%d, not v%d: opening it once as a user who may write it upgrades it", a.path, have, len(migrations))
+	}
+	return a, nil
+}
+
+// sqliteDSN is the driver's name of a SQLite file with options; the busy
+// timeout comes first, before any pragma that needs a lock.
+func sqliteDSN(path, options string) string {
+	return "file:" + path + "?_pragma=busy_timeout(10000)&" + options
+}
+
+// writable says whether this process may write the file at path.
+func writable(path string) bool {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
+// ReadOnly says the archive was opened read-only.
+func (a *Archive) ReadOnly() bool { return a.readOnly }
+
+// redactErr replaces the password of dsn wherever err's text repeats it.
+func redactErr(err error, dsn string) error {
+	if err == nil || !IsPostgres(dsn) {
+		return err
+	}
+	pw := password(dsn)
+	if pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "***"))
+}
+
+// password is the password of a database URL, "" if it has none.
+func password(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		return pw
+	}
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return ""
+	}
+	_, pw, _ := strings.Cut(dsn[scheme+3:at], ":")
+	return pw
 }
 
 // redact hides the password of a database URL.
@@ -196,35 +291,43 @@ func hasCode(sql string) bool {
 // Close closes the archive.
 func (a *Archive) Close() error { return a.db.Close() }
 
+// migrate brings the schema up to date in one transaction that holds the
+// archive's write lock from its start (SQLite: BEGIN IMMEDIATE; PostgreSQL:
+// an advisory lock), so that processes opening one new archive at once
+// migrate it once, one after the other.
 func (a *Archive) migrate() error {
-	if _, err := a.db.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
-		return fmt.Errorf("creating the schema table (is it a SQLite file?): %w", err)
+	tx, err := a.db.Begin()
+	if err != nil {
+		return fmt.Errorf("locking the archive to check its schema: %w", err)
+	}
+	defer tx.Rollback()
+	if a.postgres {
+		if _, err := tx.Exec(`SELECT pg_advisory_xact_lock(7400112)`); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("creating the schema table (is it a wanlab archive?): %w", err)
 	}
 	var have int
-	if err := a.db.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
+	if err := tx.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
 		return err
 	}
 	if have > len(migrations) {
 		return fmt.Errorf("schema version %d is newer than this wanlab knows (%d): upgrade wanlab", have, len(migrations))
 	}
 	for v := have; v < len(migrations); v++ {
-		tx, err := a.db.Begin()
-		if err != nil {
-			return err
-		}
 		for _, stmt := range a.ddl(migrations[v]) {
 			if _, err := tx.Exec(stmt); err != nil {
-				tx.Rollback()
 				return fmt.Errorf("migration %d: %w", v+1, err)
 			}
 		}
 		if _, err := tx.Exec(a.q(`INSERT INTO schema_version VALUES (?, ?)`), v+1, now()); err != nil {
-			tx.Rollback()
 			return err
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %d: %w", v+1, err)
-		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrating to schema v%d: %w", len(migrations), err)
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package archive
 
 import (
+	"os/exec"
+	"syscall"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -289,5 +292,85 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	}
 	if err := a.AddJobs(runs[0].ID, step, []job.Record{{ID: 1, Host: "a", Status: job.OK}}); err != nil {
 		t.Fatalf("jobs after the upgrade: %v", err)
+	}
+}
+
+// TestConcurrentOpenOfANewArchive: two wanlab runs on one fresh SQLite
+// file failed with "database is locked" about a third of the time.
+func TestConcurrentOpenOfANewArchive(t *testing.T) {
+	for try := range 10 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("new%d.db", try))
+		const n = 4
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				a, err := Open(path)
+				if err == nil {
+					_, err = a.StartRun(NewRun{Kind: "run", Name: "x"})
+					a.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("try %d: %v", try, err)
+			}
+		}
+	}
+}
+
+// TestReadOnlyArchive: reading verbs work on an archive they may not
+// write, instead of failing with "is it a SQLite file?".
+func TestReadOnlyArchive(t *testing.T) {
+	if path := os.Getenv("ARCHIVE_READ"); path != "" {
+		// The reader, run as user nobody by the test below.
+		a, err := OpenReadOnly(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		runs, err := a.Runs(context.Background())
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("%v %+v", err, runs)
+		}
+		fmt.Printf("runs: %d %s\n", len(runs), runs[0].Name)
+		return
+	}
+	testsupport.NeedRoot(t) // to read as another user
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	path := filepath.Join(dir, "ro.db")
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := a.StartRun(NewRun{Kind: "run", Name: "kept"})
+	a.EndRun(id, StatusDone, "", nil)
+	a.Close()
+	os.Chmod(path, 0o444)
+	exe := filepath.Join(dir, "reader")
+	b, _ := os.ReadFile(os.Args[0])
+	os.WriteFile(exe, b, 0o755)
+	cmd := exec.Command(exe, "-test.run=^TestReadOnlyArchive$", "-test.v")
+	cmd.Env = append(os.Environ(), "ARCHIVE_READ="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "runs: 1 kept") {
+		t.Errorf("reading as nobody: %v\n%s", err, out)
+	}
+}
+
+// TestPasswordNeverPrinted: a postgres URL's password is not in an error.
+func TestPasswordNeverPrinted(t *testing.T) {
+	for _, dsn := range []string{
+		"postgres://wanlab:s3cr3t-pw@127.0.0.1:1/x?connect_timeout=1",
+		"postgres://wanlab:s3cr3t-pw@[::1:bad/x",
+	} {
+		_, err := Open(dsn)
+		if err == nil || strings.Contains(err.Error(), "s3cr3t-pw") {
+			t.Errorf("Open(%q): %v", dsn, err)
+		}
 	}
 }

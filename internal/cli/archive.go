@@ -75,9 +75,12 @@ func newRunsCmd() *cobra.Command {
 				return err
 			}
 			defer ar.Close()
-			// A run whose wanlab was killed shows as interrupted, not running.
-			if _, err := ar.MarkAbandoned(c.Context()); err != nil {
-				return err
+			// A run whose wanlab was killed shows as interrupted, not running
+			// (where the archive may be written).
+			if !ar.ReadOnly() {
+				if _, err := ar.MarkAbandoned(c.Context()); err != nil {
+					return err
+				}
 			}
 			runs, err := ar.Runs(context.Background())
 			if err != nil {
@@ -168,16 +171,16 @@ func exportSamples(ctx context.Context, w io.Writer, ar *archive.Archive, id int
 	return cw.Error()
 }
 
-// openExisting opens an archive that must already exist: reading verbs never
-// create one by mistake.
+// openExisting opens an archive that must already exist, to read it:
+// reading verbs never create one by mistake, and work on an archive they
+// may not write.
 func openExisting(path string) (*archive.Archive, error) {
-	if archive.IsPostgres(path) {
-		return archive.Open(path)
+	if !archive.IsPostgres(path) {
+		if _, err := statFile(path); err != nil {
+			return nil, fmt.Errorf("no archive at %s (give --db PATH): %w", path, err)
+		}
 	}
-	if _, err := statFile(path); err != nil {
-		return nil, fmt.Errorf("no archive at %s (give --db PATH): %w", path, err)
-	}
-	return archive.Open(path)
+	return archive.OpenReadOnly(path)
 }
 
 func statFile(path string) (int64, error) {

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +144,76 @@ func TestRunsAndExport(t *testing.T) {
 	}
 	if code := run([]string{"runs", "--db", t.TempDir() + "/none.db"}, &out, &errb); code != exitFailure {
 		t.Errorf("runs on a missing archive: exit %d", code)
+	}
+}
+
+// TestControlCharactersAreShown: an imported iperf3 file's local_host with
+// terminal escapes was printed raw.
+func TestControlCharactersAreShown(t *testing.T) {
+	var b strings.Builder
+	w := newSafeText(&b)
+	w.Write([]byte("host \x1b]0;pwned\x07 \u009b2J ok\ttab\nline ä"))
+	w.Write([]byte{0xc3}) // half of ä ...
+	w.Write([]byte{0xa4, 0xff, '\n'})
+	want := `host \x1b]0;pwned\x07 \u009b2J ok` + "\ttab\nline ää" + `\xff` + "\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+}
+
+// TestImportedEscapesAreNotPrinted imports an iperf3 file whose host names
+// hold terminal escapes, and reads it back through every printing verb.
+func TestImportedEscapesAreNotPrinted(t *testing.T) {
+	data, err := os.ReadFile("../measure/testdata/iperf3-tcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := strings.Replace(string(data), `"local_host":`, `"local_host": "\u001b]0;owned\u0007\u001b[2J",  "x":`, 1)
+	file := filepath.Join(t.TempDir(), "evil.json")
+	os.WriteFile(file, []byte(evil), 0o600)
+	db := filepath.Join(t.TempDir(), "a.db")
+	for _, argv := range [][]string{{"import", "iperf3", file, "--db", db}, {"runs", "--db", db}, {"analyze", "1", "--db", db}, {"export", "1", "--db", db}} {
+		var out, errb strings.Builder
+		code := run(argv, &out, &errb)
+		if strings.ContainsAny(out.String()+errb.String(), "\x1b\x07") {
+			t.Errorf("wanlab %v (exit %d) printed a raw escape:\n%q", argv, code, out.String()+errb.String())
+		}
+	}
+}
+
+// TestValidateRefusesWhatCannotRun: a test-bed this machine cannot hold,
+// and workloads over an agent's limits, are refused at validate time (a
+// 1,000-host site took 36 s and 873 MB to validate, and a 5 TB transfer,
+// a 100 TB mesh for a million hours and a 100 Tbit/s UDP test passed).
+func TestValidateRefusesWhatCannotRun(t *testing.T) {
+	var hosts strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&hosts, "  h%d: {site: s}\n", i)
+	}
+	two := "name: v\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 1Gbit}\nworkloads:\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+		code             int
+	}{
+		{"1000 hosts", "name: big\nsites:\n  s: {rate: 1Gbit, lan: {rate: 1Gbit}}\nhosts:\n" + hosts.String(), "one machine holds at most", exitFailure},
+		{"5 TB transfer", two + "  - transfer: {from: a, to: b, size: 5TB}\n", "size 5000000000000 bytes: over the agent's limit", exitUsage},
+		{"100 TB mesh", two + "  - mesh: {hosts: [a, b], sizes: [100TB], duration: 1000000h}\n", "over the agent's limit", exitUsage},
+		{"100 Tbit/s UDP", two + "  - throughput: {from: a, to: b, protocol: udp, rate: 100Tbit}\n", "rate 100000000000000 bit/s: over the agent's limit", exitUsage},
+		{"NaN cpus", "name: n\nhosts:\n  a: {cpus: .nan}\n  b: {}\nlinks:\n  - {between: [a, b]}\n", "cores is impossible", exitUsage},
+		{"a delay of 2562047h", "name: d\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], delay: 2562047h}\n", "above the maximum of 1m0s", exitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "s.yaml")
+			os.WriteFile(file, []byte(tc.yaml), 0o600)
+			var out, errb strings.Builder
+			start := time.Now()
+			code := run([]string{"testbed", "validate", file}, &out, &errb)
+			if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("exit %d (want %d): %s", code, tc.code, errb.String())
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("validation took %v", d)
+			}
+		})
 	}
 }

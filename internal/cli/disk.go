@@ -16,14 +16,14 @@ import (
 
 func newDiskCmd() *cobra.Command {
 	var (
-		tb, host, size, block, dir string
-		fsync, direct, asJSON      bool
+		tb, host, size, block string
+		fsync, direct, asJSON bool
 	)
 	c := &cobra.Command{
 		Use:   "disk --testbed NAME --host A",
 		Short: "Sequential write and read rate of a file on a host, the I/O reference for transfers",
-		Long: `Write a file of --size in --block writes, then read it back after dropping it from the
-page cache, and report both rates. --fsync ends the write phase with fsync, so that it
+		Long: `Write a file of --size in --block writes, in the host agent's data folder, then read
+it back after dropping it from the page cache, and report both rates. --fsync ends the write phase with fsync, so that it
 measures the device and not the page cache; --direct bypasses the cache (O_DIRECT).
 The hosts of an emulated test-bed share the machine's disk; on a host with a disk: cap
 the write phase always ends with fsync, so that the cap is what is measured.`,
@@ -48,7 +48,7 @@ the write phase always ends with fsync, so that the cap is what is measured.`,
 				return err
 			}
 			defer ep.Agent.Close()
-			res, err := measure.Disk(ctx, ep, &agentpb.DiskRequest{Dir: dir, Size: uint64(z), Block: uint32(b), Fsync: fsync, Direct: direct})
+			res, err := measure.Disk(ctx, ep, &agentpb.DiskRequest{Size: uint64(z), Block: uint32(b), Fsync: fsync, Direct: direct})
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,6 @@ the write phase always ends with fsync, so that the cap is what is measured.`,
 	c.Flags().StringVar(&host, "host", "", "the host to test (required)")
 	c.Flags().StringVar(&size, "size", "256MB", "file size")
 	c.Flags().StringVar(&block, "block", "1MiB", "size of each write and read")
-	c.Flags().StringVar(&dir, "dir", "", "directory for the test file (default: the agent's temporary directory)")
 	c.Flags().BoolVar(&fsync, "fsync", false, "fsync at the end of the write phase")
 	c.Flags().BoolVar(&direct, "direct", false, "use O_DIRECT")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

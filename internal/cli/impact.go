@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -46,7 +47,7 @@ test of a bulk transfer.`,
 				}
 				spec.Load.Window = int(w)
 			}
-			if err := spec.Load.Validate(throughput.DefaultLimits); err != nil {
+			if err := spec.Load.Validate(limits.Default); err != nil {
 				return usagef("load: %v", err)
 			}
 			if phase <= 0 || interval < time.Millisecond || loadDur < 2*time.Second {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
@@ -162,7 +163,7 @@ measured, marked partial, and exits 1.`,
 			if reverse && bidir {
 				return usagef("give --reverse or --bidir, not both")
 			}
-			if err := spec.Validate(throughput.DefaultLimits); err != nil {
+			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
 			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {

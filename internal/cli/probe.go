@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 )
@@ -35,7 +36,7 @@ and the output says which.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			spec := probe.Spec{Count: count, Interval: interval, Size: size, Timeout: timeout}
-			if err := spec.Validate(time.Hour); err != nil {
+			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
 			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {

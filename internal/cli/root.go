@@ -46,6 +46,7 @@ func Main(args []string) int {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	stdout, stderr = newSafeText(stdout), newSafeText(stderr)
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -12,9 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/analysis"
@@ -161,24 +159,23 @@ func interruptible() (context.Context, func()) {
 	return ctx, func() { signal.Stop(sigs); close(sigs); cancel(nil) }
 }
 
-// runProgress shows a run's progress: a bar on a terminal, a line per step
-// otherwise.
+// runProgress shows a run's steps through a progress.
 type runProgress struct {
-	w    io.Writer
-	bar  *progressbar.ProgressBar
+	*progress
 	step int
 }
 
 func newRunProgress(w io.Writer) *runProgress {
-	p := &runProgress{w: w}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		p.bar = progressbar.NewOptions(1, progressbar.OptionSetWriter(w), progressbar.OptionShowCount(),
-			progressbar.OptionSetWidth(20), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(200*time.Millisecond))
-	}
-	return p
+	return &runProgress{progress: newProgress(w, 1, "run")}
 }
 
 func (p *runProgress) update(pr scenariorun.Progress) {
+	label := fmt.Sprintf("%s %s", pr.Workload, pr.Label)
+	if pr.Step != p.step {
+		p.setTotal(pr.Steps)
+		p.progress.step(label)
+		p.step = pr.Step
+	}
 	jobs := fmt.Sprintf("%d/%d jobs done", pr.Finished, pr.Expected)
 	if running := pr.Expected - pr.Finished; running > 0 {
 		jobs += fmt.Sprintf(", %d running", running)
@@ -186,31 +183,10 @@ func (p *runProgress) update(pr scenariorun.Progress) {
 	if pr.Failed > 0 {
 		jobs += fmt.Sprintf(", %d failed", pr.Failed)
 	}
-	left := ""
-	if pr.Remaining > 0 {
-		left = ", ~" + pr.Remaining.Round(time.Second).String() + " left"
-	}
-	what := fmt.Sprintf("step %d/%d %s %s: %s (%s elapsed%s)", pr.Step, pr.Steps, pr.Workload, pr.Label, jobs,
-		pr.Elapsed.Round(time.Second), left)
-	if p.bar == nil {
-		if pr.Step != p.step {
-			fmt.Fprintf(p.w, "wanlab: step %d/%d %s %s\n", pr.Step, pr.Steps, pr.Workload, pr.Label)
-			p.step = pr.Step
-		}
-		return
-	}
-	if p.bar.GetMax() != pr.Steps {
-		p.bar.ChangeMax(pr.Steps)
-	}
-	p.bar.Set(pr.Step - 1)
-	p.bar.Describe(what)
+	p.note(label + ": " + jobs)
 }
 
-func (p *runProgress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-	}
-}
+func (p *runProgress) finish() { p.done() }
 
 // printRun prints a run's summary: a table per workload like the seeds'.
 func printRun(w io.Writer, res *scenariorun.Result) {

@@ -31,15 +31,20 @@ func newValidateCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "validate FILE.yaml",
-		Short: "Parse and check a scenario's test-bed without building it",
+		Short: "Parse and check a scenario (its test-bed and workloads) without building it",
+		Long: `Parse and check a scenario without building anything: the test-bed (that this machine
+can hold it) and every step of every workload, against the limits of an agent started
+with its defaults (duration, bytes, streams, rate, connections). Every problem is
+reported with its file:line.`,
 		Example: `  wanlab testbed validate examples/wan-lan.yaml
   wanlab testbed validate --json examples/wan-lan.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			tb, err := scenario.Load(a[0])
+			f, err := scenario.LoadFile(a[0], false)
 			if err != nil {
 				return err
 			}
+			tb := f.Testbed
 			plan, err := testbed.NewPlan(tb)
 			if err != nil {
 				return err
@@ -189,7 +194,7 @@ func newExecCmd() *cobra.Command {
 Standard input, output, error and the exit status are the command's own (127 if it is
 not found). The command sees WANLAB_TESTBED, WANLAB_HOST, WANLAB_ADDR_<HOST> (each
 host's address, upper case, '-' as '_') and TMPDIR (the host's data directory,
-/var/tmp/wanlab/NAME/HOST, on the disk its caps apply to) in its environment.`,
+/var/lib/wanlab/testbeds/NAME/HOST, on the disk its caps apply to) in its environment.`,
 		Example: `  wanlab testbed exec wan-lan server -- iperf3 -s -D
   wanlab testbed exec wan-lan client -- sh -c 'iperf3 -c $WANLAB_ADDR_SERVER -t 5'`,
 		Args: args(func(c *cobra.Command, a []string) error {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/transfer"
@@ -21,12 +23,13 @@ func newTransferCmd() *cobra.Command {
 		corruptAt                   int64
 	)
 	c := &cobra.Command{
-		Use:   "transfer --testbed NAME --from A --to B --file PATH | --size SIZE",
+		Use:   "transfer --testbed NAME --from A --to B --file NAME | --size SIZE",
 		Short: "Disk-to-disk file transfer over parallel streams, with an end-to-end checksum",
 		Long: `Send a file from A's disk to B's disk over --streams TCP streams (each a contiguous part
 of the file, as bbFTP does), optionally compressing each block with zstd, and check
-with SHA-256 at both ends that no bit was lost (checksum_ok). --file sends a file of A's;
---size has A's agent generate one (half random, half repetitive, so compression has
+with SHA-256 at both ends that no bit was lost (checksum_ok). --file NAME sends a file
+that was put in A's data folder (TMPDIR of testbed exec on A; the agent sends nothing
+outside it); --size has A's agent generate one (half random, half repetitive, so compression has
 something to gain). --roundtrip sends the received copy back and checks it against the
 original, as in the ALICE stress tests. A file that changes while being sent, a full
 disk or a host that vanishes is an error naming it; a checksum mismatch exits 1.
@@ -36,9 +39,14 @@ that the check catches it.`,
   wanlab measure transfer --testbed wan-lan --from lanclient --to server --size 50MB --compress --roundtrip --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
-			spec := measure.TransferSpec{Spec: transfer.Spec{Streams: streams, Compress: compress}, Path: file, Roundtrip: roundtrip, CorruptAt: corruptAt}
+			spec := measure.TransferSpec{Spec: transfer.Spec{Streams: streams, Compress: compress}, File: file, Roundtrip: roundtrip, CorruptAt: corruptAt}
 			if (file == "") == (size == "") {
 				return usagef("give --file or --size")
+			}
+			if file != "" {
+				if err := datadir.ValidName(file); err != nil {
+					return usagef("--file: %v: name a file in the sending host's data folder", err)
+				}
 			}
 			if size != "" {
 				z, err := units.ParseSize(size)
@@ -59,7 +67,7 @@ that the check catches it.`,
 				}
 				spec.Window = int(w)
 			}
-			if err := spec.Spec.Validate(256); err != nil {
+			if err := spec.Spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
 			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
@@ -69,7 +77,7 @@ that the check catches it.`,
 		},
 	}
 	pair.flags(c)
-	c.Flags().StringVar(&file, "file", "", "the file on the sending host to send")
+	c.Flags().StringVar(&file, "file", "", "the `NAME` of a file in the sending host's data folder to send")
 	c.Flags().StringVar(&size, "size", "", "have the sender generate a file of this size, e.g. 1.6GB")
 	c.Flags().IntVarP(&streams, "streams", "P", 1, "parallel streams")
 	c.Flags().StringVarP(&window, "window", "w", "", "socket buffer size (default: autotuning)")

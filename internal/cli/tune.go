@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -64,7 +65,7 @@ transfer would take.`,
 			for _, n := range spec.Streams {
 				for _, w := range spec.Windows {
 					cell := throughput.Spec{Protocol: throughput.TCP, Streams: n, Window: w, Duration: duration, Interval: time.Second}
-					if err := cell.Validate(throughput.DefaultLimits); err != nil {
+					if err := cell.Validate(limits.Default); err != nil {
 						return usagef("%v", err)
 					}
 				}

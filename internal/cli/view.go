@@ -259,6 +259,10 @@ func orDash(s string) string {
 	return s
 }
 
+// maxPathsShown bounds the path table: a large test-bed has a path per
+// ordered pair of hosts.
+const maxPathsShown = 200
+
 // printPlan prints hosts, link directions (with counters if present) and paths.
 func printPlan(w io.Writer, v planView) {
 	t := table(w)
@@ -289,7 +293,12 @@ func printPlan(w io.Writer, v planView) {
 		fmt.Fprintln(w)
 		t = table(w)
 		fmt.Fprintln(t, "PATH\tBOTTLENECK\tBASE RTT\tMTU\tVIA")
-		for _, p := range v.Paths {
+		for i, p := range v.Paths {
+			if i == maxPathsShown {
+				t.Flush()
+				fmt.Fprintf(w, "... and %d more paths (--json lists them all)\n", len(v.Paths)-i)
+				break
+			}
 			via := strings.Join(p.Via, ", ")
 			if via == "" {
 				via = "(direct)"

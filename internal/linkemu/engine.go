@@ -93,6 +93,13 @@ const readBatch = 64
 
 // New checks the configuration and prepares an engine. It takes ownership of
 // nothing: the caller closes the port fds after Run returns.
+// Bounds of a direction the engine accepts: beyond them its nanosecond
+// arithmetic would lose meaning long before it overflowed.
+const (
+	MaxDelay = time.Hour
+	MaxRate  = 10e12 // bit/s
+)
+
 func New(cfg Config) (*Engine, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("linkemu: no ports")
@@ -128,7 +135,8 @@ func New(cfg Config) (*Engine, error) {
 		e.portOf[p.Addr] = i
 	}
 	for i, d := range cfg.Dirs {
-		if d.Rate < 0 || d.Delay < 0 || d.Jitter < 0 || d.Loss.Random < 0 || d.Loss.Random > 1 {
+		if !(d.Rate >= 0 && d.Rate <= MaxRate) || d.Delay < 0 || d.Delay > MaxDelay || d.Jitter < 0 || d.Jitter > MaxDelay ||
+			!(d.Loss.Random >= 0 && d.Loss.Random <= 1) || d.QueueBytes < 0 || d.QueuePackets < 0 {
 			return nil, fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
 		}
 		e.dirs[i] = newDirection(d, &e.dirStats[i])

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/probe"
-	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 func TestProbeThroughAgents(t *testing.T) {
-	a, _ := startAgent(t, "a", throughput.DefaultLimits)
-	b, _ := startAgent(t, "b", throughput.DefaultLimits)
+	a, _ := startAgent(t, "a", limits.Default)
+	b, _ := startAgent(t, "b", limits.Default)
 	spec := probe.Spec{Count: 40, Interval: 2 * time.Millisecond, Size: 64, Timeout: 200 * time.Millisecond}
 	res, err := Probe(context.Background(), a, b, spec)
 	if err != nil {

@@ -8,21 +8,27 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 // startAgent serves an agent on a socket in a temporary directory and
 // returns an endpoint for it on loopback, and a function that kills it.
-func startAgent(t *testing.T, host string, limits throughput.Limits) (Endpoint, context.CancelFunc) {
+func startAgent(t *testing.T, host string, lim limits.Limits) (Endpoint, context.CancelFunc) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), host+".sock")
+	dir := t.TempDir()
+	sock := filepath.Join(dir, host+".sock")
+	data, err := datadir.Open(filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &agent.Server{Host: host, Version: "test", Limits: limits}
+	srv := &agent.Server{Host: host, Version: "test", Limits: lim, Data: data}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, sock) }()
+	go func() { served <- srv.ServeSocket(ctx, sock) }()
 	t.Cleanup(func() { cancel(); <-served })
 	var c *agent.Client
-	var err error
 	for range 100 {
 		if c, err = agent.Dial(context.Background(), host, sock); err == nil {
 			break
@@ -37,8 +43,8 @@ func startAgent(t *testing.T, host string, limits throughput.Limits) (Endpoint, 
 }
 
 func TestThroughputThroughAgents(t *testing.T) {
-	a, _ := startAgent(t, "a", throughput.DefaultLimits)
-	b, _ := startAgent(t, "b", throughput.DefaultLimits)
+	a, _ := startAgent(t, "a", limits.Default)
+	b, _ := startAgent(t, "b", limits.Default)
 	for _, spec := range []throughput.Spec{
 		{Protocol: throughput.TCP, Streams: 4, Duration: 600 * time.Millisecond, Interval: 200 * time.Millisecond},
 		{Protocol: throughput.UDP, Streams: 2, Duration: 600 * time.Millisecond, Interval: 200 * time.Millisecond, UDPRate: 10e6, UDPLength: 1000},
@@ -70,9 +76,9 @@ func TestThroughputThroughAgents(t *testing.T) {
 }
 
 func TestAgentRefusesOverItsLimits(t *testing.T) {
-	small := throughput.DefaultLimits
+	small := limits.Default
 	small.MaxStreams, small.MaxDuration = 2, time.Second
-	a, _ := startAgent(t, "a", throughput.DefaultLimits)
+	a, _ := startAgent(t, "a", limits.Default)
 	b, _ := startAgent(t, "b", small)
 	tests := []struct {
 		spec throughput.Spec
@@ -90,8 +96,8 @@ func TestAgentRefusesOverItsLimits(t *testing.T) {
 }
 
 func TestReceiverAgentVanishes(t *testing.T) {
-	a, _ := startAgent(t, "a", throughput.DefaultLimits)
-	b, killB := startAgent(t, "b", throughput.DefaultLimits)
+	a, _ := startAgent(t, "a", limits.Default)
+	b, killB := startAgent(t, "b", limits.Default)
 	spec := throughput.Spec{Protocol: throughput.TCP, Streams: 2, Duration: 3 * time.Second, Interval: 100 * time.Millisecond}
 	time.AfterFunc(500*time.Millisecond, killB)
 	start := time.Now()

@@ -14,9 +14,9 @@ import (
 // TransferSpec is a disk-to-disk transfer.
 type TransferSpec struct {
 	transfer.Spec
-	// Path is the file to send on the sending host; if empty, the sender
-	// generates one of Size bytes.
-	Path string
+	// File names a file in the sending agent's data folder; if empty, the
+	// sender generates one of Size bytes.
+	File string
 	Size int64
 	// Roundtrip sends the received copy back, as the ALICE tests did.
 	Roundtrip bool
@@ -64,14 +64,14 @@ func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*Trans
 		res.Partial, res.Error = true, err.Error()
 		return res, err
 	}
-	there, keptAt, err := leg(ctx, src, dst, spec.Spec, &agentpb.SendFileRequest{Path: spec.Path, Size: uint64(spec.Size)}, spec.Roundtrip, spec.CorruptAt)
+	there, kept, err := leg(ctx, src, dst, spec.Spec, &agentpb.SendFileRequest{File: spec.File, Size: uint64(spec.Size)}, uint64(spec.Size), spec.Roundtrip, spec.CorruptAt)
 	res.There = there
 	if err != nil {
 		return fail(err)
 	}
 	res.ChecksumOK = there.ChecksumOK
 	if spec.Roundtrip {
-		back, _, err := leg(ctx, dst, src, spec.Spec, &agentpb.SendFileRequest{Path: keptAt, RemoveAfter: true}, false, -1)
+		back, _, err := leg(ctx, dst, src, spec.Spec, &agentpb.SendFileRequest{File: kept, RemoveAfter: true}, there.Bytes, false, -1)
 		res.Back = back
 		if err != nil {
 			return fail(err)
@@ -86,12 +86,13 @@ func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*Trans
 	return res, nil
 }
 
-// leg sends one file from src to dst and returns where dst kept it (if keep).
-func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agentpb.SendFileRequest, keep bool, corruptAt int64) (*TransferLeg, string, error) {
+// leg sends one file from src to dst, of size bytes if known (else 0), and
+// returns the name under which dst kept it (if keep).
+func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agentpb.SendFileRequest, size uint64, keep bool, corruptAt int64) (*TransferLeg, string, error) {
 	l := &TransferLeg{From: src.Host, To: dst.Host}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	rstream, err := dst.Agent.ReceiveFile(rctx, &agentpb.ReceiveFileRequest{Spec: agent.TransferSpecToPB(spec), Keep: keep, CorruptAt: corruptAt})
+	rstream, err := dst.Agent.ReceiveFile(rctx, &agentpb.ReceiveFileRequest{Spec: agent.TransferSpecToPB(spec), Keep: keep, CorruptAt: corruptAt, ExpectedSize: size})
 	if err != nil {
 		return l, "", AgentError(dst.Host, err)
 	}
@@ -120,5 +121,5 @@ func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agent
 	l.SHA256Sent, l.SHA256Received = sent.Sha256, got.Sha256
 	l.ChecksumOK = sent.Sha256 != "" && sent.Sha256 == got.Sha256 && sent.Bytes == got.Bytes
 	l.CPU = CPUResult{SenderHost: sent.HostCpuPercent, SenderAgent: sent.AgentCpuPercent, ReceiverHost: got.HostCpuPercent, ReceiverAgent: got.AgentCpuPercent}
-	return l, got.Path, nil
+	return l, got.File, nil
 }

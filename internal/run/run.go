@@ -196,12 +196,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // execute brings the test-bed up, runs the steps not yet done and tears the
 // test-bed down.
 func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedStep, done map[int]archive.Step, res *Result) (err error) {
-	path, err := writeScenario(f.Testbed.Name, o.Text)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(path)
-	up, err := testbed.UpFor(ctx, path, os.Getpid())
+	up, err := testbed.UpFor(ctx, o.Source, o.Text, os.Getpid())
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w while the test-bed came up (%v)", ErrInterrupted, context.Cause(ctx))
@@ -264,20 +259,6 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 		}
 	}
 	return nil
-}
-
-// writeScenario puts the scenario text where testbed.Up can read it.
-func writeScenario(name string, text []byte) (string, error) {
-	f, err := os.CreateTemp("", "wanlab-run-"+name+"-*.yaml")
-	if err != nil {
-		return "", fmt.Errorf("writing the scenario for the test-bed: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Write(text); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("writing the scenario for the test-bed: %w", err)
-	}
-	return f.Name(), nil
 }
 
 // connectAll dials the agent of every host of a test-bed just brought up.
@@ -437,6 +418,11 @@ func runStep(ctx context.Context, o Options, f *scenario.File, p plannedStep, ho
 	)
 	for _, e := range events {
 		storeErr = errors.Join(storeErr, a.AddEvent(run, stepID, archive.Warning, e))
+	}
+	if storeErr != nil {
+		// What was measured is not all in the archive: the step is not
+		// done, and a resumed run does it again.
+		sr.Status, sr.Reason = archive.StatusFailed, fmt.Sprintf("storing what it measured: %v", storeErr)
 	}
 	if sr.Status != archive.StatusDone {
 		storeErr = errors.Join(storeErr, a.AddEvent(run, stepID, archive.Failure, sr.Reason))

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/wanlab/wanlab/internal/units"
 )
@@ -482,7 +482,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 			}
 		}
 		if c := h.Value.CPUs; c != nil {
-			if *c <= 0 || *c > 1024 {
+			if !(*c > 0 && *c <= 1024) { // also NaN, which compares false
 				v.fail(field+".cpus", "%v cores is impossible: give a quota above 0 (e.g. 0.5)", *c)
 			}
 			host.CPUs = *c
@@ -564,6 +564,8 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 			v.fail(field+".rate", "%v", err)
 		case r < MinRate:
 			v.fail(field+".rate", "%s is below the minimum of %s (omit rate for an unlimited link)", raw.Rate, MinRate)
+		case r > MaxRate:
+			v.fail(field+".rate", "%s is above the maximum of %s", raw.Rate, MaxRate)
 		default:
 			d.Rate = r
 		}
@@ -571,6 +573,8 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 	if raw.Delay != "" {
 		if x, err := units.ParseDuration(raw.Delay); err != nil {
 			v.fail(field+".delay", "%v", err)
+		} else if x > MaxDelay {
+			v.fail(field+".delay", "%s is above the maximum of %v one way", raw.Delay, MaxDelay)
 		} else {
 			d.Delay = x
 		}
@@ -578,6 +582,8 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 	if raw.Jitter != "" {
 		if x, err := units.ParseDuration(raw.Jitter); err != nil {
 			v.fail(field+".jitter", "%v", err)
+		} else if x > MaxDelay {
+			v.fail(field+".jitter", "%s is above the maximum of %v", raw.Jitter, MaxDelay)
 		} else {
 			d.Jitter = x
 		}

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"encoding/json"
 	"errors"
 	"os"
@@ -158,7 +160,7 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("workload %s has no steps", w.Name)
 				}
 				for _, s := range w.Steps {
-					if e := s.EventDB; e != nil && (e.Store.Validate() != nil || e.Jobs < 1 || e.EventsPerJob > e.Store.Events) {
+					if e := s.EventDB; e != nil && (e.Store.Validate(limits.Default) != nil || e.Jobs < 1 || e.EventsPerJob > e.Store.Events) {
 						t.Fatalf("accepted an impossible eventdb step %+v", e)
 					}
 					if m := s.Mesh; m != nil && (len(m.Hosts) < 2 || len(m.Sizes) == 0 || m.Duration <= 0) {

@@ -150,6 +150,10 @@ const (
 	MinMTU                 = 576
 	MaxMTU                 = 9000
 	MinRate                = 1 * units.Kbit
+	MaxRate                = 1000 * units.Gbit
+	// MaxDelay bounds a direction's one-way delay and its jitter: a minute
+	// is far beyond any path on Earth or to a geostationary satellite.
+	MaxDelay = time.Minute
 )
 
 // DefaultSubnet holds the hosts' addresses unless the scenario sets subnet.

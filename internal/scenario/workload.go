@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
 	"github.com/wanlab/wanlab/internal/workload/taskfarm"
@@ -661,8 +662,10 @@ func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
 			e.ServerModel = eventdb.ModelThreads
 		}
 	}
-	if err := (eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads}).Validate(); err != nil {
+	if err := (eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage}).Validate(agentLimits); err != nil {
 		v.fail(field, "%v", err)
+	} else if err := (eventdb.ClientSpec{Store: e.Store, Jobs: e.Jobs, EventsPerJob: min(e.EventsPerJob, e.Store.Events), Timeout: max(e.Timeout, 1), CPUPerEvent: e.ClientCPUPerEvent}).Validate(agentLimits); err != nil {
+		v.fail(field, "each client: %v", err)
 	}
 	if e.EventsPerJob > e.Store.Events {
 		v.fail(field+".events_per_job", "%d is more than the store holds (%d events)", e.EventsPerJob, e.Store.Events)
@@ -697,7 +700,7 @@ func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm
 	if t.Work == "" {
 		t.Work = taskfarm.WorkSleep
 	}
-	if err := (taskfarm.MasterSpec{Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count}).Validate(); err != nil {
+	if err := (taskfarm.MasterSpec{Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count}).Validate(agentLimits); err != nil {
 		v.fail(field, "%v", err)
 	}
 	return t
@@ -740,6 +743,11 @@ func (v *validator) mesh(field string, r rawMesh, tb *Testbed) *Mesh {
 	if m.Duration <= 0 {
 		v.fail(field+".duration", "must be positive")
 	}
+	v.limit(field+".duration", agentLimits.Duration("duration", m.Duration))
+	v.limit(field+".max_wait", agentLimits.Duration("max_wait", m.MaxWait))
+	for i, z := range m.Sizes {
+		v.limit(fmt.Sprintf("%s.sizes[%d]", field, i), agentLimits.Bytes("file size", z))
+	}
 	return m
 }
 
@@ -773,6 +781,10 @@ func (v *validator) throughput(field string, r rawThroughput, tb *Testbed) *Thro
 	if t.Duration <= 0 {
 		v.fail(field+".duration", "must be positive")
 	}
+	v.limit(field+".duration", agentLimits.Duration("duration", t.Duration))
+	if t.Protocol == "udp" && t.UDPRate > 0 {
+		v.limit(field+".rate", agentLimits.Rate(float64(t.UDPRate)))
+	}
 	return t
 }
 
@@ -785,12 +797,13 @@ func (v *validator) transfer(field string, r rawTransfer, tb *Testbed) *Transfer
 		Block:   int(v.size(field+".block", r.Block, transfer.DefaultBlock)),
 	}
 	v.pair(field, r.From, r.To, tb)
-	if err := (transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block}).Validate(256); err != nil {
+	if err := (transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block}).Validate(agentLimits); err != nil {
 		v.fail(field, "%v", err)
 	}
 	if t.Size <= 0 {
 		v.fail(field+".size", "must be positive")
 	}
+	v.limit(field+".size", agentLimits.Bytes("size", t.Size))
 	return t
 }
 
@@ -804,6 +817,7 @@ func (v *validator) probe(field string, r rawProbe, tb *Testbed) *Probe {
 	if p.Interval <= 0 {
 		v.fail(field+".interval", "must be positive")
 	}
+	v.limit(field+".count", agentLimits.Repeated("the probes", int64(p.Count), p.Interval))
 	return p
 }
 
@@ -825,5 +839,18 @@ func (v *validator) impact(field string, r rawImpact, tb *Testbed) *Impact {
 	if i.Duration <= 0 || i.Phase <= 0 || i.Interval <= 0 {
 		v.fail(field, "duration, phase and interval must be positive")
 	}
+	v.limit(field+".duration", agentLimits.Duration("duration", i.Duration))
+	v.limit(field+".phase", agentLimits.Duration("phase", i.Phase))
 	return i
+}
+
+// agentLimits are the limits a scenario's workloads are checked against
+// before anything runs: those of an agent started with its defaults.
+var agentLimits = limits.Default
+
+// limit records a limit's refusal of a field, if any.
+func (v *validator) limit(field string, err error) {
+	if err != nil {
+		v.fail(field, "%v (an agent's default limit)", err)
+	}
 }

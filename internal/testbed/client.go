@@ -75,16 +75,8 @@ type UpResult struct {
 // Up brings up the test-bed in scenario file path and returns once it is ready.
 // The engine keeps running in a background daemon. If ctx is cancelled while
 // it comes up (Ctrl-C), the daemon tears everything down before Up returns.
-func Up(ctx context.Context, path string) (*UpResult, error) { return UpFor(ctx, path, 0) }
-
-// UpFor is Up for a test-bed that lives only as long as process owner (if
-// not 0): when the owner is gone, even killed, the daemon takes it down.
-func UpFor(ctx context.Context, path string, owner int) (*UpResult, error) {
+func Up(ctx context.Context, path string) (*UpResult, error) {
 	if err := CheckEnvironment(); err != nil {
-		return nil, err
-	}
-	tb, err := scenario.Load(path)
-	if err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(path)
@@ -92,6 +84,25 @@ func UpFor(ctx context.Context, path string, owner int) (*UpResult, error) {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(path)
+	return UpFor(ctx, abs, data, 0)
+}
+
+// UpFor brings up the test-bed of a scenario's text, read from source (a
+// file or a built-in's name, for the record), for a test-bed that lives
+// only as long as process owner (if not 0): when the owner is gone, even
+// killed, the daemon takes it down.
+func UpFor(ctx context.Context, source string, text []byte, owner int) (*UpResult, error) {
+	if err := CheckEnvironment(); err != nil {
+		return nil, err
+	}
+	tb, err := scenario.Parse(source, text)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := NewPlan(tb); err != nil {
+		return nil, err
+	}
+	data, abs := text, source
 	unlock, err := lockRun()
 	if err != nil {
 		return nil, err
@@ -144,13 +155,13 @@ func UpFor(ctx context.Context, path string, owner int) (*UpResult, error) {
 // startDaemon starts `wanlab testbed daemon` for name in a session of its own
 // and returns its pid and the pipe on which it says when it is ready.
 func startDaemon(name, source string, scenarioText []byte, owner int) (int, *os.File, error) {
-	if err := os.MkdirAll(stateDir(name), 0o755); err != nil {
+	if err := makeStateDirs(name); err != nil {
 		return 0, nil, fmt.Errorf("creating state directory: %w", err)
 	}
-	if err := os.WriteFile(scenarioCopy(name), scenarioText, 0o644); err != nil {
+	if err := writeFile(scenarioCopy(name), scenarioText); err != nil {
 		return 0, nil, fmt.Errorf("saving scenario: %w", err)
 	}
-	logf, err := os.Create(LogPath(name))
+	logf, err := os.OpenFile(LogPath(name), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return 0, nil, fmt.Errorf("creating daemon log: %w", err)
 	}
@@ -176,7 +187,7 @@ func startDaemon(name, source string, scenarioText []byte, owner int) (int, *os.
 	}
 	pid := cmd.Process.Pid
 	cmd.Process.Release()
-	if err := os.WriteFile(pidPath(name), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+	if err := writeFile(pidPath(name), []byte(strconv.Itoa(pid))); err != nil {
 		syscall.Kill(pid, syscall.SIGKILL)
 		r.Close()
 		return 0, nil, fmt.Errorf("recording daemon pid: %w", err)

@@ -18,8 +18,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/unixsock"
 )
 
 // errInterrupted means a signal stopped the daemon while it was building.
@@ -162,8 +164,8 @@ func (d *daemon) build() error {
 // setUpDisk makes the host's data directory and caps its disk as the
 // scenario asks, recording which disk that is.
 func setUpDisk(cg *cgroup.Manager, h *HostPlan) error {
-	if err := os.MkdirAll(h.DataDir, 0o755); err != nil {
-		return fmt.Errorf("making its data directory: %w", err)
+	if err := datadir.MkdirSecure(h.DataDir); err != nil {
+		return fmt.Errorf("making its data folder: %w", err)
 	}
 	disk, err := cgroup.DiskOf(h.DataDir)
 	if err != nil {
@@ -189,7 +191,7 @@ func setUpDisk(cg *cgroup.Manager, h *HostPlan) error {
 // the test-bed is up, so that one crash does not leave the host unmeasurable.
 func (d *daemon) superviseAgent(exe string, h HostPlan) error {
 	host, sock := h.Name, AgentSocket(d.name, h.Name)
-	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock}
+	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir}
 	if h.DiskCapped() {
 		argv = append(argv, "--disk-capped")
 	}
@@ -284,7 +286,7 @@ func buildHost(h HostPlan) (int, error) {
 // serve answers status requests on the test-bed's Unix socket, which is
 // outside every emulated link.
 func (d *daemon) serve() error {
-	ln, err := net.Listen("unix", socketPath(d.name))
+	ln, err := unixsock.Listen(socketPath(d.name))
 	if err != nil {
 		return fmt.Errorf("listening for status requests: %w", err)
 	}
@@ -294,7 +296,7 @@ func (d *daemon) serve() error {
 		json.NewEncoder(w).Encode(d.engine.Stats())
 	})
 	// Profiles of the engine, for benchmarks and bug reports:
-	// curl --unix-socket /run/wanlab/NAME/engine.sock http://engine/debug/pprof/profile
+	// curl --unix-socket /run/wanlab/NAME/sockets/engine.sock http://engine/debug/pprof/profile
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -144,6 +144,9 @@ func CgroupName(testbed, host string) string { return "wanlab/" + testbed + "/" 
 // the site access links (source site up, destination site down), or the site
 // LAN for two hosts at one site. Hosts with neither cannot reach each other.
 func NewPlan(tb *scenario.Testbed) (*Plan, error) {
+	if err := checkSize(tb); err != nil {
+		return nil, err
+	}
 	p := &Plan{Name: tb.Name, Paths: map[[2]int][]int{}}
 	index := map[string]int{}
 	addr := tb.Subnet.Addr()
@@ -219,6 +222,38 @@ func NewPlan(tb *scenario.Testbed) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// What one machine's test-bed can hold: each host is a namespace, a TUN
+// device, a cgroup and an agent; each link direction a queue in the engine.
+const (
+	MaxHosts      = 512
+	MaxDirections = 16384
+)
+
+// checkSize refuses a test-bed this machine cannot hold before any of it is
+// built, counting the link directions (a site LAN has one per ordered pair
+// of its hosts) without making them.
+func checkSize(tb *scenario.Testbed) error {
+	if n := len(tb.Hosts); n > MaxHosts {
+		return fmt.Errorf("test-bed %q has %d hosts: one machine holds at most %d (each is a namespace, a TUN device, a cgroup and an agent)", tb.Name, n, MaxHosts)
+	}
+	dirs := 2*len(tb.Links) + 2*len(tb.Sites)
+	perSite := map[string]int{}
+	for _, h := range tb.Hosts {
+		if h.Site != "" {
+			perSite[h.Site]++
+		}
+	}
+	for _, s := range tb.Sites {
+		if n := perSite[s.Name]; !isTransparent(s.LAN) {
+			dirs += n * (n - 1)
+		}
+	}
+	if dirs > MaxDirections {
+		return fmt.Errorf("test-bed %q needs %d link directions (a site LAN has one per ordered pair of its hosts): one engine holds at most %d; use fewer hosts per site, or a LAN that changes nothing (a perfect switch)", tb.Name, dirs, MaxDirections)
+	}
+	return nil
 }
 
 // isTransparent reports whether a direction changes nothing about a packet.

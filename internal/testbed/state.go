@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/datadir"
 )
 
 // RunDir holds one directory per test-bed, the daemon logs and the lock.
@@ -33,23 +34,29 @@ type State struct {
 	Paths    []PathPlan `json:"paths"`
 }
 
-// DataRoot holds one directory per host of each test-bed, on a real disk (not
-// /run, which is memory): the host's files, its TMPDIR, and the disk that a
-// host's disk: rates throttle.
-const DataRoot = "/var/tmp/wanlab"
+// DataRoot holds one folder per host of each test-bed, on a real disk (not
+// /run, which is memory): the host's files, its agent's data folder, its
+// TMPDIR, and the disk that a host's disk: rates throttle. It is root's
+// own (0700), never world-writable territory such as /var/tmp: a folder
+// there that another user made first would be theirs.
+const DataRoot = "/var/lib/wanlab/testbeds"
 
-// DataDir is the directory of a host's files.
+// DataDir is the folder of a host's files.
 func DataDir(name, host string) string { return filepath.Join(DataRoot, name, host) }
 
 func stateDir(name string) string     { return filepath.Join(RunDir, name) }
 func statePath(name string) string    { return filepath.Join(stateDir(name), "state.json") }
 func pidPath(name string) string      { return filepath.Join(stateDir(name), "pid") }
-func socketPath(name string) string   { return filepath.Join(stateDir(name), "engine.sock") }
 func scenarioCopy(name string) string { return filepath.Join(stateDir(name), "scenario.yaml") }
+
+// socketDir holds a test-bed's sockets: mode 0700, so that only root
+// reaches its engine and agents whatever the umask.
+func socketDir(name string) string  { return filepath.Join(stateDir(name), "sockets") }
+func socketPath(name string) string { return filepath.Join(socketDir(name), "engine.sock") }
 
 // AgentSocket is where the agent of a host listens, outside every emulated link.
 func AgentSocket(name, host string) string {
-	return filepath.Join(stateDir(name), "agents", host+".sock")
+	return filepath.Join(socketDir(name), host+".sock")
 }
 
 // LogPath is the daemon's log; it outlives the test-bed so that a failure can be read.
@@ -80,10 +87,40 @@ func writeState(st *State) error {
 		return err
 	}
 	tmp := statePath(st.Name) + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := writeFile(tmp, data); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
 	return os.Rename(tmp, statePath(st.Name))
+}
+
+// writeFile writes a file of a test-bed's state, mode 0644 whatever the
+// umask: readable by all (testbed status works for any user), writable by
+// root alone.
+func writeFile(path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
+}
+
+// makeStateDirs makes a test-bed's state folder (0755) and its socket
+// folder (0700), with those modes whatever the umask, and checks them.
+func makeStateDirs(name string) error {
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{RunDir, 0o755}, {stateDir(name), 0o755}, {socketDir(name), 0o700}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating %s: %w", d.path, err)
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			return err
+		}
+		if err := datadir.CheckSafe(d.path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // daemonPID returns the pid of the test-bed's live daemon, or 0 if none is alive.
@@ -114,10 +151,13 @@ func Alive(name string) bool { return daemonPID(name) != 0 }
 
 // lockRun serialises commands that create or remove test-beds.
 func lockRun() (unlock func(), err error) {
-	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+	if err := os.Mkdir(RunDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("creating %s: %w", RunDir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(RunDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err := datadir.CheckSafe(RunDir); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(RunDir, ".lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening lock: %w", err)
 	}
@@ -216,14 +256,27 @@ func Teardown(name string) error {
 	if err := os.RemoveAll(stateDir(name)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(filepath.Join(DataRoot, name)); err != nil {
+	if err := removeData(name); err != nil {
 		errs = append(errs, fmt.Errorf("removing the hosts' files: %w", err))
 	}
-	os.Remove(DataRoot) // only when empty: another test-bed may be up
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("tearing down test-bed %q: %w", name, err)
 	}
 	return nil
+}
+
+// removeData removes a test-bed's data folder, beneath DataRoot and
+// without following links out of it.
+func removeData(name string) error {
+	root, err := os.OpenRoot(DataRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.RemoveAll(name)
 }
 
 // removeGroups removes a test-bed's cgroups. A process killed a moment ago

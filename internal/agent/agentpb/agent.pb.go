@@ -1364,13 +1364,11 @@ func (x *ProbeSummary) GetError() string {
 }
 
 type DiskRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Directory for the test file; empty for the agent's default.
-	Dir           string `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
-	Size          uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Block         uint32 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
-	Fsync         bool   `protobuf:"varint,4,opt,name=fsync,proto3" json:"fsync,omitempty"`
-	Direct        bool   `protobuf:"varint,5,opt,name=direct,proto3" json:"direct,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Size          uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Block         uint32                 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	Fsync         bool                   `protobuf:"varint,4,opt,name=fsync,proto3" json:"fsync,omitempty"`
+	Direct        bool                   `protobuf:"varint,5,opt,name=direct,proto3" json:"direct,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1403,13 +1401,6 @@ func (x *DiskRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DiskRequest.ProtoReflect.Descriptor instead.
 func (*DiskRequest) Descriptor() ([]byte, []int) {
 	return file_agent_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *DiskRequest) GetDir() string {
-	if x != nil {
-		return x.Dir
-	}
-	return ""
 }
 
 func (x *DiskRequest) GetSize() uint64 {
@@ -1448,7 +1439,8 @@ type DiskResult struct {
 	ReadSeconds         float64                `protobuf:"fixed64,4,opt,name=read_seconds,json=readSeconds,proto3" json:"read_seconds,omitempty"`
 	Bytes               uint64                 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	CacheDropped        bool                   `protobuf:"varint,6,opt,name=cache_dropped,json=cacheDropped,proto3" json:"cache_dropped,omitempty"`
-	Dir                 string                 `protobuf:"bytes,7,opt,name=dir,proto3" json:"dir,omitempty"`
+	// The agent's data folder, where the test file was: for display only.
+	Dir string `protobuf:"bytes,7,opt,name=dir,proto3" json:"dir,omitempty"`
 	// fsync says the write phase ended with fsync: asked for, or because the
 	// host's disk is capped.
 	Fsync         bool `protobuf:"varint,8,opt,name=fsync,proto3" json:"fsync,omitempty"`
@@ -1613,13 +1605,15 @@ func (x *TransferSpec) GetCompress() bool {
 type ReceiveFileRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *TransferSpec          `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
-	// Where to write the file; empty for a file in the agent's directory.
-	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	// Keep the file (for a round trip); otherwise it is removed once hashed.
+	// Keep the file (for a round trip): the result names it; otherwise it is
+	// removed once hashed.
 	Keep bool `protobuf:"varint,3,opt,name=keep,proto3" json:"keep,omitempty"`
 	// Self-test: flip the byte at this offset before hashing, to show that the
 	// checksum catches a corrupted byte. -1 for none.
-	CorruptAt     int64 `protobuf:"varint,4,opt,name=corrupt_at,json=corruptAt,proto3" json:"corrupt_at,omitempty"`
+	CorruptAt int64 `protobuf:"varint,4,opt,name=corrupt_at,json=corruptAt,proto3" json:"corrupt_at,omitempty"`
+	// The size the sender must announce; 0 when not known. Either way a file
+	// over the agent's byte limit is refused.
+	ExpectedSize  uint64 `protobuf:"varint,5,opt,name=expected_size,json=expectedSize,proto3" json:"expected_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1661,13 +1655,6 @@ func (x *ReceiveFileRequest) GetSpec() *TransferSpec {
 	return nil
 }
 
-func (x *ReceiveFileRequest) GetPath() string {
-	if x != nil {
-		return x.Path
-	}
-	return ""
-}
-
 func (x *ReceiveFileRequest) GetKeep() bool {
 	if x != nil {
 		return x.Keep
@@ -1682,14 +1669,23 @@ func (x *ReceiveFileRequest) GetCorruptAt() int64 {
 	return 0
 }
 
+func (x *ReceiveFileRequest) GetExpectedSize() uint64 {
+	if x != nil {
+		return x.ExpectedSize
+	}
+	return 0
+}
+
 type SendFileRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *TransferSpec          `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
-	// The file to send; if empty, the agent generates one of size bytes.
-	Path    string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// The file to send: a file name in the agent's data folder (a file it
+	// kept, or one put there on its host), or empty for a file the agent
+	// generates of size bytes.
+	File    string `protobuf:"bytes,6,opt,name=file,proto3" json:"file,omitempty"`
 	Size    uint64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
 	Address string `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
-	// Remove the file once sent (the far end of a round trip).
+	// Remove the file once sent; only for a file the agent kept itself.
 	RemoveAfter   bool `protobuf:"varint,5,opt,name=remove_after,json=removeAfter,proto3" json:"remove_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1732,9 +1728,9 @@ func (x *SendFileRequest) GetSpec() *TransferSpec {
 	return nil
 }
 
-func (x *SendFileRequest) GetPath() string {
+func (x *SendFileRequest) GetFile() string {
 	if x != nil {
-		return x.Path
+		return x.File
 	}
 	return ""
 }
@@ -1843,15 +1839,16 @@ func (*TransferEvent_Listening) isTransferEvent_Event() {}
 func (*TransferEvent_Result) isTransferEvent_Event() {}
 
 type TransferResult struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Bytes           uint64                 `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	WireBytes       uint64                 `protobuf:"varint,2,opt,name=wire_bytes,json=wireBytes,proto3" json:"wire_bytes,omitempty"`
-	Seconds         float64                `protobuf:"fixed64,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
-	Sha256          string                 `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
-	StreamBytes     []uint64               `protobuf:"varint,5,rep,packed,name=stream_bytes,json=streamBytes,proto3" json:"stream_bytes,omitempty"`
-	Path            string                 `protobuf:"bytes,6,opt,name=path,proto3" json:"path,omitempty"`
-	AgentCpuPercent float64                `protobuf:"fixed64,7,opt,name=agent_cpu_percent,json=agentCpuPercent,proto3" json:"agent_cpu_percent,omitempty"`
-	HostCpuPercent  float64                `protobuf:"fixed64,8,opt,name=host_cpu_percent,json=hostCpuPercent,proto3" json:"host_cpu_percent,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Bytes       uint64                 `protobuf:"varint,1,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	WireBytes   uint64                 `protobuf:"varint,2,opt,name=wire_bytes,json=wireBytes,proto3" json:"wire_bytes,omitempty"`
+	Seconds     float64                `protobuf:"fixed64,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Sha256      string                 `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	StreamBytes []uint64               `protobuf:"varint,5,rep,packed,name=stream_bytes,json=streamBytes,proto3" json:"stream_bytes,omitempty"`
+	// The name of the file the agent kept, in its data folder (keep only).
+	File            string  `protobuf:"bytes,6,opt,name=file,proto3" json:"file,omitempty"`
+	AgentCpuPercent float64 `protobuf:"fixed64,7,opt,name=agent_cpu_percent,json=agentCpuPercent,proto3" json:"agent_cpu_percent,omitempty"`
+	HostCpuPercent  float64 `protobuf:"fixed64,8,opt,name=host_cpu_percent,json=hostCpuPercent,proto3" json:"host_cpu_percent,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1921,9 +1918,9 @@ func (x *TransferResult) GetStreamBytes() []uint64 {
 	return nil
 }
 
-func (x *TransferResult) GetPath() string {
+func (x *TransferResult) GetFile() string {
 	if x != nil {
-		return x.Path
+		return x.File
 	}
 	return ""
 }
@@ -2414,13 +2411,12 @@ const file_agent_proto_rawDesc = "" +
 	"\aresults\x18\x01 \x03(\v2\x1c.wanlab.agent.v1.ProbeResultR\aresults\x12\x1c\n" +
 	"\treflected\x18\x02 \x01(\rR\treflected\x12\x18\n" +
 	"\apartial\x18\x03 \x01(\bR\apartial\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"w\n" +
-	"\vDiskRequest\x12\x10\n" +
-	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x12\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"p\n" +
+	"\vDiskRequest\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x14\n" +
 	"\x05block\x18\x03 \x01(\rR\x05block\x12\x14\n" +
 	"\x05fsync\x18\x04 \x01(\bR\x05fsync\x12\x16\n" +
-	"\x06direct\x18\x05 \x01(\bR\x06direct\"\x9f\x02\n" +
+	"\x06direct\x18\x05 \x01(\bR\x06directJ\x04\b\x01\x10\x02R\x03dir\"\x9f\x02\n" +
 	"\n" +
 	"DiskResult\x123\n" +
 	"\x16write_bytes_per_second\x18\x01 \x01(\x01R\x13writeBytesPerSecond\x121\n" +
@@ -2435,19 +2431,19 @@ const file_agent_proto_rawDesc = "" +
 	"\astreams\x18\x01 \x01(\rR\astreams\x12!\n" +
 	"\fwindow_bytes\x18\x02 \x01(\x04R\vwindowBytes\x12\x14\n" +
 	"\x05block\x18\x03 \x01(\rR\x05block\x12\x1a\n" +
-	"\bcompress\x18\x04 \x01(\bR\bcompress\"\x8e\x01\n" +
+	"\bcompress\x18\x04 \x01(\bR\bcompress\"\xab\x01\n" +
 	"\x12ReceiveFileRequest\x121\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1d.wanlab.agent.v1.TransferSpecR\x04spec\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
 	"\x04keep\x18\x03 \x01(\bR\x04keep\x12\x1d\n" +
 	"\n" +
-	"corrupt_at\x18\x04 \x01(\x03R\tcorruptAt\"\xa9\x01\n" +
+	"corrupt_at\x18\x04 \x01(\x03R\tcorruptAt\x12#\n" +
+	"\rexpected_size\x18\x05 \x01(\x04R\fexpectedSizeJ\x04\b\x02\x10\x03R\x04path\"\xb5\x01\n" +
 	"\x0fSendFileRequest\x121\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1d.wanlab.agent.v1.TransferSpecR\x04spec\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04file\x18\x06 \x01(\tR\x04file\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x18\n" +
 	"\aaddress\x18\x04 \x01(\tR\aaddress\x12!\n" +
-	"\fremove_after\x18\x05 \x01(\bR\vremoveAfter\"\x8f\x01\n" +
+	"\fremove_after\x18\x05 \x01(\bR\vremoveAfterJ\x04\b\x02\x10\x03R\x04path\"\x8f\x01\n" +
 	"\rTransferEvent\x12:\n" +
 	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x129\n" +
 	"\x06result\x18\x02 \x01(\v2\x1f.wanlab.agent.v1.TransferResultH\x00R\x06resultB\a\n" +
@@ -2459,7 +2455,7 @@ const file_agent_proto_rawDesc = "" +
 	"\aseconds\x18\x03 \x01(\x01R\aseconds\x12\x16\n" +
 	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12!\n" +
 	"\fstream_bytes\x18\x05 \x03(\x04R\vstreamBytes\x12\x12\n" +
-	"\x04path\x18\x06 \x01(\tR\x04path\x12*\n" +
+	"\x04file\x18\x06 \x01(\tR\x04file\x12*\n" +
 	"\x11agent_cpu_percent\x18\a \x01(\x01R\x0fagentCpuPercent\x12(\n" +
 	"\x10host_cpu_percent\x18\b \x01(\x01R\x0ehostCpuPercent\"R\n" +
 	"\x0fWorkloadRequest\x12\x0e\n" +

@@ -8,17 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/diskio"
 )
 
 // Spec is one disk test.
 type Spec struct {
-	Dir   string // where the test file is written (and removed)
+	Dir   *os.Root // the folder the test file is written in (and removed from)
 	Size  int64
 	Block int
 	// Fsync makes the write phase end with fsync, so that it measures the
@@ -44,12 +44,13 @@ type Result struct {
 const alignment = 4096
 
 // Validate checks a spec.
-func (s Spec) Validate(maxBytes int64) error {
+func (s Spec) Validate(l limits.Limits) error {
+	if err := l.Bytes("size", s.Size); err != nil {
+		return err
+	}
 	switch {
 	case s.Size <= 0:
 		return errors.New("size must be positive")
-	case s.Size > maxBytes:
-		return fmt.Errorf("size %d: over the agent's limit of %d bytes", s.Size, maxBytes)
 	case s.Block < alignment || s.Block > 64<<20:
 		return fmt.Errorf("block %d: give %d bytes to 64 MiB", s.Block, alignment)
 	case s.Direct && s.Block%alignment != 0:
@@ -61,12 +62,9 @@ func (s Spec) Validate(maxBytes int64) error {
 // Run writes the file, reads it back, removes it and returns the rates. A
 // full disk is an error naming the directory and how much was written.
 func Run(s Spec) (Result, error) {
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return Result{}, err
-	}
-	path := filepath.Join(s.Dir, fmt.Sprintf("wanlab-disk-%d", os.Getpid()))
-	defer os.Remove(path)
-	flags := 0
+	name := fmt.Sprintf("wanlab-disk-%d-%d", os.Getpid(), time.Now().UnixNano())
+	defer s.Dir.Remove(name)
+	flags := unix.O_NOFOLLOW
 	if s.Direct {
 		flags = unix.O_DIRECT
 	}
@@ -80,9 +78,9 @@ func Run(s Spec) (Result, error) {
 	}
 	res := Result{Bytes: s.Size}
 
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|flags, 0o600)
+	f, err := s.Dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY|flags, 0o600)
 	if err != nil {
-		return res, fmt.Errorf("creating the test file in %s: %w", s.Dir, err)
+		return res, fmt.Errorf("creating the test file in %s: %w", s.Dir.Name(), err)
 	}
 	start := time.Now()
 	var written int64
@@ -96,7 +94,7 @@ func Run(s Spec) (Result, error) {
 		if err != nil {
 			f.Close()
 			if errors.Is(err, unix.ENOSPC) {
-				return res, fmt.Errorf("the disk under %s is full after %d of %d bytes: %w", s.Dir, written, s.Size, err)
+				return res, fmt.Errorf("the disk under %s is full after %d of %d bytes: %w", s.Dir.Name(), written, s.Size, err)
 			}
 			return res, fmt.Errorf("writing the test file: %w", err)
 		}
@@ -112,12 +110,12 @@ func Run(s Spec) (Result, error) {
 	res.WriteBytesPerSecond = float64(written) / res.WriteSeconds
 
 	// Drop the file from the page cache so that the reads come from the device.
-	if f, err := os.Open(path); err == nil {
+	if f, err := s.Dir.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0); err == nil {
 		f.Sync()
 		res.CacheDropped = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) == nil
 		f.Close()
 	}
-	f, err = os.OpenFile(path, os.O_RDONLY|flags, 0)
+	f, err = s.Dir.OpenFile(name, os.O_RDONLY|flags, 0)
 	if err != nil {
 		return res, err
 	}

@@ -4,12 +4,23 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/wanlab/wanlab/internal/limits"
 )
+
+func rootOf(t *testing.T) *os.Root {
+	r, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
 
 func TestRun(t *testing.T) {
 	for _, spec := range []Spec{
-		{Dir: t.TempDir(), Size: 8 << 20, Block: 1 << 20, Fsync: true},
-		{Dir: t.TempDir(), Size: 4 << 20, Block: 64 << 10, Direct: true},
+		{Dir: rootOf(t), Size: 8 << 20, Block: 1 << 20, Fsync: true},
+		{Dir: rootOf(t), Size: 4 << 20, Block: 64 << 10, Direct: true},
 	} {
 		res, err := Run(spec)
 		if err != nil {
@@ -22,9 +33,9 @@ func TestRun(t *testing.T) {
 		if res.WriteBytesPerSecond <= 0 || res.ReadBytesPerSecond <= 0 || res.Bytes != spec.Size {
 			t.Errorf("%+v: %+v", spec, res)
 		}
-		entries, _ := os.ReadDir(spec.Dir)
+		entries, _ := os.ReadDir(spec.Dir.Name())
 		if len(entries) != 0 {
-			t.Errorf("test file left behind in %s", spec.Dir)
+			t.Errorf("test file left behind in %s", spec.Dir.Name())
 		}
 	}
 }
@@ -40,7 +51,7 @@ func TestValidate(t *testing.T) {
 		{Spec{Size: 1 << 20, Block: 5000, Direct: true}, "multiple of 4096"},
 	}
 	for _, tt := range tests {
-		if err := tt.spec.Validate(1 << 30); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := tt.spec.Validate(limits.Limits{MaxBytes: 1 << 30}); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.spec, err, tt.want)
 		}
 	}

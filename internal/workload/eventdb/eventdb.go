@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -31,8 +32,9 @@ type Store struct {
 	PageSize  int   `json:"page_size"`
 }
 
-// Validate says what makes a store impossible.
-func (s Store) Validate() error {
+// Validate says what makes a store impossible: it may hold at most
+// l.MaxBytes.
+func (s Store) Validate(l limits.Limits) error {
 	switch {
 	case s.Events <= 0:
 		return fmt.Errorf("events must be at least 1 (got %d)", s.Events)
@@ -43,7 +45,7 @@ func (s Store) Validate() error {
 	case int64(s.PageSize) > s.EventSize:
 		return fmt.Errorf("pages (%d B) are larger than events (%d B): an event must span at least one page", s.PageSize, s.EventSize)
 	}
-	return nil
+	return l.BytesTimes("the store", int64(s.Events), s.EventSize)
 }
 
 // Pages is the number of pages the store occupies.
@@ -75,9 +77,12 @@ type ServerSpec struct {
 	Port int `json:"port,omitempty"`
 }
 
-// Validate says what is wrong with the spec.
-func (s ServerSpec) Validate() error {
-	if err := s.Store.Validate(); err != nil {
+// Validate says what is wrong with the spec or over the limits.
+func (s ServerSpec) Validate(l limits.Limits) error {
+	if err := s.Store.Validate(l); err != nil {
+		return err
+	}
+	if err := l.Duration("cpu_per_page", s.CPUPerPage); err != nil {
 		return err
 	}
 	switch s.Model {
@@ -85,6 +90,9 @@ func (s ServerSpec) Validate() error {
 	case ModelThreads:
 		if s.Threads < 1 {
 			return fmt.Errorf("model threads needs threads >= 1 (got %d)", s.Threads)
+		}
+		if err := l.Connections("threads", s.Threads); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("unknown server model %q (single, threads or connection)", s.Model)
@@ -118,8 +126,8 @@ type Server struct {
 }
 
 // Listen opens the server's port.
-func Listen(spec ServerSpec) (*Server, error) {
-	if err := spec.Validate(); err != nil {
+func Listen(spec ServerSpec, l limits.Limits) (*Server, error) {
+	if err := spec.Validate(l); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", spec.Port))
@@ -195,7 +203,7 @@ func (s *Server) serve(c net.Conn, n uint64, page []byte) error {
 		defer func() { <-s.gate }()
 	}
 	job.Burn(s.spec.CPUPerPage)
-	off := int(n*7919) % (len(s.data) - len(page))
+	off := int(n * 7919 % uint64(len(s.data)-len(page)))
 	copy(page, s.data[off:off+len(page)])
 	binary.BigEndian.PutUint64(page, n)
 	if _, err := c.Write(page); err != nil {
@@ -223,10 +231,22 @@ type ClientSpec struct {
 	Seed    uint64        `json:"seed"`
 }
 
-// Validate says what is wrong with the spec.
-func (s ClientSpec) Validate() error {
-	if err := s.Store.Validate(); err != nil {
+// Validate says what is wrong with the spec or over the limits: the jobs
+// open one connection each and read Jobs x EventsPerJob events in all.
+func (s ClientSpec) Validate(l limits.Limits) error {
+	if err := s.Store.Validate(l); err != nil {
 		return err
+	}
+	if err := l.Connections("jobs", s.Jobs); err != nil {
+		return err
+	}
+	if err := errors.Join(l.Duration("timeout", s.Timeout), l.Duration("cpu_per_event", s.CPUPerEvent)); err != nil {
+		return err
+	}
+	if s.EventsPerJob > 0 && s.EventSize > 0 && s.Jobs > 0 {
+		if err := l.BytesTimes("the events the jobs read", int64(s.EventsPerJob)*int64(min(s.Jobs, 1<<20)), s.EventSize); err != nil {
+			return err
+		}
 	}
 	switch {
 	case s.Jobs < 1:
@@ -243,8 +263,8 @@ func (s ClientSpec) Validate() error {
 
 // RunClient runs the client's jobs at once and reports each as it ends. It
 // returns when all have ended; cancelling ctx ends the jobs still running.
-func RunClient(ctx context.Context, spec ClientSpec, host string, report func(job.Record)) error {
-	if err := spec.Validate(); err != nil {
+func RunClient(ctx context.Context, spec ClientSpec, l limits.Limits, host string, report func(job.Record)) error {
+	if err := spec.Validate(l); err != nil {
 		return err
 	}
 	var wg sync.WaitGroup

@@ -1,6 +1,8 @@
 package eventdb
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"context"
 	"fmt"
 	"strings"
@@ -21,7 +23,7 @@ func TestStoreValidate(t *testing.T) {
 		{Store{Events: 10, EventSize: 4000, PageSize: 8192}, "pages (8192 B) are larger than events (4000 B)"},
 		{Store{Events: 10, EventSize: 4000, PageSize: 8}, "page_size must be between"},
 	} {
-		err := tc.store.Validate()
+		err := tc.store.Validate(limits.Default)
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.store, err, tc.want)
 		}
@@ -48,7 +50,7 @@ func TestEventPages(t *testing.T) {
 // function that returns its totals.
 func serve(t *testing.T, spec ServerSpec) (string, func() ServerTotals) {
 	t.Helper()
-	srv, err := Listen(spec)
+	srv, err := Listen(spec, limits.Default)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func serve(t *testing.T, spec ServerSpec) (string, func() ServerTotals) {
 func runJobs(t *testing.T, spec ClientSpec) []job.Record {
 	var mu sync.Mutex
 	var recs []job.Record
-	if err := RunClient(context.Background(), spec, "client", func(r job.Record) {
+	if err := RunClient(context.Background(), spec, limits.Default, "client", func(r job.Record) {
 		mu.Lock()
 		recs = append(recs, r)
 		mu.Unlock()

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -13,14 +13,17 @@ import (
 )
 
 // Files are a node's disk, for transfers from disk to disk as bbFTP's were:
-// a source file that what the node sends is read from, and a directory that
+// a source file that what the node sends is read from, and a folder that
 // what it receives is written to (and then removed).
 type Files struct {
-	dir      string
+	dir      *os.Root
 	source   *os.File
 	span     int64 // bytes of the source; reads wrap around it
 	uncached bool
 }
+
+// sourceName is the source file in the node's folder.
+const sourceName = "mesh-source"
 
 const (
 	// directAlign is the alignment of O_DIRECT offsets, sizes and buffers.
@@ -32,22 +35,18 @@ const (
 	maxSpan = 64 << 20
 )
 
-// OpenFiles writes the source file into dir, which is the node's own: largest bytes (the largest
-// share of a transfer one stream carries), at most 64 MiB. With uncached,
-// reads bypass the page cache (O_DIRECT) and received data is written with
-// write-behind, so that a host's disk cap applies to every byte moved; a
-// host whose disk is capped needs it.
-func OpenFiles(dir string, largest int64, uncached bool) (*Files, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("making the mesh directory: %w", err)
-	}
+// OpenFiles writes the source file into dir, the node's own folder:
+// largest bytes (the largest share of a transfer one stream carries), at
+// most 64 MiB. With uncached, reads bypass the page cache (O_DIRECT) and
+// received data is written with write-behind, so that a host's disk cap
+// applies to every byte moved; a host whose disk is capped needs it.
+func OpenFiles(dir *os.Root, largest int64, uncached bool) (*Files, error) {
 	span := min(maxSpan, (largest+fileChunk-1)/fileChunk*fileChunk)
-	path := filepath.Join(dir, "mesh-source")
-	flags := os.O_CREATE | os.O_TRUNC | os.O_RDWR
+	flags := os.O_CREATE | os.O_TRUNC | os.O_RDWR | unix.O_NOFOLLOW
 	if uncached {
 		flags |= unix.O_DIRECT
 	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err := dir.OpenFile(sourceName, flags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("creating the mesh source file: %w", err)
 	}
@@ -63,9 +62,9 @@ func OpenFiles(dir string, largest int64, uncached bool) (*Files, error) {
 		}
 		if _, err := f.WriteAt(buf, off); err != nil {
 			f.Close()
-			os.Remove(path)
+			dir.Remove(sourceName)
 			if errors.Is(err, unix.ENOSPC) {
-				return nil, fmt.Errorf("the disk under %s is full after %d of %d bytes of the mesh source file: %w", dir, off, span, err)
+				return nil, fmt.Errorf("the disk under %s is full after %d of %d bytes of the mesh source file: %w", dir.Name(), off, span, err)
 			}
 			return nil, fmt.Errorf("writing the mesh source file: %w", err)
 		}
@@ -73,10 +72,10 @@ func OpenFiles(dir string, largest int64, uncached bool) (*Files, error) {
 	return &Files{dir: dir, source: f, span: span, uncached: uncached}, nil
 }
 
-// Close closes the source file and removes the directory with it.
+// Close closes the source file and removes it.
 func (f *Files) Close() error {
 	f.source.Close()
-	return os.RemoveAll(f.dir)
+	return f.dir.Remove(sourceName)
 }
 
 // send writes length bytes of the source file to w, starting at an aligned
@@ -107,11 +106,12 @@ func (f *Files) send(w io.Writer, seed uint64, length int64) error {
 // receive writes length bytes from r into a new file, also into also, and
 // removes the file once all is on the disk.
 func (f *Files) receive(r io.Reader, length int64, also io.Writer) error {
-	out, err := os.CreateTemp(f.dir, "mesh-in-*")
+	name := fmt.Sprintf("mesh-in-%016x", rand.Uint64())
+	out, err := f.dir.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("creating a file for what arrives: %w", err)
 	}
-	defer os.Remove(out.Name())
+	defer f.dir.Remove(name)
 	defer out.Close()
 	var behind *diskio.WriteBehind
 	if f.uncached {
@@ -127,7 +127,7 @@ func (f *Files) receive(r io.Reader, length int64, also io.Writer) error {
 		also.Write(buf[:k])
 		if _, err := out.WriteAt(buf[:k], n); err != nil {
 			if errors.Is(err, unix.ENOSPC) {
-				return fmt.Errorf("the disk under %s is full after %d of %d bytes: %w", f.dir, n, length, err)
+				return fmt.Errorf("the disk under %s is full after %d of %d bytes: %w", f.dir.Name(), n, length, err)
 			}
 			return fmt.Errorf("writing what arrives: %w", err)
 		}

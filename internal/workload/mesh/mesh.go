@@ -7,6 +7,8 @@
 package mesh
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -42,8 +44,8 @@ type NodeSpec struct {
 	FirstJob int `json:"first_job"`
 }
 
-// Validate says what is wrong with the spec.
-func (s NodeSpec) Validate() error {
+// Validate says what is wrong with the spec or over the limits.
+func (s NodeSpec) Validate(l limits.Limits) error {
 	total := 0.0
 	for _, p := range s.Peers {
 		if p.Weight < 0 {
@@ -58,14 +60,19 @@ func (s NodeSpec) Validate() error {
 		return errors.New("every peer has weight 0")
 	case len(s.Sizes) == 0:
 		return errors.New("no file sizes")
-	case s.Streams < 1 || s.Streams > 256:
-		return fmt.Errorf("streams must be between 1 and 256 (got %d)", s.Streams)
 	case s.MaxWait < 0 || s.Duration <= 0:
 		return fmt.Errorf("max_wait must not be negative and duration must be positive (got %v, %v)", s.MaxWait, s.Duration)
+	}
+	if err := errors.Join(l.Streams(s.Streams), l.Duration("duration", s.Duration), l.Duration("max_wait", s.MaxWait),
+		l.Connections("peers", len(s.Peers))); err != nil {
+		return err
 	}
 	for _, sz := range s.Sizes {
 		if sz < int64(s.Streams) {
 			return fmt.Errorf("file size %d B is smaller than one byte per stream (%d streams)", sz, s.Streams)
+		}
+		if err := l.Bytes("file size", sz); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -96,15 +103,27 @@ type Server struct {
 	ln net.Listener
 	// Files, when set, makes the transfers disk to disk (see OpenFiles).
 	Files *Files
+	// maxLength bounds what one stream may ask to put or get.
+	maxLength int64
 }
 
-// Listen opens a node's port (0 picks a free one).
-func Listen(port int) (*Server, error) {
+// Listen opens a node's port (0 picks a free one) for streams of at most
+// maxLength bytes each: the largest share of a file one stream carries.
+func Listen(port int, maxLength int64) (*Server, error) {
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
 	if err != nil {
 		return nil, fmt.Errorf("mesh node: %w", err)
 	}
-	return &Server{ln: ln}, nil
+	return &Server{ln: ln, maxLength: maxLength}, nil
+}
+
+// MaxStreamLength is the most one stream of spec's transfers carries.
+func (s NodeSpec) MaxStreamLength() int64 {
+	var largest int64
+	for _, sz := range s.Sizes {
+		largest = max(largest, sz)
+	}
+	return largest/int64(max(s.Streams, 1)) + 1
 }
 
 // Port is the port the node listens on.
@@ -112,10 +131,11 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
 // Serve answers streams until ctx ends.
 func (s *Server) Serve(ctx context.Context) {
-	job.Serve(ctx, s.ln, func(c net.Conn) { serveStream(c, s.Files) })
+	job.Serve(ctx, s.ln, func(c net.Conn) { serveStream(c, s.Files, s.maxLength) })
 }
 
-func serveStream(c net.Conn, files *Files) error {
+// serveStream answers one stream of a peer's transfer, of at most maxLength bytes.
+func serveStream(c io.ReadWriter, files *Files, maxLength int64) error {
 	r := bufio.NewReaderSize(c, 256<<10)
 	var h [headerSz]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -124,19 +144,22 @@ func serveStream(c net.Conn, files *Files) error {
 	if [4]byte(h[:4]) != magic {
 		return errors.New("not a mesh stream")
 	}
-	length := int64(binary.BigEndian.Uint64(h[5:]))
+	length := binary.BigEndian.Uint64(h[5:])
 	seed := binary.BigEndian.Uint64(h[13:])
+	if length > uint64(maxLength) {
+		return fmt.Errorf("a stream of %d bytes, over this node's %d", length, maxLength)
+	}
 	switch h[4] {
 	case opPut:
 		hash := sha256.New()
-		if err := receive(files, r, length, hash); err != nil {
+		if err := receive(files, r, int64(length), hash); err != nil {
 			return err
 		}
 		_, err := c.Write(hash.Sum(nil))
 		return err
 	case opGet:
 		hash := sha256.New()
-		if err := send(files, io.MultiWriter(c, hash), seed, length); err != nil {
+		if err := send(files, io.MultiWriter(c, hash), seed, int64(length)); err != nil {
 			return err
 		}
 		_, err := c.Write(hash.Sum(nil))
@@ -190,7 +213,7 @@ type Summary struct {
 // once.
 func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Record)) (Summary, error) {
 	var sum Summary
-	if err := spec.Validate(); err != nil {
+	if err := spec.Validate(limits.Unlimited); err != nil {
 		return sum, err
 	}
 	rng := rand.New(rand.NewPCG(spec.Seed, 0x6d657368))
@@ -200,8 +223,9 @@ func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Reco
 	}
 	awaitPeers(ctx, spec.Peers, min(PeerWait, spec.Duration))
 	deadline := time.Now().Add(spec.Duration)
+	var backoff time.Duration // after failures in a row, so a dead peer is not hammered
 	for id := spec.FirstJob; ; id++ {
-		wait := time.Duration(rng.Float64() * float64(spec.MaxWait))
+		wait := max(time.Duration(rng.Float64()*float64(spec.MaxWait)), backoff)
 		if time.Now().Add(wait).After(deadline) {
 			return sum, nil
 		}
@@ -230,6 +254,9 @@ func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Reco
 		sum.Bytes += rec.Bytes
 		if rec.Status != job.OK {
 			sum.Failed++
+			backoff = min(MaxBackoff, max(MinBackoff, 2*backoff))
+		} else {
+			backoff = 0
 		}
 		report(rec)
 		if ctx.Err() != nil {
@@ -237,6 +264,13 @@ func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Reco
 		}
 	}
 }
+
+// After a failed transfer a node waits at least MinBackoff before the next,
+// doubling with each failure in a row up to MaxBackoff.
+const (
+	MinBackoff = 100 * time.Millisecond
+	MaxBackoff = 5 * time.Second
+)
 
 // PeerWait is the longest a node waits for its peers to listen before its
 // loop starts (at most its duration): nodes come up one by one, and one

@@ -1,6 +1,10 @@
 package mesh
 
 import (
+	"bytes"
+	"os"
+	"strings"
+
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -48,16 +52,16 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 			var mine, theirs *Files
 			if tc.disk {
 				var err error
-				if mine, err = OpenFiles(t.TempDir(), tc.largest, tc.uncached); err != nil {
+				if mine, err = OpenFiles(rootOf(t), tc.largest, tc.uncached); err != nil {
 					t.Skipf("no disk files here: %v", err) // O_DIRECT is refused on tmpfs
 				}
 				defer mine.Close()
-				if theirs, err = OpenFiles(t.TempDir(), tc.largest, tc.uncached); err != nil {
+				if theirs, err = OpenFiles(rootOf(t), tc.largest, tc.uncached); err != nil {
 					t.Fatal(err)
 				}
 				defer theirs.Close()
 			}
-			srv, err := Listen(0)
+			srv, err := Listen(0, 4<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,13 +88,85 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 			}
 			if tc.disk {
 				for _, f := range []*Files{mine, theirs} {
-					if left, _ := filepath.Glob(filepath.Join(f.dir, "mesh-in-*")); len(left) > 0 {
+					if left, _ := filepath.Glob(filepath.Join(f.dir.Name(), "mesh-in-*")); len(left) > 0 {
 						t.Errorf("received files left behind: %v", left)
 					}
 				}
 			}
 		})
 	}
+}
+
+// rootOf opens a test's own folder as a node's.
+func rootOf(t *testing.T) *os.Root {
+	r, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestDeadPeerIsNotHammered: a node whose peer is gone backs off between
+// failed transfers, even with max_wait 0 (it used to log thousands of
+// failures a second).
+func TestDeadPeerIsNotHammered(t *testing.T) {
+	spec := NodeSpec{Host: "a", Peers: []Peer{{Name: "b", Address: "127.0.0.1:1", Weight: 1}}, Sizes: []int64{1000}, Streams: 2, Duration: time.Second}
+	sum, err := Loop(context.Background(), spec, nil, func(job.Record) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100, 200, 400 ms... in a second: at most a handful.
+	if sum.Failed == 0 || sum.Failed > 5 {
+		t.Errorf("%d failed transfers in 1 s against a dead peer, want 1 to 5", sum.Failed)
+	}
+}
+
+// TestServerRefusesOverlongStreams: a peer may not ask a node to send or
+// store more than its transfers ever carry.
+func TestServerRefusesOverlongStreams(t *testing.T) {
+	for _, op := range []byte{opPut, opGet} {
+		var h [headerSz]byte
+		copy(h[:], magic[:])
+		h[4] = op
+		binary.BigEndian.PutUint64(h[5:], 1<<40)
+		conn := &fakeConn{in: bytes.NewReader(h[:])}
+		if err := serveStream(conn, nil, 1<<20); err == nil || !strings.Contains(err.Error(), "over this node's") {
+			t.Errorf("op %d of 1 TiB: %v, want a refusal", op, err)
+		}
+		if conn.out.Len() > 0 {
+			t.Errorf("op %d: the node sent %d bytes to a refused stream", op, conn.out.Len())
+		}
+	}
+}
+
+// fakeConn is one stream: what the peer sent, and what the node answers.
+type fakeConn struct {
+	in  io.Reader
+	out bytes.Buffer
+}
+
+func (c *fakeConn) Read(p []byte) (int, error)  { return c.in.Read(p) }
+func (c *fakeConn) Write(p []byte) (int, error) { return c.out.Write(p) }
+
+// FuzzServeStream feeds arbitrary bytes to a node as a peer's stream: it
+// never answers with more than the stream's bound plus its checksum.
+func FuzzServeStream(f *testing.F) {
+	var h [headerSz]byte
+	copy(h[:], magic[:])
+	h[4] = opGet
+	binary.BigEndian.PutUint64(h[5:], 100)
+	f.Add(h[:])
+	h[4] = opPut
+	f.Add(append(h[:], make([]byte, 100)...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const bound = 4096
+		conn := &fakeConn{in: bytes.NewReader(data)}
+		serveStream(conn, nil, bound)
+		if conn.out.Len() > bound+sha256.Size {
+			t.Fatalf("answered %d bytes to a %d-byte stream", conn.out.Len(), len(data))
+		}
+	})
 }
 
 func TestUnreachablePeerFails(t *testing.T) {
@@ -144,7 +220,7 @@ func TestCorruptionIsDetected(t *testing.T) {
 func TestLoopWaitsForLatePeer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	probe, err := Listen(0)
+	probe, err := Listen(0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +228,7 @@ func TestLoopWaitsForLatePeer(t *testing.T) {
 	probe.ln.Close()
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		srv, err := Listen(port)
+		srv, err := Listen(port, 1<<20)
 		if err != nil {
 			t.Error(err)
 			return

@@ -6,6 +6,8 @@
 package probe
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,8 +39,9 @@ const (
 	MaxSize     = 9000
 )
 
-// Validate checks a spec.
-func (s Spec) Validate(maxDuration time.Duration) error {
+// Validate checks a spec, and that the run (its probes and the wait for
+// the last reply) is within the limits' duration.
+func (s Spec) Validate(l limits.Limits) error {
 	switch {
 	case s.Count < 1 || s.Count > MaxCount:
 		return fmt.Errorf("count %d: give 1 to %d probes", s.Count, MaxCount)
@@ -48,8 +51,13 @@ func (s Spec) Validate(maxDuration time.Duration) error {
 		return fmt.Errorf("size %d: give %d to %d bytes", s.Size, HeaderLen, MaxSize)
 	case s.Timeout <= 0:
 		return errors.New("timeout must be positive")
-	case time.Duration(s.Count)*s.Interval+s.Timeout > maxDuration:
-		return fmt.Errorf("%d probes %v apart take longer than the agent's limit of %v", s.Count, s.Interval, maxDuration)
+	}
+	d, ok := limits.Mul(int64(s.Count), s.Interval)
+	if ok {
+		d, ok = limits.Add(d, s.Timeout)
+	}
+	if !ok || d > l.MaxDuration {
+		return fmt.Errorf("%d probes %v apart: %w of %v", s.Count, s.Interval, limits.ErrLimit, l.MaxDuration)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"context"
 	"fmt"
 	"strings"
@@ -68,12 +70,15 @@ func TestValidate(t *testing.T) {
 		{func(s *Spec) { s.Count = 0 }, "count 0"},
 		{func(s *Spec) { s.Interval = 0 }, "interval"},
 		{func(s *Spec) { s.Size = 8 }, "size 8"},
-		{func(s *Spec) { s.Count = 100000; s.Interval = time.Second }, "longer than the agent's limit"},
+		{func(s *Spec) { s.Count = 100000; s.Interval = time.Second }, "over the agent's limit"},
+		// 2 x 2^62 ns overflowed the old check and passed the 1 h limit.
+		{func(s *Spec) { s.Count = 2; s.Interval = 1 << 62 }, "over the agent's limit"},
+		{func(s *Spec) { s.Count = 1; s.Interval = time.Millisecond; s.Timeout = 1<<63 - 1 }, "over the agent's limit"},
 	}
 	for _, tt := range tests {
 		s := ok
 		tt.mod(&s)
-		err := s.Validate(time.Hour)
+		err := s.Validate(limits.Limits{MaxDuration: time.Hour})
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("Validate(%+v) = %v, want %q", s, err, tt.want)
 		}

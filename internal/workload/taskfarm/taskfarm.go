@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -43,9 +45,18 @@ type MasterSpec struct {
 // MaxResultSize bounds a task's result.
 const MaxResultSize = 64 << 20
 
-// Validate says what is wrong with the spec.
-func (s MasterSpec) Validate() error {
+// MaxTasks bounds the tasks of one farm.
+const MaxTasks = 10_000_000
+
+// Validate says what is wrong with the spec or over the limits: every
+// worker is a connection, the results add up to bytes, and the farm's
+// ideal time (rounds of tasks, each one task long) to a duration.
+func (s MasterSpec) Validate(l limits.Limits) error {
 	switch {
+	case s.Tasks > MaxTasks:
+		return fmt.Errorf("tasks %d: at most %d", s.Tasks, MaxTasks)
+	case s.Prefetch > 1<<16:
+		return fmt.Errorf("prefetch %d: at most %d", s.Prefetch, 1<<16)
 	case s.Tasks < 1:
 		return fmt.Errorf("tasks must be at least 1 (got %d)", s.Tasks)
 	case s.Duration < 0:
@@ -59,7 +70,13 @@ func (s MasterSpec) Validate() error {
 	case s.Workers < 1:
 		return fmt.Errorf("workers must be at least 1 (got %d)", s.Workers)
 	}
-	return nil
+	rounds := (int64(s.Tasks) + int64(s.Workers) - 1) / int64(s.Workers)
+	return errors.Join(
+		l.Connections("workers", s.Workers),
+		l.BytesTimes("the results", int64(s.Tasks), int64(s.ResultSize)),
+		l.Repeated("the farm's ideal time", rounds, s.Duration),
+		l.Duration("connect_timeout", s.ConnectTimeout),
+	)
 }
 
 // Result is what the master saw.
@@ -92,8 +109,8 @@ type Master struct {
 }
 
 // Listen opens the master's port.
-func Listen(spec MasterSpec) (*Master, error) {
-	if err := spec.Validate(); err != nil {
+func Listen(spec MasterSpec, l limits.Limits) (*Master, error) {
+	if err := spec.Validate(l); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", spec.Port))
@@ -262,6 +279,14 @@ type WorkerSpec struct {
 	Workers int    `json:"workers"`
 }
 
+// Validate says what is wrong with the spec or over the limits.
+func (s WorkerSpec) Validate(l limits.Limits) error {
+	if s.Workers < 1 {
+		return fmt.Errorf("workers must be at least 1 (got %d)", s.Workers)
+	}
+	return l.Connections("workers", s.Workers)
+}
+
 // WorkerResult is what the workers of one host did.
 type WorkerResult struct {
 	Workers int     `json:"workers"`
@@ -272,8 +297,9 @@ type WorkerResult struct {
 }
 
 // RunWorkers connects Workers workers to the master and runs tasks until
-// the master says there are no more.
-func RunWorkers(ctx context.Context, spec WorkerSpec) WorkerResult {
+// the master says there are no more. A task longer than maxTask, or with a
+// result over MaxResultSize, is refused as malformed: the master is a peer.
+func RunWorkers(ctx context.Context, spec WorkerSpec, maxTask time.Duration) WorkerResult {
 	res := WorkerResult{Workers: spec.Workers}
 	var mu sync.Mutex
 	var errs []error
@@ -282,7 +308,7 @@ func RunWorkers(ctx context.Context, spec WorkerSpec) WorkerResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tasks, busy, idle, err := work(ctx, spec.Address)
+			tasks, busy, idle, err := work(ctx, spec.Address, maxTask)
 			mu.Lock()
 			defer mu.Unlock()
 			res.Tasks += tasks
@@ -309,7 +335,7 @@ type task struct {
 
 // work is one worker: a reader takes tasks off the connection into a local
 // queue, so that prefetched tasks wait at the worker, not on the wire.
-func work(ctx context.Context, addr string) (n int64, busy, idle time.Duration, err error) {
+func work(ctx context.Context, addr string, maxTask time.Duration) (n int64, busy, idle time.Duration, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -340,12 +366,17 @@ func work(ctx context.Context, addr string) (n int64, busy, idle time.Duration, 
 				readErr <- fmt.Errorf("reading a task: %w", err)
 				return
 			}
-			queue <- task{
+			t := task{
 				id:       binary.BigEndian.Uint32(msg[1:]),
 				duration: time.Duration(binary.BigEndian.Uint64(msg[5:])),
 				cpu:      msg[13] == 1,
 				size:     binary.BigEndian.Uint32(msg[14:]),
 			}
+			if msg[0] != msgTask || t.duration < 0 || t.duration > maxTask || t.size > MaxResultSize {
+				readErr <- fmt.Errorf("the master sent a malformed task (kind %d, %v, a %d-byte result)", msg[0], t.duration, t.size)
+				return
+			}
+			queue <- t
 		}
 	}()
 	w := bufio.NewWriterSize(c, 64<<10)

@@ -1,6 +1,8 @@
 package taskfarm
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"context"
 	"fmt"
 	"strings"
@@ -14,7 +16,7 @@ import (
 // farm runs a master and its workers (split over hostsOfWorkers) on loopback.
 func farm(t *testing.T, spec MasterSpec, hostsOfWorkers int, records *int) (Result, []WorkerResult) {
 	t.Helper()
-	m, err := Listen(spec)
+	m, err := Listen(spec, limits.Default)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func farm(t *testing.T, spec MasterSpec, hostsOfWorkers int, records *int) (Resu
 			n++
 		}
 		go func() {
-			wres <- RunWorkers(ctx, WorkerSpec{Address: fmt.Sprintf("127.0.0.1:%d", m.Port()), Workers: n})
+			wres <- RunWorkers(ctx, WorkerSpec{Address: fmt.Sprintf("127.0.0.1:%d", m.Port()), Workers: n}, time.Minute)
 		}()
 	}
 	var mu sync.Mutex
@@ -83,11 +85,11 @@ func TestFarmRunsEveryTask(t *testing.T) {
 }
 
 func TestMissingWorkersTimeOut(t *testing.T) {
-	m, err := Listen(MasterSpec{Tasks: 1, Work: WorkSleep, Prefetch: 1, Workers: 2, ConnectTimeout: 200 * time.Millisecond})
+	m, err := Listen(MasterSpec{Tasks: 1, Work: WorkSleep, Prefetch: 1, Workers: 2, ConnectTimeout: 200 * time.Millisecond}, limits.Default)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go RunWorkers(context.Background(), WorkerSpec{Address: fmt.Sprintf("127.0.0.1:%d", m.Port()), Workers: 1})
+	go RunWorkers(context.Background(), WorkerSpec{Address: fmt.Sprintf("127.0.0.1:%d", m.Port()), Workers: 1}, time.Minute)
 	res := m.Run(context.Background(), func(job.Record) {})
 	if !strings.Contains(res.Error, "1 of 2 connected") {
 		t.Fatalf("error %q does not say how many workers came", res.Error)
@@ -102,8 +104,12 @@ func TestValidate(t *testing.T) {
 		{MasterSpec{Tasks: 0, Work: WorkSleep, Prefetch: 1, Workers: 1}, "tasks must be at least 1"},
 		{MasterSpec{Tasks: 1, Work: "dance", Prefetch: 1, Workers: 1}, `work "dance"`},
 		{MasterSpec{Tasks: 1, Work: WorkSleep, Prefetch: 0, Workers: 1}, "prefetch"},
+		// A role with 200,000 workers took an agent from 32 to 427 MB in 3 s.
+		{MasterSpec{Tasks: 1, Work: WorkSleep, Prefetch: 1, Workers: 200_000}, "workers 200000: over the agent's limit"},
+		{MasterSpec{Tasks: 1_000_000, Work: WorkSleep, Prefetch: 1, Workers: 1, Duration: time.Hour}, "ideal time"},
+		{MasterSpec{Tasks: 1000, Work: WorkSleep, Prefetch: 1, Workers: 1, ResultSize: MaxResultSize}, "the results"},
 	} {
-		if err := tc.spec.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := tc.spec.Validate(limits.Limits{MaxDuration: time.Hour, MaxBytes: 1 << 30, MaxConnections: 1024}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.spec, err, tc.want)
 		}
 	}

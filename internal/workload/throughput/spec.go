@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -47,20 +48,6 @@ type Spec struct {
 	Interval  time.Duration
 }
 
-// Limits bound what a spec may ask for.
-type Limits struct {
-	MaxDuration time.Duration
-	MaxStreams  int
-	MaxRate     float64 // bit/s
-	MaxBytes    int64
-}
-
-// DefaultLimits are an agent's limits unless it is told otherwise.
-var DefaultLimits = Limits{MaxDuration: time.Hour, MaxStreams: 256, MaxRate: 10e9, MaxBytes: 1 << 40}
-
-// ErrLimit marks a request over an agent's limits.
-var ErrLimit = errors.New("over the agent's limit")
-
 // Bounds of a sane test.
 const (
 	MinWindow    = 4096
@@ -70,33 +57,32 @@ const (
 )
 
 // Validate checks a spec against itself and against the limits.
-func (s Spec) Validate(l Limits) error {
-	switch {
-	case s.Protocol != TCP && s.Protocol != UDP:
+func (s Spec) Validate(l limits.Limits) error {
+	if s.Protocol != TCP && s.Protocol != UDP {
 		return errors.New("protocol must be tcp or udp")
-	case s.Streams < 1:
-		return fmt.Errorf("streams %d: give at least 1", s.Streams)
-	case s.Streams > l.MaxStreams:
-		return fmt.Errorf("streams %d: %w of %d streams", s.Streams, ErrLimit, l.MaxStreams)
-	case s.Duration < 0 || s.Bytes < 0:
-		return errors.New("duration and bytes cannot be negative")
+	}
+	if err := l.Streams(s.Streams); err != nil {
+		return err
+	}
+	if err := l.Duration("duration", s.Duration); err != nil {
+		return err
+	}
+	if err := l.BytesTimes("bytes per stream", s.Bytes, int64(s.Streams)); err != nil {
+		return err
+	}
+	switch {
 	case s.Duration == 0 && s.Bytes == 0:
 		return errors.New("give a duration or a number of bytes")
-	case s.Duration > l.MaxDuration:
-		return fmt.Errorf("duration %v: %w of %v", s.Duration, ErrLimit, l.MaxDuration)
-	case s.Bytes > l.MaxBytes:
-		return fmt.Errorf("bytes %d: %w of %d bytes", s.Bytes, ErrLimit, l.MaxBytes)
 	case s.Window != 0 && s.Window < MinWindow:
 		return fmt.Errorf("window %d bytes: give 0 (autotuning) or at least %d", s.Window, MinWindow)
 	case s.Interval < MinInterval:
 		return fmt.Errorf("interval %v: give at least %v", s.Interval, MinInterval)
 	}
 	if s.Protocol == UDP {
+		if err := l.Rate(s.UDPRate); err != nil {
+			return fmt.Errorf("udp %w", err)
+		}
 		switch {
-		case s.UDPRate <= 0:
-			return errors.New("udp needs a rate")
-		case s.UDPRate > l.MaxRate:
-			return fmt.Errorf("rate %.0f bit/s: %w of %.0f bit/s", s.UDPRate, ErrLimit, l.MaxRate)
 		case s.UDPLength < MinUDPLength || s.UDPLength > MaxUDPLength:
 			return fmt.Errorf("datagram length %d: give %d to %d bytes", s.UDPLength, MinUDPLength, MaxUDPLength)
 		}

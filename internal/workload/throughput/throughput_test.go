@@ -1,6 +1,10 @@
 package throughput
 
 import (
+	"math"
+
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"context"
 	"errors"
 	"fmt"
@@ -150,23 +154,25 @@ func TestValidate(t *testing.T) {
 		{"no end", func(s *Spec) { s.Duration = 0 }, "give a duration or a number of bytes"},
 		{"window 1 byte", func(s *Spec) { s.Window = 1 }, "at least 4096"},
 		{"too long", func(s *Spec) { s.Duration = 2 * time.Hour }, "over the agent's limit of 1h0m0s"},
-		{"udp without rate", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000 }, "udp needs a rate"},
+		{"udp without rate", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000 }, "udp rate 0 bit/s: give a positive rate"},
 		{"udp too fast", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = 1e12 }, "over the agent's limit"},
 		{"tiny datagram", func(s *Spec) { s.Protocol = UDP; s.UDPRate = 1e6; s.UDPLength = 10 }, "datagram length 10"},
 		{"tiny interval", func(s *Spec) { s.Interval = time.Millisecond }, "interval"},
+		{"bytes times streams overflow", func(s *Spec) { s.Duration = 0; s.Bytes = 1 << 62; s.Streams = 8 }, "over the agent's limit"},
+		{"udp rate NaN", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = math.NaN() }, "give a positive rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := ok
 			tt.modify(&s)
-			err := s.Validate(DefaultLimits)
+			err := s.Validate(limits.Default)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("unexpected error %v", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
-			if strings.Contains(tt.want, "limit") && !errors.Is(err, ErrLimit) {
+			if strings.Contains(tt.want, "limit") && !errors.Is(err, limits.ErrLimit) {
 				t.Errorf("error %v does not wrap ErrLimit", err)
 			}
 		})

@@ -5,6 +5,8 @@
 package transfer
 
 import (
+	"github.com/wanlab/wanlab/internal/limits"
+
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -14,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,11 +47,12 @@ type Spec struct {
 	Uncached bool
 }
 
-// Validate checks a spec.
-func (s Spec) Validate(maxStreams int) error {
+// Validate checks a spec against itself and the limits.
+func (s Spec) Validate(l limits.Limits) error {
+	if err := l.Streams(s.Streams); err != nil {
+		return err
+	}
 	switch {
-	case s.Streams < 1 || s.Streams > maxStreams:
-		return fmt.Errorf("streams %d: give 1 to %d", s.Streams, maxStreams)
 	case s.Window != 0 && s.Window < 4096:
 		return fmt.Errorf("window %d bytes: give 0 (autotuning) or at least 4096", s.Window)
 	case s.Block < 4096 || s.Block > 16<<20:
@@ -66,12 +70,17 @@ type Result struct {
 	Streams   []int64 // file bytes per stream
 }
 
-var magic = [4]byte{'W', 'L', 'X', '1'}
+var magic = [4]byte{'W', 'L', 'X', '2'}
 
-// header opens each stream: magic, stream id, offset, length, flags.
-const headerLen = 4 + 4 + 8 + 8 + 4
+// header opens each stream: magic, stream id, the file's total size, the
+// stream's offset and length, flags.
+const headerLen = 4 + 4 + 8 + 8 + 8 + 4
 
 const flagCompressed = 1
+
+// maxFrame bounds a compressed block on the wire: zstd never grows a block
+// by more than a small fraction, so anything larger is not a block of ours.
+func maxFrame(block int) int { return block + block/8 + 1024 }
 
 // ranges splits size bytes into n contiguous ranges.
 func ranges(size int64, n int) [][2]int64 {
@@ -105,13 +114,8 @@ func dialControl(window int) func(string, string, syscall.RawConn) error {
 	}
 }
 
-// Send sends the file at path to the receiver at addr.
-func Send(ctx context.Context, spec Spec, path, addr string) (Result, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Result{}, fmt.Errorf("opening %s: %w", path, err)
-	}
-	defer f.Close()
+// Send sends the open file f to the receiver at addr.
+func Send(ctx context.Context, spec Spec, f *os.File, addr string) (Result, error) {
 	before, err := f.Stat()
 	if err != nil {
 		return Result{}, err
@@ -119,7 +123,7 @@ func Send(ctx context.Context, spec Spec, path, addr string) (Result, error) {
 	size := before.Size()
 	if spec.Uncached {
 		if err := diskio.DropCached(f); err != nil {
-			return Result{}, fmt.Errorf("dropping %s from the page cache: %w", path, err)
+			return Result{}, fmt.Errorf("dropping %s from the page cache: %w", f.Name(), err)
 		}
 	}
 	res := Result{Bytes: size, Streams: make([]int64, spec.Streams)}
@@ -132,7 +136,8 @@ func Send(ctx context.Context, spec Spec, path, addr string) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := sendRange(ctx, d, addr, f, i, r[0], r[1], spec, &wire)
+			h := header{id: i, total: size, off: r[0], length: r[1], compressed: spec.Compress}
+			n, err := sendRange(ctx, d, addr, f, h, spec, &wire)
 			res.Streams[i] = n
 			if err != nil {
 				errs[i] = fmt.Errorf("stream %d: %w", i, err)
@@ -145,15 +150,63 @@ func Send(ctx context.Context, spec Spec, path, addr string) (Result, error) {
 	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
-	after, err := os.Stat(path)
+	after, err := f.Stat()
 	if err != nil || after.Size() != size || !after.ModTime().Equal(before.ModTime()) {
-		return res, fmt.Errorf("%s changed while it was being sent: the copy cannot be trusted", path)
+		return res, fmt.Errorf("%s changed while it was being sent: the copy cannot be trusted", f.Name())
 	}
-	res.SHA256, err = hashFile(path)
+	res.SHA256, err = hashFile(f, size)
 	return res, err
 }
 
-func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, id int, off, length int64, spec Spec, wire *atomic.Int64) (int64, error) {
+// header is what opens a stream.
+type header struct {
+	id                 int
+	total, off, length int64
+	compressed         bool
+}
+
+func (h header) encode() []byte {
+	b := make([]byte, headerLen)
+	copy(b, magic[:])
+	binary.BigEndian.PutUint32(b[4:], uint32(h.id))
+	binary.BigEndian.PutUint64(b[8:], uint64(h.total))
+	binary.BigEndian.PutUint64(b[16:], uint64(h.off))
+	binary.BigEndian.PutUint64(b[24:], uint64(h.length))
+	if h.compressed {
+		binary.BigEndian.PutUint32(b[32:], flagCompressed)
+	}
+	return b
+}
+
+// readHeader reads a stream's header and checks it against what the
+// receiver accepts: its stream count and a file of at most maxBytes, in
+// which the stream must carry exactly its own range.
+func readHeader(r io.Reader, streams int, maxBytes int64) (header, error) {
+	var b [headerLen]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return header{}, fmt.Errorf("reading a stream's header: %w", err)
+	}
+	if [4]byte(b[:4]) != magic {
+		return header{}, errors.New("a connection that is not a wanlab transfer")
+	}
+	id := binary.BigEndian.Uint32(b[4:])
+	total := binary.BigEndian.Uint64(b[8:])
+	h := header{total: int64(total), off: int64(binary.BigEndian.Uint64(b[16:])), length: int64(binary.BigEndian.Uint64(b[24:])),
+		compressed: binary.BigEndian.Uint32(b[32:])&flagCompressed != 0}
+	switch {
+	case id >= uint32(streams):
+		return header{}, fmt.Errorf("stream %d of a %d-stream transfer", id, streams)
+	case total > uint64(maxBytes):
+		return header{}, fmt.Errorf("a file of %d bytes: over the receiver's limit of %d", total, maxBytes)
+	}
+	h.id = int(id)
+	if want := ranges(h.total, streams)[h.id]; h.off != want[0] || h.length != want[1] {
+		return header{}, fmt.Errorf("stream %d claims bytes %d+%d of a %d-byte file, not its range %d+%d", h.id, h.off, h.length, h.total, want[0], want[1])
+	}
+	return h, nil
+}
+
+func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, h header, spec Spec, wire *atomic.Int64) (int64, error) {
 	c, err := d.DialContext(ctx, "tcp4", addr)
 	if err != nil {
 		return 0, err
@@ -161,15 +214,7 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, id in
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	var h [headerLen]byte
-	copy(h[:], magic[:])
-	binary.BigEndian.PutUint32(h[4:], uint32(id))
-	binary.BigEndian.PutUint64(h[8:], uint64(off))
-	binary.BigEndian.PutUint64(h[16:], uint64(length))
-	if spec.Compress {
-		binary.BigEndian.PutUint32(h[24:], flagCompressed)
-	}
-	if _, err := c.Write(h[:]); err != nil {
+	if _, err := c.Write(h.encode()); err != nil {
 		return 0, err
 	}
 	var enc *zstd.Encoder
@@ -182,6 +227,7 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, id in
 	buf := make([]byte, spec.Block)
 	var packed []byte
 	var sent int64
+	off, length := h.off, h.length
 	for sent < length {
 		n := min(int64(len(buf)), length-sent)
 		// Ask for the next block while this one is sent, so that the disk
@@ -222,29 +268,35 @@ type Receiver struct {
 	ln   net.Listener
 	Port int
 	spec Spec
+	// MaxBytes bounds the file a sender may announce; ExpectedSize, when
+	// not 0, is the size it must announce.
+	MaxBytes     int64
+	ExpectedSize int64
 	// CorruptAt, when non-negative, flips one byte of the received file at
 	// that offset before it is hashed: the test that the checksum catches it.
 	CorruptAt int64
 }
 
-// Listen opens the receiver on an ephemeral port.
-func Listen(spec Spec) (*Receiver, error) {
+// Listen opens the receiver on an ephemeral port; it accepts files of at
+// most maxBytes.
+func Listen(spec Spec, maxBytes int64) (*Receiver, error) {
 	lc := net.ListenConfig{Control: dialControl(spec.Window)}
 	ln, err := lc.Listen(context.Background(), "tcp4", ":0")
 	if err != nil {
 		return nil, fmt.Errorf("listening for a transfer: %w", err)
 	}
-	return &Receiver{ln: ln, Port: ln.Addr().(*net.TCPAddr).Port, spec: spec, CorruptAt: -1}, nil
+	return &Receiver{ln: ln, Port: ln.Addr().(*net.TCPAddr).Port, spec: spec, MaxBytes: maxBytes, CorruptAt: -1}, nil
 }
 
-// Run receives spec.Streams ranges into the file at path and hashes it.
-func (r *Receiver) Run(ctx context.Context, path string) (Result, error) {
+// Close stops listening, for a receiver that will not Run.
+func (r *Receiver) Close() error { return r.ln.Close() }
+
+// Run receives spec.Streams ranges into the empty file out and hashes it.
+// Each stream's header must announce the same file, within the limits,
+// and its own range of it; the file is good only when every range arrived
+// whole.
+func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 	defer r.ln.Close()
-	out, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return Result{}, fmt.Errorf("creating %s: %w", path, err)
-	}
-	defer out.Close()
 	stop := context.AfterFunc(ctx, func() { r.ln.Close() })
 	defer stop()
 	res := Result{Streams: make([]int64, r.spec.Streams)}
@@ -254,14 +306,21 @@ func (r *Receiver) Run(ctx context.Context, path string) (Result, error) {
 		total atomic.Int64
 		mu    sync.Mutex
 		errs  []error
-		size  int64
+		size  int64 = -1
+		seen        = make([]bool, r.spec.Streams)
 		start time.Time
 	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
 	for i := 0; i < r.spec.Streams; i++ {
 		r.ln.(*net.TCPListener).SetDeadline(time.Now().Add(30 * time.Second))
 		c, err := r.ln.Accept()
 		if err != nil {
-			return res, fmt.Errorf("waiting for stream %d of %d: %w", i+1, r.spec.Streams, err)
+			wg.Wait()
+			return res, errors.Join(append(errs, fmt.Errorf("waiting for stream %d of %d: %w", i+1, r.spec.Streams, err))...)
 		}
 		if i == 0 {
 			start = time.Now()
@@ -272,16 +331,38 @@ func (r *Receiver) Run(ctx context.Context, path string) (Result, error) {
 			defer c.Close()
 			stopConn := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 			defer stopConn()
-			id, end, n, err := receiveRange(c, out, r.spec.Streams, r.spec.Uncached, &wire)
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			h, err := readHeader(c, r.spec.Streams, r.MaxBytes)
+			if err == nil {
+				mu.Lock()
+				switch {
+				case seen[h.id]:
+					err = fmt.Errorf("stream %d arrived twice", h.id)
+				case size >= 0 && h.total != size:
+					err = fmt.Errorf("stream %d announces a %d-byte file, stream 0 a %d-byte one", h.id, h.total, size)
+				case r.ExpectedSize > 0 && h.total != r.ExpectedSize:
+					err = fmt.Errorf("the sender announces a %d-byte file, %d bytes were expected", h.total, r.ExpectedSize)
+				}
+				seen[h.id] = err == nil || seen[h.id]
+				size = h.total
+				mu.Unlock()
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			c.SetReadDeadline(time.Time{})
+			var behind *diskio.WriteBehind
+			if r.spec.Uncached {
+				behind = diskio.NewWriteBehind(out, h.off)
+			}
+			n, err := copyRange(c, out, h, r.spec.Block, behind, &wire)
 			total.Add(n)
 			mu.Lock()
-			defer mu.Unlock()
-			if id >= 0 {
-				res.Streams[id] = n
-			}
-			size = max(size, end)
+			res.Streams[h.id] = n
+			mu.Unlock()
 			if err != nil {
-				errs = append(errs, err)
+				fail(err)
 			}
 		}()
 	}
@@ -293,113 +374,97 @@ func (r *Receiver) Run(ctx context.Context, path string) (Result, error) {
 	}
 	// Disk to disk: the copy counts once it is on the disk.
 	if err := out.Sync(); err != nil {
-		return res, fmt.Errorf("syncing %s: %w", path, err)
+		return res, fmt.Errorf("syncing %s: %w", out.Name(), err)
 	}
 	res.Seconds = time.Since(start).Seconds()
 	if r.CorruptAt >= 0 && r.CorruptAt < size {
 		var b [1]byte
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
-		if err == nil {
-			f.ReadAt(b[:], r.CorruptAt)
-			b[0] ^= 0x01
-			f.WriteAt(b[:], r.CorruptAt)
-			f.Close()
-		}
+		out.ReadAt(b[:], r.CorruptAt)
+		b[0] ^= 0x01
+		out.WriteAt(b[:], r.CorruptAt)
 	}
-	res.SHA256, err = hashFile(path)
+	var err error
+	res.SHA256, err = hashFile(out, size)
 	return res, err
 }
 
-func receiveRange(c net.Conn, out *os.File, streams int, uncached bool, wire *atomic.Int64) (id int, end, n int64, err error) {
-	var h [headerLen]byte
-	if _, err := io.ReadFull(c, h[:]); err != nil {
-		return -1, 0, 0, fmt.Errorf("reading a stream's header: %w", err)
-	}
-	if [4]byte(h[:4]) != magic {
-		return -1, 0, 0, errors.New("a connection that is not a wanlab transfer")
-	}
-	id = int(binary.BigEndian.Uint32(h[4:]))
-	off := int64(binary.BigEndian.Uint64(h[8:]))
-	length := int64(binary.BigEndian.Uint64(h[16:]))
-	compressed := binary.BigEndian.Uint32(h[24:])&flagCompressed != 0
-	if id >= streams {
-		return -1, 0, 0, fmt.Errorf("stream %d of %d", id, streams)
-	}
+// copyRange reads a stream's range after its header into out, and returns
+// the file bytes written. A compressed block may not exceed the frame
+// bound on the wire nor block bytes once decoded, and no stream may write
+// outside its range.
+func copyRange(c io.Reader, out io.WriterAt, h header, block int, behind *diskio.WriteBehind, wire *atomic.Int64) (n int64, err error) {
 	var dec *zstd.Decoder
-	if compressed {
-		if dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1)); err != nil {
-			return id, off, 0, err
+	if h.compressed {
+		if dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(block)), zstd.WithDecoderMaxWindow(uint64(max(block, zstd.MinWindowSize)))); err != nil {
+			return 0, err
 		}
 		defer dec.Close()
 	}
-	buf := make([]byte, 1<<20)
-	var plain []byte
-	var behind *diskio.WriteBehind
-	if uncached {
-		behind = diskio.NewWriteBehind(out, off)
+	buf := make([]byte, min(1<<20, max(block, 4096)))
+	var frame, plain []byte
+	ended := func(err error) error {
+		return fmt.Errorf("stream %d ended after %d of %d bytes: %w", h.id, n, h.length, err)
 	}
-	for n < length {
+	for n < h.length {
 		var data []byte
 		if dec != nil {
 			var l [4]byte
 			if _, err := io.ReadFull(c, l[:]); err != nil {
-				return id, off + n, n, fmt.Errorf("stream %d ended after %d of %d bytes: %w", id, n, length, err)
+				return n, ended(err)
 			}
-			frame := make([]byte, binary.BigEndian.Uint32(l[:]))
+			size := binary.BigEndian.Uint32(l[:])
+			if size == 0 || size > uint32(maxFrame(block)) {
+				return n, fmt.Errorf("stream %d: a compressed block of %d bytes, over the bound of %d for %d-byte blocks", h.id, size, maxFrame(block), block)
+			}
+			frame = slices.Grow(frame[:0], int(size))[:size]
 			if _, err := io.ReadFull(c, frame); err != nil {
-				return id, off + n, n, fmt.Errorf("stream %d ended after %d of %d bytes: %w", id, n, length, err)
+				return n, ended(err)
 			}
-			wire.Add(int64(len(frame)) + 4)
+			wire.Add(int64(size) + 4)
 			if plain, err = dec.DecodeAll(frame, plain[:0]); err != nil {
-				return id, off + n, n, fmt.Errorf("stream %d: a corrupt compressed block: %w", id, err)
+				return n, fmt.Errorf("stream %d: a corrupt compressed block: %w", h.id, err)
 			}
 			data = plain
 		} else {
-			k, err := c.Read(buf[:min(int64(len(buf)), length-n)])
+			k, err := c.Read(buf[:min(int64(len(buf)), h.length-n)])
 			if k == 0 && err != nil {
-				return id, off + n, n, fmt.Errorf("stream %d ended after %d of %d bytes: %w", id, n, length, err)
+				return n, ended(err)
 			}
 			wire.Add(int64(k))
 			data = buf[:k]
 		}
-		if _, err := out.WriteAt(data, off+n); err != nil {
+		if int64(len(data)) > h.length-n {
+			return n, fmt.Errorf("stream %d: a block runs %d bytes past the end of its range", h.id, int64(len(data))-(h.length-n))
+		}
+		if _, err := out.WriteAt(data, h.off+n); err != nil {
 			if errors.Is(err, unix.ENOSPC) {
-				return id, off + n, n, fmt.Errorf("the disk is full after %d bytes of stream %d: %w", n, id, err)
+				return n, fmt.Errorf("the disk is full after %d bytes of stream %d: %w", n, h.id, err)
 			}
-			return id, off + n, n, fmt.Errorf("writing: %w", err)
+			return n, fmt.Errorf("writing: %w", err)
 		}
 		n += int64(len(data))
 		if behind != nil {
-			if err := behind.Wrote(off+n, n == length); err != nil {
-				return id, off + n, n, fmt.Errorf("writing to disk: %w", err)
+			if err := behind.Wrote(h.off+n, n == h.length); err != nil {
+				return n, fmt.Errorf("writing to disk: %w", err)
 			}
 		}
 	}
-	return id, off + n, n, nil
+	return n, nil
 }
 
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+// hashFile hashes the first size bytes of f.
+func hashFile(f *os.File, size int64) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", f.Name(), err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// MakeFile writes size bytes of pseudo-random data to path. Half of each
-// 64 KiB is a repeating pattern, so that compression has something to gain,
-// about as much as on typical event data.
-func MakeFile(path string, size int64) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// MakeFile writes size bytes of pseudo-random data to the empty file f.
+// Half of each 64 KiB is a repeating pattern, so that compression has
+// something to gain, about as much as on typical event data.
+func MakeFile(f *os.File, size int64) error {
 	buf := make([]byte, 64<<10)
 	x := uint64(0x2545f4914f6cdd1d)
 	for written := int64(0); written < size; {
@@ -421,5 +486,5 @@ func MakeFile(path string, size int64) error {
 		}
 		written += n
 	}
-	return f.Close()
+	return nil
 }
