@@ -3,7 +3,10 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/golden"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -112,4 +116,70 @@ func BenchmarkAnalyzeAndReport100k(b *testing.B) {
 		size = out.Len()
 	}
 	b.ReportMetric(float64(size)/1e6, "report-MB")
+}
+
+// TestArchiveOfAnEarlierRelease: an archive that wanlab a223ce5 wrote
+// (every workload kind, testdata/every-kind.yaml) opens, analyses to the
+// same findings and reports the same tables and text (the plots may be
+// drawn differently) as that release did.
+func TestArchiveOfAnEarlierRelease(t *testing.T) {
+	const base = "testdata/every-kind-a223ce5"
+	db, err := os.ReadFile(base + ".db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	os.WriteFile(path, db, 0o600) // opening may bring its schema up to date
+	a, err := archive.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	rep, err := analysis.Analyze(context.Background(), a, 1, analysis.DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	enc := json.NewEncoder(&got)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // as wanlab analyze --json writes it
+	enc.Encode(rep)
+	golden.Check(t, base+".analysis.json", got.String())
+	var b bytes.Buffer
+	if err := Write(context.Background(), a, 1, "test", &b); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(base + ".report.html")
+	if g, w := reportText(b.String()), reportText(string(want)); g != w {
+		t.Errorf("the report's text differs from what a223ce5 wrote:\n%s", firstDifference(g, w))
+	}
+}
+
+var (
+	svgRE  = regexp.MustCompile(`(?s)<svg.*?</svg>`)
+	tagRE  = regexp.MustCompile(`<[^>]*>`)
+	byLine = regexp.MustCompile(`Report by wanlab .*`)
+)
+
+// reportText is a report's text without plots, tags and the line that
+// says who made it when.
+func reportText(html string) string {
+	s := byLine.ReplaceAllString(tagRE.ReplaceAllString(svgRE.ReplaceAllString(html, ""), "\n"), "")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, g[i], w[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
 }
