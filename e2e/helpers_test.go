@@ -187,5 +187,5 @@ func binomialBounds(n int, p float64) (lo, hi float64) {
 }
 
 func runner(name string) crosscheck.Runner {
-	return crosscheck.Runner{Wanlab: wanlabBin, Testbed: name}
+	return crosscheck.ExecRunner(wanlabBin, name)
 }

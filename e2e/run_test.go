@@ -19,12 +19,12 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/wanlab/wanlab/internal/run"
+	"github.com/wanlab/wanlab/internal/controller"
 )
 
 // runScenario writes a scenario and runs it with wanlab run --json, returning
 // the result, the archive's path and how the command ended.
-func runScenario(t *testing.T, yaml string, extra ...string) (*run.Result, string, result) {
+func runScenario(t *testing.T, yaml string, extra ...string) (*controller.Result, string, result) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, scenarioName(t, yaml)+".yaml")
@@ -34,7 +34,7 @@ func runScenario(t *testing.T, yaml string, extra ...string) (*run.Result, strin
 	db := filepath.Join(dir, "runs.db")
 	r := wanlab(t, append([]string{"run", path, "--json", "--db", db}, extra...)...)
 	t.Cleanup(func() { assertNothingLeft(t, scenarioName(t, yaml)) })
-	var res run.Result
+	var res controller.Result
 	if r.stdout != "" {
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 			t.Fatalf("wanlab run --json: %v\n%s\n%s", err, r.stdout, r.stderr)
@@ -300,7 +300,7 @@ workloads:
 	}
 
 	r := wanlab(t, "run", "--resume", "1", "--db", db, "--json")
-	var res run.Result
+	var res controller.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
 		t.Fatalf("resume: exit %d: %v\n%s", r.code, err, r.stderr)
 	}
@@ -364,7 +364,7 @@ workloads:
 	}
 	err := cmd.Wait()
 	assertNothingLeft(t, "e2e-agentkill")
-	var res run.Result
+	var res controller.Result
 	if jerr := json.Unmarshal([]byte(stdout.String()), &res); jerr != nil {
 		t.Fatalf("%v: %v\n%s\n%s", err, jerr, stdout.String(), stderr.String())
 	}
@@ -455,7 +455,7 @@ func TestRunBuiltin(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
 	r := wanlab(t, "run", "objectivity-lan-100m", "--quick", "--json", "--db", db)
 	assertNothingLeft(t, "objectivity-lan-100m")
-	var res run.Result
+	var res controller.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 {
 		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
 	}
@@ -486,7 +486,7 @@ func TestObjectivityBottlenecks(t *testing.T) {
 	} {
 		r := wanlab(t, "run", tc.scenario, "--quick", "--json", "--db", db)
 		var doc struct {
-			run.Result
+			controller.Result
 			Analysis struct {
 				Bottleneck string `json:"bottleneck"`
 				Findings   []struct {
@@ -534,7 +534,7 @@ workloads:
 	os.WriteFile(path, []byte(scenario), 0o644)
 	r := wanlab(t, "run", path, "--json", "--db", db)
 	var doc struct {
-		run.Result
+		controller.Result
 		Analysis struct {
 			Bottleneck string `json:"bottleneck"`
 		} `json:"analysis"`

@@ -22,7 +22,7 @@ func TestBuiltins(t *testing.T) {
 			t.Errorf("%s: title %q, seeds %v: every built-in names what it is and the study it comes from", s.Name, s.Title, s.Seeds)
 		}
 		for _, quick := range []bool{false, true} {
-			f, err := scenario.ParseFile(s.File, s.Text, quick)
+			f, err := scenario.Parse(s.File, s.Text, quick)
 			if err != nil {
 				t.Errorf("%s (quick %v): %v", s.Name, quick, err)
 				continue

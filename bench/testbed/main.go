@@ -132,7 +132,7 @@ func (b *bed) addr(host string) string {
 }
 
 func (b *bed) runner() crosscheck.Runner {
-	return crosscheck.Runner{Wanlab: *wanlabBin, Testbed: b.name}
+	return crosscheck.ExecRunner(*wanlabBin, b.name)
 }
 
 func (b *bed) status() (*testbed.Status, error) { return testbed.GetStatus(b.name) }

@@ -17,7 +17,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/wanlab/wanlab/internal/run"
+	"github.com/wanlab/wanlab/internal/controller"
 )
 
 var (
@@ -74,12 +74,12 @@ func bench() error {
 	return nil
 }
 
-func runScenario(path, db string) (*run.Result, error) {
+func runScenario(path, db string) (*controller.Result, error) {
 	cmd := exec.Command(*wanlabBin, "run", path, "--json", "--db", db)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	err := cmd.Run()
-	var res run.Result
+	var res controller.Result
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
 		return nil, fmt.Errorf("%s: %v (%v)", path, err, jerr)
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
@@ -68,7 +69,7 @@ type Finding struct {
 // WorkloadSteps is one workload's steps with their verdicts.
 type WorkloadSteps struct {
 	Name  string        `json:"name"`
-	Kind  string        `json:"kind"`
+	Kind  results.Kind  `json:"kind"`
 	Steps []StepVerdict `json:"steps"`
 }
 
@@ -90,7 +91,7 @@ type Step struct {
 	Params         map[string]string
 	Status         string
 	Reason         string
-	Metrics        map[string]float64
+	Metrics        results.Metrics
 	TestbedLimited bool
 	LimitedBy      []string
 	// Config is the step as the scenario defines it.
@@ -100,9 +101,10 @@ type Step struct {
 
 // Workload is a workload's steps in sweep order.
 type Workload struct {
-	Name, Kind string
-	Steps      []Step
-	Testbed    *scenario.Testbed
+	Name    string
+	Kind    results.Kind
+	Steps   []Step
+	Testbed *scenario.Testbed
 }
 
 // Load reads a run of the archive into workloads.
@@ -122,7 +124,7 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 		Quick  bool   `json:"quick"`
 	}
 	json.Unmarshal(r.Params, &params)
-	f, err := scenario.ParseFile(params.Source, []byte(r.Scenario), params.Quick)
+	f, err := scenario.Parse(params.Source, []byte(r.Scenario), params.Quick)
 	if err != nil {
 		return r, nil, fmt.Errorf("run %d: reading its stored scenario: %w", id, err)
 	}
@@ -144,20 +146,12 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 			if !ok {
 				continue // never ran (the run was interrupted before it)
 			}
-			st := Step{Index: s.Index, Label: s.Label, Status: s.Status, Reason: s.Reason, Config: cfg, Params: map[string]string{}}
-			json.Unmarshal(s.Params, &st.Params)
-			var res struct {
-				Metrics        map[string]float64 `json:"metrics"`
-				TestbedLimited bool               `json:"testbed_limited"`
-				LimitedBy      []string           `json:"limited_by"`
-			}
-			json.Unmarshal(s.Result, &res)
-			st.Metrics, st.TestbedLimited, st.LimitedBy = res.Metrics, res.TestbedLimited, res.LimitedBy
-			if st.Metrics == nil {
-				st.Metrics = map[string]float64{}
-			}
-			err := a.Jobs(ctx, s.ID, func(j job.Record) error { st.Jobs = append(st.Jobs, j); return nil })
+			st, err := storedStep(s)
 			if err != nil {
+				return r, nil, fmt.Errorf("run %d: %w", id, err)
+			}
+			st.Config = cfg
+			if err := a.Jobs(ctx, s.ID, func(j job.Record) error { st.Jobs = append(st.Jobs, j); return nil }); err != nil {
 				return r, nil, err
 			}
 			wl.Steps = append(wl.Steps, st)
@@ -165,6 +159,23 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 		out = append(out, wl)
 	}
 	return r, out, nil
+}
+
+// storedStep reads a step of the archive: its parameters and its result,
+// of any version this wanlab knows.
+func storedStep(s archive.Step) (Step, error) {
+	st := Step{Index: s.Index, Label: s.Label, Status: s.Status, Reason: s.Reason, Params: map[string]string{}}
+	if len(s.Params) > 0 && string(s.Params) != "null" {
+		if err := json.Unmarshal(s.Params, &st.Params); err != nil {
+			return st, fmt.Errorf("step %d: reading its parameters: %w", s.Index, err)
+		}
+	}
+	res, err := results.DecodeStep(s.Result)
+	if err != nil {
+		return st, fmt.Errorf("step %d: %w", s.Index, err)
+	}
+	st.Metrics, st.TestbedLimited, st.LimitedBy = res.Metrics, res.TestbedLimited, res.LimitedBy
+	return st, nil
 }
 
 // ImportIperf3 is the kind of a run imported from iperf3's JSON.
@@ -188,18 +199,13 @@ func loadImport(ctx context.Context, a *archive.Archive, r archive.Run) (archive
 	if err != nil {
 		return r, nil, err
 	}
-	w := Workload{Name: "iperf3", Kind: "throughput"}
+	w := Workload{Name: "iperf3", Kind: results.Throughput}
 	for _, s := range stored {
-		st := Step{Index: s.Index, Label: s.Label, Status: s.Status, Reason: s.Reason, Params: map[string]string{},
-			Config: scenario.Step{Throughput: &scenario.Throughput{From: p.From, To: p.To, Protocol: p.Protocol, Streams: p.Streams}}}
-		var res struct {
-			Metrics map[string]float64 `json:"metrics"`
+		st, err := storedStep(s)
+		if err != nil {
+			return r, nil, fmt.Errorf("run %d: %w", r.ID, err)
 		}
-		json.Unmarshal(s.Result, &res)
-		st.Metrics = res.Metrics
-		if st.Metrics == nil {
-			st.Metrics = map[string]float64{}
-		}
+		st.Config = scenario.Step{Throughput: &scenario.Throughput{From: p.From, To: p.To, Protocol: p.Protocol, Streams: p.Streams}}
 		w.Steps = append(w.Steps, st)
 	}
 	return r, []Workload{w}, nil
@@ -233,19 +239,19 @@ func Of(workloads []Workload, o Options) *Report {
 		rep.Workloads = append(rep.Workloads, ws)
 		var found []Finding
 		switch w.Kind {
-		case "eventdb", "mesh":
+		case results.EventDB, results.Mesh:
 			found = append(found, saturation(w, ws, o)...)
 			found = append(found, efficientRunning(w, o)...)
 			found = append(found, failures(w)...)
-		case "taskfarm":
+		case results.TaskFarm:
 			found = append(found, taskFarm(w)...)
 			found = append(found, failures(w)...)
-		case "throughput":
+		case results.Throughput:
 			found = append(found, tuning(w)...)
 			found = append(found, modelFit(w)...)
-		case "impact":
+		case results.Impact:
 			found = append(found, impact(w)...)
-		case "transfer":
+		case results.Transfer:
 			found = append(found, transfers(w, ws)...)
 		}
 		found = append(found, testbedLimited(w, ws)...)
@@ -261,8 +267,8 @@ func Of(workloads []Workload, o Options) *Report {
 }
 
 // throughputOf is the figure a step's throughput is judged by.
-func throughputOf(kind string, m map[string]float64) (float64, bool) {
-	for _, k := range []string{"throughput_mbps", "aggregate_mbps", "task_rate_hz"} {
+func throughputOf(m results.Metrics) (float64, bool) {
+	for _, k := range []string{results.ThroughputMbps, results.AggregateMbps, results.TaskRateHz} {
 		if v, ok := m[k]; ok {
 			return v, true
 		}
@@ -289,7 +295,7 @@ func concurrency(s Step) float64 {
 func peakBottleneck(w Workload, ws WorkloadSteps) string {
 	best, bestV := -1, -1.0
 	for i, s := range w.Steps {
-		if v, ok := throughputOf(w.Kind, s.Metrics); ok && v > bestV && ws.Steps[i].Bottleneck != "" {
+		if v, ok := throughputOf(s.Metrics); ok && v > bestV && ws.Steps[i].Bottleneck != "" {
 			best, bestV = i, v
 		}
 	}

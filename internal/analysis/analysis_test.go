@@ -15,11 +15,11 @@ import (
 
 func testbedOf(t *testing.T, yaml string) *scenario.Testbed {
 	t.Helper()
-	tb, err := scenario.Parse("t.yaml", []byte(yaml))
+	f, err := scenario.Parse("t.yaml", []byte(yaml), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tb
+	return f.Testbed
 }
 
 const serverClient = "name: t\nhosts:\n  server: {cpus: 0.5}\n  client: {cpus: 1}\nlinks:\n  - {between: [client, server], rate: 100Mbit, delay: 0.1ms}\n"

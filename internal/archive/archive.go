@@ -765,3 +765,49 @@ func (a *Archive) Samples(ctx context.Context, run int64, fn func(Sample) error)
 	}
 	return rows.Err()
 }
+
+// Recording is one measurement being kept in an archive: recorded as
+// started at once, so that it is there even if it is cut short.
+type Recording struct {
+	a  *Archive
+	id int64
+}
+
+// Record opens the archive at path and records a measurement as started.
+// An empty path keeps nothing: Finish on the Recording does nothing.
+func Record(path string, r NewRun) (*Recording, error) {
+	if path == "" {
+		return &Recording{}, nil
+	}
+	a, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	id, err := a.StartRun(r)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return &Recording{a: a, id: id}, nil
+}
+
+// Finish stores the measurement's samples and how it ended: failed when it
+// measured nothing, partial when it failed after measuring something,
+// done otherwise.
+func (r *Recording) Finish(samples []Sample, result any, measureErr error) error {
+	if r.a == nil {
+		return nil
+	}
+	defer r.a.Close()
+	status, reason := StatusDone, ""
+	switch {
+	case measureErr != nil && result == nil:
+		status, reason = StatusFailed, measureErr.Error()
+	case measureErr != nil:
+		status, reason = StatusPartial, measureErr.Error()
+	}
+	if err := r.a.AddSamples(r.id, 0, samples); err != nil {
+		return err
+	}
+	return r.a.EndRun(r.id, status, reason, result)
+}

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,8 +60,7 @@ connect. See docs/security.md.`,
 				return fmt.Errorf("agent's data folder: %w", err)
 			}
 			defer data.Close()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context()
 			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped, Data: data, HostCPU: ownCgroupCPU()}
 			fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s, data folder %s\n", host, socket, data.Path())
 			return srv.ServeSocket(ctx, socket)

@@ -18,47 +18,10 @@ import (
 // defaultDB is the archive the archive verbs read unless told otherwise.
 const defaultDB = "wanlab.db"
 
-// recorder stores one measurement in an archive, if one was asked for.
-type recorder struct {
-	a  *archive.Archive
-	id int64
-}
-
-// startRecord opens the archive at path (none if path is "") and records the
-// run as started, so that it is there even if the measurement is cut short.
-func startRecord(path, kind, name, testbed string, params any) (*recorder, error) {
-	if path == "" {
-		return &recorder{}, nil
-	}
-	a, err := archive.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	id, err := a.StartRun(archive.NewRun{Kind: kind, Name: name, Testbed: testbed, Version: Version, Params: params})
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	return &recorder{a: a, id: id}, nil
-}
-
-// finish stores the samples and how the run ended.
-func (r *recorder) finish(samples []archive.Sample, result any, measureErr error) error {
-	if r.a == nil {
-		return nil
-	}
-	defer r.a.Close()
-	status, reason := archive.StatusDone, ""
-	switch {
-	case measureErr != nil && result == nil:
-		status, reason = archive.StatusFailed, measureErr.Error()
-	case measureErr != nil:
-		status, reason = archive.StatusPartial, measureErr.Error()
-	}
-	if err := r.a.AddSamples(r.id, 0, samples); err != nil {
-		return err
-	}
-	return r.a.EndRun(r.id, status, reason, result)
+// startRecord records a measurement as started in the archive at path
+// (nothing if path is ""), so that it is kept even if it is cut short.
+func startRecord(path, kind, name, testbed string, params any) (*archive.Recording, error) {
+	return archive.Record(path, archive.NewRun{Kind: kind, Name: name, Testbed: testbed, Version: Version, Params: params})
 }
 
 func newRunsCmd() *cobra.Command {
@@ -82,7 +45,7 @@ func newRunsCmd() *cobra.Command {
 					return err
 				}
 			}
-			runs, err := ar.Runs(context.Background())
+			runs, err := ar.Runs(c.Context())
 			if err != nil {
 				return err
 			}

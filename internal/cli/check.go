@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,20 +56,17 @@ a running test-bed, it is used as it is. Needs ping and iperf3.`,
 			if err := crosscheck.Require("ping", "iperf3"); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			name, owned, err := checkTarget(ctx, c.ErrOrStderr(), a[0])
+			ctx := c.Context()
+			bed, err := checkTarget(ctx, c.ErrOrStderr(), a[0])
 			if err != nil {
 				return err
 			}
-			if owned {
-				defer func() {
-					if err := testbed.Down(name); err != nil {
-						fmt.Fprintf(c.ErrOrStderr(), "wanlab: %v\n", err)
-					}
-				}()
-			}
-			return runCheck(ctx, c.OutOrStdout(), c.ErrOrStderr(), name, duration, maxPairs, asJSON)
+			defer func() {
+				if err := bed.Close(); err != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "wanlab: %v\n", err)
+				}
+			}()
+			return runCheck(ctx, c.OutOrStdout(), c.ErrOrStderr(), bed, duration, maxPairs, asJSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
@@ -79,47 +75,45 @@ a running test-bed, it is used as it is. Needs ping and iperf3.`,
 	return c
 }
 
-// checkTarget brings up a scenario file, or finds a running test-bed by name.
-// owned says whether the caller must take it down.
-func checkTarget(ctx context.Context, stderr io.Writer, arg string) (name string, owned bool, err error) {
+// checkTarget brings up a scenario file for the check (Close takes it
+// down), or reaches a running test-bed by name (Close leaves it up).
+func checkTarget(ctx context.Context, stderr io.Writer, arg string) (*testbed.Bed, error) {
 	if _, statErr := os.Stat(arg); statErr == nil || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
-		res, err := testbed.Up(ctx, arg)
+		text, err := os.ReadFile(arg)
 		if err != nil {
-			return "", false, err
+			return nil, err
 		}
-		for _, n := range res.Cleaned {
+		abs, _ := filepath.Abs(arg)
+		bed, err := testbed.Start(ctx, abs, text)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range bed.Cleaned {
 			fmt.Fprintf(stderr, "wanlab: removed the leftovers of test-bed %q, whose engine had died\n", n)
 		}
-		return res.State.Name, true, nil
+		return bed, nil
 	}
 	if !testbed.Alive(arg) {
-		return "", false, fmt.Errorf("%q is neither a scenario file nor a running test-bed", arg)
+		return nil, fmt.Errorf("%q is neither a scenario file nor a running test-bed", arg)
 	}
-	return arg, false, nil
+	return testbed.Attach(arg)
 }
 
-func runCheck(ctx context.Context, stdout, stderr io.Writer, name string, duration time.Duration, maxPairs int, asJSON bool) error {
-	st, err := testbed.ReadState(name)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	pairs := crosscheck.Pairs(st, maxPairs)
+func runCheck(ctx context.Context, stdout, stderr io.Writer, bed *testbed.Bed, duration time.Duration, maxPairs int, asJSON bool) error {
+	topo := bed.Topology()
+	pairs := crosscheck.Pairs(topo, maxPairs)
 	if len(pairs) == 0 {
-		return fmt.Errorf("test-bed %q has no pair of hosts that can reach each other", name)
+		return fmt.Errorf("test-bed %q has no pair of hosts that can reach each other", topo.Name)
 	}
-	prog := newProgress(stderr, 2*len(pairs), "checking "+name)
-	results, err := crosscheck.CheckPaths(ctx, crosscheck.Runner{Wanlab: exe, Testbed: name}, st,
+	prog := newProgress(stderr, 2*len(pairs), "checking "+topo.Name)
+	results, err := crosscheck.CheckPaths(ctx, crosscheck.Runner{Command: bed.Command}, topo,
 		crosscheck.CheckOptions{Duration: duration, MaxPairs: maxPairs, Step: prog.step})
 	prog.done()
 	if ctx.Err() != nil {
 		return errors.New("interrupted")
 	}
-	view := checkView{Testbed: name, Paths: results}
-	if s, serr := testbed.GetStatus(name); serr == nil {
+	view := checkView{Testbed: topo.Name, Paths: results}
+	if s, serr := testbed.GetStatus(topo.Name); serr == nil {
 		sv := newStatusView(s)
 		view.OtherDrops, view.Engine, view.TestbedLimits = sv.OtherDrops, sv.Engine, sv.TestbedLimits
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/controller"
 	"github.com/wanlab/wanlab/internal/golden"
-	scenariorun "github.com/wanlab/wanlab/internal/run"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -99,9 +99,9 @@ func TestScenariosGolden(t *testing.T) {
 // TestPrintRun checks the summary table of a run, with a step the test-bed
 // limited and one that failed.
 func TestPrintRun(t *testing.T) {
-	res := &scenariorun.Result{Run: 4, Scenario: "objectivity-lan-100m", Testbed: "objectivity-lan-100m", Quick: true, Status: "partial",
+	res := &controller.Result{Run: 4, Scenario: "objectivity-lan-100m", Testbed: "objectivity-lan-100m", Quick: true, Status: "partial",
 		Reason: "some steps failed", Seconds: 73.4, Archive: "wanlab.db", Samples: 1584, StoredBytes: 119000,
-		Steps: []scenariorun.StepResult{
+		Steps: []controller.StepResult{
 			{Workload: "ramp", Kind: "eventdb", Label: "jobs=1", Status: "done", Metrics: map[string]float64{
 				"jobs": 1, "jobs_ok": 1, "throughput_mbps": 35.5, "server_cpu_quota_pct": 50.2, "server_cpu_pct": 25.1, "client_cpu_pct": 34, "mean_wallclock_s": 0.52}},
 			{Workload: "ramp", Kind: "eventdb", Label: "jobs=30", Status: "done", TestbedLimited: true, LimitedBy: []string{"the machine's CPUs were 97% busy (2 cores)"},
@@ -122,7 +122,7 @@ func TestRunsAndExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(1_800_000_000, 0).UTC()
-	if err := rec.finish([]archive.Sample{{T: t0, Metric: "delay.roundtrip", Subject: "a->b", Value: 0.051, Unit: "s"}}, map[string]int{"lost": 0}, nil); err != nil {
+	if err := rec.Finish([]archive.Sample{{T: t0, Metric: "delay.roundtrip", Subject: "a->b", Value: 0.051, Unit: "s"}}, map[string]int{"lost": 0}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer

@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -41,14 +37,13 @@ the write phase always ends with fsync, so that the cap is what is measured.`,
 			if host == "" {
 				return usagef("give --host")
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			ep, err := connectHost(ctx, tb, host)
+			ctx := c.Context()
+			hosts, err := connect(ctx, tb, host)
 			if err != nil {
 				return err
 			}
-			defer ep.Agent.Close()
-			res, err := measure.Disk(ctx, ep, &agentpb.DiskRequest{Size: uint64(z), Block: uint32(b), Fsync: fsync, Direct: direct})
+			defer measure.CloseAll(hosts)
+			res, err := measure.Disk(ctx, hosts[host], &agentpb.DiskRequest{Size: uint64(z), Block: uint32(b), Fsync: fsync, Direct: direct})
 			if err != nil {
 				return err
 			}

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,19 +57,16 @@ test of a bulk transfer.`,
 				load.to = pair.to
 			}
 			load.testbed = pair.testbed
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			pFrom, pTo, closeP, err := pair.connect(ctx)
+			if err := errors.Join(pair.check(), load.check()); err != nil {
+				return err
+			}
+			ctx := c.Context()
+			hosts, err := connect(ctx, pair.testbed, pair.from, pair.to, load.from, load.to)
 			if err != nil {
 				return err
 			}
-			defer closeP()
-			lFrom, lTo, closeL, err := load.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeL()
-			res, err := measure.Impact(ctx, pFrom, pTo, lFrom, lTo, spec)
+			defer measure.CloseAll(hosts)
+			res, err := measure.Impact(ctx, hosts[pair.from], hosts[pair.to], hosts[load.from], hosts[load.to], spec)
 			return report(c.OutOrStdout(), asJSON, res, printImpact, err)
 		},
 	}

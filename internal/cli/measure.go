@@ -5,18 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/wanlab/wanlab/internal/agent"
-	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/testbed"
@@ -47,65 +41,50 @@ func (p *hostPair) flags(c *cobra.Command) {
 	c.Flags().StringVar(&p.to, "to", "", "the host that receives (required)")
 }
 
-// connect checks the pair and dials both hosts' agents.
-func (p *hostPair) connect(ctx context.Context) (from, to measure.Endpoint, closeAll func(), err error) {
+// check says what is missing or wrong in the pair.
+func (p *hostPair) check() error {
 	if p.testbed == "" || p.from == "" || p.to == "" {
-		return from, to, nil, usagef("give --testbed, --from and --to")
+		return usagef("give --testbed, --from and --to")
 	}
 	if p.from == p.to {
-		return from, to, nil, usagef("--from and --to are the same host %q", p.from)
+		return usagef("--from and --to are the same host %q", p.from)
 	}
-	if from, err = connectHost(ctx, p.testbed, p.from); err != nil {
-		return from, to, nil, err
-	}
-	if to, err = connectHost(ctx, p.testbed, p.to); err != nil {
-		from.Agent.Close()
-		return from, to, nil, err
-	}
-	return from, to, func() { from.Agent.Close(); to.Agent.Close() }, nil
+	return nil
 }
 
-// session runs fn with both hosts' agents connected, under a context that
-// Ctrl-C cancels, and closes the connections afterwards.
-func (p *hostPair) session(fn func(ctx context.Context, from, to measure.Endpoint) error) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	from, to, closeAll, err := p.connect(ctx)
+// session runs fn with both hosts' agents connected.
+func (p *hostPair) session(ctx context.Context, fn func(from, to measure.Endpoint) error) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	hosts, err := connect(ctx, p.testbed, p.from, p.to)
 	if err != nil {
 		return err
 	}
-	defer closeAll()
-	return fn(ctx, from, to)
+	defer measure.CloseAll(hosts)
+	return fn(hosts[p.from], hosts[p.to])
 }
 
-// connectHost dials the agent of one host of a running test-bed.
-func connectHost(ctx context.Context, tb, host string) (measure.Endpoint, error) {
-	if tb == "" || host == "" {
-		return measure.Endpoint{}, usagef("give --testbed and the host")
+// connect dials the agents of hosts of a running test-bed.
+func connect(ctx context.Context, tb string, hosts ...string) (map[string]measure.Endpoint, error) {
+	if tb == "" {
+		return nil, usagef("give --testbed")
 	}
-	if err := testbed.CheckEnvironment(); err != nil {
-		return measure.Endpoint{}, err
-	}
-	st, err := testbed.ReadState(tb)
+	bed, err := testbed.Attach(tb)
 	if err != nil {
-		return measure.Endpoint{}, err
+		return nil, err
 	}
-	if !testbed.Alive(tb) {
-		return measure.Endpoint{}, fmt.Errorf("test-bed %q is not running (its engine is gone)", tb)
-	}
-	j := slices.IndexFunc(st.Hosts, func(h testbed.HostPlan) bool { return h.Name == host })
-	if j < 0 {
-		var names []string
-		for _, h := range st.Hosts {
-			names = append(names, h.Name)
+	var names []string
+	for _, h := range hosts {
+		if !slices.Contains(names, h) {
+			names = append(names, h)
 		}
-		return measure.Endpoint{}, usagef("test-bed %q has no host %q (hosts: %s)", tb, host, strings.Join(names, ", "))
 	}
-	c, err := agent.Dial(ctx, host, testbed.AgentSocket(tb, host))
-	if err != nil {
-		return measure.Endpoint{}, err
+	eps, err := measure.Connect(ctx, bed, names...)
+	if errors.Is(err, measure.ErrNoHost) {
+		return nil, usageError{err}
 	}
-	return measure.Endpoint{Host: host, Addr: st.Hosts[j].Addr, Agent: c}, nil
+	return eps, err
 }
 
 func newThroughputCmd() *cobra.Command {
@@ -166,44 +145,13 @@ measured, marked partial, and exits 1.`,
 			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
-			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
 				if reverse {
 					from, to = to, from
 				}
-				runs := [][2]measure.Endpoint{{from, to}}
-				if bidir {
-					runs = append(runs, [2]measure.Endpoint{to, from})
-				}
-				results := make([]*measure.ThroughputResult, len(runs))
-				errs := make([]error, len(runs))
-				recs := make([]*recorder, len(runs))
-				for i, r := range runs {
-					rec, err := startRecord(db, "measure throughput", r[0].Host+"->"+r[1].Host, pair.testbed, spec)
-					if err != nil {
-						return err
-					}
-					recs[i] = rec
-				}
-				starts := make([]time.Time, len(runs))
-				var wg sync.WaitGroup
-				for i, r := range runs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						starts[i] = time.Now()
-						results[i], errs[i] = measure.Throughput(ctx, r[0], r[1], spec)
-					}()
-				}
-				wg.Wait()
-				for i, res := range results {
-					var samples []archive.Sample
-					if res != nil {
-						samples = res.Samples(starts[i])
-					}
-					if err := recs[i].finish(samples, res, errs[i]); err != nil {
-						errs = append(errs, err)
-					}
-				}
+				results, errs := measure.Throughputs(c.Context(), from, to, spec, bidir, func(from, to string) (measure.Recorder, error) {
+					return startRecord(db, "measure throughput", from+"->"+to, pair.testbed, spec)
+				})
 				if asJSON {
 					var out any = results[0]
 					if bidir {
@@ -219,7 +167,7 @@ measured, marked partial, and exits 1.`,
 						}
 					}
 				}
-				return errors.Join(errs...)
+				return errs
 			})
 		},
 	}

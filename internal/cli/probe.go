@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
@@ -39,17 +38,19 @@ and the output says which.`,
 			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
-			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
+				ctx := c.Context()
 				rec, err := startRecord(db, "measure probe", from.Host+"->"+to.Host, pair.testbed, spec)
 				if err != nil {
 					return err
 				}
 				res, err := measure.Probe(ctx, from, to, spec)
 				var samples []archive.Sample
+				var kept any
 				if res != nil {
-					samples = res.Samples()
+					samples, kept = res.Samples(), res
 				}
-				if rerr := rec.finish(samples, res, err); rerr != nil {
+				if rerr := rec.Finish(samples, kept, err); rerr != nil {
 					return rerr
 				}
 				if res == nil {

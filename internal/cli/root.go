@@ -3,10 +3,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -51,7 +54,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	ctx, stop := interruptible()
+	defer stop()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -83,6 +88,20 @@ links with rate, delay, jitter, loss and queues) and runs measurements across th
 	})
 	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newRunCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd())
 	return root
+}
+
+// interruptible returns a context that the first Ctrl-C or SIGTERM cancels,
+// with the signal as its cause: every verb's work stops cleanly on it.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if s, ok := <-sigs; ok {
+			cancel(fmt.Errorf("%v received", s))
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(sigs); cancel(nil) }
 }
 
 // args wraps a cobra argument check so that its failure is a usage error.

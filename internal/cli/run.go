@@ -7,9 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +15,9 @@ import (
 	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
-	scenariorun "github.com/wanlab/wanlab/internal/run"
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/controller"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
@@ -51,7 +51,7 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			if resume < 0 {
 				return usagef("--resume %d: give a run number, as wanlab runs lists them", resume)
 			}
-			opts := scenariorun.Options{Quick: quick, Resume: resume, Version: Version}
+			opts := controller.Options{Quick: quick, Resume: resume, Version: Version}
 			if resume == 0 {
 				var err error
 				if opts.Source, opts.Text, err = readScenario(a[0]); err != nil {
@@ -59,7 +59,7 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 				}
 				// A scenario that cannot run is refused before anything else,
 				// root or not.
-				if _, err := scenario.ParseFile(opts.Source, opts.Text, quick); err != nil {
+				if _, err := scenario.Parse(opts.Source, opts.Text, quick); err != nil {
 					return err
 				}
 			} else if c.Flags().Changed("quick") {
@@ -74,12 +74,13 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			}
 			defer ar.Close()
 			opts.Archive = ar
-
-			ctx, stop := interruptible()
-			defer stop()
+			opts.Start = func(ctx context.Context, source string, text []byte) (backend.Bed, error) {
+				return testbed.Start(ctx, source, text)
+			}
+			ctx := c.Context()
 			bar := newRunProgress(c.ErrOrStderr())
 			opts.Progress = bar.update
-			res, err := scenariorun.Run(ctx, opts)
+			res, err := controller.Run(ctx, opts)
 			bar.finish()
 			if res == nil {
 				return err
@@ -94,7 +95,7 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			}
 			if asJSON {
 				doc := struct {
-					*scenariorun.Result
+					*controller.Result
 					Analysis *analysis.Report `json:"analysis,omitempty"`
 				}{res, rep}
 				if werr := writeJSON(c.OutOrStdout(), doc); werr != nil {
@@ -145,20 +146,6 @@ func readScenario(name string) (source string, text []byte, err error) {
 	return "", nil, usagef("no scenario file or built-in scenario %q (built-ins: %s)", name, strings.Join(names, ", "))
 }
 
-// interruptible returns a context that the first Ctrl-C or SIGTERM cancels,
-// with the signal as its cause.
-func interruptible() (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		if s, ok := <-sigs; ok {
-			cancel(fmt.Errorf("%v received", s))
-		}
-	}()
-	return ctx, func() { signal.Stop(sigs); close(sigs); cancel(nil) }
-}
-
 // runProgress shows a run's steps through a progress.
 type runProgress struct {
 	*progress
@@ -169,7 +156,7 @@ func newRunProgress(w io.Writer) *runProgress {
 	return &runProgress{progress: newProgress(w, 1, "run")}
 }
 
-func (p *runProgress) update(pr scenariorun.Progress) {
+func (p *runProgress) update(pr controller.Progress) {
 	label := fmt.Sprintf("%s %s", pr.Workload, pr.Label)
 	if pr.Step != p.step {
 		p.setTotal(pr.Steps)
@@ -189,7 +176,7 @@ func (p *runProgress) update(pr scenariorun.Progress) {
 func (p *runProgress) finish() { p.done() }
 
 // printRun prints a run's summary: a table per workload like the seeds'.
-func printRun(w io.Writer, res *scenariorun.Result) {
+func printRun(w io.Writer, res *controller.Result) {
 	quick := ""
 	if res.Quick {
 		quick = " (quick)"
@@ -206,7 +193,7 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 		fmt.Fprintf(w, "\n%s (%s)\n", name, kind)
 		t := table(w)
 		head := "STEP\tSTATUS"
-		for _, col := range scenariorun.Columns[kind] {
+		for _, col := range results.Columns[kind] {
 			head += "\t" + col.Head
 			quotaCPU = quotaCPU || strings.Contains(col.Metric, "quota")
 		}
@@ -219,9 +206,9 @@ func printRun(w io.Writer, res *scenariorun.Result) {
 				limited = true
 			}
 			row := label + "\t" + s.Status
-			for _, col := range scenariorun.Columns[kind] {
+			for _, col := range results.Columns[kind] {
 				cell := "-"
-				if v := scenariorun.Lookup(s.Metrics, col.Metric); !math.IsNaN(v) {
+				if v := results.Lookup(s.Metrics, col.Metric); !math.IsNaN(v) {
 					cell = fmt.Sprintf(col.Format, v)
 				}
 				row += "\t" + cell

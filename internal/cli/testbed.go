@@ -1,18 +1,16 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/topology"
 )
 
 func newTestbedCmd() *cobra.Command {
@@ -40,16 +38,16 @@ reported with its file:line.`,
   wanlab testbed validate --json examples/wan-lan.yaml`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			f, err := scenario.LoadFile(a[0], false)
+			f, err := scenario.Load(a[0], false)
 			if err != nil {
 				return err
 			}
 			tb := f.Testbed
-			plan, err := testbed.NewPlan(tb)
+			topo, err := topology.New(tb)
 			if err != nil {
 				return err
 			}
-			view := newPlanView(tb.Name, plan)
+			view := newPlanView(topo)
 			if asJSON {
 				return writeJSON(c.OutOrStdout(), view)
 			}
@@ -77,8 +75,7 @@ removed first. Ctrl-C while it comes up tears down what was built. Needs root.`,
   wanlab testbed down wan-lan`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := c.Context()
 			res, err := testbed.Up(ctx, a[0])
 			if err != nil {
 				return err

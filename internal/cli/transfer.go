@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -70,7 +69,8 @@ that the check catches it.`,
 			if err := spec.Spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
-			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
+				ctx := c.Context()
 				res, err := measure.Transfer(ctx, from, to, spec)
 				return report(c.OutOrStdout(), asJSON, res, printTransfer, err)
 			})

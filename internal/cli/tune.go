@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -70,7 +69,8 @@ transfer would take.`,
 					}
 				}
 			}
-			return pair.session(func(ctx context.Context, from, to measure.Endpoint) error {
+			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
+				ctx := c.Context()
 				prog := newProgress(c.ErrOrStderr(), len(spec.Streams)*len(spec.Windows), "tuning")
 				res, err := measure.Tune(ctx, from, to, spec, prog.step)
 				prog.done()

@@ -8,18 +8,20 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
 // The JSON views below are documented in docs/cli-json.md; keep them in step.
 
 type planView struct {
-	Name  string             `json:"name"`
-	Hosts []hostView         `json:"hosts"`
-	Links []dirView          `json:"links"`
-	Paths []testbed.PathPlan `json:"paths"`
+	Name  string          `json:"name"`
+	Hosts []hostView      `json:"hosts"`
+	Links []dirView       `json:"links"`
+	Paths []topology.Path `json:"paths"`
 }
 
 type hostView struct {
@@ -88,7 +90,7 @@ type engineView struct {
 	Ports         []linkemu.PortSnapshot  `json:"ports"`
 }
 
-func newDirView(d testbed.DirPlan) dirView {
+func newDirView(d topology.Direction) dirView {
 	c := d.Config
 	v := dirView{
 		Name: d.Name, RateBPS: float64(c.Rate), MTU: c.MTU, Reorder: c.Reorder,
@@ -107,18 +109,18 @@ func newDirView(d testbed.DirPlan) dirView {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func newPlanView(name string, p *testbed.Plan) planView {
-	return buildPlanView(name, p.Hosts, p.Dirs, p.PathList())
+func newPlanView(t *topology.Topology) planView {
+	return buildPlanView(t.Name, testbed.Hosts(t), t.Dirs, t.Paths)
 }
 
 func planViewOf(st *testbed.State) planView {
 	return buildPlanView(st.Name, st.Hosts, st.Dirs, st.Paths)
 }
 
-func buildPlanView(name string, hosts []testbed.HostPlan, dirs []testbed.DirPlan, paths []testbed.PathPlan) planView {
+func buildPlanView(name string, hosts []testbed.Host, dirs []topology.Direction, paths []topology.Path) planView {
 	v := planView{Name: name, Paths: paths, Hosts: []hostView{}, Links: []dirView{}}
 	if v.Paths == nil {
-		v.Paths = []testbed.PathPlan{}
+		v.Paths = []topology.Path{}
 	}
 	for _, h := range hosts {
 		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU,
@@ -157,27 +159,12 @@ func newStatusView(s *testbed.Status) statusView {
 	return v
 }
 
-// maxFaithfulLateness is the p99 release lateness above which the engine is
-// said to have limited a result: beyond it, delays and rates drift from the model.
-const maxFaithfulLateness = 1000 // us
-
 // testbedLimits lists the signs that the test-bed, not the scenario, limited
-// what was measured.
+// what was measured, as the engine's counters since it started tell them
+// (the one rule of backend.Signs).
 func testbedLimits(d *otherDrops, e *linkemu.Stats) []string {
-	var out []string
-	if n := d.TUNQueue + d.TUNRx + d.EnginePool + d.Write; n > 0 {
-		out = append(out, fmt.Sprintf("%d packets were dropped outside the link model", n))
-	}
-	if e.Lateness.P99us > maxFaithfulLateness {
-		out = append(out, fmt.Sprintf("the engine released 1%% of packets more than %.1f ms late (the machine's CPUs were saturated?)", e.Lateness.P99us/1000))
-	}
-	if !e.Realtime {
-		out = append(out, "the engine runs without realtime scheduling")
-	}
-	if !e.CPUsAwake {
-		out = append(out, "CPUs may sleep deeply between packets (PM QoS not held)")
-	}
-	return out
+	return backend.Signs{MachineBusyPct: -1, EngineCPUPct: -1, OutsideModel: d.TUNQueue + d.TUNRx + d.EnginePool + d.Write,
+		LatenessP99us: e.Lateness.P99us, NoRealtime: !e.Realtime, CPUsMaySleep: !e.CPUsAwake}.Limits()
 }
 
 func printLimits(w io.Writer, limits []string) {

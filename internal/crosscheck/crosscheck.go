@@ -17,10 +17,18 @@ import (
 	"time"
 )
 
-// Runner runs tools in the hosts of one test-bed through `wanlab testbed exec`.
+// Runner runs tools in the hosts of a bed.
 type Runner struct {
-	Wanlab  string // path of the wanlab executable
-	Testbed string
+	// Command prepares argv to run in a host (backend.Bed's Command).
+	Command func(ctx context.Context, host string, argv ...string) *exec.Cmd
+}
+
+// ExecRunner runs tools through `wanlab testbed exec` of the wanlab
+// executable at exe: for tests and benchmarks that drive wanlab's CLI.
+func ExecRunner(exe, testbed string) Runner {
+	return Runner{Command: func(ctx context.Context, host string, argv ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, append([]string{"testbed", "exec", testbed, host, "--"}, argv...)...)
+	}}
 }
 
 // ErrToolMissing means ping or iperf3 is not installed.
@@ -34,10 +42,6 @@ func Require(tools ...string) error {
 		}
 	}
 	return nil
-}
-
-func (r Runner) command(ctx context.Context, host string, argv ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, r.Wanlab, append([]string{"testbed", "exec", r.Testbed, host, "--"}, argv...)...)
 }
 
 // PingResult is what ping reports.
@@ -61,7 +65,7 @@ var (
 
 // Ping sends count echo requests from host to addr, interval apart.
 func (r Runner) Ping(ctx context.Context, host, addr string, count int, interval time.Duration) (PingResult, error) {
-	out, err := r.command(ctx, host, "ping", "-n", "-c", strconv.Itoa(count),
+	out, err := r.Command(ctx, host, "ping", "-n", "-c", strconv.Itoa(count),
 		"-i", strconv.FormatFloat(interval.Seconds(), 'f', 3, 64), "-W", "5", addr).CombinedOutput()
 	res, perr := ParsePing(string(out))
 	if perr != nil {
@@ -135,7 +139,7 @@ func (r Runner) Iperf(ctx context.Context, o IperfOptions) (IperfResult, error) 
 	port := strconv.Itoa(o.Port)
 	ctx, cancel := context.WithTimeout(ctx, o.Duration+o.Omit+30*time.Second)
 	defer cancel()
-	server := r.command(ctx, o.Server, "iperf3", "-s", "-1", "-p", port)
+	server := r.Command(ctx, o.Server, "iperf3", "-s", "-1", "-p", port)
 	var serverOut bytes.Buffer
 	server.Stdout, server.Stderr = &serverOut, &serverOut
 	if err := server.Start(); err != nil {
@@ -173,7 +177,7 @@ func (r Runner) Iperf(ctx context.Context, o IperfOptions) (IperfResult, error) 
 	var err, perr error
 	for attempt := 0; attempt < 50; attempt++ {
 		var out []byte
-		out, err = r.command(ctx, o.Client, args...).Output()
+		out, err = r.Command(ctx, o.Client, args...).Output()
 		res, perr = ParseIperf(out, o.UDP)
 		if perr == nil || !strings.Contains(perr.Error(), "Connection refused") || ctx.Err() != nil {
 			break

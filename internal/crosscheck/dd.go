@@ -29,7 +29,7 @@ func ParseDD(out string) (float64, error) {
 // and returns its rate in bytes per second. Paths may use $TMPDIR, the
 // host's data directory.
 func (r Runner) DD(ctx context.Context, host string, operands string) (float64, error) {
-	out, err := r.command(ctx, host, "sh", "-c", "dd "+operands+" 2>&1").CombinedOutput()
+	out, err := r.Command(ctx, host, "sh", "-c", "dd "+operands+" 2>&1").CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("dd %s in host %s: %v: %s", operands, host, err, out)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/topology"
 )
 
 // pingPacket is the IP size of a default ping: 56 bytes of data, 8 of ICMP, 20 of IP.
@@ -42,15 +42,15 @@ type CheckOptions struct {
 
 // Pairs returns the ordered pairs CheckPaths measures: both directions of
 // every pair of hosts that can reach each other, at most maxPairs pairs.
-func Pairs(st *testbed.State, maxPairs int) []testbed.PathPlan {
-	byPair := map[[2]string]testbed.PathPlan{}
-	for _, p := range st.Paths {
+func Pairs(t *topology.Topology, maxPairs int) []topology.Path {
+	byPair := map[[2]string]topology.Path{}
+	for _, p := range t.Paths {
 		byPair[[2]string{p.From, p.To}] = p
 	}
-	var out []testbed.PathPlan
+	var out []topology.Path
 	pairs := 0
-	for i, a := range st.Hosts {
-		for _, b := range st.Hosts[i+1:] {
+	for i, a := range t.Hosts {
+		for _, b := range t.Hosts[i+1:] {
 			there, ok1 := byPair[[2]string{a.Name, b.Name}]
 			back, ok2 := byPair[[2]string{b.Name, a.Name}]
 			if !ok1 || !ok2 || maxPairs > 0 && pairs == maxPairs {
@@ -65,12 +65,12 @@ func Pairs(st *testbed.State, maxPairs int) []testbed.PathPlan {
 
 // CheckPaths measures each pair from Pairs with ping and iperf3 (one TCP
 // stream each way) and sets the results beside the configuration.
-func CheckPaths(ctx context.Context, r Runner, st *testbed.State, o CheckOptions) ([]PathCheck, error) {
+func CheckPaths(ctx context.Context, r Runner, t *topology.Topology, o CheckOptions) ([]PathCheck, error) {
 	if err := Require("ping", "iperf3"); err != nil {
 		return nil, err
 	}
 	addr := map[string]string{}
-	for _, h := range st.Hosts {
+	for _, h := range t.Hosts {
 		addr[h.Name] = h.Addr
 	}
 	step := o.Step
@@ -78,9 +78,9 @@ func CheckPaths(ctx context.Context, r Runner, st *testbed.State, o CheckOptions
 		step = func(string) {}
 	}
 	var out []PathCheck
-	for _, p := range Pairs(st, o.MaxPairs) {
+	for _, p := range Pairs(t, o.MaxPairs) {
 		pc := PathCheck{From: p.From, To: p.To, Configured: Configured{
-			RTTms:         float64(testbed.IdleRTT(p, st.Dirs, pingPacket)) / float64(time.Millisecond),
+			RTTms:         float64(t.IdleRTT(p, pingPacket)) / float64(time.Millisecond),
 			BottleneckBPS: p.Bottleneck,
 			TCPCeilingBPS: p.TCPCeiling(),
 		}}

@@ -10,22 +10,14 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
-
-// Endpoint is one host taking part in a measurement.
-type Endpoint struct {
-	Host  string
-	Addr  string // the host's test address
-	Agent *agent.Client
-}
 
 // ThroughputResult is one throughput test, laid out as iperf3's JSON.
 type ThroughputResult struct {
@@ -194,18 +186,6 @@ func collect[S interface {
 	}
 }
 
-// AgentError says which host's agent failed, in the agent's own words, or
-// that it stopped answering.
-func AgentError(host string, err error) error {
-	if s, ok := status.FromError(err); ok {
-		if s.Code() == codes.Unavailable {
-			return fmt.Errorf("the agent on %s stopped answering (killed, or its host went away): %s", host, s.Message())
-		}
-		return fmt.Errorf("agent on %s: %s", host, s.Message())
-	}
-	return fmt.Errorf("agent on %s: %w", host, err)
-}
-
 func (r *ThroughputResult) assemble(spec throughput.Spec, sent, recv []throughput.Interval, sTot, rTot *agent.Totals) {
 	ivs := sent
 	if spec.Protocol == throughput.UDP {
@@ -288,4 +268,47 @@ func finish(sum *StreamResult) {
 	if total := sum.Packets + sum.LostPackets; total > 0 {
 		sum.LostPercent = 100 * float64(sum.LostPackets) / float64(total)
 	}
+}
+
+// Recorder keeps one measurement as it ends (archive.Recording).
+type Recorder interface {
+	Finish(samples []archive.Sample, result any, err error) error
+}
+
+// Throughputs runs the test from a to b and, with both, from b to a at the
+// same time, each kept by the recorder that record returns for it, and
+// returns the results (nil for a test that measured nothing) and every error.
+func Throughputs(ctx context.Context, a, b Endpoint, spec throughput.Spec, both bool, record func(from, to string) (Recorder, error)) ([]*ThroughputResult, error) {
+	runs := [][2]Endpoint{{a, b}}
+	if both {
+		runs = append(runs, [2]Endpoint{b, a})
+	}
+	recs := make([]Recorder, len(runs))
+	for i, r := range runs {
+		rec, err := record(r[0].Host, r[1].Host)
+		if err != nil {
+			return nil, err
+		}
+		recs[i] = rec
+	}
+	results := make([]*ThroughputResult, len(runs))
+	errs := make([]error, len(runs))
+	starts := make([]time.Time, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Go(func() {
+			starts[i] = time.Now()
+			results[i], errs[i] = Throughput(ctx, r[0], r[1], spec)
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		var samples []archive.Sample
+		var kept any
+		if res != nil {
+			samples, kept = res.Samples(starts[i]), res
+		}
+		errs = append(errs, recs[i].Finish(samples, kept, errs[i]))
+	}
+	return results, errors.Join(errs...)
 }

@@ -17,14 +17,14 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
-	"github.com/wanlab/wanlab/internal/run"
-	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
 //go:embed report.html.tmpl
@@ -57,19 +57,20 @@ type view struct {
 	DiskPlots []template.HTML
 	// Achieved plots what throughput tests achieved, per path, over time.
 	Achieved  template.HTML
-	Hosts     []testbed.HostPlan
-	Dirs      []testbed.DirPlan
+	Hosts     []topology.Host
+	Dirs      []topology.Direction
 	Scenario  string
 	Generated string
 }
 
 type workloadView struct {
-	Name, Kind string
-	Columns    []string
-	Rows       []rowView
-	Plots      []template.HTML
-	Heat       *heatView
-	Verdicts   []analysis.StepVerdict
+	Name     string
+	Kind     results.Kind
+	Columns  []string
+	Rows     []rowView
+	Plots    []template.HTML
+	Heat     *heatView
+	Verdicts []analysis.StepVerdict
 }
 
 type rowView struct {
@@ -108,8 +109,8 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	v := view{Run: run, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
 	v.Started = run.StartedAt
 	if len(workloads) > 0 && workloads[0].Testbed != nil {
-		if plan, err := testbed.NewPlan(workloads[0].Testbed); err == nil {
-			v.Hosts, v.Dirs = plan.Hosts, plan.Dirs
+		if t, err := topology.New(workloads[0].Testbed); err == nil {
+			v.Hosts, v.Dirs = t.Hosts, t.Dirs
 		}
 	}
 	for i, wl := range workloads {
@@ -128,65 +129,83 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 // workloadPlots builds a workload's table and plots.
 func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadView, error) {
 	wv := workloadView{Name: wl.Name, Kind: wl.Kind, Verdicts: ws.Steps}
-	for _, c := range run.Columns[wl.Kind] {
+	for _, c := range results.Columns[wl.Kind] {
 		wv.Columns = append(wv.Columns, c.Head)
 	}
 	for _, s := range wl.Steps {
 		r := rowView{Label: s.Label, Status: s.Status, Reason: s.Reason, Limited: s.TestbedLimited}
-		for _, c := range run.Columns[wl.Kind] {
-			r.Cells = append(r.Cells, run.Lookup(s.Metrics, c.Metric))
+		for _, c := range results.Columns[wl.Kind] {
+			r.Cells = append(r.Cells, results.Lookup(s.Metrics, c.Metric))
 		}
 		wv.Rows = append(wv.Rows, r)
 	}
+	plots, err := sweepPlots(wl)
+	if err != nil {
+		return wv, err
+	}
+	wv.Plots = plots
+	if h, err := durations(wl); err != nil {
+		return wv, err
+	} else if h != "" {
+		wv.Plots = append(wv.Plots, h)
+	}
+	wv.Heat = heat(wl)
+	return wv, nil
+}
+
+// sweepPlots draws a sweep's figures against its swept value: throughput
+// (or task rate) with the link's TCP ceiling, and for an event store the
+// CPUs and the mean job wall-clock. A single step has no curve to draw.
+func sweepPlots(wl analysis.Workload) ([]template.HTML, error) {
+	if len(wl.Steps) < 2 {
+		return nil, nil
+	}
 	x, xLabel := sweepAxis(wl)
-	sweep := len(wl.Steps) >= 2 // a single step has no curve to draw
+	var plots []template.HTML
 	add := func(h template.HTML, err error) error {
 		if err == nil && h != "" {
-			wv.Plots = append(wv.Plots, h)
+			plots = append(plots, h)
 		}
 		return err
 	}
-	switch {
-	case !sweep:
-	case wl.Kind == "eventdb" || wl.Kind == "mesh" || wl.Kind == "throughput":
-		key := map[string]string{"eventdb": "throughput_mbps", "mesh": "aggregate_mbps", "throughput": "throughput_mbps"}[wl.Kind]
+	var err error
+	switch wl.Kind {
+	case results.EventDB, results.Mesh, results.Throughput:
+		key := map[results.Kind]string{results.EventDB: results.ThroughputMbps, results.Mesh: results.AggregateMbps, results.Throughput: results.ThroughputMbps}[wl.Kind]
 		var levels []level
 		if c := capacity(wl); c > 0 {
 			levels = append(levels, level{"TCP ceiling of the link", c})
 		}
-		if err := add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, key, "measured")}, levels, true)); err != nil {
-			return wv, err
-		}
-	case wl.Kind == "taskfarm":
-		if err := add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, "task_rate_hz", "measured"), idealRate(wl, x)}, nil, true)); err != nil {
-			return wv, err
-		}
+		err = add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, key, "measured")}, levels, true))
+	case results.TaskFarm:
+		err = add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, results.TaskRateHz, "measured"), idealRate(wl, x)}, nil, true))
 	}
-	if wl.Kind == "eventdb" && sweep {
-		cpu := []series{collect(wl, x, "server_cpu_quota_pct|server_cpu_pct", "server"), collect(wl, x, "client_cpu_quota_pct|client_cpu_pct", "client")}
-		if err := add(linePlot(wl.Name+": CPU (% of quota)", xLabel, "%", cpu, []level{{"full", 100}}, true)); err != nil {
-			return wv, err
-		}
-		if err := add(linePlot(wl.Name+": mean job wall-clock", xLabel, "s", []series{collect(wl, x, "mean_wallclock_s", "mean WCT")}, nil, true)); err != nil {
-			return wv, err
-		}
+	if err != nil || wl.Kind != results.EventDB {
+		return plots, err
 	}
-	var durations []float64
+	cpu := []series{collect(wl, x, results.RoleCPU("server"), "server"), collect(wl, x, results.RoleCPU("client"), "client")}
+	if err := add(linePlot(wl.Name+": CPU (% of quota)", xLabel, "%", cpu, []level{{"full", 100}}, true)); err != nil {
+		return plots, err
+	}
+	return plots, add(linePlot(wl.Name+": mean job wall-clock", xLabel, "s", []series{collect(wl, x, results.MeanWallclockS, "mean WCT")}, nil, true))
+}
+
+// durations is the histogram of the workload's job times: wall-clock,
+// task round trip or transfer time, by kind.
+func durations(wl analysis.Workload) (template.HTML, error) {
+	what := map[results.Kind]string{results.EventDB: "job wall-clock", results.TaskFarm: "task round trip (dispatch to result)", results.Mesh: "transfer time"}[wl.Kind]
+	if what == "" {
+		return "", nil
+	}
+	var ms []float64
 	for _, s := range wl.Steps {
 		for _, j := range s.Jobs {
-			if j.Status == "ok" {
-				durations = append(durations, j.Wallclock().Seconds()*1000)
+			if j.Status == job.OK {
+				ms = append(ms, j.Wallclock().Seconds()*1000)
 			}
 		}
 	}
-	what := map[string]string{"eventdb": "job wall-clock", "taskfarm": "task round trip (dispatch to result)", "mesh": "transfer time"}[wl.Kind]
-	if what != "" {
-		if err := add(histogram(wl.Name+": "+what, "ms", durations)); err != nil {
-			return wv, err
-		}
-	}
-	wv.Heat = heat(wl)
-	return wv, nil
+	return histogram(wl.Name+": "+what, "ms", ms)
 }
 
 // sweepAxis is the x of a workload's plots: its first swept numeric
@@ -199,7 +218,7 @@ func sweepAxis(wl analysis.Workload) (func(analysis.Step) float64, string) {
 				return func(s analysis.Step) float64 { return paramValue(s.Params[name]) }, paramLabel(p)
 			}
 		}
-		if wl.Kind == "eventdb" {
+		if wl.Kind == results.EventDB {
 			return func(s analysis.Step) float64 {
 				return float64(s.Config.EventDB.Jobs * len(s.Config.EventDB.Clients))
 			}, "concurrent jobs"
@@ -239,7 +258,7 @@ func collect(wl analysis.Workload, x func(analysis.Step) float64, key, name stri
 	steps := slices.Clone(wl.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return x(steps[i]) < x(steps[j]) })
 	for _, st := range steps {
-		v := run.Lookup(st.Metrics, key)
+		v := results.Lookup(st.Metrics, key)
 		xv := x(st)
 		if !math.IsNaN(v) && !math.IsNaN(xv) {
 			s.xs, s.ys = append(s.xs, xv), append(s.ys, v)
@@ -259,33 +278,26 @@ func idealRate(wl analysis.Workload, x func(analysis.Step) float64) series {
 }
 
 // capacity is the TCP ceiling (Mbit/s) of the busiest link direction of the
-// workload's first step, drawn as a line on throughput plots.
+// workload's last step (the top of a ramp), drawn as a line on throughput
+// plots.
 func capacity(wl analysis.Workload) float64 {
 	if len(wl.Steps) == 0 || wl.Testbed == nil {
 		return 0
 	}
-	m := wl.Steps[len(wl.Steps)-1].Metrics
-	best, bestUtil := "", -1.0
-	for k, v := range m {
-		if d, ok := strings.CutPrefix(k, "link_utilization_pct."); ok && v > bestUtil {
-			best, bestUtil = d, v
-		}
-	}
-	plan, err := testbed.NewPlan(wl.Testbed)
+	busiest, _ := results.BusiestLink(wl.Steps[len(wl.Steps)-1].Metrics)
+	t, err := topology.New(wl.Testbed)
 	if err != nil {
 		return 0
 	}
-	for _, d := range plan.Dirs {
-		if d.Name == best && d.Config.Rate > 0 {
-			return float64(d.Config.Rate) * float64(d.Config.MTU-52) / float64(d.Config.MTU) / 1e6
-		}
+	if d, ok := t.Direction(busiest); ok && d.Config.Rate > 0 {
+		return float64(d.Config.Rate) * float64(d.Config.MTU-topology.TCPIPHeader) / float64(d.Config.MTU) / 1e6
 	}
 	return 0
 }
 
 // heat builds a streams x window table for a throughput sweep of both.
 func heat(wl analysis.Workload) *heatView {
-	if wl.Kind != "throughput" || len(wl.Steps) == 0 {
+	if wl.Kind != results.Throughput || len(wl.Steps) == 0 {
 		return nil
 	}
 	if _, ok := wl.Steps[0].Params["streams"]; !ok {
@@ -305,7 +317,7 @@ func heat(wl analysis.Workload) *heatView {
 	}
 	top := 0.0
 	for _, s := range wl.Steps {
-		top = math.Max(top, s.Metrics["throughput_mbps"])
+		top = math.Max(top, s.Metrics[results.ThroughputMbps])
 	}
 	h := &heatView{Title: wl.Name + ": Mbit/s by streams (across) and window (down)", Cols: cols, Rows: rows}
 	for _, r := range rows {
@@ -314,7 +326,7 @@ func heat(wl analysis.Workload) *heatView {
 			cell := heatCell{Value: math.NaN()}
 			for _, s := range wl.Steps {
 				if s.Params["streams"] == c && s.Params["window"] == r {
-					cell.Value = s.Metrics["throughput_mbps"]
+					cell.Value = s.Metrics[results.ThroughputMbps]
 				}
 			}
 			if !math.IsNaN(cell.Value) && top > 0 {
@@ -328,22 +340,53 @@ func heat(wl analysis.Workload) *heatView {
 	return h
 }
 
-// timeGraphs reads the run's per-link samples into MRTG-style graphs and
-// figures, for every direction that carried traffic, and the hosts' disk
-// samples into a graph per host that used its disk.
+// timeGraphs reads the run's time series into plots: what throughput tests
+// achieved per path, every link direction that carried traffic MRTG style,
+// and each host's disk.
 func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
-	byLink, byPath := map[string]*points{}, map[string]*points{}
-	disks := map[string]map[string]*points{"disk.read": {}, "disk.write": {}}
+	ts, err := readSeries(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	if len(ts.byPath) > 0 {
+		var lines []series
+		for _, name := range slices.Sorted(maps.Keys(ts.byPath)) {
+			xs, ys := downsample(ts.byPath[name].t, ts.byPath[name].mega, 600)
+			lines = append(lines, series{name: name, xs: xs, ys: ys})
+		}
+		if v.Achieved, err = linePlot("throughput achieved, per interval", "seconds into the run", "Mbit/s", lines, nil, len(lines[0].xs) < 30); err != nil {
+			return err
+		}
+	}
+	if err := linkGraphs(ts.byLink, v); err != nil {
+		return err
+	}
+	return diskGraphs(ts.diskRead, ts.diskWrite, v)
+}
+
+// timeSeries are a run's samples that the report plots, by subject name:
+// a path's achieved throughput, a link direction's traffic, a host's disk.
+type timeSeries struct {
+	byPath, byLink, diskRead, diskWrite map[string]*points
+}
+
+func readSeries(ctx context.Context, a *archive.Archive, id int64) (*timeSeries, error) {
+	ts := &timeSeries{byPath: map[string]*points{}, byLink: map[string]*points{}, diskRead: map[string]*points{}, diskWrite: map[string]*points{}}
 	var t0 float64
 	err := a.Samples(ctx, id, func(s archive.Sample) error {
+		sub, ok := results.ParseSubject(s.Subject)
 		var into map[string]*points
 		switch {
-		case s.Metric == "bandwidth.utilized":
-			into = byLink
-		case s.Metric == "bandwidth.achievable" && !strings.Contains(s.Subject, " stream "):
-			into = byPath
-		case s.Metric == "disk.read" || s.Metric == "disk.write":
-			into = disks[s.Metric] // MB/s below: the samples are B/s
+		case !ok:
+			return nil
+		case s.Metric == results.BandwidthUtilized && sub.Kind == results.OfLink:
+			into = ts.byLink
+		case s.Metric == results.BandwidthAchievable && sub.Kind == results.OfPath && sub.Stream == 0:
+			into = ts.byPath
+		case s.Metric == results.DiskRead && sub.Kind == results.OfHost:
+			into = ts.diskRead // MB/s below: the samples are B/s
+		case s.Metric == results.DiskWrite && sub.Kind == results.OfHost:
+			into = ts.diskWrite
 		default:
 			return nil
 		}
@@ -351,27 +394,20 @@ func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 		if t0 == 0 {
 			t0 = t
 		}
-		p := into[s.Subject]
+		p := into[sub.Name]
 		if p == nil {
 			p = &points{}
-			into[s.Subject] = p
+			into[sub.Name] = p
 		}
 		p.t, p.mega = append(p.t, t-t0), append(p.mega, s.Value/1e6)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if len(byPath) > 0 {
-		var lines []series
-		for _, name := range slices.Sorted(maps.Keys(byPath)) {
-			xs, ys := downsample(byPath[name].t, byPath[name].mega, 600)
-			lines = append(lines, series{name: name, xs: xs, ys: ys})
-		}
-		if v.Achieved, err = linePlot("throughput achieved, per interval", "seconds into the run", "Mbit/s", lines, nil, len(lines[0].xs) < 30); err != nil {
-			return err
-		}
-	}
+	return ts, err
+}
+
+// linkGraphs draws every link direction that carried traffic, with its
+// capacity and its max, average and current, MRTG style.
+func linkGraphs(byLink map[string]*points, v *view) error {
 	names := make([]string, 0, len(byLink))
 	for n, p := range byLink {
 		if slices.Max(p.mega) > 0 {
@@ -381,11 +417,11 @@ func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 	sort.Strings(names)
 	caps := map[string]float64{}
 	for _, d := range v.Dirs {
-		caps["link "+d.Name] = float64(d.Config.Rate) / 1e6
+		caps[d.Name] = float64(d.Config.Rate) / 1e6
 	}
 	for _, n := range names {
 		p := byLink[n]
-		lv := linkView{Name: strings.TrimPrefix(n, "link "), Capacity: caps[n], Max: slices.Max(p.mega), Current: p.mega[len(p.mega)-1]}
+		lv := linkView{Name: n, Capacity: caps[n], Max: slices.Max(p.mega), Current: p.mega[len(p.mega)-1]}
 		for _, x := range p.mega {
 			lv.Avg += x / float64(len(p.mega))
 		}
@@ -398,13 +434,13 @@ func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 		if lv.Capacity > 0 {
 			levels = append(levels, level{"capacity", lv.Capacity})
 		}
-		h, err := linePlot("link "+lv.Name, "seconds into the run", "Mbit/s", []series{{name: "", xs: xs, ys: ys}}, levels, false)
+		h, err := linePlot(results.LinkSubject(lv.Name), "seconds into the run", "Mbit/s", []series{{name: "", xs: xs, ys: ys}}, levels, false)
 		if err != nil {
 			return err
 		}
 		v.LinkPlots = append(v.LinkPlots, h)
 	}
-	return diskGraphs(disks["disk.read"], disks["disk.write"], v)
+	return nil
 }
 
 // points is a time series: seconds into the run, and the values in millions
@@ -415,8 +451,7 @@ type points struct{ t, mega []float64 }
 // zero, in MB/s, with its caps dashed.
 func diskGraphs(read, write map[string]*points, v *view) error {
 	for _, h := range v.Hosts {
-		subject := "host " + h.Name
-		r, w := read[subject], write[subject]
+		r, w := read[h.Name], write[h.Name]
 		if r == nil || w == nil || slices.Max(r.mega) == 0 && slices.Max(w.mega) == 0 {
 			continue
 		}

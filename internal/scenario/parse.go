@@ -213,18 +213,23 @@ func shiftLine(msg string, by int) string {
 	})
 }
 
-// Load reads and validates the test-bed in the scenario file at path.
-func Load(path string) (*Testbed, error) {
+// Load reads and validates the scenario file at path: its test-bed and,
+// with the quick: settings applied when quick is set, every step of every
+// workload. A returned error is an *Error listing every problem found, or
+// says why the file could not be read.
+func Load(path string, quick bool) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
 	}
-	return Parse(path, data)
+	return Parse(path, data, quick)
 }
 
-// Parse reads and validates a scenario's test-bed. file names the source in errors.
-// A returned error is an *Error listing every problem found.
-func Parse(file string, data []byte) (*Testbed, error) {
+// Parse reads and validates a scenario: its test-bed and every step of
+// every workload (with the quick: settings applied when quick is set), so
+// that a run never starts with an impossible step in it. file names the
+// source in errors. A returned error is an *Error listing every problem found.
+func Parse(file string, data []byte, quick bool) (*File, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, yamlError(file, err)
@@ -232,18 +237,24 @@ func Parse(file string, data []byte) (*Testbed, error) {
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{File: file, Problems: []Problem{{Line: 1, Msg: "the file is empty: a scenario needs at least name and hosts"}}}
 	}
+	// The typed decoding is the one that refuses unknown fields.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var raw rawFile
 	if err := dec.Decode(&raw); err != nil && err != io.EOF {
 		return nil, yamlError(file, err)
 	}
-	v := validator{file: file, pos: positions(root.Content[0])}
+	v := &validator{file: file, pos: positions(root.Content[0])}
 	tb := v.testbed(&raw)
 	if len(v.problems) > 0 {
 		return nil, &Error{File: file, Problems: v.problems}
 	}
-	return tb, nil
+	f := &File{Testbed: tb, Quick: quick}
+	v.workloads(f, root.Content[0])
+	if len(v.problems) > 0 {
+		return nil, &Error{File: file, Problems: v.problems}
+	}
+	return f, nil
 }
 
 // Error lists the problems found in one scenario file.

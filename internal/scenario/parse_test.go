@@ -24,7 +24,7 @@ func TestBadFiles(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			_, err := Load(f)
+			_, err := Load(f, false)
 			if err == nil {
 				t.Fatal("Load succeeded, want an error")
 			}
@@ -43,14 +43,14 @@ func TestGoodFiles(t *testing.T) {
 	examples, _ := filepath.Glob("../../examples/*.yaml")
 	for _, f := range append(files, examples...) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			tb, err := Load(f)
+			sf, err := Load(f, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if strings.Contains(f, "examples") {
 				return
 			}
-			out, err := json.MarshalIndent(tb, "", "  ")
+			out, err := json.MarshalIndent(sf.Testbed, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,10 +93,11 @@ func TestLossMean(t *testing.T) {
 }
 
 func TestDirectionOverrides(t *testing.T) {
-	tb, err := Load("testdata/sites.good.yaml")
+	f, err := Load("testdata/sites.good.yaml", false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tb := f.Testbed
 	cern, _ := tb.Site("cern")
 	if cern.Up.Queue.Bytes != 64<<10 || cern.Up.Delay != 24500*time.Microsecond {
 		t.Errorf("cern up = %+v, want queue 64KiB and the site's delay", cern.Up)
@@ -124,7 +125,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tb, err := Parse("fuzz.yaml", data)
+		sf, err := Parse("fuzz.yaml", data, false)
 		if err != nil {
 			var se *Error
 			if !errors.As(err, &se) {
@@ -132,6 +133,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		tb := sf.Testbed
 		if tb.Name == "" || len(tb.Hosts) == 0 {
 			t.Fatalf("accepted a test-bed without name or hosts: %+v", tb)
 		}
@@ -147,7 +149,7 @@ func FuzzParse(f *testing.F) {
 		}
 		// The workloads: every step of an accepted file is one a run can start.
 		for _, quick := range []bool{false, true} {
-			f, err := ParseFile("fuzz.yaml", data, quick)
+			f, err := Parse("fuzz.yaml", data, quick)
 			if err != nil {
 				var se *Error
 				if !errors.As(err, &se) {

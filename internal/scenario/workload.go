@@ -3,7 +3,6 @@ package scenario
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
 	"github.com/wanlab/wanlab/internal/workload/taskfarm"
@@ -30,7 +30,7 @@ type File struct {
 // Workload is one workload of a scenario and the steps of its sweep.
 type Workload struct {
 	Name  string
-	Kind  string // one of Kinds
+	Kind  results.Kind
 	Steps []Step
 }
 
@@ -63,8 +63,14 @@ func (s Step) Label() string {
 	return strings.Join(parts, " ")
 }
 
-// Kinds are the workload kinds a scenario can run.
-var Kinds = []string{"eventdb", "taskfarm", "mesh", "throughput", "transfer", "probe", "impact"}
+// kindNames lists the workload kinds, for messages.
+func kindNames() string {
+	var names []string
+	for _, k := range results.Kinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
 
 // EventDB is an event-store server and the client jobs that read from it.
 type EventDB struct {
@@ -230,29 +236,9 @@ type rawImpact struct {
 	Interval  string `yaml:"interval"`
 }
 
-// LoadFile reads and validates a whole scenario file.
-func LoadFile(path string, quick bool) (*File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading scenario: %w", err)
-	}
-	return ParseFile(path, data, quick)
-}
-
-// ParseFile reads and validates a whole scenario: the test-bed, and every
-// step of every workload (with the quick: settings applied when quick is
-// set), so that a run never starts with an impossible step in it. A returned
-// error is an *Error listing every problem found.
-func ParseFile(file string, data []byte, quick bool) (*File, error) {
-	tb, err := Parse(file, data)
-	if err != nil {
-		return nil, err
-	}
-	var root yaml.Node
-	yaml.Unmarshal(data, &root) // Parse has read it already
-	v := &validator{file: file, pos: positions(root.Content[0])}
-	f := &File{Testbed: tb, Quick: quick}
-	top := root.Content[0]
+// workloads validates the scenario's workloads: list, in top (the
+// document's mapping), into f.
+func (v *validator) workloads(f *File, top *yaml.Node) {
 	var list *yaml.Node
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		if top.Content[i].Value == "workloads" {
@@ -260,14 +246,14 @@ func ParseFile(file string, data []byte, quick bool) (*File, error) {
 		}
 	}
 	if list == nil || list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
-		return f, nil
+		return
 	}
 	if list.Kind != yaml.SequenceNode {
 		v.fail("workloads", "expected a list of workloads")
-		return nil, &Error{File: file, Problems: v.problems}
+		return
 	}
 	for i, n := range list.Content {
-		if w, ok := v.workload(fmt.Sprintf("workloads[%d]", i), n, tb, quick); ok {
+		if w, ok := v.workload(fmt.Sprintf("workloads[%d]", i), n, f.Testbed, f.Quick); ok {
 			f.Workloads = append(f.Workloads, w)
 		}
 	}
@@ -276,10 +262,6 @@ func ParseFile(file string, data []byte, quick bool) (*File, error) {
 			v.fail(fmt.Sprintf("workloads[%d].name", i), "two workloads are called %q: give each a name", w.Name)
 		}
 	}
-	if len(v.problems) > 0 {
-		return nil, &Error{File: file, Problems: v.problems}
-	}
-	return f, nil
 }
 
 // workload validates one entry of workloads: and expands its sweep.
@@ -289,7 +271,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 		return Workload{}, false
 	}
 	var raw rawWorkload
-	var kind string
+	var kind results.Kind
 	var body *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i].Value, deref(n.Content[i+1])
@@ -307,31 +289,31 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			raw.Sweep = *val
 		case k == "quick":
 			raw.Quick = *val
-		case slices.Contains(Kinds, k):
+		case slices.Contains(results.Kinds, results.Kind(k)):
 			if kind != "" {
 				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", kind, k)
 				return Workload{}, false
 			}
-			kind, body = k, val
+			kind, body = results.Kind(k), val
 		default:
-			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick and one of %s)", k, strings.Join(Kinds, ", "))
+			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick and one of %s)", k, kindNames())
 			return Workload{}, false
 		}
 	}
 	if kind == "" {
-		v.fail(field, "no workload kind: give one of %s", strings.Join(Kinds, ", "))
+		v.fail(field, "no workload kind: give one of %s", kindNames())
 		return Workload{}, false
 	}
 	w := Workload{Name: raw.Name, Kind: kind}
 	if w.Name == "" {
-		w.Name = kind
+		w.Name = string(kind)
 	}
 	v.name(field+".name", "workload", w.Name)
 	if body.Kind == yaml.ScalarNode && body.Tag == "!!null" {
 		body = &yaml.Node{Kind: yaml.MappingNode, Line: body.Line}
 	}
 	if body.Kind != yaml.MappingNode {
-		v.fail(field+"."+kind, "expected the %s settings as a mapping", kind)
+		v.fail(field+"."+string(kind), "expected the %s settings as a mapping", kind)
 		return w, false
 	}
 	body = expandMerges(body)
@@ -382,7 +364,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			if repeat > 1 {
 				params = append(params, Param{"repeat", strconv.Itoa(r + 1)})
 			}
-			step, ok := v.step(field+"."+kind, kind, settings, tb)
+			step, ok := v.step(field+"."+string(kind), kind, settings, tb)
 			if !ok {
 				return w, false
 			}
@@ -510,7 +492,7 @@ func (v *validator) failAt(line int, field, format string, args ...any) {
 }
 
 // step decodes and validates one step's settings of a kind.
-func (v *validator) step(field, kind string, settings *yaml.Node, tb *Testbed) (Step, bool) {
+func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, tb *Testbed) (Step, bool) {
 	// Lines of this step's settings, which may come from a sweep or quick:.
 	for i := 0; i+1 < len(settings.Content); i += 2 {
 		v.pos[field+"."+settings.Content[i].Value] = settings.Content[i].Line
@@ -556,19 +538,19 @@ func (v *validator) step(field, kind string, settings *yaml.Node, tb *Testbed) (
 	}
 	var s Step
 	switch kind {
-	case "eventdb":
+	case results.EventDB:
 		s.EventDB = decodeAs(decode, func(r rawEventDB) *EventDB { return v.eventDB(field, r, tb) })
-	case "taskfarm":
+	case results.TaskFarm:
 		s.TaskFarm = decodeAs(decode, func(r rawTaskFarm) *TaskFarm { return v.taskFarm(field, r, tb) })
-	case "mesh":
+	case results.Mesh:
 		s.Mesh = decodeAs(decode, func(r rawMesh) *Mesh { return v.mesh(field, r, tb) })
-	case "throughput":
+	case results.Throughput:
 		s.Throughput = decodeAs(decode, func(r rawThroughput) *Throughput { return v.throughput(field, r, tb) })
-	case "transfer":
+	case results.Transfer:
 		s.Transfer = decodeAs(decode, func(r rawTransfer) *Transfer { return v.transfer(field, r, tb) })
-	case "probe":
+	case results.Probe:
 		s.Probe = decodeAs(decode, func(r rawProbe) *Probe { return v.probe(field, r, tb) })
-	case "impact":
+	case results.Impact:
 		s.Impact = decodeAs(decode, func(r rawImpact) *Impact { return v.impact(field, r, tb) })
 	}
 	return s, len(v.problems) == before

@@ -36,7 +36,7 @@ func TestWorkloadSweep(t *testing.T) {
       window: [64KiB, 1MiB]
     repeat: 2
 `
-	f, err := ParseFile("s.yaml", []byte(src), false)
+	f, err := Parse("s.yaml", []byte(src), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestWorkloadSweep(t *testing.T) {
 		t.Errorf("last step %+v", tp.Steps[7].Throughput)
 	}
 
-	q, err := ParseFile("s.yaml", []byte(src), true)
+	q, err := Parse("s.yaml", []byte(src), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestWorkloadErrors(t *testing.T) {
 		{"udp without rate", "  - throughput: {from: c1, to: server, protocol: udp}\n", "a udp test needs a target rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseFile("s.yaml", []byte(farmBed+"workloads:\n"+tc.workloads), false)
+			_, err := Parse("s.yaml", []byte(farmBed+"workloads:\n"+tc.workloads), false)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v\nwant %q", err, tc.want)
 			}
@@ -111,11 +111,11 @@ func TestWorkloadErrors(t *testing.T) {
 // Anchors defined on one host and used by another work, as in the built-in
 // scenarios.
 func TestAnchorsAcrossHosts(t *testing.T) {
-	tb, err := Parse("a.yaml", []byte("name: a\nhosts:\n  x: {sysctl: &cc {net.ipv4.tcp_congestion_control: reno}}\n  y: {sysctl: *cc}\nlinks:\n  - between: [x, y]\n"))
+	f, err := Parse("a.yaml", []byte("name: a\nhosts:\n  x: {sysctl: &cc {net.ipv4.tcp_congestion_control: reno}}\n  y: {sysctl: *cc}\nlinks:\n  - between: [x, y]\n"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if y, _ := tb.Host("y"); y.Sysctl["net.ipv4.tcp_congestion_control"] != "reno" {
+	if y, _ := f.Testbed.Host("y"); y.Sysctl["net.ipv4.tcp_congestion_control"] != "reno" {
 		t.Errorf("y: %+v", y)
 	}
 }
@@ -128,7 +128,7 @@ func TestBillionLaughsRefused(t *testing.T) {
 		prev = name
 	}
 	done := make(chan error, 1)
-	go func() { _, err := Parse("b.yaml", []byte(src)); done <- err }()
+	go func() { _, err := Parse("b.yaml", []byte(src), false); done <- err }()
 	select {
 	case err := <-done:
 		if err == nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/topology"
 )
 
 // Environment errors: the machine or the user cannot run a test-bed.
@@ -95,11 +96,12 @@ func UpFor(ctx context.Context, source string, text []byte, owner int) (*UpResul
 	if err := CheckEnvironment(); err != nil {
 		return nil, err
 	}
-	tb, err := scenario.Parse(source, text)
+	f, err := scenario.Parse(source, text, false)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := NewPlan(tb); err != nil {
+	tb := f.Testbed
+	if _, err := topology.New(tb); err != nil {
 		return nil, err
 	}
 	data, abs := text, source
@@ -344,15 +346,10 @@ func Exec(name, host string, argv []string) error {
 	if daemonPID(name) == 0 {
 		return fmt.Errorf("test-bed %q is not running (its engine is gone); clean it up with: wanlab testbed down %s", name, name)
 	}
-	i := slices.IndexFunc(st.Hosts, func(h HostPlan) bool { return h.Name == host })
-	if i < 0 {
-		var names []string
-		for _, h := range st.Hosts {
-			names = append(names, h.Name)
-		}
-		return fmt.Errorf("test-bed %q has no host %q (hosts: %s)", name, host, strings.Join(names, ", "))
+	h, err := st.Host(host)
+	if err != nil {
+		return err
 	}
-	h := st.Hosts[i]
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCommandNotFound, err)

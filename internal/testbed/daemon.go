@@ -21,6 +21,7 @@ import (
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/unixsock"
 )
 
@@ -50,7 +51,7 @@ func RunDaemon(name, source string, owner int, ready *os.File) error {
 	}
 	fmt.Fprintln(ready, "ok")
 	ready.Close()
-	log.Printf("test-bed %s is up: %d hosts, %d link directions", name, len(d.plan.Hosts), len(d.plan.Dirs))
+	log.Printf("test-bed %s is up: %d hosts, %d link directions", name, len(d.topo.Hosts), len(d.topo.Dirs))
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.engine.Run() }()
@@ -96,7 +97,8 @@ type daemon struct {
 	name     string
 	source   string
 	sigs     chan os.Signal
-	plan     *Plan
+	topo     *topology.Topology
+	hosts    []Host
 	fds      []int
 	engine   *linkemu.Engine
 	server   *http.Server
@@ -113,21 +115,20 @@ func (d *daemon) interrupted() bool {
 }
 
 func (d *daemon) build() error {
-	tb, err := scenario.Load(scenarioCopy(d.name))
+	f, err := scenario.Load(scenarioCopy(d.name), false)
 	if err != nil {
 		return err
 	}
-	plan, err := NewPlan(tb)
-	if err != nil {
+	if d.topo, err = topology.New(f.Testbed); err != nil {
 		return err
 	}
-	d.plan = plan
+	d.hosts = Hosts(d.topo)
 	cg, err := cgroup.Detect()
 	if err != nil {
 		return err
 	}
-	for i := range plan.Hosts {
-		h := &plan.Hosts[i]
+	for i := range d.hosts {
+		h := &d.hosts[i]
 		if d.interrupted() {
 			return errInterrupted
 		}
@@ -143,7 +144,8 @@ func (d *daemon) build() error {
 		}
 		d.fds = append(d.fds, fd)
 	}
-	cfg := plan.EngineConfig(d.fds, tb.Seed)
+	tb := f.Testbed
+	cfg := engineConfig(d.topo, d.fds, tb.Seed)
 	cfg.Realtime, cfg.Spin, cfg.KeepCPUsAwake = tb.Engine.Realtime, tb.Engine.Spin, tb.Engine.KeepCPUsAwake
 	d.engine, err = linkemu.New(cfg)
 	if err != nil {
@@ -154,7 +156,7 @@ func (d *daemon) build() error {
 	}
 	if err := writeState(&State{
 		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
-		Cgroup: cg.Version.String(), Hosts: plan.Hosts, Dirs: plan.Dirs, Paths: plan.PathList(),
+		Cgroup: cg.Version.String(), Hosts: d.hosts, Dirs: d.topo.Dirs, Paths: d.topo.Paths,
 	}); err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func (d *daemon) build() error {
 
 // setUpDisk makes the host's data directory and caps its disk as the
 // scenario asks, recording which disk that is.
-func setUpDisk(cg *cgroup.Manager, h *HostPlan) error {
+func setUpDisk(cg *cgroup.Manager, h *Host) error {
 	if err := datadir.MkdirSecure(h.DataDir); err != nil {
 		return fmt.Errorf("making its data folder: %w", err)
 	}
@@ -189,7 +191,7 @@ func setUpDisk(cg *cgroup.Manager, h *HostPlan) error {
 
 // superviseAgent starts a host's agent and starts it again if it dies while
 // the test-bed is up, so that one crash does not leave the host unmeasurable.
-func (d *daemon) superviseAgent(exe string, h HostPlan) error {
+func (d *daemon) superviseAgent(exe string, h Host) error {
 	host, sock := h.Name, AgentSocket(d.name, h.Name)
 	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir}
 	if h.DiskCapped() {
@@ -238,13 +240,13 @@ func (d *daemon) startAgents() error {
 	if err != nil {
 		return err
 	}
-	for _, h := range d.plan.Hosts {
+	for _, h := range d.hosts {
 		if err := d.superviseAgent(exe, h); err != nil {
 			return err
 		}
 	}
 	deadline := time.Now().Add(agentStartWait)
-	for _, h := range d.plan.Hosts {
+	for _, h := range d.hosts {
 		sock := AgentSocket(d.name, h.Name)
 		for {
 			c, err := net.Dial("unix", sock)
@@ -262,7 +264,7 @@ func (d *daemon) startAgents() error {
 }
 
 // buildHost creates a host's namespace and TUN device and configures them.
-func buildHost(h HostPlan) (int, error) {
+func buildHost(h Host) (int, error) {
 	ns, err := createNetns(h.Netns)
 	if err != nil {
 		return -1, err

@@ -117,7 +117,7 @@ func openTUN(ns netns.NsHandle) (int, error) {
 
 // configureHost sets up loopback and the TUN device of a host: MTU, queue,
 // address and one route per reachable peer with that path's MTU.
-func configureHost(ns netns.NsHandle, h HostPlan) error {
+func configureHost(ns netns.NsHandle, h Host) error {
 	nl, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		return fmt.Errorf("netlink in %s: %w", h.Netns, err)
@@ -169,7 +169,7 @@ func configureHost(ns netns.NsHandle, h HostPlan) error {
 
 // applySysctls sets network sysctls inside a host's namespace. Only the
 // thread that entered the namespace sees its /proc/sys/net.
-func applySysctls(ns netns.NsHandle, h HostPlan) error {
+func applySysctls(ns netns.NsHandle, h Host) error {
 	if len(h.Sysctl) == 0 {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/topology"
 )
 
 // RunDir holds one directory per test-bed, the daemon logs and the lock.
@@ -24,15 +25,39 @@ const RunDir = "/run/wanlab"
 
 // State is what a running test-bed records about itself in its directory.
 type State struct {
-	Name     string     `json:"name"`
-	PID      int        `json:"pid"`
-	Created  time.Time  `json:"created"`
-	Scenario string     `json:"scenario"` // the file it was brought up from
-	Cgroup   string     `json:"cgroup"`   // v1, v2 or none
-	Hosts    []HostPlan `json:"hosts"`
-	Dirs     []DirPlan  `json:"directions"`
-	Paths    []PathPlan `json:"paths"`
+	Name     string               `json:"name"`
+	PID      int                  `json:"pid"`
+	Created  time.Time            `json:"created"`
+	Scenario string               `json:"scenario"` // the file it was brought up from
+	Cgroup   string               `json:"cgroup"`   // v1, v2 or none
+	Hosts    []Host               `json:"hosts"`
+	Dirs     []topology.Direction `json:"directions"`
+	Paths    []topology.Path      `json:"paths"`
 }
+
+// Topology is the test-bed's topology, as it was built.
+func (st *State) Topology() *topology.Topology {
+	t := &topology.Topology{Name: st.Name, Dirs: st.Dirs, Paths: st.Paths}
+	for _, h := range st.Hosts {
+		t.Hosts = append(t.Hosts, h.Host)
+	}
+	return t
+}
+
+// Host returns the host of that name, or an error that lists the hosts.
+func (st *State) Host(name string) (Host, error) {
+	var names []string
+	for _, h := range st.Hosts {
+		if h.Name == name {
+			return h, nil
+		}
+		names = append(names, h.Name)
+	}
+	return Host{}, fmt.Errorf("test-bed %q has no host %q (hosts: %s): %w", st.Name, name, strings.Join(names, ", "), ErrNoHost)
+}
+
+// ErrNoHost means a test-bed has no host of that name.
+var ErrNoHost = errors.New("no such host")
 
 // DataRoot holds one folder per host of each test-bed, on a real disk (not
 // /run, which is memory): the host's files, its agent's data folder, its

@@ -1,4 +1,4 @@
-package testbed
+package topology
 
 import (
 	"slices"
@@ -27,12 +27,12 @@ links:
     rate: 34Mbit
 `
 
-func TestPlanPaths(t *testing.T) {
-	tb, err := scenario.Parse("sites.yaml", []byte(sitesYAML))
+func TestPaths(t *testing.T) {
+	f, err := scenario.Parse("sites.yaml", []byte(sitesYAML), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlan(tb)
+	p, err := New(f.Testbed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,16 +40,20 @@ func TestPlanPaths(t *testing.T) {
 	for i, h := range p.Hosts {
 		host[h.Name] = i
 	}
+	table := p.PathTable()
 	names := func(from, to string) []string {
-		path, ok := p.Paths[[2]int{host[from], host[to]}]
+		path, ok := p.Path(from, to)
 		if !ok {
 			return []string{"unreachable"}
 		}
-		out := []string{}
-		for _, d := range path {
-			out = append(out, p.Dirs[d].Name)
+		var fromTable []string
+		for _, d := range table[[2]int{host[from], host[to]}] {
+			fromTable = append(fromTable, p.Dirs[d].Name)
 		}
-		return out
+		if !slices.Equal(fromTable, path.Via) && len(path.Via) > 0 {
+			t.Errorf("%s -> %s: the engine's table says %v, the path %v", from, to, fromTable, path.Via)
+		}
+		return path.Via
 	}
 	tests := []struct {
 		from, to string
@@ -73,8 +77,8 @@ func TestPlanPaths(t *testing.T) {
 		t.Errorf("first host address %s, want 10.250.0.1", a)
 	}
 	// mi1's access link has MTU 1400, its LAN the default 1500.
-	if n := p.Hosts[host["mi1"]]; n.MTU != 1500 || n.Routes[0].MTU != 1400 || n.Netns != "wanlab.multi.mi1" || n.Cgroup != "wanlab/multi/mi1" {
-		t.Errorf("mi1 plan %+v, want device MTU 1500, 1400 to the server, wanlab-prefixed names", n)
+	if n := p.Hosts[host["mi1"]]; n.MTU != 1500 || n.Routes[0].MTU != 1400 {
+		t.Errorf("mi1 %+v, want device MTU 1500, 1400 to the server", n)
 	}
 	pd1 := p.Hosts[host["pd1"]]
 	for _, r := range pd1.Routes {
@@ -85,8 +89,12 @@ func TestPlanPaths(t *testing.T) {
 	if pd1.MTU != 9000 {
 		t.Errorf("pd1 device MTU %d, want the largest path MTU 9000", pd1.MTU)
 	}
-	cfg := p.EngineConfig(make([]int, len(p.Hosts)), 1)
-	if cfg.MaxPacket != 9000 || len(cfg.Dirs) != len(p.Dirs) {
-		t.Errorf("engine config: max packet %d, %d dirs", cfg.MaxPacket, len(cfg.Dirs))
+	// The way there and back of a path, its RTT and loss.
+	pd2, _ := p.Path("pd2", "server")
+	if pd2.BaseRTTms != 8 || !slices.Equal(pd2.Back, []string{"site cnaf up", "site padova down"}) || pd2.Bottleneck != 2e6 || pd2.Loss != 0 {
+		t.Errorf("pd2 -> server: %+v", pd2)
+	}
+	if c := pd2.TCPCeiling(); c != 2e6*(1500-TCPIPHeader)/1500 {
+		t.Errorf("TCP ceiling %v", c)
 	}
 }

@@ -1,4 +1,4 @@
-package run
+package controller
 
 import (
 	"context"

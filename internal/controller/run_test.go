@@ -1,4 +1,4 @@
-package run
+package controller
 
 import (
 	"math"
@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
-	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -37,7 +37,7 @@ func TestJobMetrics(t *testing.T) {
 }
 
 func TestRoleCPU(t *testing.T) {
-	m := map[string]float64{"cpu_pct.s": 50, "cpu_quota_pct.s": 100, "cpu_pct.c1": 20, "cpu_pct.c2": 40}
+	m := results.Metrics{"cpu_pct.s": 50, "cpu_quota_pct.s": 100, "cpu_pct.c1": 20, "cpu_pct.c2": 40}
 	roleCPU(m, scenario.Step{EventDB: &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}})
 	if m["server_cpu_pct"] != 50 || m["server_cpu_quota_pct"] != 100 || m["client_cpu_pct"] != 30 {
 		t.Errorf("%v", m)
@@ -61,7 +61,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("busy machine: %v", why)
 	}
 	s = &sampler{machine: 50, engineCPU: 170, outside: 3}
-	if why := s.limits(); len(why) != 2 || !strings.Contains(why[1], "3 packets outside") {
+	if why := s.limits(); len(why) != 2 || !strings.Contains(why[1], "3 packets were dropped outside") {
 		t.Errorf("saturated engine: %v", why)
 	}
 	if why := (&sampler{machine: 60, engineCPU: 90}).limits(); len(why) != 0 {
@@ -69,26 +69,19 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-func TestMachineCPU(t *testing.T) {
-	busy, total := machineCPU()
-	if total <= 0 || busy < 0 || busy > total {
-		t.Errorf("machineCPU() = %v, %v", busy, total)
-	}
-}
-
 // TestDiskRatesUnderACap: cgroup v1 counts a 2.4 MB burst of reads when it is
 // submitted; a 3 MB/s cap lets it through over the next 0.8 s, and that is
 // what the samples say. v2 counts at dispatch, so its counts stand.
 func TestDiskRatesUnderACap(t *testing.T) {
-	h := testbed.HostPlan{Name: "a", DiskReadBps: 3e6}
-	s := &sampler{cg: &cgroup.Manager{Version: cgroup.V1}, diskQueued: map[string]*[2]float64{}}
+	h := topology.Host{Name: "a", DiskReadBps: 3e6}
+	s := &sampler{diskQueued: map[string]*[2]float64{}}
 	var got []float64
 	for i := range 10 {
 		submitted := 0.0
 		if i == 0 {
 			submitted = 2.4e6
 		}
-		read, write := s.diskRates(h, submitted, 1e5, 0.1)
+		read, write := s.diskRates(h, submitted, 1e5, 0.1, true)
 		if write != 1e6 {
 			t.Errorf("interval %d: uncapped writes %v B/s, want them as counted, 1e6", i, write)
 		}
@@ -103,8 +96,8 @@ func TestDiskRatesUnderACap(t *testing.T) {
 			t.Errorf("interval %d: read %v B/s, want %v (bursts leave at the cap)", i, r, want)
 		}
 	}
-	v2 := &sampler{cg: &cgroup.Manager{Version: cgroup.V2}, diskQueued: map[string]*[2]float64{}}
-	if read, _ := v2.diskRates(h, 2.4e6, 0, 0.1); read != 24e6 {
+	v2 := &sampler{diskQueued: map[string]*[2]float64{}}
+	if read, _ := v2.diskRates(h, 2.4e6, 0, 0.1, false); read != 24e6 {
 		t.Errorf("v2 counts: read %v, want 24e6 as counted", read)
 	}
 }

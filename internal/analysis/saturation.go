@@ -1,0 +1,125 @@
+package analysis
+
+// Where throughput saturates and where jobs stop running efficiently.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/wanlab/wanlab/internal/results"
+)
+
+// saturation finds where throughput peaks and where it stops growing, and
+// names the bottleneck there.
+func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
+	steps := sortedByConcurrency(w)
+	peak, peakV := -1, 0.0
+	for i, s := range steps {
+		if v, ok := throughputOf(s.Metrics); ok && v > peakV {
+			peak, peakV = i, v
+		}
+	}
+	if peak < 0 {
+		return nil
+	}
+	knee := peak
+	for i, s := range steps[:peak+1] {
+		if v, _ := throughputOf(s.Metrics); v >= 0.95*peakV {
+			knee = i
+			break
+		}
+	}
+	link, util := results.BusiestLink(steps[knee].Metrics)
+	values := map[string]float64{
+		"peak_mbps": peakV, "peak_concurrency": concurrency(steps[peak]),
+		"knee_concurrency": concurrency(steps[knee]), "knee_mbps": must(throughputOf(steps[knee].Metrics)),
+		"link_utilization_pct": util,
+	}
+	text := fmt.Sprintf("Throughput peaks at %.1f Mbit/s with %s and stops growing from %s (within 5%% of the peak); the busiest link (%s) is %.0f%% utilised there.",
+		peakV, jobsWord(steps[peak]), jobsWord(steps[knee]), link, util)
+	if peak == len(steps)-1 && knee == peak && len(steps) > 1 {
+		text = fmt.Sprintf("Throughput still grows at the largest step tried: %.1f Mbit/s with %s; the busiest link (%s) is %.0f%% utilised.", peakV, jobsWord(steps[peak]), link, util)
+	}
+	out := []Finding{{Kind: "saturation", Workload: w.Name, Text: text, Values: values}}
+
+	var pv StepVerdict
+	for _, v := range ws.Steps {
+		if v.Index == steps[peak].Index {
+			pv = v
+		}
+	}
+	if pv.Bottleneck != "" {
+		ev := map[string]float64{"concurrency": concurrency(steps[peak]), "throughput_mbps": peakV}
+		for k, v := range pv.Evidence {
+			ev[k] = v
+		}
+		out = append(out, Finding{Kind: "bottleneck", Workload: w.Name, Bottleneck: pv.Bottleneck, Confidence: pv.Confidence, Values: ev,
+			Text: fmt.Sprintf("The bottleneck at the peak is %s: %s (confidence %s).", bottleneckWords[pv.Bottleneck], pv.Why, pv.Confidence)})
+	}
+	return out
+}
+
+func must(v float64, _ bool) float64 { return v }
+
+// jobsWord says a step's concurrency in words.
+func jobsWord(s Step) string {
+	c := concurrency(s)
+	switch {
+	case s.Config.EventDB != nil:
+		return plural(c, "job")
+	case s.Params["streams"] != "":
+		return plural(c, "stream")
+	}
+	return "step " + strconv.Itoa(s.Index+1)
+}
+
+func plural(n float64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64) + " " + noun + "s"
+}
+
+// efficientRunning finds the largest concurrency whose mean job wall-clock
+// stays under k x the single job's (the seed's "efficient running").
+func efficientRunning(w Workload, o Options) []Finding {
+	steps := sortedByConcurrency(w)
+	if len(steps) < 2 || w.Kind != results.EventDB {
+		return nil
+	}
+	single := steps[0].Metrics[results.MeanWallclockS]
+	if single <= 0 {
+		return nil
+	}
+	bound := -1
+	for i, s := range steps {
+		wct, ok := s.Metrics[results.MeanWallclockS]
+		if ok && wct < o.EfficientFactor*single && s.Metrics[results.JobsEnded("ok")] > 0 {
+			bound = i
+		}
+	}
+	if bound < 0 {
+		return nil
+	}
+	b := steps[bound]
+	values := map[string]float64{
+		"k": o.EfficientFactor, "single_wallclock_s": single, "boundary_concurrency": concurrency(b),
+		"mean_wallclock_s": b.Metrics[results.MeanWallclockS], "throughput_mbps": b.Metrics[results.ThroughputMbps],
+		"server_cpu_pct": firstOf(b.Metrics, results.Role("server", results.CPUQuotaPct), results.Role("server", results.CPUPct)), "client_cpu_pct": firstOf(b.Metrics, results.Role("client", results.CPUQuotaPct), results.Role("client", results.CPUPct)),
+	}
+	text := fmt.Sprintf("Efficient running (mean job wall-clock under %g x the single job's %.1f s) holds up to %s: mean %.1f s, %.1f Mbit/s, server CPU %.0f%%, client CPU %.0f%%.",
+		o.EfficientFactor, single, jobsWord(b), values["mean_wallclock_s"], values["throughput_mbps"], values["server_cpu_pct"], values["client_cpu_pct"])
+	if bound == len(steps)-1 {
+		text += " That is the largest step tried: the boundary lies beyond it."
+	}
+	return []Finding{{Kind: "efficient_running", Workload: w.Name, Text: text, Values: values}}
+}
+
+func firstOf(m map[string]float64, keys ...string) float64 {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			return v
+		}
+	}
+	return 0
+}

@@ -1,0 +1,63 @@
+package analysis
+
+// What latency costs a task farm.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/units"
+	"gonum.org/v1/gonum/stat"
+)
+
+// taskFarm compares each step's task rate with the ideal and estimates the
+// task duration from which latency costs under 5%.
+func taskFarm(w Workload) []Finding {
+	var out []Finding
+	var overheads []float64
+	for _, s := range w.Steps {
+		t := s.Config.TaskFarm
+		m := s.Metrics
+		if t == nil || m[results.Seconds] <= 0 || m[results.TasksDone] == 0 {
+			continue
+		}
+		ideal := float64(t.Count) / max(t.Duration.Seconds(), 1e-9)
+		perTask := m[results.Seconds] * float64(t.Count) / m[results.TasksDone] // a worker's time per task
+		overhead := max(0, perTask-t.Duration.Seconds())
+		overheads = append(overheads, overhead)
+		values := map[string]float64{"task_rate_hz": m[results.TaskRateHz], "ideal_rate_hz": ideal, "efficiency": m[results.Efficiency],
+			"latency_share": 1 - min(1, m[results.Efficiency]), "overhead_per_task_s": overhead, "duration_s": t.Duration.Seconds(), "prefetch": float64(t.Prefetch)}
+		text := fmt.Sprintf("%s: %.2f tasks/s of an ideal %.2f (%d workers, %s tasks, prefetch %d): %.0f%% of the time lost to the network, %.3f s per task.",
+			orStep(s), m[results.TaskRateHz], ideal, t.Count, units.FormatDuration(t.Duration), t.Prefetch, 100*values["latency_share"], overhead)
+		if t.Duration == 0 {
+			values["ideal_rate_hz"] = 0
+			text = fmt.Sprintf("%s: %.0f tasks/s with %d workers on zero-length tasks (prefetch %d).", orStep(s), m[results.TaskRateHz], t.Count, t.Prefetch)
+		}
+		out = append(out, Finding{Kind: "taskfarm", Workload: w.Name, Text: text, Values: values})
+	}
+	if len(overheads) > 0 {
+		o := stat.Quantile(0.5, stat.Empirical, sorted(overheads), nil)
+		if o > 0 {
+			// overhead / (duration + overhead) < 5%  <=>  duration > 19 x overhead
+			cross := 19 * o
+			out = append(out, Finding{Kind: "taskfarm", Workload: w.Name, Values: map[string]float64{"median_overhead_s": o, "crossover_duration_s": cross},
+				Text: fmt.Sprintf("The network costs a median %.3f s per task here, so tasks longer than %.2g s lose under 5%% to it.", o, cross)})
+		}
+	}
+	return out
+}
+
+func orStep(s Step) string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return "step " + strconv.Itoa(s.Index+1)
+}
+
+func sorted(v []float64) []float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v
+}

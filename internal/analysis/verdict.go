@@ -1,0 +1,198 @@
+package analysis
+
+// The verdict of a step: what limited it, among the resources its figures
+// show (CPUs, links, disks), or latency when none was full.
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+)
+
+// resource is one candidate bottleneck of a step and how full it was.
+type resource struct {
+	name string
+	util float64 // % of its capacity
+	what string  // e.g. "the server's CPU"
+}
+
+// cpuShare is how full host's CPU was, in % of what it can use: its quota,
+// or the machine's cores, and one core for a single-threaded server.
+func cpuShare(w Workload, m map[string]float64, host string, singleThreaded bool) (float64, bool) {
+	used, ok := results.CPUPct.In(m, host)
+	if !ok {
+		return 0, false
+	}
+	capacity := float64(runtime.NumCPU())
+	if w.Testbed != nil {
+		if h, ok := w.Testbed.Host(host); ok && h.CPUs > 0 {
+			capacity = h.CPUs
+		}
+	}
+	if singleThreaded {
+		capacity = min(capacity, 1)
+	}
+	return used / capacity, true
+}
+
+// roles names a step's data sources (servers) and sinks (clients).
+func roles(c scenario.Step) (servers, clients []string, single bool) {
+	switch {
+	case c.EventDB != nil:
+		return []string{c.EventDB.Server}, c.EventDB.Clients, c.EventDB.ServerModel == eventdb.ModelSingle
+	case c.TaskFarm != nil:
+		return []string{c.TaskFarm.Master}, c.TaskFarm.Workers, false
+	case c.Throughput != nil:
+		return []string{c.Throughput.From}, []string{c.Throughput.To}, false
+	case c.Transfer != nil:
+		return []string{c.Transfer.From}, []string{c.Transfer.To}, false
+	case c.Mesh != nil:
+		return c.Mesh.Hosts, nil, false
+	}
+	return nil, nil, false
+}
+
+// verdict decides what limited a step.
+func verdict(w Workload, s Step, o Options) StepVerdict {
+	v := StepVerdict{Index: s.Index, Label: s.Label, Status: s.Status}
+	if _, ok := throughputOf(s.Metrics); !ok || s.Status == "failed" {
+		return v
+	}
+	if s.TestbedLimited {
+		v.Bottleneck, v.Confidence = Testbed, "high"
+		v.Why = "the test-bed itself was saturated: " + strings.Join(s.LimitedBy, "; ")
+		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Machine)], "engine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Engine)]}
+		return v
+	}
+	var res []resource
+	if name, util := results.BusiestLink(s.Metrics); name != "" {
+		res = append(res, resource{Network, util, "link " + name})
+	}
+	res = append(res, transferResources(w, s)...)
+	servers, clients, single := roles(s.Config)
+	if s.Config.Transfer == nil {
+		res = append(res, sampledDisks(s.Metrics, append(slices.Clone(servers), clients...))...)
+	}
+	for _, group := range []struct {
+		name, role string
+		hosts      []string
+		single     bool
+	}{{ServerCPU, "server", servers, single}, {ClientCPU, "client", clients, false}} {
+		if w.Kind == results.Mesh {
+			group.name, group.role = ClientCPU, "node"
+		}
+		for _, h := range group.hosts {
+			if util, ok := cpuShare(w, s.Metrics, h, group.single); ok {
+				res = append(res, resource{group.name, util, fmt.Sprintf("the CPU of the %s (host %s)", group.role, h)})
+			}
+		}
+	}
+	if len(res) == 0 {
+		return v // nothing was measured to judge by (an imported test)
+	}
+	sort.SliceStable(res, func(i, j int) bool { return res[i].util > res[j].util })
+	v.Evidence = map[string]float64{}
+	for _, r := range res {
+		key := r.name + "_pct"
+		if r.util > v.Evidence[key] {
+			v.Evidence[key] = r.util
+		}
+	}
+	if len(res) > 0 && res[0].util >= o.Saturated {
+		v.Bottleneck = res[0].name
+		v.Confidence = "high"
+		v.Why = fmt.Sprintf("%s was %.0f%% busy", res[0].what, res[0].util)
+		if len(res) > 1 && res[1].name != res[0].name && res[1].util >= o.Saturated-10 {
+			v.Confidence = "medium"
+			v.Why += fmt.Sprintf(", and %s %.0f%%", res[1].what, res[1].util)
+		}
+		return v
+	}
+	top := "nothing measured"
+	if len(res) > 0 {
+		top = fmt.Sprintf("%s at %.0f%%", res[0].what, res[0].util)
+	}
+	if w.Kind == results.TaskFarm && s.Metrics[results.Efficiency] >= 0.95 {
+		v.Bottleneck, v.Confidence = ClientCPU, "medium"
+		v.Why = fmt.Sprintf("the workers were busy with the tasks %.0f%% of the ideal time (busiest other resource: %s)", 100*s.Metrics[results.Efficiency], top)
+		v.Evidence["efficiency"] = s.Metrics[results.Efficiency]
+		return v
+	}
+	// A transfer's legs are measured against exact capacities: a disk or
+	// path within 10 points of full, well ahead of the rest, is what held it,
+	// the shortfall being the time the two spent waiting on each other.
+	if s.Config.Transfer != nil && len(res) > 0 && res[0].util >= o.Saturated-10 && (len(res) == 1 || res[1].util < res[0].util-10) {
+		v.Bottleneck, v.Confidence = res[0].name, "low"
+		v.Why = fmt.Sprintf("%s was %.0f%% busy, nearly full, and nothing else came close: the streams took turns waiting on it and on the rest of the path", res[0].what, res[0].util)
+		return v
+	}
+	v.Bottleneck, v.Confidence = Latency, "medium"
+	v.Why = fmt.Sprintf("no resource was full (busiest: %s): the step waited on round trips", top)
+	if w.Kind == results.TaskFarm {
+		v.Evidence["worker_idle_share"] = s.Metrics[results.WorkerIdleShare]
+	}
+	return v
+}
+
+// transferResources judges a transfer step by its legs' own rates, since
+// the step's samples also cover the time spent making the source file: each
+// leg's share of its path's TCP ceiling, of the sender's disk read cap and
+// of the receiver's disk write cap.
+func transferResources(w Workload, s Step) []resource {
+	t := s.Config.Transfer
+	if t == nil || w.Testbed == nil {
+		return nil
+	}
+	var res []resource
+	for _, leg := range []struct{ name, from, to string }{{results.There, t.From, t.To}, {results.Back, t.To, t.From}} {
+		mbps, ok := s.Metrics[results.Leg(leg.name, "mbps")]
+		if !ok || mbps <= 0 {
+			continue
+		}
+		bytesPerSec := mbps * 1e6 / 8
+		if p, ok := path(w.Testbed, leg.from, leg.to); ok && p.Bottleneck > 0 {
+			wire := mbps * 1e6
+			if r := s.Metrics[results.Leg(leg.name, "compression_ratio")]; r > 0 {
+				wire /= r
+			}
+			res = append(res, resource{Network, 100 * wire / p.TCPCeiling(), fmt.Sprintf("the path %s->%s (%.1f of its %.1f Mbit/s TCP ceiling)", leg.from, leg.to, wire/1e6, p.TCPCeiling()/1e6)})
+		}
+		if h, ok := w.Testbed.Host(leg.from); ok && h.Disk != nil && h.Disk.ReadBps > 0 {
+			res = append(res, resource{Disk, 100 * bytesPerSec / float64(h.Disk.ReadBps), fmt.Sprintf("the disk of host %s (read at %.1f of its %.1f MB/s)", leg.from, bytesPerSec/1e6, float64(h.Disk.ReadBps)/1e6)})
+		}
+		if h, ok := w.Testbed.Host(leg.to); ok && h.Disk != nil && h.Disk.WriteBps > 0 {
+			res = append(res, resource{Disk, 100 * bytesPerSec / float64(h.Disk.WriteBps), fmt.Sprintf("the disk of host %s (written at %.1f of its %.1f MB/s)", leg.to, bytesPerSec/1e6, float64(h.Disk.WriteBps)/1e6)})
+		}
+	}
+	return res
+}
+
+// sampledDisks are the capped disks of hosts as the step's samples saw
+// them: the mean read and write over the step, as % of the caps. A
+// transfer is judged by its legs instead (see transferResources).
+func sampledDisks(m map[string]float64, hosts []string) []resource {
+	var res []resource
+	for _, h := range hosts {
+		for _, dir := range []struct {
+			pct, mbs results.Family
+			verb     string
+		}{{results.DiskReadPct, results.DiskReadMBs, "read"}, {results.DiskWritePct, results.DiskWriteMBs, "written"}} {
+			if pct, ok := dir.pct.In(m, h); ok {
+				mbs, _ := dir.mbs.In(m, h)
+				res = append(res, resource{Disk, pct, fmt.Sprintf("the disk of host %s (%s at %.1f MB/s, %.0f%% of its cap, over the step)", h, dir.verb, mbs, pct)})
+			}
+		}
+	}
+	return res
+}
+
+var bottleneckWords = map[string]string{
+	ClientCPU: "the clients' CPU", ServerCPU: "the server's CPU", Network: "the network", Disk: "the disk",
+	Latency: "latency (round trips, not capacity)", Testbed: "the test-bed itself (this machine)",
+}

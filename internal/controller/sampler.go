@@ -1,0 +1,174 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/topology"
+)
+
+// SampleInterval is how often a step's test-bed is sampled.
+const SampleInterval = 100 * time.Millisecond
+
+// sampler records, while a step runs, every host's CPU and disk traffic,
+// every link direction's bytes, packets and drops, and the test-bed's own
+// CPU: the engine's and the machine's, as the bed's counters give them.
+type sampler struct {
+	bed     backend.Bed
+	topo    *topology.Topology
+	samples []archive.Sample
+	// Totals over the step, for its summary.
+	hostCPU   map[string]float64 // mean % of one core
+	diskRead  map[string]float64 // mean bytes/s
+	diskWrite map[string]float64
+	// diskQueued is, per host, the bytes read and written that were counted
+	// on submission but are still held back by the host's disk cap.
+	diskQueued map[string]*[2]float64
+	engineCPU  float64 // mean % of one core
+	machine    float64 // mean % of all cores
+	dirBytes   map[string]uint64
+	dirDrops   map[string]uint64
+	outside    uint64 // drops outside the link model
+	seconds    float64
+}
+
+func newSampler(bed backend.Bed) *sampler {
+	return &sampler{bed: bed, topo: bed.Topology(), diskQueued: map[string]*[2]float64{}}
+}
+
+func (s *sampler) read() backend.Counters {
+	c, err := s.bed.Counters()
+	if err != nil {
+		return backend.Counters{At: time.Now()}
+	}
+	return c
+}
+
+// run samples until ctx ends, then fills in the step's totals.
+func (s *sampler) run(ctx context.Context) {
+	first := s.read()
+	prev := first
+	tick := time.NewTicker(SampleInterval)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-tick.C:
+		}
+		cur := s.read()
+		s.interval(prev, cur)
+		prev = cur
+	}
+	s.totals(first, prev)
+}
+
+// interval turns the counters of two moments into samples.
+func (s *sampler) interval(a, b backend.Counters) {
+	dt := b.At.Sub(a.At).Seconds()
+	if dt <= 0 {
+		return
+	}
+	add := func(metric, subject string, v float64, unit string) {
+		s.samples = append(s.samples, archive.Sample{T: b.At, Metric: metric, Subject: subject, Value: v, Unit: unit})
+	}
+	for _, h := range s.topo.Hosts {
+		used, ok := b.HostCPU[h.Name]
+		if !ok {
+			continue
+		}
+		subject := results.HostSubject(h.Name)
+		pct := 100 * (used - a.HostCPU[h.Name]).Seconds() / dt
+		add(results.CPUUtilization, subject, pct, "%")
+		if h.CPUs > 0 {
+			add(results.CPUQuotaUtilization, subject, pct/h.CPUs, "%")
+		}
+		if d, ok := b.HostDisk[h.Name]; ok {
+			read, write := s.diskRates(h, float64(d.Read-a.HostDisk[h.Name].Read), float64(d.Written-a.HostDisk[h.Name].Written), dt, b.DiskAtSubmission)
+			add(results.DiskRead, subject, read, "B/s")
+			add(results.DiskWrite, subject, write, "B/s")
+		}
+	}
+	if a.Engine != nil && b.Engine != nil {
+		add(results.CPUUtilization, results.Engine, 100*(b.Engine.CPUSeconds-a.Engine.CPUSeconds)/dt, "%")
+	}
+	for i, d := range b.Links {
+		if i >= len(a.Links) {
+			break
+		}
+		p := a.Links[i]
+		subject := results.LinkSubject(d.Name)
+		add(results.BandwidthUtilized, subject, float64(d.Bytes-p.Bytes)*8/dt, "bit/s")
+		add(results.LinkPackets, subject, float64(d.Packets-p.Packets)/dt, "packet/s")
+		add(results.LinkDropped, subject, float64(d.Drops-p.Drops), "packet")
+	}
+	if b.MachineTotal > a.MachineTotal {
+		add(results.CPUUtilization, results.Machine, 100*(b.MachineBusy-a.MachineBusy)/(b.MachineTotal-a.MachineTotal), "%")
+	}
+}
+
+// diskRates turns the bytes a host's disk counters gained over dt seconds
+// into rates. Where the counters count I/O on submission (cgroup v1), a
+// capped host's burst is not what reached the disk: the throttle holds what
+// exceeds the cap and lets it through at the cap, so that is what is
+// reported, and the rest waits for the next intervals.
+func (s *sampler) diskRates(h topology.Host, read, written, dt float64, atSubmission bool) (float64, float64) {
+	if !atSubmission || !h.DiskCapped() {
+		return read / dt, written / dt
+	}
+	q := s.diskQueued[h.Name]
+	if q == nil {
+		q = &[2]float64{}
+		s.diskQueued[h.Name] = q
+	}
+	out := [2]float64{read, written}
+	for i, capBps := range []int64{h.DiskReadBps, h.DiskWriteBps} {
+		if capBps <= 0 {
+			continue
+		}
+		q[i] += out[i]
+		out[i] = min(q[i], float64(capBps)*dt)
+		q[i] -= out[i]
+	}
+	return out[0] / dt, out[1] / dt
+}
+
+func (s *sampler) totals(a, b backend.Counters) {
+	dt := b.At.Sub(a.At).Seconds()
+	s.seconds = dt
+	s.hostCPU = map[string]float64{}
+	s.diskRead, s.diskWrite = map[string]float64{}, map[string]float64{}
+	s.dirBytes, s.dirDrops = map[string]uint64{}, map[string]uint64{}
+	if dt <= 0 {
+		return
+	}
+	for h, used := range b.HostCPU {
+		s.hostCPU[h] = 100 * (used - a.HostCPU[h]).Seconds() / dt
+	}
+	for h, d := range b.HostDisk {
+		s.diskRead[h] = float64(d.Read-a.HostDisk[h].Read) / dt
+		s.diskWrite[h] = float64(d.Written-a.HostDisk[h].Written) / dt
+	}
+	if a.Engine != nil && b.Engine != nil {
+		s.engineCPU = 100 * (b.Engine.CPUSeconds - a.Engine.CPUSeconds) / dt
+		s.outside = b.Engine.OutsideModel - a.Engine.OutsideModel
+	}
+	for i, d := range b.Links {
+		if i < len(a.Links) {
+			s.dirBytes[d.Name] = d.Bytes - a.Links[i].Bytes
+			s.dirDrops[d.Name] = d.Drops - a.Links[i].Drops
+		}
+	}
+	if b.MachineTotal > a.MachineTotal {
+		s.machine = 100 * (b.MachineBusy - a.MachineBusy) / (b.MachineTotal - a.MachineTotal)
+	}
+}
+
+// limits says whether the test-bed itself limited the step, and how: the
+// one rule of backend.Signs, on what a step's samples tell.
+func (s *sampler) limits() []string {
+	return backend.Signs{MachineBusyPct: s.machine, EngineCPUPct: s.engineCPU, OutsideModel: s.outside, LatenessP99us: -1}.Limits()
+}

@@ -1,0 +1,222 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/scenario"
+)
+
+// runner runs the steps of one run on one bed.
+type runner struct {
+	o     Options
+	bed   backend.Bed
+	hosts map[string]measure.Endpoint
+	run   int64
+	steps int
+	start time.Time
+	// seed is the scenario's; a step's is this plus its place in the run.
+	seed uint64
+}
+
+// step runs one step under the sampler and stores it. Its error is only
+// for a failure to store; how the step itself went is in the result.
+func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
+	a := r.o.Archive
+	sr := p.result()
+	stepID, err := a.StartStep(r.run, p.index, p.workload.Name, sr.Label, sr.Params)
+	if err != nil {
+		return sr, err
+	}
+	if err := waitForAgents(ctx, r.hosts); err != nil {
+		sr.Status, sr.Reason = archive.StatusFailed, err.Error()
+		return sr, errors.Join(a.AddEvent(r.run, stepID, archive.Failure, sr.Reason), a.EndStep(stepID, sr.Status, sr.Reason, sr.stored()))
+	}
+	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index),
+		expected: &counter{}, finished: &counter{}, failed: &counter{}}
+	out, smp, stepErr := r.measure(ctx, p, env, &sr)
+	out.samples = append(out.samples, smp.samples...)
+	sr.Metrics = out.metrics
+	figures(sr.Metrics, smp, r.bed, p.step)
+	sr.LimitedBy = smp.limits()
+	sr.TestbedLimited = len(sr.LimitedBy) > 0
+	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
+	return sr, r.store(stepID, &sr, out)
+}
+
+// measure runs the step's workload while the sampler samples the bed, and
+// reports progress every second.
+func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *StepResult) (*outcome, *sampler, error) {
+	began := time.Now()
+	report := func() {
+		if r.o.Progress != nil {
+			r.o.Progress(Progress{Step: p.index + 1, Steps: r.steps, Workload: p.workload.Name, Label: sr.Label,
+				Expected: env.expected.get(), Finished: env.finished.get(), Failed: env.failed.get(),
+				StepElapsed: time.Since(began), Elapsed: time.Since(r.start)})
+		}
+	}
+	report()
+	smp := newSampler(r.bed)
+	sampleCtx, stopSampling := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { smp.run(sampleCtx) })
+	ticker := time.NewTicker(time.Second)
+	tickDone := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-ticker.C:
+				report()
+			case <-tickDone:
+				return
+			}
+		}
+	})
+	out, err := execStep(ctx, env, p.step)
+	ticker.Stop()
+	close(tickDone)
+	stopSampling()
+	wg.Wait()
+	report()
+	sr.Seconds = time.Since(began).Seconds()
+	if out == nil {
+		out = &outcome{metrics: results.Metrics{}}
+	}
+	return out, smp, err
+}
+
+// figures adds what the sampler saw to a step's figures: each host's CPU
+// and disk, each role's CPU, the engine's and the machine's CPU, and each
+// link direction's rate, utilisation and drops.
+func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) {
+	topo := bed.Topology()
+	for h, pct := range smp.hostCPU {
+		m[results.CPUPct.Of(h)] = pct
+		if hp, ok := topo.Host(h); ok && hp.CPUs > 0 {
+			m[results.CPUQuotaPct.Of(h)] = pct / hp.CPUs
+		}
+	}
+	for _, h := range topo.Hosts {
+		read, ok := smp.diskRead[h.Name]
+		if !ok {
+			continue
+		}
+		write := smp.diskWrite[h.Name]
+		m[results.DiskReadMBs.Of(h.Name)] = read / 1e6
+		m[results.DiskWriteMBs.Of(h.Name)] = write / 1e6
+		if h.DiskReadBps > 0 {
+			m[results.DiskReadPct.Of(h.Name)] = 100 * read / float64(h.DiskReadBps)
+		}
+		if h.DiskWriteBps > 0 {
+			m[results.DiskWritePct.Of(h.Name)] = 100 * write / float64(h.DiskWriteBps)
+		}
+	}
+	roleCPU(m, s)
+	m[results.CPUPct.Of(results.Engine)] = smp.engineCPU
+	m[results.CPUPct.Of(results.Machine)] = smp.machine
+	for _, d := range topo.Dirs {
+		if b, ok := smp.dirBytes[d.Name]; ok && smp.seconds > 0 {
+			m[results.LinkMbps.Of(d.Name)] = float64(b) * 8 / smp.seconds / 1e6
+			if d.Config.Rate > 0 {
+				m[results.LinkUtilizationPct.Of(d.Name)] = 100 * float64(b) * 8 / smp.seconds / float64(d.Config.Rate)
+			}
+			m[results.LinkDrops.Of(d.Name)] = float64(smp.dirDrops[d.Name])
+		}
+	}
+}
+
+// stepStatus is how a step ended: interrupted, failed with nothing
+// measured, partial with something, or done.
+func stepStatus(ctx context.Context, stepErr error, out *outcome) (status, reason string) {
+	switch {
+	case ctx.Err() != nil:
+		return archive.StatusInterrupted, fmt.Sprintf("interrupted (%v)", context.Cause(ctx))
+	case stepErr != nil && len(out.jobs) == 0 && len(out.samples) == 0 && len(out.metrics) == 0:
+		return archive.StatusFailed, stepErr.Error()
+	case stepErr != nil:
+		return archive.StatusPartial, stepErr.Error()
+	}
+	return archive.StatusDone, ""
+}
+
+// store keeps everything the step measured before the next one starts. A
+// step whose samples, jobs or events could not all be stored is not done:
+// a resumed run does it again.
+func (r *runner) store(stepID int64, sr *StepResult, out *outcome) error {
+	a := r.o.Archive
+	var events []string
+	if sr.TestbedLimited {
+		events = append(events, "the test-bed limited this step: "+strings.Join(sr.LimitedBy, "; "))
+	}
+	if n := sr.Metrics[results.JobsEnded("timeout")]; n > 0 {
+		events = append(events, fmt.Sprintf("%.0f jobs timed out", n))
+	}
+	if n := sr.Metrics[results.JobsEnded("failed")] + sr.Metrics[results.JobsEnded("corrupt")]; n > 0 {
+		events = append(events, fmt.Sprintf("%.0f jobs failed or arrived corrupt", n))
+	}
+	events = append(events, out.events...)
+	err := errors.Join(a.AddSamples(r.run, stepID, out.samples), a.AddJobs(r.run, stepID, out.jobs))
+	for _, e := range events {
+		err = errors.Join(err, a.AddEvent(r.run, stepID, archive.Warning, e))
+	}
+	if err != nil {
+		sr.Status, sr.Reason = archive.StatusFailed, fmt.Sprintf("storing what it measured: %v", err)
+	}
+	if sr.Status != archive.StatusDone {
+		err = errors.Join(err, a.AddEvent(r.run, stepID, archive.Failure, sr.Reason))
+	}
+	return errors.Join(err, a.EndStep(stepID, sr.Status, sr.Reason, sr.stored()))
+}
+
+// waitForAgents checks that every host's agent answers before a step starts.
+func waitForAgents(ctx context.Context, hosts map[string]measure.Endpoint) error {
+	ctx, cancel := context.WithTimeout(ctx, agentWait)
+	defer cancel()
+	var errs []error
+	for _, h := range hosts {
+		if _, err := h.Agent.Hello(ctx, &agentpb.HelloRequest{ApiVersion: agent.APIVersion}, grpc.WaitForReady(true)); err != nil {
+			errs = append(errs, fmt.Errorf("the agent on %s did not answer within %v: %w", h.Host, agentWait, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// roleCPU adds the CPU figures of a workload's roles: the mean over the
+// role's hosts of cpu_pct.HOST as ROLE_cpu_pct, and of the share of quota.
+func roleCPU(m results.Metrics, s scenario.Step) {
+	alias := func(role string, hosts ...string) {
+		for _, f := range []results.Family{results.CPUPct, results.CPUQuotaPct} {
+			sum, n := 0.0, 0
+			for _, h := range hosts {
+				if v, ok := f.In(m, h); ok {
+					sum += v
+					n++
+				}
+			}
+			if n > 0 {
+				m[results.Role(role, f)] = sum / float64(n)
+			}
+		}
+	}
+	switch {
+	case s.EventDB != nil:
+		alias("server", s.EventDB.Server)
+		alias("client", s.EventDB.Clients...)
+	case s.TaskFarm != nil:
+		alias("master", s.TaskFarm.Master)
+		alias("worker", s.TaskFarm.Workers...)
+	}
+}

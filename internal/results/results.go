@@ -1,0 +1,189 @@
+// Package results names what wanlab measures and keeps, in one place for
+// those who write the archive and those who read it: the kinds of
+// workload, the figures of a step (docs/run-json.md), the metrics and
+// subjects of time series (NMWG names, docs/archive.md), and the versioned
+// form of a step's result. A name is built and parsed here and nowhere else.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Kind is the kind of a workload.
+type Kind string
+
+// The workload kinds.
+const (
+	EventDB    Kind = "eventdb"
+	TaskFarm   Kind = "taskfarm"
+	Mesh       Kind = "mesh"
+	Throughput Kind = "throughput"
+	Transfer   Kind = "transfer"
+	Probe      Kind = "probe"
+	Impact     Kind = "impact"
+)
+
+// Kinds lists every kind, in the order documentation lists them.
+var Kinds = []Kind{EventDB, TaskFarm, Mesh, Throughput, Transfer, Probe, Impact}
+
+// Metrics are a step's figures by name.
+type Metrics map[string]float64
+
+// Names lists the metrics' names in order.
+func (m Metrics) Names() []string { return slices.Sorted(maps.Keys(m)) }
+
+// Figures of a step that are about one subject (a host, a link direction,
+// the engine or the machine) are named FAMILY.SUBJECT, e.g. cpu_pct.server
+// or link_utilization_pct.a->b.
+type Family string
+
+// The families of figures per subject.
+const (
+	CPUPct             Family = "cpu_pct"       // % of one core
+	CPUQuotaPct        Family = "cpu_quota_pct" // % of the host's cpus quota
+	DiskReadMBs        Family = "disk_read_mbs"
+	DiskWriteMBs       Family = "disk_write_mbs"
+	DiskReadPct        Family = "disk_read_pct" // % of the host's disk cap
+	DiskWritePct       Family = "disk_write_pct"
+	LinkMbps           Family = "link_mbps"
+	LinkUtilizationPct Family = "link_utilization_pct" // % of the direction's rate
+	LinkDrops          Family = "link_drops"           // packets, by the queue and the loss model
+)
+
+// Subjects of figures and samples that are not hosts or links.
+const (
+	Engine  = "engine"  // the emulated test-bed's packet engine
+	Machine = "machine" // the whole machine, all cores
+)
+
+// Of names the family's figure about subject.
+func (f Family) Of(subject string) string { return string(f) + "." + subject }
+
+// In returns the figure of the family about subject, if m has it.
+func (f Family) In(m Metrics, subject string) (float64, bool) {
+	v, ok := m[f.Of(subject)]
+	return v, ok
+}
+
+// Subjects returns the subjects m has a figure of the family about, in order.
+func (f Family) Subjects(m Metrics) []string {
+	var out []string
+	for name := range m {
+		if s, ok := strings.CutPrefix(name, string(f)+"."); ok {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Names of the figures a step may have, besides the families above. Each
+// workload kind has some of them; docs/run-json.md says which.
+const (
+	ThroughputMbps  = "throughput_mbps"
+	AggregateMbps   = "aggregate_mbps"
+	TaskRateHz      = "task_rate_hz"
+	MessageRateHz   = "message_rate_hz"
+	Streams         = "streams"
+	WindowBytes     = "window_bytes"
+	Retransmits     = "retransmits"
+	LostPercent     = "lost_percent"
+	JitterMs        = "jitter_ms"
+	SenderCPUPct    = "sender_cpu_pct"
+	ReceiverCPUPct  = "receiver_cpu_pct"
+	Jobs            = "jobs"
+	JobsPerClient   = "jobs_per_client"
+	ServerPages     = "server_pages"
+	MeanWallclockS  = "mean_wallclock_s"
+	MinWallclockS   = "min_wallclock_s"
+	MaxWallclockS   = "max_wallclock_s"
+	TCPRTTMeanMs    = "tcp_rtt_mean_ms"
+	TCPRetransmits  = "tcp_retransmits"
+	Tasks           = "tasks"
+	TasksDone       = "tasks_done"
+	Workers         = "workers"
+	Seconds         = "seconds"
+	ResultBytes     = "result_bytes"
+	IdealSeconds    = "ideal_seconds"
+	Efficiency      = "efficiency"
+	WorkerIdleShare = "worker_idle_share"
+	RoundtripP50Ms  = "roundtrip_p50_ms"
+	RoundtripP99Ms  = "roundtrip_p99_ms"
+	RoundtripMeanMs = "roundtrip_mean_ms"
+	Transfers       = "transfers"
+	Bytes           = "bytes"
+	Compress        = "compress"
+	ChecksumOK      = "checksum_ok"
+	RTTP50Ms        = "rtt_p50_ms"
+	RTTP99Ms        = "rtt_p99_ms"
+	RTTAvgMs        = "rtt_avg_ms"
+	RTTInflationMs  = "rtt_inflation_ms"
+	LossIncreasePts = "loss_increase_points"
+	LoadMbps        = "load_mbps"
+)
+
+// JobsEnded names the count of a step's jobs that ended with status (ok,
+// timeout, failed, corrupt, cancelled): jobs_ok, jobs_timeout, ...
+func JobsEnded(status string) string { return "jobs_" + status }
+
+// Leg names a figure of one leg of a transfer ("there" or "back"), e.g.
+// there_mbps, back_sender_cpu_pct.
+func Leg(leg, figure string) string { return leg + "_" + figure }
+
+// The legs of a transfer.
+const (
+	There = "there"
+	Back  = "back"
+)
+
+// Phase names a figure of one phase of an impact test ("idle", "loaded",
+// "after"), e.g. loaded_rtt_p50_ms.
+func Phase(phase, figure string) string { return phase + "_" + figure }
+
+// Role names a figure about a workload role's hosts: the mean over them,
+// e.g. server_cpu_pct (a Family's figure over the role's hosts).
+func Role(role string, f Family) string { return role + "_" + string(f) }
+
+// StepVersion is the version of a step's result that this wanlab writes.
+const StepVersion = 2
+
+// Step is a step's result as the archive keeps it. Version 2 says so in
+// the JSON; a result with no version is the form wanlab wrote up to
+// a223ce5, which has the same fields.
+type Step struct {
+	Version int     `json:"version"`
+	Kind    Kind    `json:"kind"`
+	Seconds float64 `json:"seconds"`
+	// TestbedLimited says the emulator or the machine was saturated, so the
+	// figures describe the test-bed rather than the scenario; LimitedBy says how.
+	TestbedLimited bool     `json:"testbed_limited"`
+	LimitedBy      []string `json:"limited_by,omitempty"`
+	Metrics        Metrics  `json:"metrics"`
+}
+
+// DecodeStep reads a step's result from the archive, of any version this
+// wanlab knows.
+func DecodeStep(raw []byte) (Step, error) {
+	var s Step
+	if len(raw) == 0 {
+		return Step{Version: StepVersion, Metrics: Metrics{}}, nil
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, fmt.Errorf("reading a step's result: %w", err)
+	}
+	switch s.Version {
+	case 0: // wanlab a223ce5 and before: the same fields, unversioned
+		s.Version = StepVersion
+	case StepVersion:
+	default:
+		return s, fmt.Errorf("a step's result of version %d, newer than this wanlab knows (%d): upgrade wanlab", s.Version, StepVersion)
+	}
+	if s.Metrics == nil {
+		s.Metrics = Metrics{}
+	}
+	return s, nil
+}

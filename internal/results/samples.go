@@ -1,0 +1,103 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Metrics of time-series samples, named after the GGF NMWG hierarchy of
+// network characteristics where there is a name for it, and after what
+// wanlab adds where there is none (docs/archive.md).
+const (
+	BandwidthAchievable = "bandwidth.achievable" // bit/s a test moved
+	BandwidthUtilized   = "bandwidth.utilized"   // bit/s a link direction carried
+	DelayRoundtrip      = "delay.roundtrip"      // s
+	DelayOneway         = "delay.oneway"         // s
+	LossRoundtrip       = "loss.roundtrip"       // ratio
+	LossOneway          = "loss.oneway"          // ratio
+	Jitter              = "jitter"               // s
+	TCPCwnd             = "tcp.cwnd"             // bytes
+	TCPRetransmitsTotal = "tcp.retransmits"      // segments, since the connection began
+	CPUUtilization      = "cpu.utilization"      // % of one core (machine: of all cores)
+	CPUQuotaUtilization = "cpu.quota_utilization"
+	DiskRead            = "disk.read"    // B/s
+	DiskWrite           = "disk.write"   // B/s
+	LinkPackets         = "link.packets" // packets/s
+	LinkDropped         = "link.drops"   // packets, by the queue and the loss model
+)
+
+// A sample's subject says what it is about: "host NAME", "link DIRECTION",
+// a path "A->B", a stream of a path "A->B stream N", the "engine" or the
+// "machine".
+type Subject struct {
+	Kind SubjectKind
+	// Name is the host, the link direction or the path (A->B).
+	Name string
+	// Stream numbers a stream of a path, from 1; 0 for the path as a whole.
+	Stream int
+}
+
+// SubjectKind says what a subject is.
+type SubjectKind int
+
+// The kinds of subject.
+const (
+	OfHost SubjectKind = iota + 1
+	OfLink
+	OfPath
+	OfEngine
+	OfMachine
+)
+
+// HostSubject is a sample about a host.
+func HostSubject(host string) string { return "host " + host }
+
+// LinkSubject is a sample about a link direction, such as a->b.
+func LinkSubject(direction string) string { return "link " + direction }
+
+// PathSubject is a sample about the path from one host to another.
+func PathSubject(from, to string) string { return from + "->" + to }
+
+// StreamSubject is a sample about stream n (from 1) of a test on a path.
+func StreamSubject(from, to string, n int) string {
+	return fmt.Sprintf("%s stream %d", PathSubject(from, to), n)
+}
+
+// ParseSubject reads a sample's subject; ok is false for one it does not know.
+func ParseSubject(s string) (sub Subject, ok bool) {
+	switch {
+	case s == Engine:
+		return Subject{Kind: OfEngine, Name: s}, true
+	case s == Machine:
+		return Subject{Kind: OfMachine, Name: s}, true
+	}
+	if h, ok := strings.CutPrefix(s, "host "); ok {
+		return Subject{Kind: OfHost, Name: h}, true
+	}
+	if d, ok := strings.CutPrefix(s, "link "); ok {
+		return Subject{Kind: OfLink, Name: d}, true
+	}
+	if path, n, ok := strings.Cut(s, " stream "); ok {
+		var id int
+		if _, err := fmt.Sscanf(n, "%d", &id); err != nil || id < 1 || !strings.Contains(path, "->") {
+			return Subject{}, false
+		}
+		return Subject{Kind: OfPath, Name: path, Stream: id}, true
+	}
+	if strings.Contains(s, "->") {
+		return Subject{Kind: OfPath, Name: s}, true
+	}
+	return Subject{}, false
+}
+
+// BusiestLink is the link direction with the highest utilisation among a
+// step's figures, and that utilisation (%); of equals, the first by name.
+// "" when the step has none.
+func BusiestLink(m Metrics) (direction string, util float64) {
+	for _, d := range LinkUtilizationPct.Subjects(m) {
+		if v := m[LinkUtilizationPct.Of(d)]; direction == "" || v > util {
+			direction, util = d, v
+		}
+	}
+	return direction, util
+}

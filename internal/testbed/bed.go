@@ -1,0 +1,166 @@
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/topology"
+)
+
+// Bed is a running emulated test-bed, as controllers use it (backend.Bed).
+type Bed struct {
+	// Cleaned are the test-beds whose leftovers Start removed first.
+	Cleaned []string
+	state   *State
+	topo    *topology.Topology
+	owned   bool // Close takes it down
+	stats   *StatsReader
+	cg      *cgroup.Manager
+	exe     string
+}
+
+var _ backend.Bed = (*Bed)(nil)
+
+// Attach reaches test-bed name, which is up; Close leaves it up.
+func Attach(name string) (*Bed, error) {
+	if err := CheckEnvironment(); err != nil {
+		return nil, err
+	}
+	st, err := ReadState(name)
+	if err != nil {
+		return nil, err
+	}
+	if !Alive(name) {
+		return nil, fmt.Errorf("test-bed %q is not running (its engine is gone); clean it up with: wanlab testbed down %s", name, name)
+	}
+	return newBed(st, false)
+}
+
+// Start brings up the test-bed of a scenario for this process (see UpFor:
+// killed, this process takes it with it); Close takes it down.
+func Start(ctx context.Context, source string, text []byte) (*Bed, error) {
+	up, err := UpFor(ctx, source, text, os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBed(up.State, true)
+	if err != nil {
+		Down(up.State.Name)
+		return nil, err
+	}
+	b.Cleaned = up.Cleaned
+	return b, nil
+}
+
+func newBed(st *State, owned bool) (*Bed, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the wanlab executable: %w", err)
+	}
+	b := &Bed{state: st, topo: st.Topology(), owned: owned, stats: NewStatsReader(st.Name), exe: exe}
+	if cg, err := cgroup.Detect(); err == nil && cg.Version != cgroup.None {
+		b.cg = cg
+	}
+	return b, nil
+}
+
+// Name is the test-bed's name.
+func (b *Bed) Name() string { return b.state.Name }
+
+// State is what the test-bed recorded about itself when it came up.
+func (b *Bed) State() *State { return b.state }
+
+// Topology is the test-bed's hosts, directions and paths.
+func (b *Bed) Topology() *topology.Topology { return b.topo }
+
+// Dial connects to a host's agent on its socket, outside every emulated link.
+func (b *Bed) Dial(ctx context.Context, host string) (*agent.Client, error) {
+	if _, err := b.state.Host(host); err != nil {
+		return nil, err
+	}
+	return agent.Dial(ctx, host, AgentSocket(b.state.Name, host))
+}
+
+// Command runs argv in a host through wanlab testbed exec (its namespace,
+// cgroups and TMPDIR).
+func (b *Bed) Command(ctx context.Context, host string, argv ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, b.exe, append([]string{"testbed", "exec", b.state.Name, host, "--"}, argv...)...)
+}
+
+// Close takes the test-bed down if this Bed brought it up.
+func (b *Bed) Close() error {
+	if !b.owned {
+		return nil
+	}
+	if err := Down(b.state.Name); err != nil {
+		return fmt.Errorf("tearing down test-bed %q: %w", b.state.Name, err)
+	}
+	return nil
+}
+
+// Counters reads the hosts' cgroups (CPU, disk), the engine's counters and
+// the machine's CPU.
+func (b *Bed) Counters() (backend.Counters, error) {
+	c := backend.Counters{At: time.Now(), HostCPU: map[string]time.Duration{}, HostDisk: map[string]backend.DiskBytes{}}
+	if b.cg != nil {
+		c.DiskAtSubmission = b.cg.IOCountedAtSubmission()
+		for _, h := range b.state.Hosts {
+			if u, err := b.cg.Usage(h.Cgroup); err == nil {
+				c.HostCPU[h.Name] = u
+			}
+			if h.DiskDev == "" || !b.cg.HasIO() {
+				continue
+			}
+			if r, w, err := b.cg.IOUsage(h.Cgroup, cgroup.Disk{Dev: h.DiskDev}); err == nil {
+				c.HostDisk[h.Name] = backend.DiskBytes{Read: r, Written: w}
+			}
+		}
+	}
+	if st, err := b.stats.Read(); err == nil {
+		for _, d := range st.Dirs {
+			c.Links = append(c.Links, backend.LinkCounters{Name: d.Name, Bytes: d.Bytes, Packets: d.Packets, Drops: d.QueueDrops + d.LossDrops})
+		}
+		e := &backend.EngineCounters{CPUSeconds: st.CPUSeconds, OutsideModel: st.PoolDrops, LatenessP99us: st.Lateness.P99us,
+			Realtime: st.Realtime, CPUsAwake: st.CPUsAwake}
+		for _, p := range st.Ports {
+			e.OutsideModel += p.WriteDrops
+		}
+		c.Engine = e
+	}
+	c.MachineBusy, c.MachineTotal = machineCPU()
+	return c, nil
+}
+
+// machineCPU returns the machine's busy and total CPU seconds from /proc/stat.
+func machineCPU() (busy, total float64) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return 0, 0
+	}
+	fields := strings.Fields(sc.Text()) // cpu user nice system idle iowait irq softirq steal
+	for i, v := range fields[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+		if i == 7 {
+			break
+		}
+	}
+	return busy / 100, total / 100 // USER_HZ
+}

@@ -1,0 +1,65 @@
+package testbed
+
+import (
+	"net/netip"
+
+	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/topology"
+)
+
+// Host is a host of an emulated test-bed: its place in the topology and
+// what the emulation made for it.
+type Host struct {
+	topology.Host
+	Netns  string `json:"netns"`
+	Cgroup string `json:"cgroup"`
+	// DataDir holds the host's files; it is its agent's data folder and
+	// the TMPDIR of its processes.
+	DataDir string `json:"data_dir"`
+	// DiskDev ("major:minor") and DiskName are the disk that holds DataDir,
+	// which the host's disk caps apply to.
+	DiskDev  string `json:"disk_dev,omitempty"`
+	DiskName string `json:"disk_name,omitempty"`
+}
+
+// Device is the name of every host's interface to the engine.
+const Device = "wl0"
+
+// NetnsName is the name of a host's network namespace. Names cannot contain
+// '.', so the prefix "wanlab.<testbed>." finds exactly one test-bed's hosts.
+func NetnsName(testbed, host string) string { return "wanlab." + testbed + "." + host }
+
+// CgroupName is a host's cgroup below the cgroup root.
+func CgroupName(testbed, host string) string { return "wanlab/" + testbed + "/" + host }
+
+// Hosts are the hosts of a topology as this backend builds them.
+func Hosts(t *topology.Topology) []Host {
+	out := make([]Host, len(t.Hosts))
+	for i, h := range t.Hosts {
+		out[i] = Host{Host: h, Netns: NetnsName(t.Name, h.Name), Cgroup: CgroupName(t.Name, h.Name), DataDir: DataDir(t.Name, h.Name)}
+	}
+	return out
+}
+
+// engineConfig is the packet engine's configuration for a topology, given
+// each host's open TUN fd in host order.
+func engineConfig(t *topology.Topology, fds []int, seed uint64) linkemu.Config {
+	cfg := linkemu.Config{Paths: t.PathTable(), Seed: seed}
+	for i, h := range t.Hosts {
+		cfg.Ports = append(cfg.Ports, linkemu.Port{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)})
+		cfg.MaxPacket = max(cfg.MaxPacket, h.MTU)
+	}
+	for _, d := range t.Dirs {
+		c := d.Config
+		dc := linkemu.DirConfig{
+			Name: d.Name, Rate: float64(c.Rate), Delay: c.Delay, Jitter: c.Jitter, Reorder: c.Reorder,
+			QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
+			Loss: linkemu.LossConfig{Random: c.Loss.Random},
+		}
+		if g := c.Loss.Gilbert; g != nil {
+			dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}
+		}
+		cfg.Dirs = append(cfg.Dirs, dc)
+	}
+	return cfg
+}
