@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"github.com/wanlab/wanlab/internal/testsupport"
-
 	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	_ "modernc.org/sqlite"
-
+	"github.com/creack/pty"
 	"github.com/wanlab/wanlab/internal/controller"
+	"github.com/wanlab/wanlab/internal/testsupport"
+	_ "modernc.org/sqlite"
 )
 
 // runScenario writes a scenario and runs it with wanlab run --json, returning
@@ -707,5 +707,42 @@ workloads:
 	}
 	if m["disk_read_pct.a"] < 50 || m["disk_write_pct.a"] < 50 {
 		t.Errorf("host a's 2 MB/s disk at %.0f%% read, %.0f%% write: the mesh should keep it busy", m["disk_read_pct.a"], m["disk_write_pct.a"])
+	}
+}
+
+// TestRunProgressBar: under a terminal, wanlab run draws a progress bar
+// (step, elapsed time, ETA) on stderr; in a log it writes plain lines and
+// no control characters.
+func TestRunProgressBar(t *testing.T) {
+	testsupport.NeedRoot(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bar.yaml")
+	os.WriteFile(path, []byte("name: e2e-bar\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit, delay: 1ms}\nworkloads:\n  - throughput: {from: a, to: b, duration: 2s}\n    repeat: 2\n"), 0o644)
+
+	cmd := exec.Command(wanlabBin, "run", path, "--db", filepath.Join(dir, "tty.db"))
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 160})
+	if err != nil {
+		t.Fatalf("starting wanlab on a pseudo-terminal: %v", err)
+	}
+	var screen bytes.Buffer
+	io.Copy(&screen, tty) // until the process closes the terminal (EIO)
+	tty.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("wanlab run on a terminal: %v\n%s", err, screen.String())
+	}
+	assertNothingLeft(t, "e2e-bar")
+	got := screen.String()
+	for _, want := range []string{"run 1/2", "run 2/2", "elapsed", "ETA", "\r"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal shows no %q:\n%q", want, got)
+		}
+	}
+
+	r := wanlab(t, "run", path, "--db", filepath.Join(dir, "log.db"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "wanlab: run step 2/2: throughput repeat=2") || strings.ContainsAny(r.stderr, "\r\x1b") {
+		t.Errorf("in a log, stderr should be plain lines:\n%q", r.stderr)
 	}
 }

@@ -84,7 +84,9 @@ func checkTarget(ctx context.Context, stderr io.Writer, arg string) (*testbed.Be
 			return nil, err
 		}
 		abs, _ := filepath.Abs(arg)
-		bed, err := testbed.Start(ctx, abs, text)
+		up := newProgress(stderr, 0, "test-bed").terminalOnly()
+		bed, err := testbed.Start(ctx, abs, text, up.upStep)
+		up.done()
 		if err != nil {
 			return nil, err
 		}

@@ -17,31 +17,47 @@ import (
 // an estimate of the time left; elsewhere (logs, CI) one plain line per
 // step, and nothing that redraws.
 type progress struct {
-	w     io.Writer
-	what  string
-	p     *mpb.Progress
-	bar   *mpb.Bar
-	mu    sync.Mutex
-	label string
-	steps int
-	total int
+	w        io.Writer
+	terminal *os.File // nil when w is not a terminal
+	what     string
+	p        *mpb.Progress
+	bar      *mpb.Bar // made at the first step
+	mu       sync.Mutex
+	label    string
+	steps    int
+	total    int
+	quiet    bool // no plain lines: a bar on a terminal, else nothing
 }
 
-// newProgress starts the progress of what, in total steps (0: not known,
+// newProgress prepares the progress of what, in total steps (0: not known,
 // a spinner with the elapsed time).
 func newProgress(w io.Writer, total int, what string) *progress {
 	p := &progress{w: w, what: what, total: total}
-	f, ok := rawWriter(w).(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return p
+	if f, ok := rawWriter(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.terminal = f
 	}
-	p.p = mpb.New(mpb.WithOutput(f), mpb.WithWidth(24), mpb.WithRefreshRate(200*time.Millisecond))
+	return p
+}
+
+// terminalOnly shows the progress on a terminal only: work short enough
+// that a log needs no line per step of it.
+func (p *progress) terminalOnly() *progress {
+	p.quiet = true
+	return p
+}
+
+// start draws the bar, at the first step.
+func (p *progress) start() {
+	p.p = mpb.New(mpb.WithOutput(p.terminal), mpb.WithWidth(24), mpb.WithRefreshRate(200*time.Millisecond))
 	var style mpb.BarFillerBuilder = mpb.BarStyle()
-	if total == 0 {
+	if p.total == 0 {
 		style = mpb.SpinnerStyle()
 	}
-	p.bar = p.p.New(int64(total), style,
-		mpb.PrependDecorators(decor.Name(what+" "), decor.Any(func(s decor.Statistics) string {
+	known := p.total > 0
+	// A bar made with no total takes one later (SetTotal), and completes
+	// only when done() says so.
+	p.bar = p.p.New(0, style,
+		mpb.PrependDecorators(decor.Name(p.what+" "), decor.Any(func(s decor.Statistics) string {
 			if s.Total <= 0 {
 				return ""
 			}
@@ -49,11 +65,12 @@ func newProgress(w io.Writer, total int, what string) *progress {
 		})),
 		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return " " + p.current() + " " }),
 			decor.Elapsed(decor.ET_STYLE_GO), decor.Name(" elapsed"),
-			decor.OnCondition(decor.Name(", ETA "), total > 0), decor.OnCondition(decor.AverageETA(decor.ET_STYLE_GO), total > 0)),
+			decor.OnCondition(decor.Name(", ETA "), known), decor.OnCondition(decor.AverageETA(decor.ET_STYLE_GO), known)),
 		mpb.BarRemoveOnComplete(),
 	)
-	p.bar.EnableTriggerComplete() // done() completes it, not the count
-	return p
+	if p.total > 0 {
+		p.bar.SetTotal(int64(p.total), false)
+	}
 }
 
 func (p *progress) current() string {
@@ -69,15 +86,19 @@ func (p *progress) step(label string) {
 	p.steps++
 	n, total := p.steps, p.total
 	p.mu.Unlock()
-	if p.bar == nil {
-		if total > 0 {
+	if p.terminal == nil {
+		switch {
+		case p.quiet:
+		case total > 0:
 			fmt.Fprintf(p.w, "wanlab: %s step %d/%d: %s\n", p.what, n, total, label)
-		} else {
+		default:
 			fmt.Fprintf(p.w, "wanlab: %s: %s\n", p.what, label)
 		}
 		return
 	}
-	if n > 1 {
+	if p.bar == nil {
+		p.start()
+	} else {
 		p.bar.Increment()
 	}
 }
@@ -99,6 +120,12 @@ func (p *progress) setTotal(total int) {
 	}
 }
 
+// upStep follows a test-bed coming up (testbed.Progress).
+func (p *progress) upStep(step, steps int, what string) {
+	p.setTotal(steps)
+	p.step(what)
+}
+
 // done removes the bar.
 func (p *progress) done() {
 	if p.bar == nil {
@@ -106,4 +133,5 @@ func (p *progress) done() {
 	}
 	p.bar.SetTotal(-1, true)
 	p.p.Wait()
+	p.bar = nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,33 @@ links with rate, delay, jitter, loss and queues) and runs measurements across th
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newRunCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd())
+	refuseUnknownVerbs(root)
 	return root
+}
+
+// refuseUnknownVerbs makes every command that groups verbs print its help
+// when called alone, and refuse an unknown verb as a usage error (exit 2),
+// where cobra would print the help and succeed.
+func refuseUnknownVerbs(c *cobra.Command) {
+	if !c.HasSubCommands() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, a []string) error {
+		if len(a) == 0 {
+			return c.Help()
+		}
+		var verbs []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				verbs = append(verbs, sub.Name())
+			}
+		}
+		return usagef("unknown verb %q for %s: give one of %s (see %s --help)", a[0], c.CommandPath(), strings.Join(verbs, ", "), c.CommandPath())
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownVerbs(sub)
+	}
 }
 
 // interruptible returns a context that the first Ctrl-C or SIGTERM cancels,

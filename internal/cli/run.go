@@ -74,11 +74,13 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			}
 			defer ar.Close()
 			opts.Archive = ar
+			bar := newRunProgress(c.ErrOrStderr())
 			opts.Start = func(ctx context.Context, source string, text []byte) (backend.Bed, error) {
-				return testbed.Start(ctx, source, text)
+				up := newProgress(c.ErrOrStderr(), 0, "test-bed").terminalOnly()
+				defer up.done()
+				return testbed.Start(ctx, source, text, up.upStep)
 			}
 			ctx := c.Context()
-			bar := newRunProgress(c.ErrOrStderr())
 			opts.Progress = bar.update
 			res, err := controller.Run(ctx, opts)
 			bar.finish()
@@ -162,6 +164,9 @@ func (p *runProgress) update(pr controller.Progress) {
 		p.setTotal(pr.Steps)
 		p.progress.step(label)
 		p.step = pr.Step
+	}
+	if pr.Expected == 0 {
+		return // a measurement, not jobs
 	}
 	jobs := fmt.Sprintf("%d/%d jobs done", pr.Finished, pr.Expected)
 	if running := pr.Expected - pr.Finished; running > 0 {

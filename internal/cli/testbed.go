@@ -76,7 +76,9 @@ removed first. Ctrl-C while it comes up tears down what was built. Needs root.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			ctx := c.Context()
-			res, err := testbed.Up(ctx, a[0])
+			prog := newProgress(c.ErrOrStderr(), 0, "testbed up").terminalOnly()
+			res, err := testbed.Up(ctx, a[0], prog.upStep)
+			prog.done()
 			if err != nil {
 				return err
 			}

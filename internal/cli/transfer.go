@@ -71,7 +71,14 @@ that the check catches it.`,
 			}
 			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
 				ctx := c.Context()
+				legs := 1
+				if spec.Roundtrip {
+					legs = 2
+				}
+				prog := newProgress(c.ErrOrStderr(), legs, "transfer")
+				spec.OnLeg = func(from, to string) { prog.step(from + " -> " + to) }
 				res, err := measure.Transfer(ctx, from, to, spec)
+				prog.done()
 				return report(c.OutOrStdout(), asJSON, res, printTransfer, err)
 			})
 		},

@@ -23,6 +23,8 @@ type TransferSpec struct {
 	// CorruptAt flips the byte at this offset at the receiver before the
 	// checksum (a self-test of the check); -1 for none.
 	CorruptAt int64
+	// OnLeg, if set, is told as each leg starts.
+	OnLeg func(from, to string)
 }
 
 // TransferLeg is one direction of a transfer.
@@ -64,14 +66,14 @@ func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*Trans
 		res.Partial, res.Error = true, err.Error()
 		return res, err
 	}
-	there, kept, err := leg(ctx, src, dst, spec.Spec, &agentpb.SendFileRequest{File: spec.File, Size: uint64(spec.Size)}, uint64(spec.Size), spec.Roundtrip, spec.CorruptAt)
+	there, kept, err := leg(ctx, src, dst, spec, &agentpb.SendFileRequest{File: spec.File, Size: uint64(spec.Size)}, uint64(spec.Size), spec.Roundtrip, spec.CorruptAt)
 	res.There = there
 	if err != nil {
 		return fail(err)
 	}
 	res.ChecksumOK = there.ChecksumOK
 	if spec.Roundtrip {
-		back, _, err := leg(ctx, dst, src, spec.Spec, &agentpb.SendFileRequest{File: kept, RemoveAfter: true}, there.Bytes, false, -1)
+		back, _, err := leg(ctx, dst, src, spec, &agentpb.SendFileRequest{File: kept, RemoveAfter: true}, there.Bytes, false, -1)
 		res.Back = back
 		if err != nil {
 			return fail(err)
@@ -88,11 +90,14 @@ func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*Trans
 
 // leg sends one file from src to dst, of size bytes if known (else 0), and
 // returns the name under which dst kept it (if keep).
-func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agentpb.SendFileRequest, size uint64, keep bool, corruptAt int64) (*TransferLeg, string, error) {
+func leg(ctx context.Context, src, dst Endpoint, spec TransferSpec, send *agentpb.SendFileRequest, size uint64, keep bool, corruptAt int64) (*TransferLeg, string, error) {
 	l := &TransferLeg{From: src.Host, To: dst.Host}
+	if spec.OnLeg != nil {
+		spec.OnLeg(src.Host, dst.Host)
+	}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	rstream, err := dst.Agent.ReceiveFile(rctx, &agentpb.ReceiveFileRequest{Spec: agent.TransferSpecToPB(spec), Keep: keep, CorruptAt: corruptAt, ExpectedSize: size})
+	rstream, err := dst.Agent.ReceiveFile(rctx, &agentpb.ReceiveFileRequest{Spec: agent.TransferSpecToPB(spec.Spec), Keep: keep, CorruptAt: corruptAt, ExpectedSize: size})
 	if err != nil {
 		return l, "", AgentError(dst.Host, err)
 	}
@@ -100,7 +105,7 @@ func leg(ctx context.Context, src, dst Endpoint, spec transfer.Spec, send *agent
 	if err != nil {
 		return l, "", AgentError(dst.Host, err)
 	}
-	send.Spec = agent.TransferSpecToPB(spec)
+	send.Spec = agent.TransferSpecToPB(spec.Spec)
 	send.Address = net.JoinHostPort(dst.Addr, strconv.Itoa(int(first.GetListening().GetPort())))
 	sent, err := src.Agent.SendFile(ctx, send)
 	if err != nil {

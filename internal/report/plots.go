@@ -49,6 +49,10 @@ func linePlot(title, xLabel, yLabel string, lines []series, levels []level, poin
 	p.Y.Label.Text = yLabel
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
+	// The legend goes below the plot, never over its data.
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	entries := 0
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for i, s := range lines {
 		if len(s.xs) == 0 {
@@ -76,7 +80,8 @@ func linePlot(title, xLabel, yLabel string, lines []series, levels []level, poin
 			p.Add(sc)
 		}
 		if s.name != "" {
-			p.Legend.Add(s.name, l)
+			legend.Add(s.name, l)
+			entries++
 		}
 	}
 	if math.IsInf(xmin, 1) {
@@ -97,12 +102,11 @@ func linePlot(title, xLabel, yLabel string, lines []series, levels []level, poin
 		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		l.Width = vg.Points(1)
 		p.Add(l)
-		p.Legend.Add(lv.name, l)
+		legend.Add(lv.name, l)
+		entries++
 		p.Y.Max = math.Max(p.Y.Max, lv.y*1.08)
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(8)
-	return svg(p)
+	return svg(p, legend, entries)
 }
 
 // histogram draws the distribution of values.
@@ -122,14 +126,27 @@ func histogram(title, xLabel string, values []float64) (template.HTML, error) {
 	h.FillColor = palette[0]
 	h.LineStyle.Color = color.White
 	p.Add(h)
-	return svg(p)
+	return svg(p, plot.Legend{}, 0)
 }
 
-// svg renders a plot as SVG to inline in HTML: fonts are named, not
-// embedded, to keep the report small.
-func svg(p *plot.Plot) (template.HTML, error) {
-	c := vgsvg.NewWith(vgsvg.UseWH(plotW, plotH), vgsvg.EmbedFonts(false))
-	p.Draw(draw.New(c))
+// legendRow is the height of one legend entry below a plot.
+const legendRow = 12 * vg.Millimeter / 3
+
+// svg renders a plot as SVG to inline in HTML, with its legend of entries
+// rows in a strip of its own below it, so that no legend covers the data.
+// Fonts are named, not embedded, to keep the report small.
+func svg(p *plot.Plot, legend plot.Legend, entries int) (template.HTML, error) {
+	strip := vg.Length(0)
+	if entries > 0 {
+		strip = vg.Length(entries)*legendRow + 2*vg.Millimeter
+	}
+	c := vgsvg.NewWith(vgsvg.UseWH(plotW, plotH+strip), vgsvg.EmbedFonts(false))
+	whole := draw.New(c)
+	p.Draw(draw.Crop(whole, 0, 0, strip, 0))
+	if entries > 0 {
+		legend.XOffs = 12 * vg.Millimeter
+		legend.Draw(draw.Crop(whole, 0, 0, 0, -plotH))
+	}
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("drawing %q: %w", p.Title.Text, err)

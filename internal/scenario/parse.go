@@ -490,6 +490,8 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		for _, key := range slices.Sorted(maps.Keys(h.Value.Sysctl)) {
 			if !sysctlRE.MatchString(key) {
 				v.fail(field+".sysctl", "%q is not a network sysctl: give a dotted name under net., e.g. net.ipv4.tcp_rmem", key)
+			} else if machineWide[key] {
+				v.fail(field+".sysctl", "%s is machine-wide, not per host: a network namespace cannot set it (it reads the machine's). Set it on the machine before testbed up (sysctl -w %s=%s); large TCP windows need net.core.rmem_max and wmem_max raised there", key, key, h.Value.Sysctl[key])
 			}
 		}
 		if c := h.Value.CPUs; c != nil {

@@ -162,6 +162,16 @@ var DefaultSubnet = netip.MustParsePrefix("10.250.0.0/16")
 
 var sysctlRE = regexp.MustCompile(`^net(\.[a-z0-9_]+)+$`)
 
+// machineWide are network sysctls that a network namespace reads from the
+// machine (read-only) or does not have: a host cannot set them.
+var machineWide = map[string]bool{
+	"net.core.rmem_max": true, "net.core.wmem_max": true, "net.core.rmem_default": true, "net.core.wmem_default": true,
+	"net.core.optmem_max": true, "net.core.netdev_max_backlog": true, "net.core.default_qdisc": true,
+	"net.core.busy_poll": true, "net.core.busy_read": true, "net.core.netdev_budget": true, "net.core.dev_weight": true,
+	"net.ipv4.tcp_mem": true, "net.ipv4.udp_mem": true, "net.ipv4.tcp_max_orphans": true, "net.ipv4.tcp_low_latency": true,
+	"net.ipv4.tcp_allowed_congestion_control": true, "net.ipv4.tcp_available_congestion_control": true,
+}
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 
 // DefaultQueue returns the queue used when a direction does not set one.

@@ -47,8 +47,8 @@ func Attach(name string) (*Bed, error) {
 
 // Start brings up the test-bed of a scenario for this process (see UpFor:
 // killed, this process takes it with it); Close takes it down.
-func Start(ctx context.Context, source string, text []byte) (*Bed, error) {
-	up, err := UpFor(ctx, source, text, os.Getpid())
+func Start(ctx context.Context, source string, text []byte, progress Progress) (*Bed, error) {
+	up, err := UpFor(ctx, source, text, os.Getpid(), progress)
 	if err != nil {
 		return nil, err
 	}

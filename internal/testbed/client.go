@@ -76,7 +76,7 @@ type UpResult struct {
 // Up brings up the test-bed in scenario file path and returns once it is ready.
 // The engine keeps running in a background daemon. If ctx is cancelled while
 // it comes up (Ctrl-C), the daemon tears everything down before Up returns.
-func Up(ctx context.Context, path string) (*UpResult, error) {
+func Up(ctx context.Context, path string, progress Progress) (*UpResult, error) {
 	if err := CheckEnvironment(); err != nil {
 		return nil, err
 	}
@@ -85,14 +85,21 @@ func Up(ctx context.Context, path string) (*UpResult, error) {
 		return nil, err
 	}
 	abs, _ := filepath.Abs(path)
-	return UpFor(ctx, abs, data, 0)
+	return UpFor(ctx, abs, data, 0, progress)
 }
+
+// Progress is told how far a test-bed has come up: step of steps, and what
+// is being done. It may be nil.
+type Progress func(step, steps int, what string)
+
+// progressPrefix opens the lines of progress the daemon writes before "ok".
+const progressPrefix = "progress "
 
 // UpFor brings up the test-bed of a scenario's text, read from source (a
 // file or a built-in's name, for the record), for a test-bed that lives
 // only as long as process owner (if not 0): when the owner is gone, even
 // killed, the daemon takes it down.
-func UpFor(ctx context.Context, source string, text []byte, owner int) (*UpResult, error) {
+func UpFor(ctx context.Context, source string, text []byte, owner int, progress Progress) (*UpResult, error) {
 	if err := CheckEnvironment(); err != nil {
 		return nil, err
 	}
@@ -127,10 +134,7 @@ func UpFor(ctx context.Context, source string, text []byte, owner int) (*UpResul
 	}
 	defer ready.Close()
 	msg := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(ready)
-		msg <- strings.TrimSpace(string(b))
-	}()
+	go func() { msg <- readReady(ready, progress) }()
 	select {
 	case m := <-msg:
 		if m != "ok" {
@@ -152,6 +156,27 @@ func UpFor(ctx context.Context, source string, text []byte, owner int) (*UpResul
 	}
 	res.State, err = ReadState(tb.Name)
 	return res, err
+}
+
+// readReady passes on the daemon's lines of progress and returns its last
+// word: "ok", or the error.
+func readReady(ready io.Reader, progress Progress) string {
+	sc := bufio.NewScanner(ready)
+	var rest []string
+	for sc.Scan() {
+		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, progressPrefix); ok {
+			f := strings.SplitN(p, " ", 3)
+			step, err1 := strconv.Atoi(f[0])
+			steps, err2 := strconv.Atoi(f[min(1, len(f)-1)])
+			if err1 == nil && err2 == nil && len(f) == 3 && progress != nil {
+				progress(step, steps, f[2])
+			}
+			continue
+		}
+		rest = append(rest, line)
+	}
+	return strings.TrimSpace(strings.Join(rest, "\n"))
 }
 
 // startDaemon starts `wanlab testbed daemon` for name in a session of its own

@@ -36,7 +36,7 @@ var errInterrupted = errors.New("interrupted while coming up")
 func RunDaemon(name, source string, owner int, ready *os.File) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	d := &daemon{name: name, source: source, sigs: sigs}
+	d := &daemon{name: name, source: source, sigs: sigs, ready: ready}
 	err := d.build()
 	if err != nil {
 		// Tear down before answering, so that when Up returns nothing is left.
@@ -84,7 +84,8 @@ func ownerGone(owner int) <-chan struct{} {
 		return gone
 	}
 	go func() {
-		for syscall.Kill(owner, 0) != syscall.ESRCH {
+		// A zombie is gone too: its parent may not reap it for a while.
+		for processAlive(owner) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		close(gone)
@@ -97,6 +98,7 @@ type daemon struct {
 	name     string
 	source   string
 	sigs     chan os.Signal
+	ready    *os.File // testbed up reads progress, then "ok" or the error
 	topo     *topology.Topology
 	hosts    []Host
 	fds      []int
@@ -123,6 +125,9 @@ func (d *daemon) build() error {
 		return err
 	}
 	d.hosts = Hosts(d.topo)
+	if err := shareNetnsDir(); err != nil {
+		return err
+	}
 	cg, err := cgroup.Detect()
 	if err != nil {
 		return err
@@ -132,6 +137,7 @@ func (d *daemon) build() error {
 		if d.interrupted() {
 			return errInterrupted
 		}
+		fmt.Fprintf(d.ready, "%s%d %d building host %s\n", progressPrefix, i+1, len(d.hosts)+1, h.Name)
 		if err := cg.Create(h.Cgroup, h.CPUs); err != nil {
 			return fmt.Errorf("host %s: %w", h.Name, err)
 		}
@@ -154,6 +160,7 @@ func (d *daemon) build() error {
 	if err := d.serve(); err != nil {
 		return err
 	}
+	fmt.Fprintf(d.ready, "%s%d %d starting the agents\n", progressPrefix, len(d.hosts)+1, len(d.hosts)+1)
 	if err := writeState(&State{
 		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
 		Cgroup: cg.Version.String(), Hosts: d.hosts, Dirs: d.topo.Dirs, Paths: d.topo.Paths,

@@ -52,6 +52,26 @@ func inNetns(ns netns.NsHandle, fn func() error) error {
 	return fnErr
 }
 
+// shareNetnsDir makes NetnsDir a shared mount point, as `ip netns add`
+// does: a bind mount of itself, shared. Were it left a plain folder, the
+// first `ip netns add` while a test-bed is up would bind-mount it over the
+// test-bed's namespaces, hiding them from their teardown.
+func shareNetnsDir() error {
+	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
+		return err
+	}
+	err := unix.Mount("", NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) { // not a mount point yet
+		if err = unix.Mount(NetnsDir, NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("making %s a shared mount point, as ip netns does: %w", NetnsDir, err)
+	}
+	return nil
+}
+
 // createNetns creates the named namespace (visible to `ip netns`).
 func createNetns(name string) (netns.NsHandle, error) {
 	runtime.LockOSThread()

@@ -28,8 +28,10 @@ var ratePrefixes = map[string]float64{
 	"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12,
 }
 
-// ParseRate parses a rate such as "100Mbit", "1.7Mbit/s", "2Mbps" or "1Gbit".
-// Prefixes are decimal (k = 1000), as on every network link.
+// ParseRate parses a rate in bits per second: "100Mbit", "1.7Mbit/s",
+// "2Mbps", "10Gbit", or with a bare prefix as iperf3's -b takes it, "100m",
+// "1G". Prefixes are decimal (k = 1000), as on every network link. A bare
+// number is refused: its unit would be a guess.
 func ParseRate(s string) (Rate, error) {
 	num, unit, err := splitNumber(s)
 	if err != nil {
@@ -38,19 +40,25 @@ func ParseRate(s string) (Rate, error) {
 	if unit == "" {
 		return 0, fmt.Errorf("rate %q: %w (write e.g. 100Mbit)", s, ErrNoUnit)
 	}
+	if num < 0 {
+		return 0, fmt.Errorf("rate %q is negative", s)
+	}
+	if mult, ok := ratePrefixes[unit]; ok {
+		return Rate(num * mult), nil // iperf3's "100m"
+	}
 	for _, suffix := range []string{"bit/s", "bps", "bit", "b/s"} {
 		prefix, ok := strings.CutSuffix(unit, suffix)
 		if !ok {
 			continue
 		}
 		if mult, ok := ratePrefixes[prefix]; ok {
-			if num < 0 {
-				return 0, fmt.Errorf("rate %q is negative", s)
-			}
 			return Rate(num * mult), nil
 		}
 	}
-	return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, Mbit, Gbit)", s, unit)
+	if bytes, ok := sizeUnits[strings.TrimSuffix(strings.TrimSuffix(unit, "/s"), "ps")]; ok && strings.Contains(unit, "B") {
+		return 0, fmt.Errorf("rate %q: unknown unit %q: rates are in bits (%sMbit for %s)", s, unit, trimFloat(num*bytes*8/1e6), strings.TrimSpace(s))
+	}
+	return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, Mbit, Gbit, or k, m, g as iperf3 takes them)", s, unit)
 }
 
 // String prints the rate to four significant digits with the largest prefix
@@ -96,10 +104,13 @@ var sizeUnits = map[string]float64{
 	"B": 1, "": 1,
 	"KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+	// A bare prefix, as iperf3's -w, -l and -n take it: binary.
+	"K": 1 << 10, "k": 1 << 10, "M": 1 << 20, "m": 1 << 20, "G": 1 << 30, "g": 1 << 30, "T": 1 << 40, "t": 1 << 40,
 }
 
-// ParseSize parses a byte size such as "256KiB", "1.6GB" or "1500B".
-// KB/MB/GB are decimal and KiB/MiB/GiB binary. A bare number is a byte count.
+// ParseSize parses a byte size such as "256KiB", "1.6GB", "1500B", or with
+// a bare prefix as iperf3 takes it, "64K" or "4M". KB/MB/GB are decimal;
+// KiB/MiB/GiB and the bare K/M/G binary. A bare number is a byte count.
 func ParseSize(s string) (Size, error) {
 	num, unit, err := splitNumber(s)
 	if err != nil {
@@ -107,7 +118,7 @@ func ParseSize(s string) (Size, error) {
 	}
 	mult, ok := sizeUnits[unit]
 	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KB, KiB, MB, MiB, GB, GiB)", s, unit)
+		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KB, KiB, MB, MiB, GB, GiB, or K, M, G as iperf3 takes them)", s, unit)
 	}
 	if num < 0 {
 		return 0, fmt.Errorf("size %q is negative", s)

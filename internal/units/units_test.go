@@ -23,6 +23,13 @@ func TestParseRate(t *testing.T) {
 		{"100", 0, "missing unit"},
 		{"-5Mbit", 0, "negative"},
 		{"5MB", 0, "unknown unit"},
+		{"1MB/s", 0, "rates are in bits (8Mbit for 1MB/s)"},
+		{"100m", 100e6, ""}, // iperf3 -b 100m
+		{"100M", 100e6, ""},
+		{"1G", 1e9, ""},
+		{"10Gbit", 10e9, ""},
+		{"10k", 10e3, ""},
+		{"5x", 0, "unknown unit"},
 		{"fast", 0, "does not start with a number"},
 		{"", 0, "does not start with a number"},
 	}
@@ -76,6 +83,11 @@ func TestParseSize(t *testing.T) {
 		{"8MiB", 8 << 20, ""},
 		{"-1KB", 0, "negative"},
 		{"3 parsecs", 0, "unknown unit"},
+		{"64K", 64 << 10, ""}, // iperf3 -w 64K
+		{"4M", 4 << 20, ""},
+		{"1G", 1 << 30, ""},
+		{"2m", 2 << 20, ""},
+		{"1Gbit", 0, "unknown unit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
