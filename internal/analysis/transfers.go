@@ -19,7 +19,7 @@ func transfers(w Workload, ws WorkloadSteps) []Finding {
 		if v.Bottleneck == "" {
 			continue
 		}
-		groups[v.Bottleneck] = append(groups[v.Bottleneck], fmt.Sprintf("%s (%s)", v.Label, v.Why))
+		groups[v.Bottleneck] = append(groups[v.Bottleneck], fmt.Sprintf("%s (%s)", orStep(w.Steps[i]), v.Why))
 		values["steps_"+v.Bottleneck]++
 		if mbps, ok := throughputOf(w.Steps[i].Metrics); ok {
 			values["throughput_mbps."+v.Label] = mbps

@@ -58,7 +58,9 @@ func roles(c scenario.Step) (servers, clients []string, single bool) {
 	return nil, nil, false
 }
 
-// verdict decides what limited a step.
+// verdict decides what limited a step: the test-bed, a full resource, or,
+// when none was full, latency (or the tasks themselves, for a farm that
+// kept its workers busy).
 func verdict(w Workload, s Step, o Options) StepVerdict {
 	v := StepVerdict{Index: s.Index, Label: s.Label, Status: s.Status}
 	if _, ok := throughputOf(s.Metrics); !ok || s.Status == "failed" {
@@ -70,6 +72,34 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Machine)], "engine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Engine)]}
 		return v
 	}
+	res := resources(w, s)
+	if len(res) == 0 {
+		return v // nothing was measured to judge by (an imported test)
+	}
+	v.Evidence = map[string]float64{}
+	for _, r := range res {
+		key := r.name + "_pct"
+		if r.util > v.Evidence[key] {
+			v.Evidence[key] = r.util
+		}
+	}
+	if res[0].util >= o.Saturated {
+		v.Bottleneck = res[0].name
+		v.Confidence = "high"
+		v.Why = fmt.Sprintf("%s was %.0f%% busy", res[0].what, res[0].util)
+		if len(res) > 1 && res[1].name != res[0].name && res[1].util >= o.Saturated-10 {
+			v.Confidence = "medium"
+			v.Why += fmt.Sprintf(", and %s %.0f%%", res[1].what, res[1].util)
+		}
+		return v
+	}
+	return notFull(w, s, res, o, v)
+}
+
+// resources are what a step's figures say of its candidate bottlenecks,
+// the fullest first: the busiest link, a transfer's legs or the hosts'
+// disks, and the CPU of each server and client.
+func resources(w Workload, s Step) []resource {
 	var res []resource
 	if name, util := results.BusiestLink(s.Metrics); name != "" {
 		res = append(res, resource{Network, util, "link " + name})
@@ -93,31 +123,13 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 			}
 		}
 	}
-	if len(res) == 0 {
-		return v // nothing was measured to judge by (an imported test)
-	}
 	sort.SliceStable(res, func(i, j int) bool { return res[i].util > res[j].util })
-	v.Evidence = map[string]float64{}
-	for _, r := range res {
-		key := r.name + "_pct"
-		if r.util > v.Evidence[key] {
-			v.Evidence[key] = r.util
-		}
-	}
-	if len(res) > 0 && res[0].util >= o.Saturated {
-		v.Bottleneck = res[0].name
-		v.Confidence = "high"
-		v.Why = fmt.Sprintf("%s was %.0f%% busy", res[0].what, res[0].util)
-		if len(res) > 1 && res[1].name != res[0].name && res[1].util >= o.Saturated-10 {
-			v.Confidence = "medium"
-			v.Why += fmt.Sprintf(", and %s %.0f%%", res[1].what, res[1].util)
-		}
-		return v
-	}
-	top := "nothing measured"
-	if len(res) > 0 {
-		top = fmt.Sprintf("%s at %.0f%%", res[0].what, res[0].util)
-	}
+	return res
+}
+
+// notFull decides a step none of whose resources was full.
+func notFull(w Workload, s Step, res []resource, o Options, v StepVerdict) StepVerdict {
+	top := fmt.Sprintf("%s at %.0f%%", res[0].what, res[0].util)
 	if w.Kind == results.TaskFarm && s.Metrics[results.Efficiency] >= 0.95 {
 		v.Bottleneck, v.Confidence = ClientCPU, "medium"
 		v.Why = fmt.Sprintf("the workers were busy with the tasks %.0f%% of the ideal time (busiest other resource: %s)", 100*s.Metrics[results.Efficiency], top)
@@ -127,7 +139,7 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 	// A transfer's legs are measured against exact capacities: a disk or
 	// path within 10 points of full, well ahead of the rest, is what held it,
 	// the shortfall being the time the two spent waiting on each other.
-	if s.Config.Transfer != nil && len(res) > 0 && res[0].util >= o.Saturated-10 && (len(res) == 1 || res[1].util < res[0].util-10) {
+	if s.Config.Transfer != nil && res[0].util >= o.Saturated-10 && (len(res) == 1 || res[1].util < res[0].util-10) {
 		v.Bottleneck, v.Confidence = res[0].name, "low"
 		v.Why = fmt.Sprintf("%s was %.0f%% busy, nearly full, and nothing else came close: the streams took turns waiting on it and on the rest of the path", res[0].what, res[0].util)
 		return v

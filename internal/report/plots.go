@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -58,27 +59,11 @@ func linePlot(title, xLabel, yLabel string, lines []series, levels []level, poin
 		if len(s.xs) == 0 {
 			continue
 		}
-		xys := make(plotter.XYs, len(s.xs))
-		for j := range s.xs {
-			xys[j].X, xys[j].Y = s.xs[j], s.ys[j]
-			xmin, xmax = math.Min(xmin, s.xs[j]), math.Max(xmax, s.xs[j])
-		}
-		l, err := plotter.NewLine(xys)
+		l, err := addSeries(p, s, palette[i%len(palette)], points)
 		if err != nil {
 			return "", err
 		}
-		l.Color = palette[i%len(palette)]
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		if points {
-			sc, err := plotter.NewScatter(xys)
-			if err != nil {
-				return "", err
-			}
-			sc.Color = l.Color
-			sc.Shape = draw.CircleGlyph{}
-			p.Add(sc)
-		}
+		xmin, xmax = math.Min(xmin, slices.Min(s.xs)), math.Max(xmax, slices.Max(s.xs))
 		if s.name != "" {
 			legend.Add(s.name, l)
 			entries++
@@ -109,6 +94,32 @@ func linePlot(title, xLabel, yLabel string, lines []series, levels []level, poin
 	return svg(p, legend, entries)
 }
 
+// addSeries draws one series as a line, with markers when points, and
+// returns the line for the legend.
+func addSeries(p *plot.Plot, s series, c color.Color, points bool) (*plotter.Line, error) {
+	xys := make(plotter.XYs, len(s.xs))
+	for j := range s.xs {
+		xys[j].X, xys[j].Y = s.xs[j], s.ys[j]
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return nil, err
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	if points {
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color = c
+		sc.Shape = draw.CircleGlyph{}
+		p.Add(sc)
+	}
+	return l, nil
+}
+
 // histogram draws the distribution of values.
 func histogram(title, xLabel string, values []float64) (template.HTML, error) {
 	if len(values) < 2 {
@@ -130,7 +141,7 @@ func histogram(title, xLabel string, values []float64) (template.HTML, error) {
 }
 
 // legendRow is the height of one legend entry below a plot.
-const legendRow = 12 * vg.Millimeter / 3
+const legendRow = 4.6 * vg.Millimeter
 
 // svg renders a plot as SVG to inline in HTML, with its legend of entries
 // rows in a strip of its own below it, so that no legend covers the data.

@@ -150,7 +150,10 @@ func TestArchiveOfAnEarlierRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := os.ReadFile(base + ".report.html")
-	if g, w := reportText(b.String()), reportText(string(want)); g != w {
+	// The one intended change since a223ce5: a single-step transfer
+	// workload's finding names its step ("step 7"), where it had a gap.
+	fixed := strings.Replace(string(want), "1 transfer:  (the path", "1 transfer: step 7 (the path", 1)
+	if g, w := reportText(b.String()), reportText(fixed); g != w {
 		t.Errorf("the report's text differs from what a223ce5 wrote:\n%s", firstDifference(g, w))
 	}
 }
