@@ -91,6 +91,16 @@ func up(t *testing.T, yaml string) string {
 	return name
 }
 
+// pairBed is the YAML of test-bed name: hosts a and b joined by one link
+// with the given settings, each a line such as "rate: 20Mbit".
+func pairBed(name string, link ...string) string {
+	yaml := "name: " + name + "\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n"
+	for _, l := range link {
+		yaml += "    " + l + "\n"
+	}
+	return yaml
+}
+
 func scenarioName(t *testing.T, yaml string) string {
 	for _, line := range strings.Split(yaml, "\n") {
 		if v, ok := strings.CutPrefix(line, "name: "); ok {

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/wanlab/wanlab/internal/testsupport"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 // measureJSON runs wanlab measure throughput --json and parses the result.
@@ -32,15 +31,7 @@ func measureJSON(t *testing.T, args ...string) (*measure.ThroughputResult, resul
 func TestMeasureThroughputAgreesWithIperf3(t *testing.T) {
 	testsupport.NeedRoot(t)
 	testsupport.Need(t, "iperf3")
-	name := up(t, `name: e2e-meas
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 20Mbit
-    delay: 10ms
-`)
+	name := up(t, pairBed("e2e-meas", "rate: 20Mbit", "delay: 10ms"))
 	for _, streams := range []string{"1", "4"} {
 		res, r := measureJSON(t, "--testbed", name, "--from", "a", "--to", "b", "-t", "4", "-P", streams, "-C", "cubic")
 		if r.code != 0 {
@@ -262,16 +253,7 @@ func irttMedian(t *testing.T, name, addr string) float64 {
 // the load wait behind a full queue, about 52 ms more than before it.
 func TestMeasureImpact(t *testing.T) {
 	testsupport.NeedRoot(t)
-	name := up(t, `name: e2e-impact
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 10Mbit
-    delay: 5ms
-    queue: 64KB
-`)
+	name := up(t, pairBed("e2e-impact", "rate: 10Mbit", "delay: 5ms", "queue: 64KB"))
 	r := wanlab(t, "measure", "impact", "--testbed", name, "--from", "a", "--to", "b", "--phase", "1s", "--load-duration", "4s", "--load-streams", "4", "--json")
 	if r.code != 0 {
 		t.Fatalf("impact: exit %d: %s", r.code, r.stderr)
@@ -296,15 +278,7 @@ links:
 // window-limited (W/RTT), and the advice is a cell near the bottleneck.
 func TestMeasureTune(t *testing.T) {
 	testsupport.NeedRoot(t)
-	name := up(t, `name: e2e-tune
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 50Mbit
-    delay: 20ms
-`)
+	name := up(t, pairBed("e2e-tune", "rate: 50Mbit", "delay: 20ms"))
 	r := wanlab(t, "measure", "tune", "--testbed", name, "--from", "a", "--to", "b", "--streams", "1,4", "--windows", "64KiB,auto", "-t", "3", "--size", "100MB", "--json")
 	if r.code != 0 {
 		t.Fatalf("tune: exit %d: %s", r.code, r.stderr)

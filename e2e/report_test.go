@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/wanlab/wanlab/internal/testsupport"
-
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 // TestDemoReport runs the demo scenario (quick), checks the findings it

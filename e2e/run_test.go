@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	_ "modernc.org/sqlite"
+
 	"github.com/wanlab/wanlab/internal/controller"
 	"github.com/wanlab/wanlab/internal/testsupport"
-	_ "modernc.org/sqlite"
 )
 
 // runScenario writes a scenario and runs it with wanlab run --json, returning

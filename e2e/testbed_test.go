@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/wanlab/wanlab/internal/testsupport"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 // TestRateAndDelay checks a shaped path with iperf3 and ping: TCP close to the
@@ -24,15 +23,7 @@ import (
 func TestRateAndDelay(t *testing.T) {
 	testsupport.NeedRoot(t)
 	testsupport.Need(t, "iputils-ping", "iperf3")
-	name := up(t, `name: e2e-rate
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 20Mbit
-    delay: 10ms
-`)
+	name := up(t, pairBed("e2e-rate", "rate: 20Mbit", "delay: 10ms"))
 	s := status(t, name)
 	ctx := context.Background()
 	ping, err := runner(name).Ping(ctx, "a", s.addr("b"), 20, 50*time.Millisecond)
@@ -62,16 +53,7 @@ links:
 func TestAsymmetricDirections(t *testing.T) {
 	testsupport.NeedRoot(t)
 	testsupport.Need(t, "iperf3")
-	name := up(t, `name: e2e-asym
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    delay: 2ms
-    forward: {rate: 8Mbit}
-    reverse: {rate: 2Mbit}
-`)
+	name := up(t, pairBed("e2e-asym", "delay: 2ms", "forward: {rate: 8Mbit}", "reverse: {rate: 2Mbit}"))
 	s := status(t, name)
 	for _, tt := range []struct {
 		client, server string
@@ -129,15 +111,7 @@ links:
 func TestQueueDrops(t *testing.T) {
 	testsupport.NeedRoot(t)
 	testsupport.Need(t, "iperf3")
-	name := up(t, `name: e2e-queue
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 5Mbit
-    queue: 20
-`)
+	name := up(t, pairBed("e2e-queue", "rate: 5Mbit", "queue: 20"))
 	s := status(t, name)
 	res, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{
 		Client: "a", Server: "b", ServerAddr: s.addr("b"), Duration: 3 * time.Second,
@@ -165,15 +139,7 @@ links:
 func TestJitter(t *testing.T) {
 	testsupport.NeedRoot(t)
 	testsupport.Need(t, "iputils-ping")
-	name := up(t, `name: e2e-jitter
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    delay: 5ms
-    jitter: 2ms
-`)
+	name := up(t, pairBed("e2e-jitter", "delay: 5ms", "jitter: 2ms"))
 	s := status(t, name)
 	ping, err := runner(name).Ping(context.Background(), "a", s.addr("b"), 40, 20*time.Millisecond)
 	if err != nil {

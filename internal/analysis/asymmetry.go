@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/wanlab/wanlab/internal/results"
-	"github.com/wanlab/wanlab/internal/scenario"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/scenario"
 )
 
 // asymmetry compares repeated throughput runs A->B with B->A.

@@ -7,9 +7,10 @@ import (
 	"slices"
 	"strconv"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/units"
-	"gonum.org/v1/gonum/stat"
 )
 
 // taskFarm compares each step's task rate with the ideal and estimates the

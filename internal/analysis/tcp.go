@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
-	"gonum.org/v1/gonum/stat"
 )
 
 // path returns the path between two hosts of a workload's test-bed (none

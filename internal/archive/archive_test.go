@@ -1,16 +1,15 @@
 package archive
 
 import (
-	"os/exec"
-	"syscall"
-
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 

@@ -1,14 +1,14 @@
 package cgroup
 
 import (
-	"github.com/wanlab/wanlab/internal/testsupport"
-
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 func TestDetect(t *testing.T) {

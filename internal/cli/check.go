@@ -119,14 +119,7 @@ func runCheck(ctx context.Context, stdout, stderr io.Writer, bed *testbed.Bed, d
 		sv := newStatusView(s)
 		view.OtherDrops, view.Engine, view.TestbedLimits = sv.OtherDrops, sv.Engine, sv.TestbedLimits
 	}
-	if asJSON {
-		if jerr := writeJSON(stdout, view); jerr != nil {
-			return jerr
-		}
-	} else {
-		printCheck(stdout, view)
-	}
-	return err
+	return report(stdout, asJSON, view, printCheck, err)
 }
 
 func printCheck(w io.Writer, v checkView) {

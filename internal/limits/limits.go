@@ -49,13 +49,7 @@ var ErrLimit = errors.New("over the agent's limit")
 
 // Duration checks a duration a request asks for.
 func (l Limits) Duration(what string, d time.Duration) error {
-	switch {
-	case d < 0:
-		return fmt.Errorf("%s %v: cannot be negative", what, d)
-	case d > l.MaxDuration:
-		return fmt.Errorf("%s %v: %w of %v", what, d, ErrLimit, l.MaxDuration)
-	}
-	return nil
+	return upTo(what, d, l.MaxDuration, func(d time.Duration) string { return d.String() })
 }
 
 // Repeated checks n repetitions every interval, as a probe train's length.
@@ -69,11 +63,16 @@ func (l Limits) Repeated(what string, n int64, interval time.Duration) error {
 
 // Bytes checks a number of bytes a request asks to move or store.
 func (l Limits) Bytes(what string, n int64) error {
+	return upTo(what, n, l.MaxBytes, func(n int64) string { return fmt.Sprintf("%d bytes", n) })
+}
+
+// upTo checks that v of what is from 0 to most, saying each as show does.
+func upTo[T int64 | time.Duration](what string, v, most T, show func(T) string) error {
 	switch {
-	case n < 0:
-		return fmt.Errorf("%s %d bytes: cannot be negative", what, n)
-	case n > l.MaxBytes:
-		return fmt.Errorf("%s %d bytes: %w of %d bytes", what, n, ErrLimit, l.MaxBytes)
+	case v < 0:
+		return fmt.Errorf("%s %s: cannot be negative", what, show(v))
+	case v > most:
+		return fmt.Errorf("%s %s: %w of %s", what, show(v), ErrLimit, show(most))
 	}
 	return nil
 }
@@ -90,15 +89,7 @@ func (l Limits) BytesTimes(what string, n, size int64) error {
 }
 
 // Streams checks the streams of one test.
-func (l Limits) Streams(n int) error {
-	switch {
-	case n < 1:
-		return fmt.Errorf("streams %d: give at least 1", n)
-	case n > l.MaxStreams:
-		return fmt.Errorf("streams %d: %w of %d streams", n, ErrLimit, l.MaxStreams)
-	}
-	return nil
-}
+func (l Limits) Streams(n int) error { return count("streams", n, 1, l.MaxStreams, "streams") }
 
 // Rate checks the rate of a paced test.
 func (l Limits) Rate(bps float64) error {
@@ -113,11 +104,16 @@ func (l Limits) Rate(bps float64) error {
 
 // Connections checks how many connections, clients or workers a role uses.
 func (l Limits) Connections(what string, n int) error {
+	return count(what, n, 0, l.MaxConnections, "connections")
+}
+
+// count checks that n of what is from least to most (of unit).
+func count(what string, n, least, most int, unit string) error {
 	switch {
-	case n < 0:
-		return fmt.Errorf("%s %d: cannot be negative", what, n)
-	case n > l.MaxConnections:
-		return fmt.Errorf("%s %d: %w of %d connections", what, n, ErrLimit, l.MaxConnections)
+	case n < least:
+		return fmt.Errorf("%s %d: give at least %d", what, n, least)
+	case n > most:
+		return fmt.Errorf("%s %d: %w of %d %s", what, n, ErrLimit, most, unit)
 	}
 	return nil
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/backend"
 )
 
@@ -64,4 +67,18 @@ func AgentError(host string, err error) error {
 		return fmt.Errorf("agent on %s: %s", host, s.Message())
 	}
 	return fmt.Errorf("agent on %s: %w", host, err)
+}
+
+// listening reads the first event of a call whose agent listens (for a
+// test's data, or probes) and returns the address to reach it.
+func listening[E interface{ GetListening() *agentpb.Listening }](ep Endpoint, recv func() (E, error)) (string, error) {
+	first, err := recv()
+	if err != nil {
+		return "", AgentError(ep.Host, err)
+	}
+	port := first.GetListening().GetPort()
+	if port == 0 {
+		return "", fmt.Errorf("the agent on %s did not say where it listens", ep.Host)
+	}
+	return net.JoinHostPort(ep.Addr, strconv.Itoa(int(port))), nil
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent"
@@ -92,12 +90,11 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	if err != nil {
 		return nil, AgentError(dst.Host, err)
 	}
-	first, err := refl.Recv()
+	addr, err := listening(dst, refl.Recv)
 	if err != nil {
-		return nil, AgentError(dst.Host, err)
+		return nil, err
 	}
-	port := first.GetListening().GetPort()
-	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: net.JoinHostPort(dst.Addr, strconv.Itoa(int(port)))})
+	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: addr})
 	if err != nil {
 		return nil, AgentError(src.Host, err)
 	}

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -106,13 +104,9 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 	if err != nil {
 		return nil, AgentError(rcv.Host, err)
 	}
-	first, err := rstream.Recv()
+	addr, err := listening(rcv, rstream.Recv)
 	if err != nil {
-		return nil, AgentError(rcv.Host, err)
-	}
-	port := first.GetListening().GetPort()
-	if port == 0 {
-		return nil, fmt.Errorf("the agent on %s did not say where it listens", rcv.Host)
+		return nil, err
 	}
 	type side struct {
 		intervals []throughput.Interval
@@ -125,7 +119,7 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 		s.intervals, s.totals, s.err = collect(rstream)
 		recvDone <- s
 	}()
-	sstream, err := snd.Agent.Send(ctx, &agentpb.SendRequest{Spec: agent.SpecToPB(spec), Address: net.JoinHostPort(rcv.Addr, strconv.Itoa(int(port)))})
+	sstream, err := snd.Agent.Send(ctx, &agentpb.SendRequest{Spec: agent.SpecToPB(spec), Address: addr})
 	var sent side
 	if err != nil {
 		sent.err = err

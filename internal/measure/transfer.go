@@ -3,8 +3,6 @@ package measure
 import (
 	"context"
 	"errors"
-	"net"
-	"strconv"
 
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
@@ -101,12 +99,10 @@ func leg(ctx context.Context, src, dst Endpoint, spec TransferSpec, send *agentp
 	if err != nil {
 		return l, "", AgentError(dst.Host, err)
 	}
-	first, err := rstream.Recv()
-	if err != nil {
-		return l, "", AgentError(dst.Host, err)
+	if send.Address, err = listening(dst, rstream.Recv); err != nil {
+		return l, "", err
 	}
 	send.Spec = agent.TransferSpecToPB(spec.Spec)
-	send.Address = net.JoinHostPort(dst.Addr, strconv.Itoa(int(first.GetListening().GetPort())))
 	sent, err := src.Agent.SendFile(ctx, send)
 	if err != nil {
 		return l, "", AgentError(src.Host, err)

@@ -583,24 +583,8 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 			d.Rate = r
 		}
 	}
-	if raw.Delay != "" {
-		if x, err := units.ParseDuration(raw.Delay); err != nil {
-			v.fail(field+".delay", "%v", err)
-		} else if x > MaxDelay {
-			v.fail(field+".delay", "%s is above the maximum of %v one way", raw.Delay, MaxDelay)
-		} else {
-			d.Delay = x
-		}
-	}
-	if raw.Jitter != "" {
-		if x, err := units.ParseDuration(raw.Jitter); err != nil {
-			v.fail(field+".jitter", "%v", err)
-		} else if x > MaxDelay {
-			v.fail(field+".jitter", "%s is above the maximum of %v", raw.Jitter, MaxDelay)
-		} else {
-			d.Jitter = x
-		}
-	}
+	v.delay(field+".delay", raw.Delay, &d.Delay)
+	v.delay(field+".jitter", raw.Jitter, &d.Jitter)
 	if raw.MTU != nil {
 		if *raw.MTU < MinMTU || *raw.MTU > MaxMTU {
 			v.fail(field+".mtu", "%d is outside %d..%d", *raw.MTU, MinMTU, MaxMTU)
@@ -621,6 +605,21 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 		return d
 	}
 	return v.finish(field, d, raw.Queue != "")
+}
+
+// delay parses a delay or jitter into into, if set: at most MaxDelay.
+func (v *validator) delay(field, raw string, into *time.Duration) {
+	if raw == "" {
+		return
+	}
+	switch x, err := units.ParseDuration(raw); {
+	case err != nil:
+		v.fail(field, "%v", err)
+	case x > MaxDelay:
+		v.fail(field, "%s is above the maximum of %v", raw, MaxDelay)
+	default:
+		*into = x
+	}
 }
 
 // finish fills the default queue and checks the queue against the MTU.

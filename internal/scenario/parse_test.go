@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/golden"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -114,6 +113,16 @@ func TestDirectionOverrides(t *testing.T) {
 	}
 }
 
+// refused says whether Parse refused a file, and fails t unless it did so
+// with an *Error.
+func refused(t *testing.T, err error) bool {
+	var se *Error
+	if err != nil && !errors.As(err, &se) {
+		t.Fatalf("error of type %T: %v", err, err)
+	}
+	return err != nil
+}
+
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	examples, _ := filepath.Glob("../../examples/*.yaml")
@@ -126,11 +135,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sf, err := Parse("fuzz.yaml", data, false)
-		if err != nil {
-			var se *Error
-			if !errors.As(err, &se) {
-				t.Fatalf("error of type %T: %v", err, err)
-			}
+		if refused(t, err) {
 			return
 		}
 		tb := sf.Testbed
@@ -150,11 +155,7 @@ func FuzzParse(f *testing.F) {
 		// The workloads: every step of an accepted file is one a run can start.
 		for _, quick := range []bool{false, true} {
 			f, err := Parse("fuzz.yaml", data, quick)
-			if err != nil {
-				var se *Error
-				if !errors.As(err, &se) {
-					t.Fatalf("error of type %T: %v", err, err)
-				}
+			if refused(t, err) {
 				continue
 			}
 			for _, w := range f.Workloads {

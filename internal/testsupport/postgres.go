@@ -143,7 +143,7 @@ func startPostgres() (string, error) {
 		admin := fmt.Sprintf("postgres://wanlab:%s@127.0.0.1:%d/postgres?sslmode=disable", password, port)
 		err = in.waitFor(30*time.Second, func() error { return ping(admin) })
 		if err != nil && try < 2 && strings.Contains(in.logTail(), "Address already in use") {
-			in.cmd.Wait()
+			<-in.exited
 			continue // another process took the port first
 		}
 		if err != nil {

@@ -29,6 +29,8 @@ type instance struct {
 	kind string
 	dir  string
 	cmd  *exec.Cmd
+	// exited is closed once the process has ended (and been waited for).
+	exited chan struct{}
 	// stop asks the server to end; the process is killed if it does not
 	// within a few seconds.
 	stop syscall.Signal
@@ -64,15 +66,13 @@ func StopAll() {
 }
 
 func (in *instance) terminate() {
-	if in.cmd != nil && in.cmd.Process != nil {
+	if in.exited != nil {
 		in.cmd.Process.Signal(in.stop)
-		done := make(chan struct{})
-		go func() { in.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-in.exited:
 		case <-time.After(10 * time.Second):
 			in.cmd.Process.Kill()
-			<-done
+			<-in.exited
 		}
 	}
 	os.RemoveAll(in.dir)
@@ -112,7 +112,8 @@ func (in *instance) start(cmd *exec.Cmd) error {
 	if err := spawn(cmd); err != nil {
 		return fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
-	in.cmd = cmd
+	in.cmd, in.exited = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(in.exited) }()
 	mu.Lock()
 	instances = append(instances, in)
 	mu.Unlock()
@@ -204,13 +205,6 @@ func freePort() (int, error) {
 
 // waitFor calls ready until it succeeds, the process exits, or limit passes.
 func (in *instance) waitFor(limit time.Duration, ready func() error) error {
-	exited := make(chan struct{})
-	go func() {
-		for in.cmd.ProcessState == nil && processID(in.cmd.Process.Pid) != "" && !zombie(in.cmd.Process.Pid) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		close(exited)
-	}()
 	deadline := time.Now().Add(limit)
 	var err error
 	for time.Now().Before(deadline) {
@@ -218,7 +212,7 @@ func (in *instance) waitFor(limit time.Duration, ready func() error) error {
 			return nil
 		}
 		select {
-		case <-exited:
+		case <-in.exited:
 			return fmt.Errorf("the private %s exited: %s", in.kind, in.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -226,12 +220,14 @@ func (in *instance) waitFor(limit time.Duration, ready func() error) error {
 	return errors.Join(fmt.Errorf("the private %s was not ready within %v: %s", in.kind, limit, in.logTail()), err)
 }
 
-func zombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// TempRoot opens a new folder of the test's as an os.Root, as the agent
+// gives its workloads their folders.
+func TempRoot(t testing.TB) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(t.TempDir())
 	if err != nil {
-		return true
+		t.Fatal(err)
 	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	t.Cleanup(func() { r.Close() })
+	return r
 }

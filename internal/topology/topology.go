@@ -9,6 +9,7 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -100,10 +101,8 @@ func (t *Topology) IdleRTT(p Path, size int) time.Duration {
 
 // Host returns the host of that name.
 func (t *Topology) Host(name string) (Host, bool) {
-	for _, h := range t.Hosts {
-		if h.Name == name {
-			return h, true
-		}
+	if i := slices.IndexFunc(t.Hosts, func(h Host) bool { return h.Name == name }); i >= 0 {
+		return t.Hosts[i], true
 	}
 	return Host{}, false
 }
@@ -120,10 +119,8 @@ func (t *Topology) Path(from, to string) (Path, bool) {
 
 // Direction returns the link direction of that name.
 func (t *Topology) Direction(name string) (Direction, bool) {
-	for _, d := range t.Dirs {
-		if d.Name == name {
-			return d, true
-		}
+	if i := slices.IndexFunc(t.Dirs, func(d Direction) bool { return d.Name == name }); i >= 0 {
+		return t.Dirs[i], true
 	}
 	return Direction{}, false
 }

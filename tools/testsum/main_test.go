@@ -1,31 +1,33 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-const events = `{"Action":"start","Package":"p"}
-{"Action":"run","Package":"p","Test":"TestA"}
-{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
-{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:12: needs the Debian package iperf3 (make deps installs it)\n"}
-{"Action":"output","Package":"p","Test":"TestA","Output":"--- SKIP: TestA (0.00s)\n"}
-{"Action":"skip","Package":"p","Test":"TestA"}
-{"Action":"run","Package":"p","Test":"TestB"}
-{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:3: needs the Debian package iperf3 (make deps installs it)\n"}
-{"Action":"skip","Package":"p","Test":"TestB"}
-{"Action":"run","Package":"p","Test":"TestC"}
-{"Action":"output","Package":"p","Test":"TestC","Output":"    c_test.go:9: boom\n"}
-{"Action":"output","Package":"p","Test":"TestC","Output":"--- FAIL: TestC (0.00s)\n"}
-{"Action":"fail","Package":"p","Test":"TestC"}
-{"Action":"run","Package":"p","Test":"TestD"}
-{"Action":"output","Package":"p","Test":"TestD","Output":"secret verbose output\n"}
-{"Action":"pass","Package":"p","Test":"TestD"}
-{"Action":"output","Package":"p","Output":"FAIL\tp\t0.1s\n"}
-{"Action":"fail","Package":"p"}
-`
+// events are a package's test events: a skip twice for one reason, a
+// failure, a pass with output that must not show, the package's failure.
+var events = strings.Join([]string{
+	ev("start", "", ""),
+	ev("run", "TestA", ""), ev("output", "TestA", "=== RUN   TestA\n"),
+	ev("output", "TestA", "    a_test.go:12: needs the Debian package iperf3 (make deps installs it)\n"),
+	ev("output", "TestA", "--- SKIP: TestA (0.00s)\n"), ev("skip", "TestA", ""),
+	ev("run", "TestB", ""), ev("output", "TestB", "    b_test.go:3: needs the Debian package iperf3 (make deps installs it)\n"),
+	ev("skip", "TestB", ""),
+	ev("run", "TestC", ""), ev("output", "TestC", "    c_test.go:9: boom\n"), ev("output", "TestC", "--- FAIL: TestC (0.00s)\n"),
+	ev("fail", "TestC", ""),
+	ev("run", "TestD", ""), ev("output", "TestD", "secret verbose output\n"), ev("pass", "TestD", ""),
+	ev("output", "", "FAIL\tp\t0.1s\n"), ev("fail", "", ""),
+}, "\n") + "\n"
+
+// ev is one event of package p as go test -json writes it.
+func ev(action, test, output string) string {
+	b, _ := json.Marshal(event{Action: action, Package: "p", Test: test, Output: output})
+	return string(b)
+}
 
 func TestStreamAndSummary(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "events.jsonl")

@@ -6,21 +6,13 @@ import (
 	"testing"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
-
-func rootOf(t *testing.T) *os.Root {
-	r, err := os.OpenRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
 
 func TestRun(t *testing.T) {
 	for _, spec := range []Spec{
-		{Dir: rootOf(t), Size: 8 << 20, Block: 1 << 20, Fsync: true},
-		{Dir: rootOf(t), Size: 4 << 20, Block: 64 << 10, Direct: true},
+		{Dir: testsupport.TempRoot(t), Size: 8 << 20, Block: 1 << 20, Fsync: true},
+		{Dir: testsupport.TempRoot(t), Size: 4 << 20, Block: 64 << 10, Direct: true},
 	} {
 		res, err := Run(spec)
 		if err != nil {

@@ -1,8 +1,6 @@
 package eventdb
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"context"
 	"fmt"
 	"strings"
@@ -10,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 

@@ -7,8 +7,6 @@
 package mesh
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -21,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 

@@ -2,9 +2,6 @@ package mesh
 
 import (
 	"bytes"
-	"os"
-	"strings"
-
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -13,10 +10,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -52,11 +51,11 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 			var mine, theirs *Files
 			if tc.disk {
 				var err error
-				if mine, err = OpenFiles(rootOf(t), tc.largest, tc.uncached); err != nil {
+				if mine, err = OpenFiles(testsupport.TempRoot(t), tc.largest, tc.uncached); err != nil {
 					t.Skipf("no disk files here: %v", err) // O_DIRECT is refused on tmpfs
 				}
 				defer mine.Close()
-				if theirs, err = OpenFiles(rootOf(t), tc.largest, tc.uncached); err != nil {
+				if theirs, err = OpenFiles(testsupport.TempRoot(t), tc.largest, tc.uncached); err != nil {
 					t.Fatal(err)
 				}
 				defer theirs.Close()
@@ -95,16 +94,6 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 			}
 		})
 	}
-}
-
-// rootOf opens a test's own folder as a node's.
-func rootOf(t *testing.T) *os.Root {
-	r, err := os.OpenRoot(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
 }
 
 // TestDeadPeerIsNotHammered: a node whose peer is gone backs off between

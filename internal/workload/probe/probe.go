@@ -6,8 +6,6 @@
 package probe
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/limits"
 )
 
 // Spec is one probe run.

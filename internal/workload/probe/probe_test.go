@@ -1,13 +1,13 @@
 package probe
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/limits"
 )
 
 func TestProbeLoopback(t *testing.T) {

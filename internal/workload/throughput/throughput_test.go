@@ -1,18 +1,17 @@
 package throughput
 
 import (
-	"math"
-
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/limits"
 )
 
 // run runs a receiver and a sender over loopback and returns both summaries

@@ -5,8 +5,6 @@
 package transfer
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -25,6 +23,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/diskio"
 )
 

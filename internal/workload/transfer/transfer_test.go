@@ -1,21 +1,20 @@
 package transfer
 
 import (
-	"github.com/wanlab/wanlab/internal/limits"
-
 	"bytes"
-	"encoding/binary"
-	"net"
-	"sync/atomic"
-
-	"github.com/klauspost/compress/zstd"
-
 	"context"
+	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/wanlab/wanlab/internal/limits"
 )
 
 // newFile creates an empty file in a test's folder.
