@@ -39,7 +39,7 @@ and CI. Ctrl-C stops the run: finished steps stay in the archive, the run is mar
 interrupted, and --resume RUN continues it from its first unfinished step.`,
 		Example: `  wanlab run objectivity-lan-100m --quick
   wanlab run examples/diane-sla.yaml --db results.db
-  wanlab run alice-mesh --db postgres://wanlab:secret@db.example.org/wanlab
+  PGPASSWORD=... wanlab run alice-mesh --db postgres://wanlab@db.example.org/wanlab
   wanlab run --resume 7`,
 		Args: args(func(c *cobra.Command, a []string) error {
 			if resume != 0 {
