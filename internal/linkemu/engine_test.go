@@ -2,6 +2,7 @@ package linkemu
 
 import (
 	"encoding/binary"
+	"math"
 	"net/netip"
 	"testing"
 	"time"
@@ -162,6 +163,10 @@ func TestEngineRejectsBadConfig(t *testing.T) {
 		{"path to itself", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Paths: map[[2]int][]int{{0, 0}: nil}}},
 		{"unknown direction", Config{Ports: []Port{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(1)}}, Paths: map[[2]int][]int{{0, 1}: {3}}}},
 		{"negative delay", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: -1}}}},
+		{"a delay of years", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: 2562047 * time.Hour}}}},
+		{"a jitter of years", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Jitter: 2562047 * time.Hour}}}},
+		{"a rate past any NIC", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: 1e15}}}},
+		{"a rate that is not a number", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: math.NaN()}}}},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg); err == nil {
