@@ -25,7 +25,7 @@ import (
 var wanlabBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "wanlab-e2e")
+	dir, err := testsupport.OwnedDir("e2e") // a killed run's is removed by the next
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)

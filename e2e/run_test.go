@@ -335,6 +335,11 @@ func TestRunControllerKilled(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	assertNothingLeft(t, "e2e-killed")
+	// The scenario reaches the test-bed's daemon as text: no copy of it is
+	// left in /tmp for a killed run to strand.
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "wanlab-run-e2e-killed-*")); len(left) > 0 {
+		t.Errorf("a killed run left %v behind", left)
+	}
 	r := wanlab(t, "runs", "--db", db, "--json")
 	if !strings.Contains(r.stdout, `"status": "interrupted"`) || !strings.Contains(r.stdout, "killed") {
 		t.Errorf("after SIGKILL, runs says:\n%s", r.stdout)

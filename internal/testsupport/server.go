@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// instancePrefix names the directory of every private server, under the
-// temporary directory, so that the next run finds what a killed one left.
+// instancePrefix names the directory of every private server (and every
+// OwnedDir), under the temporary directory, so that the next run finds what
+// a killed one left.
 const instancePrefix = "wanlab-testserver-"
 
 // ownerFile in an instance's directory records the test process that owns
@@ -78,19 +79,29 @@ func (in *instance) terminate() {
 	os.RemoveAll(in.dir)
 }
 
-// newInstance makes the directory of a new server of kind, after removing
-// what earlier, killed test runs left.
+// newInstance makes the directory of a new server of kind.
 func newInstance(kind string) (*instance, error) {
-	sweep()
-	dir, err := os.MkdirTemp("", instancePrefix+kind+"-")
+	dir, err := OwnedDir(kind)
 	if err != nil {
-		return nil, fmt.Errorf("making a directory for a private %s: %w", kind, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(processID(os.Getpid())), 0o600); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	return &instance{kind: kind, dir: dir, stop: syscall.SIGTERM}, nil
+}
+
+// OwnedDir makes a temporary directory that belongs to this test process,
+// after removing those that earlier, killed test runs left: for a private
+// server, or for what a test binary builds. Its owner removes it.
+func OwnedDir(kind string) (string, error) {
+	sweep()
+	dir, err := os.MkdirTemp("", instancePrefix+kind+"-")
+	if err != nil {
+		return "", fmt.Errorf("making a directory for a private %s: %w", kind, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(processID(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // start runs the server's command, which dies with this process, and

@@ -83,3 +83,17 @@ func TestSweepRemovesDeadOwners(t *testing.T) {
 		t.Errorf("the directory of a dead test run was left: %v", err)
 	}
 }
+
+// TestOwnedDirKeptWhileItsOwnerLives: another test binary's sweep leaves
+// the directory of a live one alone.
+func TestOwnedDirKeptWhileItsOwnerLives(t *testing.T) {
+	dir, err := OwnedDir("kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sweep()
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("a sweep removed the directory of a live test binary: %v", err)
+	}
+}
