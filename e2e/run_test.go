@@ -315,6 +315,26 @@ workloads:
 	}
 }
 
+// TestRunHangUp: a hang-up (the terminal of a long run closed) stops the run
+// as Ctrl-C does: test-bed down, the run marked interrupted with the reason.
+func TestRunHangUp(t *testing.T) {
+	testsupport.NeedRoot(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hup.yaml")
+	os.WriteFile(path, []byte("name: e2e-hup\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\nworkloads:\n  - throughput: {from: a, to: b, duration: 30s}\n"), 0o644)
+	db := filepath.Join(dir, "runs.db")
+	cmd, _, stderr := startRun(t, "step 1/1", "run", path, "--db", db)
+	time.Sleep(time.Second)
+	cmd.Process.Signal(syscall.SIGHUP)
+	if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "hangup received") {
+		t.Fatalf("hung-up run: %v\n%s", err, stderr.String())
+	}
+	assertNothingLeft(t, "e2e-hup")
+	if s := query(t, db, `SELECT COUNT(*) FROM runs WHERE status = 'interrupted' AND reason LIKE '%hangup%'`); s != 1 {
+		t.Errorf("the run is not marked interrupted by the hang-up")
+	}
+}
+
 // TestRunControllerKilled: SIGKILL of wanlab run takes the test-bed down
 // (its daemon watches its owner) and the next look at the archive marks the
 // run interrupted with the reason.

@@ -117,12 +117,13 @@ func refuseUnknownVerbs(c *cobra.Command) {
 	}
 }
 
-// interruptible returns a context that the first Ctrl-C or SIGTERM cancels,
-// with the signal as its cause: every verb's work stops cleanly on it.
+// interruptible returns a context that the first Ctrl-C, SIGTERM or hang-up
+// (the terminal of a long run closed) cancels, with the signal as its
+// cause: every verb's work stops cleanly on it.
 func interruptible() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		if s, ok := <-sigs; ok {
 			cancel(fmt.Errorf("%v received", s))
