@@ -319,12 +319,7 @@ workloads:
 // as Ctrl-C does: test-bed down, the run marked interrupted with the reason.
 func TestRunHangUp(t *testing.T) {
 	testsupport.NeedRoot(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "hup.yaml")
-	os.WriteFile(path, []byte("name: e2e-hup\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\nworkloads:\n  - throughput: {from: a, to: b, duration: 30s}\n"), 0o644)
-	db := filepath.Join(dir, "runs.db")
-	cmd, _, stderr := startRun(t, "step 1/1", "run", path, "--db", db)
-	time.Sleep(time.Second)
+	cmd, stderr, db := startLongRun(t, "e2e-hup")
 	cmd.Process.Signal(syscall.SIGHUP)
 	if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), "hangup received") {
 		t.Fatalf("hung-up run: %v\n%s", err, stderr.String())
@@ -335,17 +330,25 @@ func TestRunHangUp(t *testing.T) {
 	}
 }
 
+// startLongRun starts a run of scenario name (one 30 s throughput step) and
+// returns once the step has been under way a second.
+func startLongRun(t *testing.T, name string) (cmd *exec.Cmd, stderr *syncBuffer, db string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, name+".yaml")
+	os.WriteFile(path, []byte("name: "+name+"\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\nworkloads:\n  - throughput: {from: a, to: b, duration: 30s}\n"), 0o644)
+	db = filepath.Join(dir, "runs.db")
+	cmd, _, stderr = startRun(t, "step 1/1", "run", path, "--db", db)
+	time.Sleep(time.Second)
+	return cmd, stderr, db
+}
+
 // TestRunControllerKilled: SIGKILL of wanlab run takes the test-bed down
 // (its daemon watches its owner) and the next look at the archive marks the
 // run interrupted with the reason.
 func TestRunControllerKilled(t *testing.T) {
 	testsupport.NeedRoot(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "killed.yaml")
-	os.WriteFile(path, []byte("name: e2e-killed\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\nworkloads:\n  - throughput: {from: a, to: b, duration: 30s}\n"), 0o644)
-	db := filepath.Join(dir, "runs.db")
-	cmd, _, _ := startRun(t, "step 1/1", "run", path, "--db", db)
-	time.Sleep(time.Second)
+	cmd, _, db := startLongRun(t, "e2e-killed")
 	cmd.Process.Kill()
 	cmd.Wait()
 	for range 40 {
