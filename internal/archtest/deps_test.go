@@ -21,7 +21,8 @@ var allowed = map[string][]string{
 	"internal/unixsock":            {},
 	"internal/cgroup":              {},
 	"internal/golden":              {},
-	"internal/testsupport":         {},
+	"internal/proc":                {},
+	"internal/testsupport":         {"internal/proc"},
 	"internal/agent/agentpb":       {},
 	"internal/linkemu":             {}, // the packet engine: a config struct in, counters out
 	"internal/workload/job":        {},
@@ -51,7 +52,7 @@ var allowed = map[string][]string{
 
 	// Backends: the emulated test-bed.
 	"internal/testbed": {"internal/agent", "internal/backend", "internal/cgroup", "internal/datadir", "internal/linkemu",
-		"internal/scenario", "internal/topology", "internal/unixsock"},
+		"internal/proc", "internal/scenario", "internal/topology", "internal/unixsock"},
 
 	// Controllers: measurements between hosts, and scenario runs.
 	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/units",

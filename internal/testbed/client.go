@@ -23,6 +23,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 )
@@ -263,11 +264,11 @@ func stopDaemon(pid int) {
 
 func waitExit(pid int, limit time.Duration) bool {
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if !processAlive(pid) {
+		if !proc.Alive(pid) {
 			return true
 		}
 	}
-	return !processAlive(pid)
+	return !proc.Alive(pid)
 }
 
 // DownAll takes every test-bed on this machine down, live or stale, and

@@ -20,6 +20,7 @@ import (
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/unixsock"
@@ -85,7 +86,7 @@ func ownerGone(owner int) <-chan struct{} {
 	}
 	go func() {
 		// A zombie is gone too: its parent may not reap it for a while.
-		for processAlive(owner) {
+		for proc.Alive(owner) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		close(gone)

@@ -19,6 +19,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/wanlab/wanlab/internal/proc"
 )
 
 // NetnsDir is where named namespaces live, as with `ip netns`.
@@ -283,7 +285,7 @@ func killAll(pids []int, grace time.Duration) {
 	for time.Now().Before(deadline) {
 		alive := 0
 		for _, pid := range pids {
-			if processAlive(pid) {
+			if proc.Alive(pid) {
 				alive++
 			}
 		}
@@ -296,22 +298,10 @@ func killAll(pids []int, grace time.Duration) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	for _, pid := range pids {
-		for i := 0; i < 100 && processAlive(pid); i++ {
+		for i := 0; i < 100 && proc.Alive(pid); i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-}
-
-// processAlive reports whether pid exists and is not a zombie.
-func processAlive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }
 
 // nsHandle opens a host's namespace by name.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/topology"
 )
 
@@ -157,7 +158,7 @@ func daemonPID(name string) int {
 		return 0
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || !processAlive(pid) {
+	if err != nil || !proc.Alive(pid) {
 		return 0
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")

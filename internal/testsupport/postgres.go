@@ -19,6 +19,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/wanlab/wanlab/internal/proc"
 )
 
 // PostgresEnv names an existing PostgreSQL server for the tests to use
@@ -195,7 +197,7 @@ func stopLeftPostgres(dir string) {
 		return // not that server any more
 	}
 	syscall.Kill(pid, syscall.SIGQUIT) // immediate shutdown: it removes its shared memory
-	for i := 0; i < 100 && processID(pid) != ""; i++ {
+	for i := 0; i < 100 && proc.Alive(pid); i++ {
 		time.Sleep(50 * time.Millisecond)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)

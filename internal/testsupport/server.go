@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/proc"
 )
 
 // instancePrefix names the directory of every private server (and every
@@ -97,7 +99,7 @@ func OwnedDir(kind string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("making a directory for a private %s: %w", kind, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(processID(os.Getpid())), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(proc.ID(os.Getpid())), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return "", err
 	}
@@ -175,7 +177,7 @@ func sweep() {
 		owner, err := os.ReadFile(filepath.Join(dir, ownerFile))
 		if err == nil {
 			pid, _ := strconv.Atoi(strings.Fields(string(owner) + " 0")[0])
-			if pid > 0 && processID(pid) == string(owner) {
+			if pid > 0 && proc.ID(pid) == string(owner) {
 				continue // its test binary is still running
 			}
 		} else if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < time.Minute {
@@ -184,24 +186,6 @@ func sweep() {
 		stopLeftPostgres(dir)
 		os.RemoveAll(dir)
 	}
-}
-
-// processID names a live process across pid reuse: its pid and start time.
-func processID(pid int) string {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return strconv.Itoa(pid) + " " + f[19] // field 22: start time in clock ticks
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wanlab/wanlab/internal/proc"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -59,7 +61,7 @@ func TestPostgresIsPrivate(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), instancePrefix+"postgres-*"))
 	mine := 0
 	for _, d := range dirs {
-		if b, err := os.ReadFile(filepath.Join(d, ownerFile)); err == nil && string(b) == processID(os.Getpid()) {
+		if b, err := os.ReadFile(filepath.Join(d, ownerFile)); err == nil && string(b) == proc.ID(os.Getpid()) {
 			mine++
 		}
 	}

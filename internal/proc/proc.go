@@ -1,0 +1,58 @@
+// Package proc reads what wanlab needs to know of a process from /proc: is
+// it alive, and is it still the process it was (pids are reused).
+package proc
+
+import (
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Stat is a process's state and start time, from /proc/PID/stat.
+type Stat struct {
+	State     byte   // R, S, D, Z, ...
+	StartTime uint64 // in clock ticks since boot: with the pid, names the process
+}
+
+// Read returns pid's stat; ok is false if there is no such process.
+func Read(pid int) (st Stat, ok bool) {
+	if pid <= 0 {
+		return st, false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return st, false
+	}
+	// The fields follow the command name in parentheses, which may itself
+	// hold spaces and parentheses: parse from the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return st, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || len(f[0]) != 1 {
+		return st, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64) // field 22 of the whole line
+	if err != nil {
+		return st, false
+	}
+	return Stat{State: f[0][0], StartTime: start}, true
+}
+
+// Alive reports whether pid exists and is not a zombie.
+func Alive(pid int) bool {
+	st, ok := Read(pid)
+	return ok && st.State != 'Z'
+}
+
+// ID names a live process across pid reuse, "PID STARTTIME", or "" if pid
+// is not running.
+func ID(pid int) string {
+	st, ok := Read(pid)
+	if !ok || st.State == 'Z' {
+		return ""
+	}
+	return strconv.Itoa(pid) + " " + strconv.FormatUint(st.StartTime, 10)
+}

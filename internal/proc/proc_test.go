@@ -1,0 +1,43 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestThisProcess(t *testing.T) {
+	if !Alive(os.Getpid()) {
+		t.Error("this process is not alive")
+	}
+	if id := ID(os.Getpid()); id == "" || id != ID(os.Getpid()) {
+		t.Errorf("ID of this process: %q, not stable", id)
+	}
+}
+
+func TestNoProcess(t *testing.T) {
+	for _, pid := range []int{0, -1, 1 << 30} {
+		if Alive(pid) || ID(pid) != "" {
+			t.Errorf("pid %d taken for a live process", pid)
+		}
+	}
+}
+
+// TestZombie: a child that has exited but is not yet reaped is not alive.
+func TestZombie(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no true command to start: %v", err)
+	}
+	defer cmd.Wait()
+	for range 1000 {
+		if st, ok := Read(cmd.Process.Pid); ok && st.State == 'Z' {
+			if Alive(cmd.Process.Pid) || ID(cmd.Process.Pid) != "" {
+				t.Error("a zombie taken for a live process")
+			}
+			return
+		}
+		exec.Command("sleep", "0.001").Run()
+	}
+	t.Error("the child never showed as a zombie")
+}
