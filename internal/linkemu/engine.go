@@ -91,8 +91,6 @@ const spinMinWait = int64(200 * time.Microsecond)
 // looks at its release schedule again.
 const readBatch = 64
 
-// New checks the configuration and prepares an engine. It takes ownership of
-// nothing: the caller closes the port fds after Run returns.
 // Bounds of a direction the engine accepts: beyond them its nanosecond
 // arithmetic would lose meaning long before it overflowed.
 const (
@@ -100,6 +98,8 @@ const (
 	MaxRate  = 10e12 // bit/s
 )
 
+// New checks the configuration and prepares an engine. It takes ownership of
+// nothing: the caller closes the port fds after Run returns.
 func New(cfg Config) (*Engine, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("linkemu: no ports")
