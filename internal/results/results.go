@@ -36,9 +36,9 @@ type Metrics map[string]float64
 // Names lists the metrics' names in order.
 func (m Metrics) Names() []string { return slices.Sorted(maps.Keys(m)) }
 
-// Figures of a step that are about one subject (a host, a link direction,
-// the engine or the machine) are named FAMILY.SUBJECT, e.g. cpu_pct.server
-// or link_utilization_pct.a->b.
+// Family is the first part of the name of a step figure about one subject
+// (a host, a link direction, the engine or the machine): FAMILY.SUBJECT,
+// e.g. cpu_pct.server or link_utilization_pct.a->b.
 type Family string
 
 // The families of figures per subject.

@@ -71,8 +71,8 @@ type Result struct {
 
 var magic = [4]byte{'W', 'L', 'X', '2'}
 
-// header opens each stream: magic, stream id, the file's total size, the
-// stream's offset and length, flags.
+// headerLen is the size of the header that opens each stream: magic,
+// stream id, the file's total size, the stream's offset and length, flags.
 const headerLen = 4 + 4 + 8 + 8 + 8 + 4
 
 const flagCompressed = 1
