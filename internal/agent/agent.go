@@ -28,7 +28,9 @@ import (
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/unixsock"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // APIVersion is the version of the agent API this build speaks.
@@ -44,6 +46,9 @@ type Server struct {
 	// Data is the agent's own folder: every file it makes, receives or
 	// sends is there, named by the agent.
 	Data *datadir.Dir
+	// Test is where the agent's test listeners open: its test address and
+	// port range.
+	Test bind.Local
 	// DiskCapped says the host's disk has a rate cap (a test-bed host's
 	// disk:), so that workloads read and write the disk, not the page cache.
 	DiskCapped bool
@@ -198,11 +203,11 @@ func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_Recei
 		return err
 	}
 	defer release()
-	r, err := throughput.Listen(spec)
+	r, err := throughput.Listen(spec, s.Test)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	if err := stream.Send(&agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port)}}}); err != nil {
+	if err := stream.Send(&agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port), Token: r.Token.Bytes()}}}); err != nil {
 		return err
 	}
 	cpu := s.startCPU()
@@ -217,8 +222,12 @@ func (s *Server) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer)
 		return err
 	}
 	defer release()
+	tok, err := token.Parse(req.GetToken())
+	if err != nil {
+		return s.refusal("the test", err)
+	}
 	cpu := s.startCPU()
-	sum := throughput.Send(stream.Context(), spec, req.GetAddress(), func(iv throughput.Interval) { stream.Send(intervalEvent(iv)) })
+	sum := throughput.Send(stream.Context(), spec, req.GetAddress(), tok, func(iv throughput.Interval) { stream.Send(intervalEvent(iv)) })
 	return stream.Send(s.summaryEvent(sum, cpu))
 }
 

@@ -134,7 +134,7 @@ func TestReceivedFilesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", first.GetListening().GetPort())
-	if _, err := a.SendFile(context.Background(), &agentpb.SendFileRequest{Spec: spec, Size: 100000, Address: addr}); err != nil {
+	if _, err := a.SendFile(context.Background(), &agentpb.SendFileRequest{Spec: spec, Size: 100000, Address: addr, Token: first.GetListening().GetToken()}); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := rstream.Recv()

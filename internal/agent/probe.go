@@ -11,6 +11,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Reflect returns probes until none has come for the requested idle time.
@@ -19,11 +20,11 @@ func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_Refle
 	if idle <= 0 || idle > s.Limits.MaxDuration {
 		return status.Errorf(codes.InvalidArgument, "agent on %s refuses the reflector: idle time %v must be positive and within %v", s.Host, idle, s.Limits.MaxDuration)
 	}
-	r, err := probe.NewReflector()
+	r, err := probe.NewReflector(s.Test)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	if err := stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port)}}}); err != nil {
+	if err := stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port), Token: r.Token.Bytes()}}}); err != nil {
 		return err
 	}
 	n, err := r.Run(stream.Context(), idle)
@@ -40,7 +41,11 @@ func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb
 	if err := spec.Validate(s.Limits); err != nil {
 		return nil, s.refusal("the probes", err)
 	}
-	res, err := probe.Run(ctx, spec, req.GetAddress())
+	tok, err := token.Parse(req.GetToken())
+	if err != nil {
+		return nil, s.refusal("the probes", err)
+	}
+	res, err := probe.Run(ctx, spec, req.GetAddress(), tok)
 	sum := &agentpb.ProbeSummary{}
 	for _, r := range res {
 		sum.Results = append(sum.Results, &agentpb.ProbeResult{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/workload/token"
 	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
@@ -100,12 +101,12 @@ func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Age
 			s.Data.Remove(name)
 		}
 	}()
-	r, err := transfer.Listen(spec, s.Limits.MaxBytes)
+	r, err := transfer.Listen(spec, s.Test, s.Limits.MaxBytes)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	r.CorruptAt, r.ExpectedSize = req.GetCorruptAt(), int64(expected)
-	if err := stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port)}}}); err != nil {
+	if err := stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port), Token: r.Token.Bytes()}}}); err != nil {
 		r.Close()
 		return err
 	}
@@ -170,7 +171,11 @@ func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*a
 	}
 	defer f.Close()
 	cpu := s.startCPU()
-	res, err := transfer.Send(ctx, spec, f, req.GetAddress())
+	tok, err := token.Parse(req.GetToken())
+	if err != nil {
+		return nil, s.refusal("the transfer", err)
+	}
+	res, err := transfer.Send(ctx, spec, f, req.GetAddress(), tok)
 	if err != nil {
 		return nil, status.Errorf(codes.Aborted, "agent on %s: sending %s: %v", s.Host, name, err)
 	}

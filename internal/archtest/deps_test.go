@@ -27,27 +27,31 @@ var allowed = map[string][]string{
 	"internal/linkemu":             {}, // the packet engine: a config struct in, counters out
 	"internal/workload/job":        {},
 	"internal/workload/diskio":     {},
+	"internal/workload/token":      {}, // the per-test secret of the data plane
+	"internal/workload/bind":       {}, // where test listeners open: address, port range
+	"internal/yamlfile":            {}, // file:line problems of the YAML people write
 	"examples":                     {},
 	"tools/testsum":                {},
 	"internal/archtest":            {},
 	"e2e":                          {}, // drives the wanlab binary only
-	"internal/workload/probe":      {"internal/limits"},
+	"internal/workload/probe":      {"internal/limits", "internal/workload/bind", "internal/workload/token"},
 	"internal/workload/disk":       {"internal/limits", "internal/workload/diskio"},
-	"internal/workload/transfer":   {"internal/limits", "internal/workload/diskio"},
-	"internal/workload/throughput": {"internal/limits", "internal/workload/job"},
+	"internal/workload/transfer":   {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/token"},
+	"internal/workload/throughput": {"internal/limits", "internal/workload/bind", "internal/workload/job", "internal/workload/token"},
 	"internal/workload/eventdb":    {"internal/limits", "internal/workload/job"},
 	"internal/workload/taskfarm":   {"internal/limits", "internal/workload/job"},
 	"internal/workload/mesh":       {"internal/limits", "internal/workload/diskio", "internal/workload/job"},
 
 	// The scenario and what it resolves into.
-	"internal/scenario": {"internal/limits", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer"},
+	"internal/scenario": {"internal/limits", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer", "internal/yamlfile"},
 	"internal/topology": {"internal/scenario"},
 	"internal/archive":  {"internal/workload/job"},
 
 	// The agent, and the seam controllers reach hosts through.
 	"internal/agent": {"internal/agent/agentpb", "internal/datadir", "internal/limits", "internal/unixsock",
 		"internal/workload/disk", "internal/workload/eventdb", "internal/workload/job", "internal/workload/mesh",
-		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer"},
+		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer",
+		"internal/workload/bind", "internal/workload/token"},
 	"internal/backend": {"internal/agent", "internal/topology"},
 
 	// Backends: the emulated test-bed.

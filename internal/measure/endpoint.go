@@ -70,15 +70,16 @@ func AgentError(host string, err error) error {
 }
 
 // listening reads the first event of a call whose agent listens (for a
-// test's data, or probes) and returns the address to reach it.
-func listening[E interface{ GetListening() *agentpb.Listening }](ep Endpoint, recv func() (E, error)) (string, error) {
+// test's data, or probes) and returns the address to reach it and the
+// test's token, which the sender presents.
+func listening[E interface{ GetListening() *agentpb.Listening }](ep Endpoint, recv func() (E, error)) (addr string, token []byte, err error) {
 	first, err := recv()
 	if err != nil {
-		return "", AgentError(ep.Host, err)
+		return "", nil, AgentError(ep.Host, err)
 	}
-	port := first.GetListening().GetPort()
-	if port == 0 {
-		return "", fmt.Errorf("the agent on %s did not say where it listens", ep.Host)
+	l := first.GetListening()
+	if l.GetPort() == 0 {
+		return "", nil, fmt.Errorf("the agent on %s did not say where it listens", ep.Host)
 	}
-	return net.JoinHostPort(ep.Addr, strconv.Itoa(int(port))), nil
+	return net.JoinHostPort(ep.Addr, strconv.Itoa(int(l.GetPort()))), l.GetToken(), nil
 }

@@ -90,11 +90,11 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	if err != nil {
 		return nil, AgentError(dst.Host, err)
 	}
-	addr, err := listening(dst, refl.Recv)
+	addr, tok, err := listening(dst, refl.Recv)
 	if err != nil {
 		return nil, err
 	}
-	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: addr})
+	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: addr, Token: tok})
 	if err != nil {
 		return nil, AgentError(src.Host, err)
 	}

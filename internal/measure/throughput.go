@@ -104,7 +104,7 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 	if err != nil {
 		return nil, AgentError(rcv.Host, err)
 	}
-	addr, err := listening(rcv, rstream.Recv)
+	addr, tok, err := listening(rcv, rstream.Recv)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 		s.intervals, s.totals, s.err = collect(rstream)
 		recvDone <- s
 	}()
-	sstream, err := snd.Agent.Send(ctx, &agentpb.SendRequest{Spec: agent.SpecToPB(spec), Address: addr})
+	sstream, err := snd.Agent.Send(ctx, &agentpb.SendRequest{Spec: agent.SpecToPB(spec), Address: addr, Token: tok})
 	var sent side
 	if err != nil {
 		sent.err = err

@@ -99,7 +99,7 @@ func leg(ctx context.Context, src, dst Endpoint, spec TransferSpec, send *agentp
 	if err != nil {
 		return l, "", AgentError(dst.Host, err)
 	}
-	if send.Address, err = listening(dst, rstream.Recv); err != nil {
+	if send.Address, send.Token, err = listening(dst, rstream.Recv); err != nil {
 		return l, "", err
 	}
 	send.Spec = agent.TransferSpecToPB(spec.Spec)

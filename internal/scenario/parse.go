@@ -1,14 +1,10 @@
 package scenario
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/netip"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,18 +13,19 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
 // rawFile is the YAML as written; quantities stay strings until validation so
 // that every error can name its field.
 type rawFile struct {
-	Name   string              `yaml:"name"`
-	Subnet string              `yaml:"subnet"`
-	Seed   *uint64             `yaml:"seed"`
-	Hosts  orderedMap[rawHost] `yaml:"hosts"`
-	Sites  orderedMap[rawSite] `yaml:"sites"`
-	Links  []rawLink           `yaml:"links"`
-	Engine *rawEngine          `yaml:"engine"`
+	Name   string                    `yaml:"name"`
+	Subnet string                    `yaml:"subnet"`
+	Seed   *uint64                   `yaml:"seed"`
+	Hosts  yamlfile.Ordered[rawHost] `yaml:"hosts"`
+	Sites  yamlfile.Ordered[rawSite] `yaml:"sites"`
+	Links  []rawLink                 `yaml:"links"`
+	Engine *rawEngine                `yaml:"engine"`
 	// Workloads are read by ParseFile; the test-bed does not need them.
 	Workloads yaml.Node `yaml:"workloads"`
 }
@@ -107,111 +104,11 @@ func (l *rawLoss) UnmarshalYAML(n *yaml.Node) error {
 	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss must be a percentage or a gilbert-elliott mapping", n.Line)}}
 }
 
-// orderedMap decodes a YAML mapping keeping the order of its keys.
-type orderedMap[V any] []keyed[V]
+// Error lists the problems found in a scenario file.
+type Error = yamlfile.Error
 
-type keyed[V any] struct {
-	Key   string
-	Value V
-}
-
-func (m *orderedMap[V]) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a mapping from names to settings (e.g. a: {cpus: 1}), not a list or a value", n.Line)}}
-	}
-	seen := map[string]int{}
-	var problems []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key := n.Content[i]
-		if first, ok := seen[key.Value]; ok {
-			problems = append(problems, fmt.Sprintf("line %d: mapping key %q already defined at line %d", key.Line, key.Value, first))
-			continue
-		}
-		seen[key.Value] = key.Line
-		var v V
-		if n.Content[i+1].Kind != 0 && !(n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Tag == "!!null") {
-			if err := decodeStrict(n.Content[i+1], &v); err != nil {
-				var te *yaml.TypeError
-				if !errors.As(err, &te) {
-					return err
-				}
-				problems = append(problems, te.Errors...)
-			}
-		}
-		*m = append(*m, keyed[V]{key.Value, v})
-	}
-	if problems != nil {
-		return &yaml.TypeError{Errors: problems}
-	}
-	return nil
-}
-
-// decodeStrict decodes a node rejecting unknown fields; yaml.v3's Node.Decode
-// does not carry the outer decoder's KnownFields setting.
-func decodeStrict(n *yaml.Node, v any) error {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	resolved, err := resolveAliases(n)
-	if err != nil {
-		return &yaml.TypeError{Errors: []string{err.Error()}}
-	}
-	if err := enc.Encode(resolved); err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	err = dec.Decode(v)
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		// Re-encoding renumbers lines from 1; shift them back.
-		for i, msg := range te.Errors {
-			te.Errors[i] = shiftLine(msg, n.Line-1)
-		}
-	}
-	return err
-}
-
-// resolveAliases copies a node with every alias (*name) replaced by what it
-// names, so that a fragment re-encoded on its own does not refer to an
-// anchor defined elsewhere in the file. A file whose aliases would expand
-// past maxExpandedNodes (a "billion laughs") is refused.
-func resolveAliases(n *yaml.Node) (*yaml.Node, error) {
-	budget := maxExpandedNodes
-	out := resolveWithin(n, &budget)
-	if budget < 0 {
-		return nil, fmt.Errorf("line %d: aliases expand to more than %d values", n.Line, maxExpandedNodes)
-	}
-	return out, nil
-}
-
-const maxExpandedNodes = 100000
-
-func resolveWithin(n *yaml.Node, budget *int) *yaml.Node {
-	if *budget--; n == nil || *budget < 0 {
-		return n
-	}
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return resolveWithin(n.Alias, budget)
-	}
-	out := *n
-	out.Anchor = ""
-	if len(n.Content) > 0 {
-		out.Content = make([]*yaml.Node, len(n.Content))
-		for i, c := range n.Content {
-			out.Content[i] = resolveWithin(c, budget)
-		}
-	}
-	return &out
-}
-
-var lineRE = regexp.MustCompile(`line (\d+)`)
-
-func shiftLine(msg string, by int) string {
-	return lineRE.ReplaceAllStringFunc(msg, func(s string) string {
-		n, _ := strconv.Atoi(s[len("line "):])
-		return "line " + strconv.Itoa(n+by)
-	})
-}
+// Problem is one thing wrong in a scenario, at a place in the file.
+type Problem = yamlfile.Problem
 
 // Load reads and validates the scenario file at path: its test-bed and,
 // with the quick: settings applied when quick is set, every step of every
@@ -230,188 +127,27 @@ func Load(path string, quick bool) (*File, error) {
 // that a run never starts with an impossible step in it. file names the
 // source in errors. A returned error is an *Error listing every problem found.
 func Parse(file string, data []byte, quick bool) (*File, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err)
-	}
-	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, &Error{File: file, Problems: []Problem{{Line: 1, Msg: "the file is empty: a scenario needs at least name and hosts"}}}
-	}
-	// The typed decoding is the one that refuses unknown fields.
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var raw rawFile
-	if err := dec.Decode(&raw); err != nil && err != io.EOF {
-		return nil, yamlError(file, err)
+	c, root, err := yamlfile.Decode(file, data, &raw, "the file is empty: a scenario needs at least name and hosts")
+	if err != nil {
+		return nil, err
 	}
-	v := &validator{file: file, pos: positions(root.Content[0])}
+	v := &validator{c}
 	tb := v.testbed(&raw)
-	if len(v.problems) > 0 {
-		return nil, &Error{File: file, Problems: v.problems}
+	if err := v.Err(); err != nil {
+		return nil, err
 	}
 	f := &File{Testbed: tb, Quick: quick}
-	v.workloads(f, root.Content[0])
-	if len(v.problems) > 0 {
-		return nil, &Error{File: file, Problems: v.problems}
+	v.workloads(f, root)
+	if err := v.Err(); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
 
-// Error lists the problems found in one scenario file.
-type Error struct {
-	File     string
-	Problems []Problem
-}
+type validator struct{ *yamlfile.Checker }
 
-// Problem is one thing wrong in a scenario, at a place in the file.
-type Problem struct {
-	Line  int
-	Field string // dotted path such as links[0].forward.rate; "" if unknown
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%s:%d: ", e.File, p.Line)
-		if p.Field != "" {
-			b.WriteString(p.Field + ": ")
-		}
-		b.WriteString(p.Msg)
-	}
-	return b.String()
-}
-
-var (
-	yamlLineRE   = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	unknownRE    = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
-	unmarshalRE  = regexp.MustCompile("^cannot unmarshal !!(\\w+) (?:`(.*)` )?into (\\S+)$")
-	alreadyDefRE = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
-)
-
-// yamlError turns yaml.v3's messages into file:line problems in plain words.
-func yamlError(file string, err error) error {
-	var msgs []string
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msgs = te.Errors
-	} else {
-		msgs = []string{err.Error()}
-	}
-	e := &Error{File: file}
-	for _, m := range msgs {
-		p := Problem{Line: 1, Msg: strings.TrimPrefix(m, "yaml: ")}
-		if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
-			p.Line, _ = strconv.Atoi(sm[1])
-			p.Msg = sm[2]
-		}
-		switch {
-		case unknownRE.MatchString(p.Msg):
-			p.Msg = fmt.Sprintf("unknown field %q", unknownRE.FindStringSubmatch(p.Msg)[1])
-		case unmarshalRE.MatchString(p.Msg):
-			sm := unmarshalRE.FindStringSubmatch(p.Msg)
-			what := yamlKindWord(sm[1])
-			if sm[2] != "" {
-				what = fmt.Sprintf("%q is %s", sm[2], what)
-			}
-			p.Msg = fmt.Sprintf("found %s where %s is expected", what, goTypeWord(sm[3]))
-		case alreadyDefRE.MatchString(p.Msg):
-			sm := alreadyDefRE.FindStringSubmatch(p.Msg)
-			p.Msg = fmt.Sprintf("duplicate name %q (first defined at line %s)", sm[1], sm[2])
-		}
-		e.Problems = append(e.Problems, p)
-	}
-	return e
-}
-
-func goTypeWord(t string) string {
-	switch {
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	case strings.Contains(t, "int"):
-		return "a whole number"
-	case strings.Contains(t, "float"):
-		return "a number"
-	case strings.Contains(t, "bool"):
-		return "true or false"
-	case strings.Contains(t, "string"):
-		return "a single value"
-	}
-	return "a mapping"
-}
-
-func yamlKindWord(tag string) string {
-	switch tag {
-	case "map":
-		return "a mapping"
-	case "seq":
-		return "a list"
-	case "str":
-		return "text"
-	}
-	return "a " + tag
-}
-
-// positions maps the dotted path of every node to its line.
-func positions(n *yaml.Node) map[string]int {
-	pos := map[string]int{}
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		pos[path] = n.Line
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				key := n.Content[i].Value
-				child := key
-				if path != "" {
-					child = path + "." + key
-				}
-				walk(n.Content[i+1], child)
-				pos[child] = n.Content[i].Line
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i))
-			}
-		}
-	}
-	walk(n, "")
-	return pos
-}
-
-type validator struct {
-	file     string
-	pos      map[string]int
-	problems []Problem
-}
-
-// fail records a problem at field; the line is the field's, or its nearest
-// parent's when the field is absent from the file.
-func (v *validator) fail(field, format string, args ...any) {
-	line := 0
-	for p := field; ; {
-		if l, ok := v.pos[p]; ok {
-			line = l
-			break
-		}
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
-			line = v.pos[""]
-			break
-		}
-		p = p[:i]
-	}
-	p := Problem{Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
-	for _, q := range v.problems {
-		if q == p {
-			return
-		}
-	}
-	v.problems = append(v.problems, p)
-}
+func (v *validator) fail(field, format string, args ...any) { v.Fail(field, format, args...) }
 
 func (v *validator) name(field, kind, s string) {
 	if !nameRE.MatchString(s) {

@@ -16,6 +16,7 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
 	"github.com/wanlab/wanlab/internal/workload/taskfarm"
 	"github.com/wanlab/wanlab/internal/workload/transfer"
+	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
 // File is a whole scenario: the test-bed and the workloads run on it, each
@@ -487,7 +488,7 @@ func withSettings(m *yaml.Node, set map[string]*yaml.Node, order []string) *yaml
 }
 
 func (v *validator) failAt(line int, field, format string, args ...any) {
-	v.pos[field] = line
+	v.At(field, line)
 	v.fail(field, format, args...)
 }
 
@@ -495,11 +496,11 @@ func (v *validator) failAt(line int, field, format string, args ...any) {
 func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, tb *Testbed) (Step, bool) {
 	// Lines of this step's settings, which may come from a sweep or quick:.
 	for i := 0; i+1 < len(settings.Content); i += 2 {
-		v.pos[field+"."+settings.Content[i].Value] = settings.Content[i].Line
+		v.At(field+"."+settings.Content[i].Value, settings.Content[i].Line)
 	}
-	before := len(v.problems)
+	before := v.Count()
 	decode := func(dst any) bool {
-		resolved, err := resolveAliases(settings)
+		resolved, err := yamlfile.ResolveAliases(settings)
 		if err != nil {
 			v.fail(field, "%v", err)
 			return false
@@ -518,20 +519,10 @@ func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, t
 			msgs = te.Errors
 		}
 		for _, m := range msgs {
-			if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
-				m = sm[2]
-			}
-			switch sm, um := unknownRE.FindStringSubmatch(m), unmarshalRE.FindStringSubmatch(m); {
-			case sm != nil:
-				v.fail(field+"."+sm[1], "unknown %s setting %q", kind, sm[1])
-			case um != nil:
-				what := yamlKindWord(um[1])
-				if um[2] != "" {
-					what = fmt.Sprintf("%q is %s", um[2], what)
-				}
-				v.fail(field, "found %s where %s is expected", what, goTypeWord(um[3]))
-			default:
-				v.fail(field, "%s", m)
+			if _, unknown, msg := yamlfile.Explain(m); unknown != "" {
+				v.fail(field+"."+unknown, "unknown %s setting %q", kind, unknown)
+			} else {
+				v.fail(field, "%s", msg)
 			}
 		}
 		return false
@@ -553,7 +544,7 @@ func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, t
 	case results.Impact:
 		s.Impact = decodeAs(decode, func(r rawImpact) *Impact { return v.impact(field, r, tb) })
 	}
-	return s, len(v.problems) == before
+	return s, v.Count() == before
 }
 
 // host checks a reference to a host.

@@ -201,7 +201,7 @@ func setUpDisk(cg *cgroup.Manager, h *Host) error {
 // the test-bed is up, so that one crash does not leave the host unmeasurable.
 func (d *daemon) superviseAgent(exe string, h Host) error {
 	host, sock := h.Name, AgentSocket(d.name, h.Name)
-	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir}
+	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir, "--test-address", h.Addr}
 	if h.DiskCapped() {
 		argv = append(argv, "--disk-capped")
 	}

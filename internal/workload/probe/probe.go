@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Spec is one probe run.
@@ -85,18 +87,8 @@ func (r Result) RTT() time.Duration {
 func (r Result) Forward() time.Duration { return time.Duration(r.ReflectRx - r.Sent) }
 func (r Result) Back() time.Duration    { return time.Duration(r.Received - r.ReflectTx) }
 
-// listen opens a UDP socket with kernel receive timestamps.
-func listen(addr string) (*net.UDPConn, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{})
-	if addr != "" {
-		var raddr *net.UDPAddr
-		if raddr, err = net.ResolveUDPAddr("udp4", addr); err == nil {
-			c, err = net.DialUDP("udp4", nil, raddr)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
+// timestamped asks the kernel for receive timestamps on c.
+func timestamped(c *net.UDPConn) (*net.UDPConn, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		c.Close()
@@ -131,19 +123,24 @@ func read(c *net.UDPConn, buf, oob []byte) (int, *net.UDPAddr, int64, error) {
 	return n, from, at, nil
 }
 
-// Reflector returns probes to their senders.
+// Reflector returns probes to the senders that presented its token.
 type Reflector struct {
-	conn *net.UDPConn
-	Port int
+	conn  *net.UDPConn
+	Port  int
+	Token token.Token
 }
 
-// NewReflector opens the reflector's socket on an ephemeral port.
-func NewReflector() (*Reflector, error) {
-	c, err := listen("")
+// NewReflector opens the reflector's socket at (its test address and port
+// range) and draws its token.
+func NewReflector(at bind.Local) (*Reflector, error) {
+	c, err := at.ListenUDP(net.ListenConfig{})
+	if err == nil {
+		c, err = timestamped(c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the reflector: %w", err)
 	}
-	return &Reflector{conn: c, Port: c.LocalAddr().(*net.UDPAddr).Port}, nil
+	return &Reflector{conn: c, Port: c.LocalAddr().(*net.UDPAddr).Port, Token: token.New()}, nil
 }
 
 // Run reflects probes until ctx ends or idle passes with none, and returns
@@ -156,6 +153,7 @@ func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
 	}()
 	buf, oob := make([]byte, MaxSize), make([]byte, 128)
 	reflected := 0
+	admitted := token.NewAdmitted(r.Token)
 	for {
 		r.conn.SetReadDeadline(time.Now().Add(idle))
 		n, from, rx, err := read(r.conn, buf, oob)
@@ -169,6 +167,9 @@ func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
 			}
 			return reflected, err
 		}
+		if admitted.Greeting(r.conn, buf[:n], from.AddrPort()) || !admitted.Allows(from.AddrPort()) {
+			continue
+		}
 		if n < HeaderLen || [4]byte(buf[:4]) != magic {
 			continue
 		}
@@ -180,14 +181,26 @@ func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
 	}
 }
 
-// Run sends spec.Count probes to the reflector at addr and returns one result
-// per probe, in order.
-func Run(ctx context.Context, spec Spec, addr string) ([]Result, error) {
-	c, err := listen(addr)
+// Run sends spec.Count probes to the reflector at addr, once it has answered
+// the token t, and returns one result per probe, in order.
+func Run(ctx context.Context, spec Spec, addr string, t token.Token) ([]Result, error) {
+	raddr, err := net.ResolveUDPAddr("udp4", addr)
+	var c *net.UDPConn
+	if err == nil {
+		c, err = net.DialUDP("udp4", nil, raddr)
+	}
+	if err == nil {
+		c, err = timestamped(c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("probing %s: %w", addr, err)
 	}
 	defer c.Close()
+	// The reflector answers the token within a round trip: twice the time
+	// a reply may take, and at least 2 s.
+	if err := token.GreetUDP(ctx, c, t, max(2*spec.Timeout, 2*time.Second)); err != nil {
+		return nil, fmt.Errorf("probing %s: %w (or the path is down)", addr, err)
+	}
 	results := make([]Result, spec.Count)
 	var mu sync.Mutex
 	recvDone := make(chan error, 1)

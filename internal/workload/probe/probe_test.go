@@ -2,16 +2,20 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 func TestProbeLoopback(t *testing.T) {
-	r, err := NewReflector()
+	r, err := NewReflector(bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +27,7 @@ func TestProbeLoopback(t *testing.T) {
 		reflected <- n
 	}()
 	spec := Spec{Count: 50, Interval: 2 * time.Millisecond, Size: 64, Timeout: 200 * time.Millisecond}
-	res, err := Run(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port))
+	res, err := Run(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,19 +47,40 @@ func TestProbeLoopback(t *testing.T) {
 	}
 }
 
-func TestProbeNoReflectorIsAllLost(t *testing.T) {
-	r, err := NewReflector() // opened, never run: nothing answers
+// A prober pointed at a socket that is not a reflector of its test sends
+// greetings only, never the train.
+func TestProbeToStrangerSendsOnlyGreetings(t *testing.T) {
+	silent, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.conn.Close()
-	res, err := Run(context.Background(), Spec{Count: 5, Interval: time.Millisecond, Size: 64, Timeout: 50 * time.Millisecond}, fmt.Sprintf("127.0.0.1:%d", r.Port))
-	if err != nil {
-		t.Fatal(err)
+	defer silent.Close()
+	got := make(chan []int, 1)
+	go func() {
+		var sizes []int
+		buf := make([]byte, MaxSize)
+		for {
+			silent.SetReadDeadline(time.Now().Add(3 * time.Second))
+			n, _, err := silent.ReadFrom(buf)
+			if err != nil {
+				got <- sizes
+				return
+			}
+			sizes = append(sizes, n)
+		}
+	}()
+	spec := Spec{Count: 1000, Interval: time.Millisecond, Size: 64, Timeout: 50 * time.Millisecond}
+	_, err = Run(context.Background(), spec, silent.LocalAddr().String(), token.New())
+	if !errors.Is(err, token.ErrNotListener) {
+		t.Errorf("probing a stranger: %v, want ErrNotListener", err)
 	}
-	for _, p := range res {
-		if !p.Lost() {
-			t.Errorf("probe %d came back with no reflector", p.Seq)
+	sizes := <-got
+	if len(sizes) == 0 || len(sizes) > 20 {
+		t.Errorf("the stranger received %d datagrams, want a few greetings", len(sizes))
+	}
+	for _, n := range sizes {
+		if n != token.MessageLen {
+			t.Errorf("the stranger received a %d-byte datagram: not a greeting", n)
 		}
 	}
 }

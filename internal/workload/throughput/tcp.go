@@ -16,7 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // tcpMagic opens every stream, followed by the stream's id.
@@ -160,23 +162,24 @@ type Receiver struct {
 	spec Spec
 	ln   net.Listener
 	pc   net.PacketConn
-	// Port is where senders connect.
-	Port int
+	// Port is where senders connect, presenting Token.
+	Port  int
+	Token token.Token
 }
 
-// Listen opens the receiver's socket on an ephemeral port of every address.
-func Listen(spec Spec) (*Receiver, error) {
-	r := &Receiver{spec: spec}
+// Listen opens the receiver's socket at (its test address and port range)
+// and draws the test's token.
+func Listen(spec Spec, at bind.Local) (*Receiver, error) {
+	r := &Receiver{spec: spec, Token: token.New()}
 	lc := net.ListenConfig{Control: socketControl(spec)}
 	var err error
 	if spec.Protocol == UDP {
-		r.pc, err = lc.ListenPacket(context.Background(), "udp4", ":0")
-		if err == nil {
-			r.Port = r.pc.LocalAddr().(*net.UDPAddr).Port
+		var pc *net.UDPConn
+		if pc, err = at.ListenUDP(lc); err == nil {
+			r.pc, r.Port = pc, pc.LocalAddr().(*net.UDPAddr).Port
 		}
 	} else {
-		r.ln, err = lc.Listen(context.Background(), "tcp4", ":0")
-		if err == nil {
+		if r.ln, err = at.Listen(lc); err == nil {
 			r.Port = r.ln.Addr().(*net.TCPAddr).Port
 		}
 	}
@@ -216,17 +219,9 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 		}
 		mu.Unlock()
 	}
-	conns := make(chan net.Conn)
-	go func() {
-		for {
-			c, err := r.ln.Accept()
-			if err != nil {
-				close(conns)
-				return
-			}
-			conns <- c
-		}
-	}()
+	stop := make(chan struct{})
+	defer close(stop)
+	conns := token.Accept(r.ln, r.Token, connectWait, stop)
 	var open []net.Conn
 	defer func() {
 		for _, c := range open {
@@ -331,15 +326,16 @@ func readTCPHeader(c net.Conn, streams int) (int, error) {
 	return id, nil
 }
 
-// Send runs the sending side against the receiver at addr and returns the totals.
-func Send(ctx context.Context, spec Spec, addr string, emit func(Interval)) Summary {
+// Send runs the sending side against the receiver at addr, presenting the
+// receiver's token, and returns the totals.
+func Send(ctx context.Context, spec Spec, addr string, t token.Token, emit func(Interval)) Summary {
 	if spec.Protocol == UDP {
-		return sendUDP(ctx, spec, addr, emit)
+		return sendUDP(ctx, spec, addr, t, emit)
 	}
-	return sendTCP(ctx, spec, addr, emit)
+	return sendTCP(ctx, spec, addr, t, emit)
 }
 
-func sendTCP(ctx context.Context, spec Spec, addr string, emit func(Interval)) Summary {
+func sendTCP(ctx context.Context, spec Spec, addr string, t token.Token, emit func(Interval)) Summary {
 	n := spec.Streams
 	d := net.Dialer{Timeout: connectWait, Control: socketControl(spec)}
 	conns := make([]*net.TCPConn, 0, n)
@@ -363,6 +359,10 @@ func sendTCP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 				return
 			}
 			dialed[i] = c.(*net.TCPConn)
+			if err := token.Greet(c, t, connectWait); err != nil {
+				dialErrs[i] = fmt.Errorf("stream %d to %s: %w", i, addr, err)
+				return
+			}
 			var h [tcpHeaderLen]byte
 			copy(h[:], tcpMagic[:])
 			binary.BigEndian.PutUint32(h[4:], uint32(i))

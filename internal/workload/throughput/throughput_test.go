@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 )
 
 // run runs a receiver and a sender over loopback and returns both summaries
 // and the intervals each emitted.
 func run(t *testing.T, spec Spec) (recv, sent Summary, rIvs, sIvs []Interval) {
 	t.Helper()
-	r, err := Listen(spec)
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func run(t *testing.T, spec Spec) (recv, sent Summary, rIvs, sIvs []Interval) {
 		defer wg.Done()
 		recv = r.Run(ctx, func(iv Interval) { rIvs = append(rIvs, iv) })
 	}()
-	sent = Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), func(iv Interval) { sIvs = append(sIvs, iv) })
+	sent = Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token, func(iv Interval) { sIvs = append(sIvs, iv) })
 	wg.Wait()
 	return
 }
@@ -103,7 +104,7 @@ func TestUDP(t *testing.T) {
 
 func TestStrangerIsIgnored(t *testing.T) {
 	spec := Spec{Protocol: TCP, Streams: 1, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
-	r, err := Listen(spec)
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestStrangerIsIgnored(t *testing.T) {
 	defer stranger.Close()
 	done := make(chan Summary)
 	go func() { done <- r.Run(context.Background(), func(Interval) {}) }()
-	sent := Send(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port), func(Interval) {})
+	sent := Send(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token, func(Interval) {})
 	recv := <-done
 	if recv.Partial || total(recv) != total(sent) {
 		t.Errorf("with a stranger connected: received %d of %d, partial %v (%v)", total(recv), total(sent), recv.Partial, recv.Err)
@@ -124,7 +125,7 @@ func TestStrangerIsIgnored(t *testing.T) {
 
 func TestSenderGoneIsPartial(t *testing.T) {
 	spec := Spec{Protocol: TCP, Streams: 2, Duration: 5 * time.Second, Interval: 100 * time.Millisecond}
-	r, err := Listen(spec)
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestSenderGoneIsPartial(t *testing.T) {
 	done := make(chan Summary)
 	go func() { done <- r.Run(context.Background(), func(Interval) {}) }()
 	// The sender's context ends early: its connections are reset.
-	sent := Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), func(Interval) {})
+	sent := Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token, func(Interval) {})
 	recv := <-done
 	if !sent.Partial || total(recv) == 0 {
 		t.Errorf("sender cut short: partial %v (%v), receiver got %d bytes", sent.Partial, sent.Err, total(recv))

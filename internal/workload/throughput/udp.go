@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Every datagram starts with: magic, stream id, sequence number, send time.
@@ -51,17 +53,22 @@ func (r *Receiver) runUDP(ctx context.Context, emit func(Interval)) Summary {
 	}
 	r.pc.SetReadDeadline(deadline)
 	var readErr error
+	admitted := token.NewAdmitted(r.Token)
+	pc := r.pc.(*net.UDPConn)
 	go func() {
 		defer close(done)
 		buf := make([]byte, MaxUDPLength)
 		first, finished := true, 0
 		for finished < n {
-			k, _, err := r.pc.ReadFrom(buf)
+			k, from, err := pc.ReadFromUDPAddrPort(buf)
 			if err != nil {
 				readErr = err
 				return
 			}
 			now := time.Now().UnixNano()
+			if admitted.Greeting(pc, buf[:k], from) || !admitted.Allows(from) {
+				continue
+			}
 			if k < headerLen || [4]byte(buf[:4]) != udpMagic {
 				continue
 			}
@@ -165,7 +172,7 @@ func (r *Receiver) runUDP(ctx context.Context, emit func(Interval)) Summary {
 	return sum
 }
 
-func sendUDP(ctx context.Context, spec Spec, addr string, emit func(Interval)) Summary {
+func sendUDP(ctx context.Context, spec Spec, addr string, t token.Token, emit func(Interval)) Summary {
 	n := spec.Streams
 	conns := make([]net.Conn, n)
 	for i := range conns {
@@ -175,6 +182,9 @@ func sendUDP(ctx context.Context, spec Spec, addr string, emit func(Interval)) S
 		}
 		defer c.Close()
 		conns[i] = c
+		if err := token.GreetUDP(ctx, c, t, connectWait); err != nil {
+			return Summary{Partial: true, Err: fmt.Errorf("stream %d to %s: %w", i, addr, err)}
+		}
 	}
 	m := newMeter(n)
 	m.start = time.Now()

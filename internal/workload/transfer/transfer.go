@@ -24,7 +24,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/diskio"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // DefaultBlock is the block size unless one is given: bbFTP's order of size.
@@ -77,6 +79,9 @@ const headerLen = 4 + 4 + 8 + 8 + 8 + 4
 
 const flagCompressed = 1
 
+// streamWait is how long a receiver waits for each stream and its header.
+const streamWait = 30 * time.Second
+
 // maxFrame bounds a compressed block on the wire: zstd never grows a block
 // by more than a small fraction, so anything larger is not a block of ours.
 func maxFrame(block int) int { return block + block/8 + 1024 }
@@ -113,8 +118,8 @@ func dialControl(window int) func(string, string, syscall.RawConn) error {
 	}
 }
 
-// Send sends the open file f to the receiver at addr.
-func Send(ctx context.Context, spec Spec, f *os.File, addr string) (Result, error) {
+// Send sends the open file f to the receiver at addr, presenting its token.
+func Send(ctx context.Context, spec Spec, f *os.File, addr string, t token.Token) (Result, error) {
 	before, err := f.Stat()
 	if err != nil {
 		return Result{}, err
@@ -136,7 +141,7 @@ func Send(ctx context.Context, spec Spec, f *os.File, addr string) (Result, erro
 		go func() {
 			defer wg.Done()
 			h := header{id: i, total: size, off: r[0], length: r[1], compressed: spec.Compress}
-			n, err := sendRange(ctx, d, addr, f, h, spec, &wire)
+			n, err := sendRange(ctx, d, addr, t, f, h, spec, &wire)
 			res.Streams[i] = n
 			if err != nil {
 				errs[i] = fmt.Errorf("stream %d: %w", i, err)
@@ -205,7 +210,7 @@ func readHeader(r io.Reader, streams int, maxBytes int64) (header, error) {
 	return h, nil
 }
 
-func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, h header, spec Spec, wire *atomic.Int64) (int64, error) {
+func sendRange(ctx context.Context, d net.Dialer, addr string, t token.Token, f *os.File, h header, spec Spec, wire *atomic.Int64) (int64, error) {
 	c, err := d.DialContext(ctx, "tcp4", addr)
 	if err != nil {
 		return 0, err
@@ -213,6 +218,9 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, h hea
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
+	if err := token.Greet(c, t, streamWait); err != nil {
+		return 0, err
+	}
 	if _, err := c.Write(h.encode()); err != nil {
 		return 0, err
 	}
@@ -264,9 +272,11 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, f *os.File, h hea
 
 // Receiver accepts one transfer into a file.
 type Receiver struct {
-	ln   net.Listener
-	Port int
-	spec Spec
+	ln net.Listener
+	// Port is where senders connect, presenting Token.
+	Port  int
+	Token token.Token
+	spec  Spec
 	// MaxBytes bounds the file a sender may announce; ExpectedSize, when
 	// not 0, is the size it must announce.
 	MaxBytes     int64
@@ -276,15 +286,14 @@ type Receiver struct {
 	CorruptAt int64
 }
 
-// Listen opens the receiver on an ephemeral port; it accepts files of at
-// most maxBytes.
-func Listen(spec Spec, maxBytes int64) (*Receiver, error) {
-	lc := net.ListenConfig{Control: dialControl(spec.Window)}
-	ln, err := lc.Listen(context.Background(), "tcp4", ":0")
+// Listen opens the receiver at (its test address and port range) and draws
+// the transfer's token; it accepts files of at most maxBytes.
+func Listen(spec Spec, at bind.Local, maxBytes int64) (*Receiver, error) {
+	ln, err := at.Listen(net.ListenConfig{Control: dialControl(spec.Window)})
 	if err != nil {
 		return nil, fmt.Errorf("listening for a transfer: %w", err)
 	}
-	return &Receiver{ln: ln, Port: ln.Addr().(*net.TCPAddr).Port, spec: spec, MaxBytes: maxBytes, CorruptAt: -1}, nil
+	return &Receiver{ln: ln, Port: ln.Addr().(*net.TCPAddr).Port, Token: token.New(), spec: spec, MaxBytes: maxBytes, CorruptAt: -1}, nil
 }
 
 // Close stops listening, for a receiver that will not Run.
@@ -314,12 +323,22 @@ func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
+	stopAccept := make(chan struct{})
+	defer close(stopAccept)
+	conns := token.Accept(r.ln, r.Token, streamWait, stopAccept)
 	for i := 0; i < r.spec.Streams; i++ {
-		r.ln.(*net.TCPListener).SetDeadline(time.Now().Add(30 * time.Second))
-		c, err := r.ln.Accept()
-		if err != nil {
+		var c net.Conn
+		select {
+		case c = <-conns:
+		case <-time.After(streamWait):
+		}
+		if c == nil {
 			wg.Wait()
-			return res, errors.Join(append(errs, fmt.Errorf("waiting for stream %d of %d: %w", i+1, r.spec.Streams, err))...)
+			why := fmt.Errorf("none came within %v", streamWait)
+			if ctx.Err() != nil {
+				why = ctx.Err()
+			}
+			return res, errors.Join(append(errs, fmt.Errorf("waiting for stream %d of %d: %w", i+1, r.spec.Streams, why))...)
 		}
 		if i == 0 {
 			start = time.Now()
@@ -330,7 +349,7 @@ func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 			defer c.Close()
 			stopConn := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 			defer stopConn()
-			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			c.SetReadDeadline(time.Now().Add(streamWait))
 			h, err := readHeader(c, r.spec.Streams, r.MaxBytes)
 			if err == nil {
 				mu.Lock()

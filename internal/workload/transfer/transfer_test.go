@@ -11,10 +11,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // newFile creates an empty file in a test's folder.
@@ -34,7 +37,7 @@ func transfer(t *testing.T, spec Spec, size, corruptAt int64) (sent, recv Result
 	if err := MakeFile(src, size); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Listen(spec, 1<<30)
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"}, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +48,7 @@ func transfer(t *testing.T, spec Spec, size, corruptAt int64) (sent, recv Result
 		recv, err = r.Run(context.Background(), dst)
 		done <- err
 	}()
-	sent, err = Send(context.Background(), spec, src, fmt.Sprintf("127.0.0.1:%d", r.Port))
+	sent, err = Send(context.Background(), spec, src, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +119,7 @@ func TestValidate(t *testing.T) {
 func hostile(t *testing.T, spec Spec, maxBytes int64, streams ...[]byte) (error, int64) {
 	t.Helper()
 	out := newFile(t, "dst")
-	r, err := Listen(spec, maxBytes)
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"}, maxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +131,9 @@ func hostile(t *testing.T, spec Spec, maxBytes int64, streams ...[]byte) (error,
 	for _, b := range streams {
 		c, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", r.Port))
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := token.Greet(c, r.Token, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		c.Write(b)

@@ -1,0 +1,238 @@
+// Package token is the per-test secret that opens a test's data plane, as
+// iperf3's cookie does. The receiving agent draws a token when it listens
+// and gives it only to the controller, which hands it to the sender; a
+// connection or a UDP source that does not present it is not part of the
+// test. The receiver answers a right token with a proof of its own, and a
+// sender sends nothing more until it has that proof: an agent asked to
+// send toward something that is not a wanlab test listener sends one
+// greeting and stops, so it never becomes an open traffic generator.
+package token
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Token is one test's secret.
+type Token [16]byte
+
+// New draws a token.
+func New() Token {
+	var t Token
+	rand.Read(t[:]) // never fails (crypto/rand's contract since Go 1.24)
+	return t
+}
+
+// Parse reads a token as a request carries it.
+func Parse(b []byte) (Token, error) {
+	var t Token
+	if len(b) != len(t) {
+		return t, fmt.Errorf("the test's token has %d bytes, not %d", len(b), len(t))
+	}
+	copy(t[:], b)
+	return t, nil
+}
+
+// Bytes is the token as a request carries it.
+func (t Token) Bytes() []byte { return t[:] }
+
+var (
+	greetMagic = [4]byte{'W', 'L', 'G', '1'}
+	ackMagic   = [4]byte{'W', 'L', 'A', '1'}
+)
+
+// MessageLen is the size of a greeting and of an acknowledgement.
+const MessageLen = 4 + 16
+
+func (t Token) greeting() []byte { return append(greetMagic[:], t[:]...) }
+
+func (t Token) ack() []byte {
+	proof := sha256.Sum256(append([]byte("wanlab test listener "), t[:]...))
+	return append(ackMagic[:], proof[:16]...)
+}
+
+// ErrWrongToken means a peer did not present the test's token.
+var ErrWrongToken = errors.New("not a connection of this test (wrong or missing token)")
+
+// ErrNotListener means the peer did not prove it is this test's listener.
+var ErrNotListener = errors.New("the peer is not this test's wanlab listener (no proof of the token): nothing more is sent to it")
+
+// Greet opens a stream connection of a test: it sends the token and waits
+// up to wait for the listener's proof.
+func Greet(c net.Conn, t Token, wait time.Duration) error {
+	c.SetDeadline(time.Now().Add(wait))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write(t.greeting()); err != nil {
+		return fmt.Errorf("greeting the listener: %w", err)
+	}
+	var got [MessageLen]byte
+	if _, err := io.ReadFull(c, got[:]); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotListener, err)
+	}
+	if subtle.ConstantTimeCompare(got[:], t.ack()) != 1 {
+		return ErrNotListener
+	}
+	return nil
+}
+
+// Check accepts a stream connection of a test: it reads the greeting
+// within wait and, if it carries the token, answers with the proof.
+func Check(c net.Conn, t Token, wait time.Duration) error {
+	c.SetDeadline(time.Now().Add(wait))
+	defer c.SetDeadline(time.Time{})
+	var got [MessageLen]byte
+	if _, err := io.ReadFull(c, got[:]); err != nil {
+		return fmt.Errorf("reading a connection's token: %w", err)
+	}
+	if subtle.ConstantTimeCompare(got[:], t.greeting()) != 1 {
+		return ErrWrongToken
+	}
+	if _, err := c.Write(t.ack()); err != nil {
+		return fmt.Errorf("answering a connection's token: %w", err)
+	}
+	return nil
+}
+
+// greetEvery is how often a UDP greeting is repeated until it is answered.
+const greetEvery = 200 * time.Millisecond
+
+// GreetUDP opens a connected UDP socket's part in a test: it sends the
+// greeting every 200 ms until the listener's proof comes back, for at most
+// wait. Datagrams other than the proof are discarded meanwhile.
+func GreetUDP(ctx context.Context, c net.Conn, t Token, wait time.Duration) error {
+	defer c.SetReadDeadline(time.Time{})
+	end := time.Now().Add(wait)
+	buf := make([]byte, 2048)
+	want := t.ack()
+	for ctx.Err() == nil && time.Now().Before(end) {
+		if _, err := c.Write(t.greeting()); err != nil && !isRefused(err) {
+			return fmt.Errorf("greeting the listener: %w", err)
+		}
+		next := time.Now().Add(greetEvery)
+		if next.After(end) {
+			next = end
+		}
+		c.SetReadDeadline(next)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				break // deadline, or an ICMP refusal: greet again
+			}
+			if n == MessageLen && subtle.ConstantTimeCompare(buf[:n], want) == 1 {
+				return nil
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: no answer within %v", ErrNotListener, wait)
+}
+
+func isRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "write"
+}
+
+// Admitted are the UDP sources that presented a test's token.
+type Admitted struct {
+	token Token
+	mu    sync.Mutex
+	from  map[netip.AddrPort]bool
+}
+
+// NewAdmitted starts with no source admitted.
+func NewAdmitted(t Token) *Admitted {
+	return &Admitted{token: t, from: map[netip.AddrPort]bool{}}
+}
+
+// maxSources bounds the sources one test admits: a test has at most its
+// streams' worth, and a flood of forged greetings must not grow the set.
+const maxSources = 4096
+
+// Greeting handles a datagram if it is a greeting: a right one admits its
+// source and is answered with the proof on pc. It reports whether b was a
+// greeting (right or wrong), which the caller then ignores.
+func (a *Admitted) Greeting(pc net.PacketConn, b []byte, from netip.AddrPort) bool {
+	from = unmap(from)
+	if len(b) != MessageLen || [4]byte(b[:4]) != greetMagic {
+		return false
+	}
+	if subtle.ConstantTimeCompare(b, a.token.greeting()) != 1 {
+		return true
+	}
+	a.mu.Lock()
+	if len(a.from) < maxSources {
+		a.from[from] = true
+	}
+	ok := a.from[from]
+	a.mu.Unlock()
+	if ok {
+		pc.WriteTo(a.token.ack(), net.UDPAddrFromAddrPort(from))
+	}
+	return true
+}
+
+// Allows reports whether a source presented the token.
+func (a *Admitted) Allows(from netip.AddrPort) bool {
+	from = unmap(from)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.from[from]
+}
+
+func unmap(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
+
+// maxChecking bounds the connections whose token is awaited at once, so
+// that strangers holding connections open cannot grow a listener.
+const maxChecking = 64
+
+// Accept accepts connections on ln until it closes, checks each one's token
+// on its own within wait (a stranger that sends nothing holds up no one)
+// and passes on those that present t, until stop closes. The channel
+// closes when ln does.
+func Accept(ln net.Listener, t Token, wait time.Duration, stop <-chan struct{}) <-chan net.Conn {
+	out := make(chan net.Conn)
+	go func() {
+		var wg sync.WaitGroup
+		defer func() { wg.Wait(); close(out) }()
+		slots := make(chan struct{}, maxChecking)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				c.Close()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := Check(c, t, wait)
+				<-slots
+				if err != nil {
+					c.Close()
+					return
+				}
+				select {
+				case out <- c:
+				case <-stop:
+					c.Close()
+				}
+			}()
+		}
+	}()
+	return out
+}
