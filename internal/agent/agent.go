@@ -11,22 +11,28 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/pki"
+	"github.com/wanlab/wanlab/internal/policy"
 	"github.com/wanlab/wanlab/internal/unixsock"
 	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -56,14 +62,21 @@ type Server struct {
 	// has used, for the CPU figures of each test.
 	HostCPU func() (time.Duration, error)
 
+	// Audit, if set, hears of every call's decision and end, and of every
+	// connection refused in its TLS handshake.
+	Audit func(AuditEntry)
+
+	policy  atomic.Pointer[policy.Policy]
+	host    host
 	serving stoppers
 	kept    keptFiles
 	tests   chan struct{} // a slot per test running
 	streams streamBudget
 }
 
-// Serve serves on ln until ctx ends.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Serve serves on ln until ctx ends, with the gRPC options given (the
+// transport's credentials).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ...grpc.ServerOption) error {
 	if err := s.Limits.Validate(); err != nil {
 		return fmt.Errorf("agent on %s: %w", s.Host, err)
 	}
@@ -71,9 +84,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("agent on %s: no data folder", s.Host)
 	}
 	s.tests = make(chan struct{}, s.Limits.MaxTests)
+	s.host.init()
 	s.streams.max = s.Limits.MaxStreams
-	srv := grpc.NewServer(grpc.UnaryInterceptor(s.admitUnary), grpc.StreamInterceptor(s.admitStream),
+	opts = append(opts, grpc.UnaryInterceptor(s.admitUnary), grpc.StreamInterceptor(s.admitStream),
 		grpc.MaxRecvMsgSize(1<<20))
+	srv := grpc.NewServer(opts...)
 	agentpb.RegisterAgentServer(srv, s)
 	go func() {
 		<-ctx.Done()
@@ -81,6 +96,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 	return srv.Serve(ln)
 }
+
+// SetPolicy makes p the agent's policy for calls from now on (those
+// running keep the decision they got). Over TLS an agent needs one.
+func (s *Server) SetPolicy(p *policy.Policy) { s.policy.Store(p) }
 
 // ServeSocket serves on the Unix socket at path (see unixsock.Listen: mode
 // 0600, peers of this user or root only) until ctx ends.
@@ -90,6 +109,26 @@ func (s *Server) ServeSocket(ctx context.Context, path string) error {
 		return fmt.Errorf("agent on %s: %w", s.Host, err)
 	}
 	return s.Serve(ctx, ln)
+}
+
+// Keepalive on the network: a controller that stops answering (dead, or
+// cut off) is noticed within about ten seconds, and its tests end then.
+const (
+	pingEvery = 5 * time.Second
+	pingWait  = 5 * time.Second
+)
+
+// ServeTLS serves on ln over TLS 1.3 with mutual authentication (config
+// from pki.Server) until ctx ends. Every call is authorised by the agent's
+// policy (SetPolicy), which it needs.
+func (s *Server) ServeTLS(ctx context.Context, ln net.Listener, config *tls.Config) error {
+	if s.policy.Load() == nil {
+		return fmt.Errorf("agent on %s: serving over TLS needs a policy", s.Host)
+	}
+	return s.Serve(ctx, ln, grpc.Creds(credentials.NewTLS(config)),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingEvery, Timeout: pingWait}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: pingEvery, PermitWithoutStream: true}),
+		grpc.ConnectionTimeout(10*time.Second))
 }
 
 // callGrace is how long a call may outlive the test it runs (connecting,
@@ -116,9 +155,9 @@ func (s *Server) admit(method string) (release func(), err error) {
 	}
 }
 
-// bound gives a call its deadline: no test outlives the agent's duration limit.
+// bound gives a call its deadline: no test outlives its duration limit.
 func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	d, ok := limits.Add(s.Limits.MaxDuration, callGrace)
+	d, ok := limits.Add(s.limitsOf(ctx).MaxDuration, callGrace)
 	if !ok {
 		return context.WithCancel(ctx)
 	}
@@ -131,9 +170,19 @@ func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServer
 		return nil, err
 	}
 	defer release()
+	ctx, d, err := s.authorize(ctx, info.FullMethod, req)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	var moved int64
+	if err == nil {
+		moved = s.stamp(d, resp)
+	}
+	s.finish(d, info.FullMethod, moved, err)
+	return resp, err
 }
 
 func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -142,18 +191,47 @@ func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 		return err
 	}
 	defer release()
-	ctx, cancel := s.bound(ss.Context())
-	defer cancel()
-	return handler(srv, boundStream{ss, ctx})
+	g := &guardedStream{ServerStream: ss, s: s, method: info.FullMethod}
+	g.ctx, g.cancel = s.bound(ss.Context())
+	err = handler(srv, g)
+	g.cancel()
+	s.finish(g.d, info.FullMethod, g.moved, err)
+	return err
 }
 
-// boundStream is a server stream whose context carries the call's deadline.
-type boundStream struct {
+// guardedStream is a server stream whose one request is authorised as it
+// is read, whose context then carries the decision and the call's
+// deadline, and whose results are labelled and counted as they are sent.
+type guardedStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	s      *Server
+	method string
+	ctx    context.Context
+	cancel context.CancelFunc
+	d      *decision
+	moved  int64
 }
 
-func (b boundStream) Context() context.Context { return b.ctx }
+func (g *guardedStream) Context() context.Context { return g.ctx }
+
+func (g *guardedStream) RecvMsg(m any) error {
+	if err := g.ServerStream.RecvMsg(m); err != nil || g.d != nil {
+		return err
+	}
+	ctx, d, err := g.s.authorize(g.ServerStream.Context(), g.method, m)
+	if err != nil {
+		return err
+	}
+	g.cancel()
+	g.d = d
+	g.ctx, g.cancel = g.s.bound(ctx)
+	return nil
+}
+
+func (g *guardedStream) SendMsg(m any) error {
+	g.moved += g.s.stamp(g.d, m)
+	return g.ServerStream.SendMsg(m)
+}
 
 // streamBudget caps the streams of all tests running at once.
 type streamBudget struct {
@@ -185,20 +263,41 @@ func (s *Server) refusal(what string, err error) error {
 	return status.Errorf(code, "agent on %s refuses %s: %v", s.Host, what, err)
 }
 
-// Hello says who the agent is and what it accepts.
+// Hello says who the agent is, what it accepts, and, over TLS, who the
+// caller is to it and what its policy grants the caller.
 func (s *Server) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agentpb.HelloReply, error) {
-	return &agentpb.HelloReply{
+	reply := &agentpb.HelloReply{
 		ApiVersion: APIVersion, Host: s.Host, WanlabVersion: s.Version, BootId: bootID(),
-		Limits: &agentpb.Limits{
-			MaxDurationNs: int64(s.Limits.MaxDuration), MaxStreams: uint32(s.Limits.MaxStreams),
-			MaxRateBps: uint64(s.Limits.MaxRate), MaxBytes: uint64(s.Limits.MaxBytes),
-		},
-	}, nil
+		Limits: limitsToPB(s.Limits), Clock: readClock(), TestAddress: s.Test.Addr,
+	}
+	d, _ := ctx.Value(decisionKey{}).(*decision)
+	if d == nil || len(d.who.ids) == 0 {
+		return reply, nil
+	}
+	reply.Identity = d.who.String()
+	if d.rule != nil {
+		g := &agentpb.Grant{Rule: d.rule.Name, Kinds: d.rule.Kinds, Limits: limitsToPB(d.rule.Limits),
+			MaxTests: uint32(d.rule.Limits.MaxTests), BytesPerDay: uint64(d.rule.BytesPerDay), Share: d.rule.Share}
+		for _, p := range d.rule.Peers {
+			g.Peers = append(g.Peers, p.String())
+		}
+		s.host.mu.Lock()
+		if u := s.host.usage[d.who.key()]; u != nil && u.day == time.Now().UTC().Format(time.DateOnly) {
+			g.BytesToday = uint64(u.bytes)
+		}
+		s.host.mu.Unlock()
+		reply.Grant = g
+	}
+	return reply, nil
+}
+
+func limitsToPB(l limits.Limits) *agentpb.Limits {
+	return &agentpb.Limits{MaxDurationNs: int64(l.MaxDuration), MaxStreams: uint32(l.MaxStreams), MaxRateBps: uint64(l.MaxRate), MaxBytes: uint64(l.MaxBytes)}
 }
 
 // Receive listens for one throughput test and streams what arrives.
 func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_ReceiveServer) error {
-	spec, release, err := s.spec(req.GetSpec())
+	spec, release, err := s.spec(stream.Context(), req.GetSpec())
 	if err != nil {
 		return err
 	}
@@ -217,7 +316,7 @@ func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_Recei
 
 // Send runs the sending side of a throughput test.
 func (s *Server) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer) error {
-	spec, release, err := s.spec(req.GetSpec())
+	spec, release, err := s.spec(stream.Context(), req.GetSpec())
 	if err != nil {
 		return err
 	}
@@ -233,9 +332,9 @@ func (s *Server) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer)
 
 // spec converts and checks a request's spec and reserves its streams; a
 // refusal names what was wrong.
-func (s *Server) spec(p *agentpb.ThroughputSpec) (throughput.Spec, func(), error) {
+func (s *Server) spec(ctx context.Context, p *agentpb.ThroughputSpec) (throughput.Spec, func(), error) {
 	spec := SpecFromPB(p)
-	if err := spec.Validate(s.Limits); err != nil {
+	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return spec, nil, s.refusal("the test", err)
 	}
 	release, err := s.streams.take(s.Host, spec.Streams)
@@ -304,6 +403,9 @@ type Client struct {
 	Host string
 	// BootID is the agent's kernel boot id: equal ids share a clock.
 	BootID string
+	// Info is the agent's answer to hello: who it is, its clock, and what
+	// it grants this controller.
+	Info *agentpb.HelloReply
 	agentpb.AgentClient
 	conn *grpc.ClientConn
 }
@@ -314,8 +416,45 @@ func Dial(ctx context.Context, host, path string) (*Client, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no agent on host %s (%s): %w", host, path, err)
 	}
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	return connect(ctx, host, "unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// DialTLS connects to the agent of host at addr (host:port) over TLS 1.3
+// with the controller's configuration (pki.ClientConfig), and checks that
+// it answers, speaks this API version, and accepts this controller. A
+// failure says why in words: the agent's certificate, the agent's refusal
+// of this controller's, or its policy.
+func DialTLS(ctx context.Context, host, addr string, config *tls.Config) (*Client, error) {
+	name, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("agent of %s: address %q: %w", host, addr, err)
+	}
+	config = config.Clone()
+	config.ServerName = name
+	// A handshake of its own first: its errors keep their types, which
+	// gRPC's would flatten into text.
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: config}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		var tlsErr *tls.CertificateVerificationError
+		var rec tls.RecordHeaderError
+		switch {
+		case errors.As(err, &tlsErr):
+			return nil, fmt.Errorf("agent of %s at %s: %s", host, addr, pki.ExplainHandshake(err))
+		case errors.As(err, &rec):
+			return nil, fmt.Errorf("agent of %s at %s: it does not speak TLS (is it a wanlab agent on that port?)", host, addr)
+		}
+		return nil, fmt.Errorf("agent of %s at %s is not reachable: %w", host, addr, err)
+	}
+	raw.Close()
+	return connect(ctx, host, addr, grpc.WithTransportCredentials(credentials.NewTLS(config)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 2 * pingEvery, Timeout: pingWait, PermitWithoutStream: true}))
+}
+
+// connect makes the client and says hello.
+func connect(ctx context.Context, host, target string, opts ...grpc.DialOption) (*Client, error) {
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("agent on host %s: %w", host, err)
 	}
@@ -325,12 +464,19 @@ func Dial(ctx context.Context, host, path string) (*Client, error) {
 	hello, err := c.Hello(hctx, &agentpb.HelloRequest{ApiVersion: APIVersion})
 	if err != nil {
 		conn.Close()
+		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+			return nil, fmt.Errorf("the agent on host %s does not answer: %s", host, pki.ExplainHandshake(errors.New(st.Message())))
+		}
 		return nil, fmt.Errorf("the agent on host %s does not answer: %w", host, err)
 	}
-	c.BootID = hello.BootId
+	c.BootID, c.Info = hello.BootId, hello
 	if hello.ApiVersion != APIVersion {
 		conn.Close()
 		return nil, fmt.Errorf("the agent on host %s speaks API v%d, this wanlab v%d", host, hello.ApiVersion, APIVersion)
+	}
+	if hello.Identity != "" && hello.Grant == nil {
+		conn.Close()
+		return nil, fmt.Errorf("the agent on host %s does not authorise this controller: identity %s is named by no rule of its policy", host, hello.Identity)
 	}
 	return c, nil
 }

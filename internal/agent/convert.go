@@ -67,13 +67,15 @@ type Totals struct {
 	throughput.Summary
 	AgentCPUPercent float64
 	HostCPUPercent  float64 // -1 when unknown
+	// Alongside counts the other tests the agent ran meanwhile.
+	Alongside int
 }
 
 // SummaryFromPB converts a wire summary back.
 func SummaryFromPB(p *agentpb.Summary) Totals {
 	t := Totals{
 		Summary:         throughput.Summary{Elapsed: time.Duration(p.GetSecondsNs()), Partial: p.GetPartial()},
-		AgentCPUPercent: p.GetAgentCpuPercent(), HostCPUPercent: p.GetHostCpuPercent(),
+		AgentCPUPercent: p.GetAgentCpuPercent(), HostCPUPercent: p.GetHostCpuPercent(), Alongside: int(p.GetAlongside()),
 	}
 	if p.GetError() != "" {
 		t.Err = errors.New(p.GetError())

@@ -16,7 +16,7 @@ func (s *Server) Disk(ctx context.Context, req *agentpb.DiskRequest) (*agentpb.D
 	// Buffered writes reach a capped disk later, from the kernel's flusher,
 	// outside the host's cgroup: fsync makes the write phase pay the cap.
 	spec.Fsync = spec.Fsync || s.DiskCapped
-	if err := spec.Validate(s.Limits); err != nil {
+	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return nil, s.refusal("the disk test", err)
 	}
 	r, err := disk.Run(spec)

@@ -16,9 +16,9 @@ import (
 
 // Reflect returns probes until none has come for the requested idle time.
 func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_ReflectServer) error {
-	idle := time.Duration(req.GetIdleNs())
-	if idle <= 0 || idle > s.Limits.MaxDuration {
-		return status.Errorf(codes.InvalidArgument, "agent on %s refuses the reflector: idle time %v must be positive and within %v", s.Host, idle, s.Limits.MaxDuration)
+	idle, most := time.Duration(req.GetIdleNs()), s.limitsOf(stream.Context()).MaxDuration
+	if idle <= 0 || idle > most {
+		return status.Errorf(codes.InvalidArgument, "agent on %s refuses the reflector: idle time %v must be positive and within %v", s.Host, idle, most)
 	}
 	r, err := probe.NewReflector(s.Test)
 	if err != nil {
@@ -38,7 +38,7 @@ func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_Refle
 // Probe sends probes to a reflector and returns every one.
 func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb.ProbeSummary, error) {
 	spec := ProbeSpecFromPB(req.GetSpec())
-	if err := spec.Validate(s.Limits); err != nil {
+	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return nil, s.refusal("the probes", err)
 	}
 	tok, err := token.Parse(req.GetToken())

@@ -66,10 +66,10 @@ func (k *keptFiles) take(name string) bool {
 }
 
 // transferSpec checks a transfer's spec and reserves its streams.
-func (s *Server) transferSpec(p *agentpb.TransferSpec) (transfer.Spec, func(), error) {
+func (s *Server) transferSpec(ctx context.Context, p *agentpb.TransferSpec) (transfer.Spec, func(), error) {
 	spec := transferSpecFromPB(p)
 	spec.Uncached = s.DiskCapped
-	if err := spec.Validate(s.Limits); err != nil {
+	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return spec, nil, s.refusal("the transfer", err)
 	}
 	release, err := s.streams.take(s.Host, spec.Streams)
@@ -80,13 +80,15 @@ func (s *Server) transferSpec(p *agentpb.TransferSpec) (transfer.Spec, func(), e
 // folder and reports the file's checksum. A kept file is named in the
 // result; any other is removed once hashed.
 func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Agent_ReceiveFileServer) error {
-	spec, release, err := s.transferSpec(req.GetSpec())
+	ctx := stream.Context()
+	lim := s.limitsOf(ctx)
+	spec, release, err := s.transferSpec(ctx, req.GetSpec())
 	if err != nil {
 		return err
 	}
 	defer release()
 	expected := req.GetExpectedSize()
-	if err := s.Limits.Bytes("the transfer", int64(min(expected, 1<<63-1))); err != nil {
+	if err := lim.Bytes("the transfer", int64(min(expected, 1<<63-1))); err != nil {
 		return s.refusal("the transfer", err)
 	}
 	name := datadir.NewName(receivedPrefix)
@@ -101,7 +103,7 @@ func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Age
 			s.Data.Remove(name)
 		}
 	}()
-	r, err := transfer.Listen(spec, s.Test, s.Limits.MaxBytes)
+	r, err := transfer.Listen(spec, s.Test, lim.MaxBytes)
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
@@ -128,7 +130,8 @@ func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Age
 // requested size, one it kept from an earlier transfer, or one put there on
 // its host. Only a file it kept may be removed afterwards.
 func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*agentpb.TransferResult, error) {
-	spec, release, err := s.transferSpec(req.GetSpec())
+	lim := s.limitsOf(ctx)
+	spec, release, err := s.transferSpec(ctx, req.GetSpec())
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +144,7 @@ func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*a
 		if size <= 0 {
 			return nil, s.refusal("the transfer", fmt.Errorf("give a file or a size"))
 		}
-		if err := s.Limits.Bytes("the file", size); err != nil {
+		if err := lim.Bytes("the file", size); err != nil {
 			return nil, s.refusal("the transfer", err)
 		}
 		name = datadir.NewName(generatedPrefix)
@@ -163,7 +166,7 @@ func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*a
 			return nil, s.refusal("the transfer", err)
 		}
 		if fi, err := f.Stat(); err == nil {
-			if err := s.Limits.Bytes("the file", fi.Size()); err != nil {
+			if err := lim.Bytes("the file", fi.Size()); err != nil {
 				f.Close()
 				return nil, s.refusal("the transfer", err)
 			}

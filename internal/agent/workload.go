@@ -78,9 +78,13 @@ func (s *stoppers) stop(id string) bool {
 	return ok
 }
 
+// servingKey names a serving role by its caller and id: a controller
+// stops only the roles it started.
+func servingKey(ctx context.Context, id string) string { return callerOf(ctx).key() + "/" + id }
+
 // StopWorkload ends a serving role.
 func (s *Server) StopWorkload(ctx context.Context, req *agentpb.StopWorkloadRequest) (*agentpb.StopWorkloadReply, error) {
-	return &agentpb.StopWorkloadReply{Stopped: s.serving.stop(req.GetId())}, nil
+	return &agentpb.StopWorkloadReply{Stopped: s.serving.stop(servingKey(ctx, req.GetId()))}, nil
 }
 
 // workloadStream sends a role's events; gRPC streams take one sender at a time.
@@ -123,6 +127,7 @@ func JobToPB(r job.Record) *agentpb.Job {
 func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_WorkloadServer) error {
 	w := &workloadStream{stream: stream}
 	ctx := stream.Context()
+	lim := s.limitsOf(ctx)
 	refuse := func(err error) error { return s.refusal(req.GetRole(), err) }
 	if err := datadir.ValidName(req.GetId()); err != nil {
 		return refuse(fmt.Errorf("workload id: %w", err))
@@ -133,7 +138,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := dec.Decode(v); err != nil {
 			return refuse(fmt.Errorf("reading its spec: %w", err))
 		}
-		if err := v.Validate(s.Limits); err != nil {
+		if err := v.Validate(lim); err != nil {
 			return refuse(err)
 		}
 		return nil
@@ -141,7 +146,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 	// serve runs a serving role until StopWorkload or the call ends.
 	serving := func() (context.Context, func(), error) {
 		sctx, stop := context.WithCancel(ctx)
-		remove, err := s.serving.add(req.GetId(), stop)
+		remove, err := s.serving.add(servingKey(ctx, req.GetId()), stop)
 		if err != nil {
 			stop()
 			return nil, nil, refuse(err)
@@ -159,7 +164,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 			return err
 		}
 		defer done()
-		srv, err := eventdb.Listen(spec, s.Limits)
+		srv, err := eventdb.Listen(spec, lim)
 		if err != nil {
 			return refuse(err)
 		}
@@ -172,14 +177,14 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		eventdb.RunClient(ctx, spec, s.Limits, s.Host, w.job)
+		eventdb.RunClient(ctx, spec, lim, s.Host, w.job)
 		return w.summary(struct{}{})
 	case RoleFarmMaster:
 		var spec taskfarm.MasterSpec
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		m, err := taskfarm.Listen(spec, s.Limits)
+		m, err := taskfarm.Listen(spec, lim)
 		if err != nil {
 			return refuse(err)
 		}
@@ -192,7 +197,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		return w.summary(taskfarm.RunWorkers(ctx, spec, s.Limits.MaxDuration))
+		return w.summary(taskfarm.RunWorkers(ctx, spec, lim.MaxDuration))
 	case RoleMeshNode:
 		var spec MeshNodeSpec
 		if err := decode(&spec); err != nil {

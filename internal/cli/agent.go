@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +15,10 @@ import (
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/pki"
+	"github.com/wanlab/wanlab/internal/policy"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 )
 
 // defaultAgentData is an agent's data folder unless --data-dir says otherwise.
@@ -20,25 +27,42 @@ const defaultAgentData = "/var/lib/wanlab/agent"
 func newAgentCmd() *cobra.Command {
 	var (
 		host, socket, dataDir string
+		listen, policyFile    string
+		auditFile             string
+		testAddr, testPorts   string
+		tlsFiles              pki.Files
 		maxRate, maxBytes     string
 		lim                   = limits.Default
 		diskCapped            bool
 	)
 	c := &cobra.Command{
-		Use:   "agent --socket PATH",
-		Short: "Run the measurement agent of a host (testbed up starts one in every host)",
+		Use:   "agent --socket PATH | --listen ADDR:PORT --cert FILE --key FILE --ca FILE [--policy FILE]",
+		Short: "Run the measurement agent of a host: in a test-bed (testbed up starts one), or on a real host",
 		Long: `Run the agent that carries out measurements on this host at a controller's request.
-In an emulated test-bed, testbed up starts one inside every host, listening on
-/run/wanlab/NAME/sockets/HOST.sock. It runs nothing but wanlab's own workloads, keeps
-every file it makes or receives in its data folder (it names them itself: no request
-carries a path), serves several tests at once, and refuses a request over its limits,
-naming the limit. The socket is mode 0600 and only root or the agent's own user may
-connect. See docs/security.md.`,
-		Example: `  wanlab agent --host server --socket /tmp/agent.sock --data-dir /var/lib/wanlab/agent --max-streams 64`,
-		Args:    args(cobra.NoArgs),
+It runs nothing but wanlab's own workloads, keeps every file it makes or receives in its
+data folder (it names them itself: no request carries a path), serves several tests at
+once, and refuses a request over its limits, naming the limit.
+
+In an emulated test-bed, testbed up starts one inside every host with --socket: a Unix
+socket, mode 0600, that only root or the agent's own user may use.
+
+On a real host, --listen serves the same API over TCP with TLS 1.3 and mutual
+authentication: only controllers whose certificate the CA of --ca signed may connect,
+and the policy (--policy, docs/policy.md) says which of them may run which tests, toward
+which peers, within which limits. Without --policy, every controller the CA signed may
+run the measurements (throughput, probe, transfer, disk) with the limits of the flags.
+Test traffic goes directly between agents, on --test-address and --test-ports; each test
+has a token that the receiving agent checks, and an agent sends nothing more toward a peer
+that does not prove it is the test's listener. Every request and decision is written to
+the audit log (JSON lines). SIGHUP reloads the certificate, the CA, the policy and the
+audit log's file without ending the tests running. See docs/security.md and docs/deploy.md.`,
+		Example: `  wanlab agent --host server --socket /tmp/agent.sock --data-dir /var/lib/wanlab/agent --max-streams 64
+  wanlab agent --host cnaf --listen 10.1.0.1:7400 --cert pki/cnaf.crt --key pki/cnaf.key --ca pki/ca.crt \
+      --policy /etc/wanlab/policy.yaml --audit /var/log/wanlab/audit.log --test-ports 5201-5299`,
+		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
-			if socket == "" {
-				return usagef("give --socket PATH")
+			if (socket == "") == (listen == "") {
+				return usagef("give either --socket PATH (a test-bed host) or --listen ADDR:PORT (a real host)")
 			}
 			rate, err := units.ParseRate(maxRate)
 			if err != nil {
@@ -52,6 +76,12 @@ connect. See docs/security.md.`,
 			if err := lim.Validate(); err != nil {
 				return usagef("limits: %v", err)
 			}
+			test := bind.Local{Addr: testAddr}
+			if testPorts != "" {
+				if test.First, test.Last, err = bind.ParseRange(testPorts); err != nil {
+					return usagef("--test-ports: %v", err)
+				}
+			}
 			if host == "" {
 				host, _ = os.Hostname()
 			}
@@ -62,12 +92,24 @@ connect. See docs/security.md.`,
 			defer data.Close()
 			ctx := c.Context()
 			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped, Data: data, HostCPU: ownCgroupCPU()}
-			fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s, data folder %s\n", host, socket, data.Path())
-			return srv.ServeSocket(ctx, socket)
+			if socket != "" {
+				srv.Test = test
+				fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s, data folder %s\n", host, socket, data.Path())
+				return srv.ServeSocket(ctx, socket)
+			}
+			return serveNetwork(c, srv, listen, test, tlsFiles, policyFile, auditFile)
 		},
 	}
 	c.Flags().StringVar(&host, "host", "", "the host's name, as reported to controllers (default: hostname)")
-	c.Flags().StringVar(&socket, "socket", "", "Unix socket to listen on")
+	c.Flags().StringVar(&socket, "socket", "", "Unix socket to listen on (a test-bed host)")
+	c.Flags().StringVar(&listen, "listen", "", "ADDR:PORT to serve controllers on, over TLS 1.3 (a real host)")
+	c.Flags().StringVar(&tlsFiles.Cert, "cert", "", "the agent's certificate (wanlab pki issue NAME --role agent)")
+	c.Flags().StringVar(&tlsFiles.Key, "key", "", "the agent's private key")
+	c.Flags().StringVar(&tlsFiles.CA, "ca", "", "the CA whose controllers may connect")
+	c.Flags().StringVar(&policyFile, "policy", "", "the policy: who may run what, toward where, within which limits (docs/policy.md); default: any controller the CA signed, the flags' limits")
+	c.Flags().StringVar(&auditFile, "audit", "-", "the audit log (JSON lines, appended, 0600); - for standard error")
+	c.Flags().StringVar(&testAddr, "test-address", "", "the address test listeners open on (default: the --listen address; every address if that is a wildcard)")
+	c.Flags().StringVar(&testPorts, "test-ports", "", "FIRST-LAST: the ports test listeners open on, for firewalls (default: any free port)")
 	c.Flags().StringVar(&dataDir, "data-dir", defaultAgentData, "the agent's own folder for the files it makes, receives and sends (made 0700; refused if another user could change it)")
 	c.Flags().DurationVar(&lim.MaxDuration, "max-duration", limits.Default.MaxDuration, "refuse tests longer than this")
 	c.Flags().IntVar(&lim.MaxStreams, "max-streams", limits.Default.MaxStreams, "refuse tests with more streams, and more streams than this at once")
@@ -77,6 +119,84 @@ connect. See docs/security.md.`,
 	c.Flags().IntVar(&lim.MaxTests, "max-tests", limits.Default.MaxTests, "refuse a test while this many run")
 	c.Flags().BoolVar(&diskCapped, "disk-capped", false, "the host's disk is rate-capped: transfers bypass the page cache and disk tests fsync")
 	return c
+}
+
+// serveNetwork serves the agent over TLS on listen until the verb's
+// context ends, reloading its certificate, policy and audit log on SIGHUP.
+func serveNetwork(c *cobra.Command, srv *agent.Server, listen string, test bind.Local, files pki.Files, policyFile, auditFile string) error {
+	if err := files.Check(); err != nil {
+		return usagef("--listen needs --cert, --key and --ca: %v", err)
+	}
+	lhost, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return usagef("--listen %q: give ADDR:PORT, as 10.1.0.1:7400 or :7400", listen)
+	}
+	if test.Addr == "" && lhost != "" && net.ParseIP(lhost) != nil && !net.ParseIP(lhost).IsUnspecified() {
+		test.Addr = lhost
+	}
+	srv.Test = test
+	loadPolicy := func() (*policy.Policy, error) {
+		if policyFile == "" {
+			return policy.Default(srv.Limits), nil
+		}
+		return policy.Load(policyFile, srv.Limits)
+	}
+	pol, err := loadPolicy()
+	if err != nil {
+		return err
+	}
+	srv.SetPolicy(pol)
+	audit, err := agent.OpenAudit(auditFile)
+	if err != nil {
+		return err
+	}
+	defer audit.Close()
+	srv.Audit = audit.Write
+	side, err := pki.NewServer(files)
+	if err != nil {
+		return fmt.Errorf("the agent's TLS files: %w", err)
+	}
+	side.Refused = func(remote net.Addr, why string) {
+		audit.Write(agent.AuditEntry{Time: time.Now().UTC(), Remote: remote.String(), Decision: "tls", Reason: why})
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("agent on %s: %w", srv.Host, err)
+	}
+	ctx := c.Context()
+	hangupReloads.Store(true)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			var errs []error
+			if err := side.Reload(); err != nil {
+				errs = append(errs, err)
+			}
+			if p, err := loadPolicy(); err != nil {
+				errs = append(errs, err)
+			} else {
+				srv.SetPolicy(p)
+			}
+			if err := audit.Reopen(); err != nil {
+				errs = append(errs, err)
+			}
+			if err := errors.Join(errs...); err != nil {
+				fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: reload on SIGHUP: %v (what failed to load keeps its old version)\n", srv.Host, err)
+			} else {
+				fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: reloaded certificate, CA, policy and audit log\n", srv.Host)
+			}
+		}
+	}()
+	fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s (TLS 1.3, mutual), tests on %s, policy %s, data folder %s\n",
+		srv.Host, ln.Addr(), test, pol.Source, srv.Data.Path())
+	return srv.ServeTLS(ctx, ln, side.Config())
 }
 
 // ownCgroupCPU reads the CPU used by the cgroup this process is in (the

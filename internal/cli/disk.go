@@ -12,11 +12,12 @@ import (
 
 func newDiskCmd() *cobra.Command {
 	var (
-		tb, host, size, block string
+		where                 hosts
+		host, size, block     string
 		fsync, direct, asJSON bool
 	)
 	c := &cobra.Command{
-		Use:   "disk --testbed NAME --host A",
+		Use:   "disk --testbed NAME|--inventory FILE --host A",
 		Short: "Sequential write and read rate of a file on a host, the I/O reference for transfers",
 		Long: `Write a file of --size in --block writes, in the host agent's data folder, then read
 it back after dropping it from the page cache, and report both rates. --fsync ends the write phase with fsync, so that it
@@ -37,13 +38,12 @@ the write phase always ends with fsync, so that the cap is what is measured.`,
 			if host == "" {
 				return usagef("give --host")
 			}
-			ctx := c.Context()
-			hosts, err := connect(ctx, tb, host)
+			ctx, eps, err := connect(c.Context(), where, host)
 			if err != nil {
 				return err
 			}
-			defer measure.CloseAll(hosts)
-			res, err := measure.Disk(ctx, hosts[host], &agentpb.DiskRequest{Size: uint64(z), Block: uint32(b), Fsync: fsync, Direct: direct})
+			defer measure.CloseAll(eps)
+			res, err := measure.Disk(ctx, eps[host], &agentpb.DiskRequest{Size: uint64(z), Block: uint32(b), Fsync: fsync, Direct: direct})
 			if err != nil {
 				return err
 			}
@@ -57,7 +57,7 @@ the write phase always ends with fsync, so that the cap is what is measured.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&tb, "testbed", "", "the test-bed (required)")
+	where.flags(c)
 	c.Flags().StringVar(&host, "host", "", "the host to test (required)")
 	c.Flags().StringVar(&size, "size", "256MB", "file size")
 	c.Flags().StringVar(&block, "block", "1MiB", "size of each write and read")

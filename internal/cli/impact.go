@@ -24,7 +24,7 @@ func newImpactCmd() *cobra.Command {
 		asJSON             bool
 	)
 	c := &cobra.Command{
-		Use:   "impact --testbed NAME --from A --to B",
+		Use:   "impact --testbed NAME|--inventory FILE --from A --to B",
 		Short: "What a bulk load does to others: probe RTT and loss before, during and after it",
 		Long: `Probe from A to B for --phase, then start a bulk TCP load (by default also from A to B;
 --load-from and --load-to put it elsewhere) and keep probing through it, then probe
@@ -56,17 +56,16 @@ test of a bulk transfer.`,
 			if load.to == "" {
 				load.to = pair.to
 			}
-			load.testbed = pair.testbed
+			load.hosts = pair.hosts
 			if err := errors.Join(pair.check(), load.check()); err != nil {
 				return err
 			}
-			ctx := c.Context()
-			hosts, err := connect(ctx, pair.testbed, pair.from, pair.to, load.from, load.to)
+			ctx, eps, err := connect(c.Context(), pair.hosts, pair.from, pair.to, load.from, load.to)
 			if err != nil {
 				return err
 			}
-			defer measure.CloseAll(hosts)
-			res, err := measure.Impact(ctx, hosts[pair.from], hosts[pair.to], hosts[load.from], hosts[load.to], spec)
+			defer measure.CloseAll(eps)
+			res, err := measure.Impact(ctx, eps[pair.from], eps[pair.to], eps[load.from], eps[load.to], spec)
 			return report(c.OutOrStdout(), asJSON, res, printImpact, err)
 		},
 	}

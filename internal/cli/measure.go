@@ -11,8 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -21,30 +23,76 @@ import (
 func newMeasureCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "measure",
-		Short: "Measure between hosts of a test-bed with wanlab's own agents",
-		Long: `Measure between two hosts with wanlab's own measurement engine: the agents that
-testbed up starts in every host run the two ends of each test and stream back their
-samples. Results print as a table, or as JSON with --json (see docs/measure-json.md).`,
+		Short: "Measure between hosts of a test-bed or real hosts with wanlab's own agents",
+		Long: `Measure between two hosts with wanlab's own measurement engine: the agents run the two
+ends of each test and stream back their samples. The hosts are those of a running
+test-bed (--testbed NAME: testbed up starts an agent in every host) or real hosts
+(--inventory FILE: agents on the network, over TLS 1.3; see README, real hosts). Results
+print as a table, or as JSON with --json (see docs/measure-json.md).`,
 	}
 	c.AddCommand(newThroughputCmd(), newProbeCmd(), newImpactCmd(), newTuneCmd(), newTransferCmd(), newDiskCmd())
 	return c
 }
 
-// hostPair is the --testbed, --from and --to of every measure verb.
+// hosts is where a measure verb's hosts are: a running test-bed, or the
+// real hosts of an inventory.
+type hosts struct {
+	testbed, inventory string
+}
+
+func (w *hosts) flags(c *cobra.Command) {
+	c.Flags().StringVar(&w.testbed, "testbed", "", "the running test-bed whose hosts to measure")
+	c.Flags().StringVar(&w.inventory, "inventory", "", "an inventory of real hosts' agents (README, real hosts), instead of --testbed")
+}
+
+// check says whether exactly one of --testbed and --inventory is given.
+func (w *hosts) check() error {
+	if (w.testbed == "") == (w.inventory == "") {
+		return usagef("give --testbed NAME (an emulated test-bed) or --inventory FILE (real hosts)")
+	}
+	return nil
+}
+
+// open attaches to the test-bed, or opens the inventory's bed; ctx carries
+// the inventory's wait for busy hosts.
+func (w *hosts) open(ctx context.Context) (context.Context, backend.Bed, error) {
+	if err := w.check(); err != nil {
+		return ctx, nil, err
+	}
+	if w.testbed != "" {
+		bed, err := testbed.Attach(w.testbed)
+		return ctx, bed, err
+	}
+	inv, err := realhosts.Load(w.inventory)
+	if err != nil {
+		return ctx, nil, err
+	}
+	bed, err := realhosts.Open(inv, nil)
+	if err != nil {
+		return ctx, nil, err
+	}
+	return measure.WithWait(ctx, inv.Wait), bed, nil
+}
+
+// hostPair is the hosts, --from and --to of every measure verb.
 type hostPair struct {
-	testbed, from, to string
+	hosts
+	from, to string
 }
 
 func (p *hostPair) flags(c *cobra.Command) {
-	c.Flags().StringVar(&p.testbed, "testbed", "", "the test-bed (required)")
+	p.hosts.flags(c)
 	c.Flags().StringVar(&p.from, "from", "", "the host that sends (required)")
 	c.Flags().StringVar(&p.to, "to", "", "the host that receives (required)")
 }
 
 // check says what is missing or wrong in the pair.
 func (p *hostPair) check() error {
-	if p.testbed == "" || p.from == "" || p.to == "" {
-		return usagef("give --testbed, --from and --to")
+	if err := p.hosts.check(); err != nil {
+		return err
+	}
+	if p.from == "" || p.to == "" {
+		return usagef("give --from and --to")
 	}
 	if p.from == p.to {
 		return usagef("--from and --to are the same host %q", p.from)
@@ -53,38 +101,35 @@ func (p *hostPair) check() error {
 }
 
 // session runs fn with both hosts' agents connected.
-func (p *hostPair) session(ctx context.Context, fn func(from, to measure.Endpoint) error) error {
+func (p *hostPair) session(ctx context.Context, fn func(ctx context.Context, from, to measure.Endpoint) error) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	hosts, err := connect(ctx, p.testbed, p.from, p.to)
+	ctx, eps, err := connect(ctx, p.hosts, p.from, p.to)
 	if err != nil {
 		return err
 	}
-	defer measure.CloseAll(hosts)
-	return fn(hosts[p.from], hosts[p.to])
+	defer measure.CloseAll(eps)
+	return fn(ctx, eps[p.from], eps[p.to])
 }
 
-// connect dials the agents of hosts of a running test-bed.
-func connect(ctx context.Context, tb string, hosts ...string) (map[string]measure.Endpoint, error) {
-	if tb == "" {
-		return nil, usagef("give --testbed")
-	}
-	bed, err := testbed.Attach(tb)
+// connect dials the agents of some hosts of a test-bed or an inventory.
+func connect(ctx context.Context, w hosts, names ...string) (context.Context, map[string]measure.Endpoint, error) {
+	ctx, bed, err := w.open(ctx)
 	if err != nil {
-		return nil, err
+		return ctx, nil, err
 	}
-	var names []string
-	for _, h := range hosts {
-		if !slices.Contains(names, h) {
-			names = append(names, h)
+	var uniq []string
+	for _, h := range names {
+		if !slices.Contains(uniq, h) {
+			uniq = append(uniq, h)
 		}
 	}
-	eps, err := measure.Connect(ctx, bed, names...)
+	eps, err := measure.Connect(ctx, bed, uniq...)
 	if errors.Is(err, measure.ErrNoHost) {
-		return nil, usageError{err}
+		return ctx, nil, usageError{err}
 	}
-	return eps, err
+	return ctx, eps, err
 }
 
 func newThroughputCmd() *cobra.Command {
@@ -98,7 +143,7 @@ func newThroughputCmd() *cobra.Command {
 		db                              string
 	)
 	c := &cobra.Command{
-		Use:   "throughput --testbed NAME --from A --to B",
+		Use:   "throughput --testbed NAME|--inventory FILE --from A --to B",
 		Short: "Memory-to-memory throughput over TCP (N streams, window, congestion control) or paced UDP",
 		Long: `Send from A to B for --duration (or --bytes per stream) over --streams TCP
 connections, or paced UDP with --udp --rate. Prints the throughput per interval and in
@@ -145,11 +190,11 @@ measured, marked partial, and exits 1.`,
 			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
-			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
+			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
 				if reverse {
 					from, to = to, from
 				}
-				results, errs := measure.Throughputs(c.Context(), from, to, spec, bidir, func(from, to string) (measure.Recorder, error) {
+				results, errs := measure.Throughputs(ctx, from, to, spec, bidir, func(from, to string) (measure.Recorder, error) {
 					return startRecord(db, "measure throughput", from+"->"+to, pair.testbed, spec)
 				})
 				if asJSON {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -22,7 +23,7 @@ func newProbeCmd() *cobra.Command {
 		db                string
 	)
 	c := &cobra.Command{
-		Use:   "probe --testbed NAME --from A --to B",
+		Use:   "probe --testbed NAME|--inventory FILE --from A --to B",
 		Short: "Round-trip and one-way delay, jitter and loss with UDP probes (TWAMP-light style)",
 		Long: `Send --count UDP probes from A, --interval apart, to a reflector on B, which returns each
 with its receive and send times. Reports the round trip (without the reflector's
@@ -38,8 +39,7 @@ and the output says which.`,
 			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
-			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
-				ctx := c.Context()
+			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
 				rec, err := startRecord(db, "measure probe", from.Host+"->"+to.Host, pair.testbed, spec)
 				if err != nil {
 					return err

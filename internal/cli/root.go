@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,7 @@ links with rate, delay, jitter, loss and queues) and runs measurements across th
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newRunCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd())
+	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newPKICmd(), newRunCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd())
 	refuseUnknownVerbs(root)
 	return root
 }
@@ -119,18 +120,26 @@ func refuseUnknownVerbs(c *cobra.Command) {
 
 // interruptible returns a context that the first Ctrl-C, SIGTERM or hang-up
 // (the terminal of a long run closed) cancels, with the signal as its
-// cause: every verb's work stops cleanly on it.
+// cause: every verb's work stops cleanly on it. A verb that reloads on
+// SIGHUP (the agent) sets hangupReloads, and a hang-up then ends nothing.
 func interruptible() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		if s, ok := <-sigs; ok {
+		for s := range sigs {
+			if s == syscall.SIGHUP && hangupReloads.Load() {
+				continue
+			}
 			cancel(fmt.Errorf("%v received", s))
+			return
 		}
 	}()
 	return ctx, func() { signal.Stop(sigs); close(sigs); cancel(nil) }
 }
+
+// hangupReloads says SIGHUP reloads the running verb's files.
+var hangupReloads atomic.Bool
 
 // args wraps a cobra argument check so that its failure is a usage error.
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -22,7 +23,7 @@ func newTransferCmd() *cobra.Command {
 		corruptAt                   int64
 	)
 	c := &cobra.Command{
-		Use:   "transfer --testbed NAME --from A --to B --file NAME | --size SIZE",
+		Use:   "transfer --testbed NAME|--inventory FILE --from A --to B --file NAME | --size SIZE",
 		Short: "Disk-to-disk file transfer over parallel streams, with an end-to-end checksum",
 		Long: `Send a file from A's disk to B's disk over --streams TCP streams (each a contiguous part
 of the file, as bbFTP does), optionally compressing each block with zstd, and check
@@ -69,8 +70,7 @@ that the check catches it.`,
 			if err := spec.Spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
-			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
-				ctx := c.Context()
+			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
 				legs := 1
 				if spec.Roundtrip {
 					legs = 2

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,7 +24,7 @@ func newTuneCmd() *cobra.Command {
 		asJSON                             bool
 	)
 	c := &cobra.Command{
-		Use:   "tune --testbed NAME --from A --to B",
+		Use:   "tune --testbed NAME|--inventory FILE --from A --to B",
 		Short: "Sweep parallel streams x TCP window and advise the best choice for the path",
 		Long: `Measure the path's round trip, then one throughput test per combination of --streams and
 --windows. Prints the grid (each cell beside the window limit streams x window / RTT),
@@ -69,8 +70,7 @@ transfer would take.`,
 					}
 				}
 			}
-			return pair.session(c.Context(), func(from, to measure.Endpoint) error {
-				ctx := c.Context()
+			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
 				prog := newProgress(c.ErrOrStderr(), len(spec.Streams)*len(spec.Windows), "tuning")
 				res, err := measure.Tune(ctx, from, to, spec, prog.step)
 				prog.done()

@@ -31,6 +31,7 @@ func runThroughput(ctx context.Context, env *stepEnv, t *scenario.Throughput) (*
 		results.Streams:        float64(t.Streams),
 		results.WindowBytes:    float64(t.Window),
 		results.SenderCPUPct:   r.End.CPU.SenderHost, results.ReceiverCPUPct: r.End.CPU.ReceiverHost,
+		results.TestsAlongside: float64(r.Alongside),
 	}}
 	if rt := r.End.SumSent.Retransmits; rt != nil {
 		o.metrics[results.Retransmits] = float64(*rt)
@@ -60,6 +61,7 @@ func runTransfer(ctx context.Context, env *stepEnv, t *scenario.Transfer) (*outc
 		o.metrics[results.Leg(leg.name, "seconds")] = leg.l.Seconds
 		o.metrics[results.Leg(leg.name, "compression_ratio")] = leg.l.CompressionRatio
 		o.metrics[results.Leg(leg.name, results.SenderCPUPct)] = leg.l.CPU.SenderHost
+		o.metrics[results.TestsAlongside] = max(o.metrics[results.TestsAlongside], float64(leg.l.Alongside))
 		end := time.Now()
 		status := job.OK
 		if !leg.l.ChecksumOK {
@@ -79,6 +81,7 @@ func runProbe(ctx context.Context, env *stepEnv, p *scenario.Probe) (*outcome, e
 	}
 	return &outcome{samples: r.Samples(), metrics: results.Metrics{
 		results.RTTP50Ms: r.RTTms.P50, results.RTTP99Ms: r.RTTms.P99, results.RTTAvgMs: r.RTTms.Avg, results.JitterMs: r.JitterMS, results.LostPercent: r.LostPercent,
+		results.TestsAlongside: float64(r.Alongside),
 	}}, err
 }
 

@@ -28,8 +28,7 @@ type Endpoint struct {
 func Connect(ctx context.Context, bed backend.Bed, hosts ...string) (map[string]Endpoint, error) {
 	out := map[string]Endpoint{}
 	for _, name := range hosts {
-		h, ok := bed.Topology().Host(name)
-		if !ok {
+		if _, ok := bed.Topology().Host(name); !ok {
 			CloseAll(out)
 			var names []string
 			for _, h := range bed.Topology().Hosts {
@@ -42,6 +41,8 @@ func Connect(ctx context.Context, bed backend.Bed, hosts ...string) (map[string]
 			CloseAll(out)
 			return nil, err
 		}
+		// A real host's test address is known once its agent answers.
+		h, _ := bed.Topology().Host(name)
 		out[name] = Endpoint{Host: name, Addr: h.Addr, Agent: c}
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent"
@@ -30,16 +31,24 @@ type ProbeResult struct {
 	// LostPercent is the round-trip loss, in iperf3's name.
 	LostPercent float64 `json:"lost_percent"`
 	Duplicates  int     `json:"duplicates"`
-	// OneWay holds the delay in each direction; exact when Clock is "shared"
-	// (both hosts on one machine), offset by the hosts' clock difference otherwise.
+	// OneWay holds the delay in each direction: exact when the hosts share
+	// a clock (one machine), within ErrorBoundMS when both clocks are
+	// synchronised, and unreliable (offset by the clocks' difference)
+	// otherwise. Round trips never depend on the clocks.
 	OneWay struct {
-		Forward Stats  `json:"forward_ms"`
-		Back    Stats  `json:"back_ms"`
-		Clock   string `json:"clock"`
+		Forward  Stats  `json:"forward_ms"`
+		Back     Stats  `json:"back_ms"`
+		Clock    string `json:"clock"`
+		Reliable bool   `json:"reliable"`
+		// ErrorBoundMS is the sum of both clocks' estimated errors (0 for a
+		// shared clock, -1 when a clock is not synchronised).
+		ErrorBoundMS float64 `json:"error_bound_ms"`
 	} `json:"one_way"`
-	Probes  []probe.Result `json:"-"`
-	Partial bool           `json:"partial"`
-	Error   string         `json:"error,omitempty"`
+	Probes []probe.Result `json:"-"`
+	// Alongside counts the other tests the prober's agent ran meanwhile.
+	Alongside int    `json:"tests_alongside"`
+	Partial   bool   `json:"partial"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Stats are the usual summary of a set of delays, in milliseconds.
@@ -84,6 +93,7 @@ func quantile(sorted []float64, q float64) float64 {
 
 // Probe runs spec from src to a reflector on dst.
 func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResult, error) {
+	ctx = asTest(ctx)
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	refl, err := dst.Agent.Reflect(rctx, &agentpb.ReflectRequest{IdleNs: int64(spec.Timeout + 10*time.Second)})
@@ -98,7 +108,8 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	if err != nil {
 		return nil, AgentError(src.Host, err)
 	}
-	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), src.Agent.BootID != "" && src.Agent.BootID == dst.Agent.BootID)
+	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), Clocks(src.Agent, dst.Agent))
+	res.Alongside = int(sum.Alongside)
 	if sum.Partial {
 		res.Partial, res.Error = true, sum.Error
 		return res, errors.New(sum.Error)
@@ -110,8 +121,37 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	return res, nil
 }
 
+// ClockAgreement is how far two hosts' clocks can be trusted for one-way
+// delays between them.
+type ClockAgreement struct {
+	Shared bool
+	// Synchronised says both clocks are; Bound is then the sum of their
+	// estimated errors.
+	Synchronised bool
+	Bound        time.Duration
+	// Unsynchronised names the hosts whose clock is not.
+	Unsynchronised []string
+}
+
+// Clocks reads the agreement of two agents' clocks from their hellos.
+func Clocks(a, b *agent.Client) ClockAgreement {
+	if a.BootID != "" && a.BootID == b.BootID {
+		return ClockAgreement{Shared: true}
+	}
+	var c ClockAgreement
+	for _, x := range []*agent.Client{a, b} {
+		clk := x.Info.GetClock()
+		if !clk.GetSynchronised() {
+			c.Unsynchronised = append(c.Unsynchronised, x.Host)
+		}
+		c.Bound += time.Duration(clk.GetEstimatedErrorNs())
+	}
+	c.Synchronised = len(c.Unsynchronised) == 0
+	return c
+}
+
 // Summarise computes a probe run's statistics.
-func Summarise(from, to string, spec probe.Spec, probes []probe.Result, sharedClock bool) *ProbeResult {
+func Summarise(from, to string, spec probe.Spec, probes []probe.Result, clocks ClockAgreement) *ProbeResult {
 	r := &ProbeResult{From: from, To: to, Count: spec.Count, Interval: float64(spec.Interval) / 1e6, Size: spec.Size, Probes: probes, Sent: len(probes)}
 	var rtts, fwd, back []time.Duration
 	var ipdv float64
@@ -139,9 +179,15 @@ func Summarise(from, to string, spec probe.Spec, probes []probe.Result, sharedCl
 	}
 	r.RTTms = NewStats(rtts)
 	r.OneWay.Forward, r.OneWay.Back = NewStats(fwd), NewStats(back)
-	r.OneWay.Clock = "unsynchronised: one-way delays include the hosts' clock offset"
-	if sharedClock {
-		r.OneWay.Clock = "shared"
+	switch {
+	case clocks.Shared:
+		r.OneWay.Clock, r.OneWay.Reliable = "shared", true
+	case clocks.Synchronised:
+		r.OneWay.Reliable, r.OneWay.ErrorBoundMS = true, float64(clocks.Bound)/1e6
+		r.OneWay.Clock = fmt.Sprintf("synchronised: one-way delays within ±%.3g ms (both clocks' estimated errors)", r.OneWay.ErrorBoundMS)
+	default:
+		r.OneWay.ErrorBoundMS = -1
+		r.OneWay.Clock = fmt.Sprintf("unreliable: the clock of %s is not synchronised, so one-way delays include the clocks' offset (round trips do not)", strings.Join(clocks.Unsynchronised, " and "))
 	}
 	return r
 }

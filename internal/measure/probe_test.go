@@ -36,7 +36,7 @@ func TestSummarise(t *testing.T) {
 		{Seq: 2, Sent: 200 * ms},
 		{Seq: 3, Sent: 300 * ms, ReflectRx: 304 * ms, ReflectTx: 305 * ms, Received: 315 * ms},
 	}
-	r := Summarise("a", "b", probe.Spec{Count: 4, Interval: 100 * time.Millisecond, Size: 64}, probes, true)
+	r := Summarise("a", "b", probe.Spec{Count: 4, Interval: 100 * time.Millisecond, Size: 64}, probes, ClockAgreement{Shared: true})
 	checks := []struct {
 		name      string
 		got, want float64

@@ -26,6 +26,9 @@ type ThroughputResult struct {
 	// measured until then is kept.
 	Partial bool   `json:"partial"`
 	Error   string `json:"error,omitempty"`
+	// Alongside is the most other tests either end's agent ran during this
+	// one: 0 when the test had both hosts to itself.
+	Alongside int `json:"tests_alongside"`
 }
 
 // StartInfo records what was asked.
@@ -93,6 +96,7 @@ const receiverWait = 15 * time.Second
 
 // Throughput runs one test from snd to rcv.
 func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*ThroughputResult, error) {
+	ctx = asTest(ctx)
 	res := &ThroughputResult{Start: StartInfo{
 		From: snd.Host, To: rcv.Host, Protocol: spec.Protocol.String(), Streams: spec.Streams,
 		Duration: spec.Duration.Seconds(), Bytes: spec.Bytes, Window: spec.Window, Congestion: spec.Congestion,
@@ -202,6 +206,7 @@ func (r *ThroughputResult) assemble(spec throughput.Spec, sent, recv []throughpu
 		}
 		finish(&r.End.SumSent)
 		r.End.CPU.SenderHost, r.End.CPU.SenderAgent = sTot.HostCPUPercent, sTot.AgentCPUPercent
+		r.Alongside = max(r.Alongside, sTot.Alongside)
 	}
 	if rTot != nil {
 		r.End.SumReceived = StreamResult{End: rTot.Elapsed.Seconds()}
@@ -212,6 +217,7 @@ func (r *ThroughputResult) assemble(spec throughput.Spec, sent, recv []throughpu
 		}
 		finish(&r.End.SumReceived)
 		r.End.CPU.ReceiverHost, r.End.CPU.ReceiverAgent = rTot.HostCPUPercent, rTot.AgentCPUPercent
+		r.Alongside = max(r.Alongside, rTot.Alongside)
 	}
 }
 
@@ -273,6 +279,7 @@ type Recorder interface {
 // same time, each kept by the recorder that record returns for it, and
 // returns the results (nil for a test that measured nothing) and every error.
 func Throughputs(ctx context.Context, a, b Endpoint, spec throughput.Spec, both bool, record func(from, to string) (Recorder, error)) ([]*ThroughputResult, error) {
+	ctx = asTest(ctx) // both directions are one test
 	runs := [][2]Endpoint{{a, b}}
 	if both {
 		runs = append(runs, [2]Endpoint{b, a})

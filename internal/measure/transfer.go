@@ -40,6 +40,8 @@ type TransferLeg struct {
 	SHA256Received   string    `json:"sha256_received"`
 	ChecksumOK       bool      `json:"checksum_ok"`
 	CPU              CPUResult `json:"cpu_utilization_percent"`
+	// Alongside is the most other tests either end's agent ran meanwhile.
+	Alongside int `json:"tests_alongside"`
 }
 
 // TransferResult is a transfer and, for a round trip, its way back.
@@ -59,6 +61,7 @@ var ErrChecksum = errors.New("checksum mismatch: the copy differs from the origi
 
 // Transfer runs a transfer from src to dst, and back if asked.
 func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*TransferResult, error) {
+	ctx = asTest(ctx)
 	res := &TransferResult{Streams: spec.Streams, Compress: spec.Compress}
 	fail := func(err error) (*TransferResult, error) {
 		res.Partial, res.Error = true, err.Error()
@@ -122,5 +125,6 @@ func leg(ctx context.Context, src, dst Endpoint, spec TransferSpec, send *agentp
 	l.SHA256Sent, l.SHA256Received = sent.Sha256, got.Sha256
 	l.ChecksumOK = sent.Sha256 != "" && sent.Sha256 == got.Sha256 && sent.Bytes == got.Bytes
 	l.CPU = CPUResult{SenderHost: sent.HostCpuPercent, SenderAgent: sent.AgentCpuPercent, ReceiverHost: got.HostCpuPercent, ReceiverAgent: got.AgentCpuPercent}
+	l.Alongside = int(max(sent.Alongside, got.Alongside))
 	return l, got.File, nil
 }

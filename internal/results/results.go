@@ -124,6 +124,10 @@ const (
 	RTTInflationMs  = "rtt_inflation_ms"
 	LossIncreasePts = "loss_increase_points"
 	LoadMbps        = "load_mbps"
+	// TestsAlongside is the most other tests an agent of the step ran
+	// while it ran (real hosts serve several controllers): 0 when the step
+	// had its hosts to itself.
+	TestsAlongside = "tests_alongside"
 )
 
 // JobsEnded names the count of a step's jobs that ended with status (ok,

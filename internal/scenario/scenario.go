@@ -172,6 +172,9 @@ var machineWide = map[string]bool{
 	"net.ipv4.tcp_allowed_congestion_control": true, "net.ipv4.tcp_available_congestion_control": true,
 }
 
+// ValidName says whether s is a valid name of a host, site, link or workload.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 
 // DefaultQueue returns the queue used when a direction does not set one.

@@ -181,6 +181,9 @@ func (c *Checker) Fail(field, format string, args ...any) {
 // (settings merged from elsewhere in the file).
 func (c *Checker) At(field string, line int) { c.pos[field] = line }
 
+// Line is the line of field, 0 if it is not in the file.
+func (c *Checker) Line(field string) int { return c.pos[field] }
+
 // Count is how many problems are recorded.
 func (c *Checker) Count() int { return len(c.problems) }
 

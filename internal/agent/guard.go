@@ -1,0 +1,533 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/datadir"
+	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/pki"
+	"github.com/wanlab/wanlab/internal/policy"
+)
+
+// The metadata a controller sends with a call.
+const (
+	// TestHeader names the test a call belongs to: the calls of one test
+	// (a throughput test's sender and receiver, both directions of a
+	// bidirectional one) share the host as one.
+	TestHeader = "wanlab-test"
+	// WaitHeader is how long, in milliseconds, the controller lets a call
+	// wait for a host busy with another throughput-class test.
+	WaitHeader = "wanlab-wait-ms"
+)
+
+// WithTest returns ctx carrying the test id and wait of the calls made with it.
+func WithTest(ctx context.Context, test string, wait time.Duration) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, TestHeader, test, WaitHeader, strconv.FormatInt(wait.Milliseconds(), 10))
+}
+
+// call is one test call running on the agent.
+type call struct {
+	id         uint64
+	test       string // the controller's test id; "" if none
+	who        string // the caller's identity key
+	kind       string
+	throughput bool // of the throughput class: it wants the host alone
+	share      bool // its rule lets it share the host
+	started    time.Time
+	ends       time.Time // expected; zero when not known
+	// alongside counts the other tests that ran while this one ran.
+	alongside int
+}
+
+// usage is what one identity has running and has moved today.
+type usage struct {
+	tests int
+	day   string
+	bytes int64
+}
+
+// host is the agent's state shared by all calls: every test running,
+// each identity's usage, and who holds the host for throughput.
+type host struct {
+	mu      sync.Mutex
+	seq     uint64
+	running map[uint64]*call
+	usage   map[string]*usage
+	waiting int
+	// changed is closed, and replaced, whenever a call ends.
+	changed chan struct{}
+}
+
+func (h *host) init() {
+	h.running = map[uint64]*call{}
+	h.usage = map[string]*usage{}
+	h.changed = make(chan struct{})
+}
+
+// holders are the throughput-class calls that hold the host, other than
+// those of c's own test; share says whether they all let others in.
+func (h *host) holders(c *call) (n int, share bool, ends time.Time) {
+	share = true
+	for _, r := range h.running {
+		if !r.throughput || r.who == c.who && r.test != "" && r.test == c.test {
+			continue
+		}
+		n++
+		share = share && r.share
+		if r.ends.After(ends) {
+			ends = r.ends
+		}
+	}
+	return n, share, ends
+}
+
+// errBusy is a refusal for a busy host, saying until when.
+func (s *Server) errBusy(ends time.Time, queued bool) error {
+	until := "a test of unknown length ends"
+	if !ends.IsZero() {
+		until = ends.UTC().Format(time.RFC3339)
+	}
+	why := "another throughput-class test runs on it"
+	if queued {
+		why = "its queue of waiting tests is full"
+	}
+	return status.Errorf(codes.Unavailable, "agent on %s is busy until %s: %s (ask again then, or let the call wait longer)", s.Host, until, why)
+}
+
+// enter registers c as running once the host can take it: a
+// throughput-class call waits (up to wait, in a queue of at most queue)
+// while another test's throughput-class call holds the host, unless both
+// may share it. On success it counts c and the calls running alongside.
+func (s *Server) enter(ctx context.Context, c *call, exclusive bool, wait time.Duration, queue int) error {
+	h := &s.host
+	deadline := time.Now().Add(wait)
+	h.mu.Lock()
+	for exclusive && c.throughput {
+		n, share, ends := h.holders(c)
+		if n == 0 || share && c.share {
+			break
+		}
+		if wait <= 0 {
+			h.mu.Unlock()
+			return s.errBusy(ends, false)
+		}
+		if h.waiting >= queue {
+			h.mu.Unlock()
+			return s.errBusy(ends, true)
+		}
+		changed := h.changed
+		h.waiting++
+		h.mu.Unlock()
+		timer := time.NewTimer(time.Until(deadline))
+		var err error
+		select {
+		case <-changed:
+		case <-timer.C:
+			err = s.errBusy(ends, false)
+		case <-ctx.Done():
+			err = status.FromContextError(ctx.Err()).Err()
+		}
+		timer.Stop()
+		h.mu.Lock()
+		h.waiting--
+		if err != nil {
+			h.mu.Unlock()
+			return err
+		}
+	}
+	h.seq++
+	c.id = h.seq
+	for _, r := range h.running {
+		if r.who == c.who && r.test != "" && r.test == c.test {
+			continue // the other side of the same test
+		}
+		r.alongside++
+		c.alongside++
+	}
+	h.running[c.id] = c
+	h.mu.Unlock()
+	return nil
+}
+
+// leave ends c's registration and wakes the calls waiting for the host.
+func (s *Server) leave(c *call) int {
+	h := &s.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.running, c.id)
+	close(h.changed)
+	h.changed = make(chan struct{})
+	return c.alongside
+}
+
+// caller is who makes a call: over TLS, the identities its certificate
+// proves; over a Unix socket, the agent's owner (no identities).
+type caller struct {
+	ids    []string
+	remote string
+}
+
+// key names the caller in usage counts and serving-role ids.
+func (c caller) key() string {
+	if len(c.ids) == 0 {
+		return "owner"
+	}
+	return c.ids[0]
+}
+
+func (c caller) String() string {
+	if len(c.ids) == 0 {
+		return "the agent's owner (Unix socket)"
+	}
+	return strings.Join(c.ids, ",")
+}
+
+func callerOf(ctx context.Context) caller {
+	var c caller
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return c
+	}
+	if p.Addr != nil {
+		c.remote = p.Addr.String()
+	}
+	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
+		c.ids = pki.Identities(ti.State.PeerCertificates[0])
+	}
+	return c
+}
+
+// request is what the guard reads of a call before it runs.
+type request struct {
+	kind  string
+	peers []string // addresses the agent will send test traffic toward
+	// lasts is how long the test is expected to run (0: not known), and
+	// bytes what it declares it will move (0: not known).
+	lasts time.Duration
+	bytes int64
+}
+
+// describe reads a call's kind, the peers it sends toward, and its
+// declared length and bytes.
+func describe(method string, req any) request {
+	switch r := req.(type) {
+	case *agentpb.ReceiveRequest:
+		return request{kind: policy.Throughput, lasts: time.Duration(r.GetSpec().GetDurationNs()), bytes: throughputBytes(r.GetSpec())}
+	case *agentpb.SendRequest:
+		return request{kind: policy.Throughput, peers: []string{r.GetAddress()}, lasts: time.Duration(r.GetSpec().GetDurationNs()), bytes: throughputBytes(r.GetSpec())}
+	case *agentpb.ReflectRequest:
+		return request{kind: policy.Probe}
+	case *agentpb.ProbeRequest:
+		sp := r.GetSpec()
+		return request{kind: policy.Probe, peers: []string{r.GetAddress()}, lasts: time.Duration(sp.GetIntervalNs()) * time.Duration(sp.GetCount()), bytes: int64(sp.GetCount()) * int64(sp.GetSize())}
+	case *agentpb.ReceiveFileRequest:
+		return request{kind: policy.Transfer, bytes: int64(min(r.GetExpectedSize(), 1<<62))}
+	case *agentpb.SendFileRequest:
+		return request{kind: policy.Transfer, peers: []string{r.GetAddress()}, bytes: int64(min(r.GetSize(), 1<<62))}
+	case *agentpb.DiskRequest:
+		return request{kind: policy.Disk, bytes: int64(min(r.GetSize(), 1<<61)) * 2}
+	case *agentpb.WorkloadRequest:
+		return workloadRequest(r)
+	}
+	return request{}
+}
+
+func throughputBytes(s *agentpb.ThroughputSpec) int64 {
+	if s.GetBytes() == 0 || s.GetBytes() > 1<<40 || s.GetStreams() > 1<<16 {
+		return int64(min(s.GetBytes(), 1<<40))
+	}
+	return int64(s.GetBytes()) * int64(s.GetStreams())
+}
+
+// workloadRequest reads the kind of an application role and the
+// addresses it connects to.
+func workloadRequest(r *agentpb.WorkloadRequest) request {
+	req := request{}
+	switch r.GetRole() {
+	case RoleEventServer, RoleEventClient:
+		req.kind = policy.EventDB
+	case RoleFarmMaster, RoleFarmWorkers:
+		req.kind = policy.TaskFarm
+	case RoleMeshNode:
+		req.kind = policy.Mesh
+	default:
+		return req
+	}
+	var targets struct {
+		Address  string        `json:"address"`
+		Duration time.Duration `json:"duration"`
+		Peers    []struct {
+			Address string `json:"address"`
+		} `json:"peers"`
+	}
+	json.Unmarshal(r.GetSpecJson(), &targets) // a bad spec is refused by the role itself
+	if targets.Address != "" {
+		req.peers = append(req.peers, targets.Address)
+	}
+	for _, p := range targets.Peers {
+		req.peers = append(req.peers, p.Address)
+	}
+	req.lasts = targets.Duration
+	return req
+}
+
+// decision is the guard's verdict on a call, and what it needs at the end.
+type decision struct {
+	who    caller
+	rule   *policy.Rule
+	limits limits.Limits
+	call   *call
+	req    request
+	test   string
+	start  time.Time
+}
+
+type decisionKey struct{}
+
+// limitsOf are the limits of the call ctx belongs to: its rule's, or the
+// agent's own.
+func (s *Server) limitsOf(ctx context.Context) limits.Limits {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok && d.rule != nil {
+		return d.limits
+	}
+	return s.Limits
+}
+
+// metaOf reads the test id and the wait a controller sent.
+func metaOf(ctx context.Context) (test string, wait time.Duration) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(TestHeader); len(v) == 1 && datadir.ValidName(v[0]) == nil {
+		test = v[0]
+	}
+	if v := md.Get(WaitHeader); len(v) == 1 {
+		if ms, err := strconv.ParseInt(v[0], 10, 64); err == nil && ms > 0 {
+			wait = time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond
+		}
+	}
+	return test, wait
+}
+
+// authorize decides a call: over TLS, the policy's rule for the caller's
+// identity must allow its kind, its peers and its declared bytes, and the
+// identity must have tests and bytes left today; then the host must be
+// free for it (see enter). Every decision is audited. The returned end
+// releases what the call holds and audits its end.
+func (s *Server) authorize(ctx context.Context, method string, req any) (context.Context, *decision, error) {
+	d := &decision{who: callerOf(ctx), req: describe(method, req), start: time.Now(), limits: s.Limits}
+	test, wait := metaOf(ctx)
+	d.test = test
+	pol := s.policy.Load()
+	exclusive := pol != nil
+	queue := 0
+	if pol != nil {
+		queue = pol.Queue
+		if err := s.grant(d, pol, method); err != nil {
+			s.audit(d, method, "refuse", err.Error(), 0)
+			return ctx, nil, err
+		}
+		wait = min(wait, d.rule.Wait)
+	}
+	if d.req.kind == "" { // Hello, StopWorkload: no test
+		return context.WithValue(ctx, decisionKey{}, d), d, nil
+	}
+	d.call = &call{test: test, who: d.who.key(), kind: d.req.kind, throughput: policy.ThroughputClass[d.req.kind],
+		share: d.rule != nil && d.rule.Share, started: d.start}
+	if d.req.lasts > 0 {
+		d.call.ends = d.start.Add(d.req.lasts)
+	}
+	if err := s.enter(ctx, d.call, exclusive, wait, queue); err != nil {
+		s.release(d, 0)
+		s.audit(d, method, "refuse", err.Error(), 0)
+		return ctx, nil, err
+	}
+	s.audit(d, method, "allow", "", 0)
+	return context.WithValue(ctx, decisionKey{}, d), d, nil
+}
+
+// grant finds the caller's rule and checks the call against it, taking
+// one of the identity's tests.
+func (s *Server) grant(d *decision, pol *policy.Policy, method string) error {
+	d.rule = pol.Match(d.who.ids)
+	if d.rule == nil {
+		if method == agentpb.Agent_Hello_FullMethodName {
+			return nil // hosts check shows the refusal itself
+		}
+		return status.Errorf(codes.PermissionDenied, "agent on %s: identity %s is not authorised by this agent's policy (%s): no rule names it", s.Host, d.who, pol.Source)
+	}
+	d.limits = d.rule.Limits
+	rule := d.rule.Describe(pol.Source)
+	if d.req.kind == "" {
+		return nil
+	}
+	if !d.rule.Allows(d.req.kind) {
+		return status.Errorf(codes.PermissionDenied, "agent on %s refuses a %s test: %s does not allow it for %s (it allows %s)", s.Host, d.req.kind, rule, d.who, strings.Join(d.rule.Kinds, ", "))
+	}
+	for _, p := range d.req.peers {
+		addr, err := peerAddr(p)
+		if err != nil {
+			return status.Errorf(codes.InvalidArgument, "agent on %s refuses a %s test toward %q: %v", s.Host, d.req.kind, p, err)
+		}
+		if !d.rule.Reaches(addr) {
+			return status.Errorf(codes.PermissionDenied, "agent on %s refuses to send toward %s: %s does not list it among its peers", s.Host, addr, rule)
+		}
+	}
+	h := &s.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	u := h.usage[d.who.key()]
+	if u == nil {
+		u = &usage{}
+		h.usage[d.who.key()] = u
+	}
+	if today := time.Now().UTC().Format(time.DateOnly); u.day != today {
+		u.day, u.bytes = today, 0
+	}
+	switch {
+	case u.tests >= d.rule.Limits.MaxTests:
+		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d tests at once, and they run", s.Host, rule, d.who, d.rule.Limits.MaxTests)
+	case u.bytes >= d.rule.BytesPerDay || d.req.bytes > d.rule.BytesPerDay-u.bytes:
+		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d bytes a day; %d are used today and this test declares %d (the count starts again at 00:00 UTC)", s.Host, rule, d.who, d.rule.BytesPerDay, u.bytes, d.req.bytes)
+	}
+	u.tests++
+	return nil
+}
+
+// peerAddr is the IP address of a host:port a call sends toward. Names
+// are not resolved: a policy is about addresses.
+func peerAddr(hostport string) (netip.Addr, error) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("give an IP address, not %q", host)
+	}
+	return a.Unmap(), nil
+}
+
+// release gives back the identity's test and counts the bytes it moved.
+func (s *Server) release(d *decision, moved int64) {
+	if d.rule == nil || d.req.kind == "" {
+		return
+	}
+	h := &s.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if u := h.usage[d.who.key()]; u != nil {
+		u.tests--
+		u.bytes += moved
+	}
+}
+
+// finish ends a call: it leaves the host, gives back what the identity
+// held, and audits the end with the bytes moved; it returns the number of
+// tests that ran alongside.
+func (s *Server) finish(d *decision, method string, moved int64, err error) int {
+	if d == nil || d.call == nil {
+		return 0
+	}
+	alongside := s.leave(d.call)
+	s.release(d, moved)
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	s.audit(d, method, "end", why, moved)
+	return alongside
+}
+
+// AuditEntry is one line of an agent's audit log (JSON lines).
+type AuditEntry struct {
+	Time     time.Time `json:"time"`
+	Identity string    `json:"identity"`
+	Remote   string    `json:"remote,omitempty"`
+	Rule     string    `json:"rule,omitempty"`
+	Method   string    `json:"method,omitempty"`
+	Test     string    `json:"test,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	Peers    []string  `json:"peers,omitempty"`
+	// Decision is allow, refuse, end (of an allowed call) or tls (a
+	// connection refused in its handshake).
+	Decision string  `json:"decision"`
+	Reason   string  `json:"reason,omitempty"`
+	Bytes    int64   `json:"bytes,omitempty"`
+	Seconds  float64 `json:"seconds,omitempty"`
+}
+
+func (s *Server) audit(d *decision, method, decision, reason string, moved int64) {
+	if s.Audit == nil {
+		return
+	}
+	e := AuditEntry{Time: time.Now().UTC(), Identity: d.who.String(), Remote: d.who.remote, Method: method, Test: d.test,
+		Kind: d.req.kind, Peers: d.req.peers, Decision: decision, Reason: reason, Bytes: moved}
+	if d.rule != nil {
+		e.Rule = d.rule.Name
+	}
+	if decision == "end" {
+		e.Seconds = time.Since(d.start).Seconds()
+	}
+	s.Audit(e)
+}
+
+// alongsideOf is how many tests have run alongside d's so far.
+func (s *Server) alongsideOf(d *decision) uint32 {
+	if d == nil || d.call == nil {
+		return 0
+	}
+	s.host.mu.Lock()
+	defer s.host.mu.Unlock()
+	return uint32(d.call.alongside)
+}
+
+// stamp labels a result with the tests that ran alongside and returns
+// the bytes it says were moved, for the identity's daily count.
+func (s *Server) stamp(d *decision, m any) int64 {
+	switch r := m.(type) {
+	case *agentpb.ThroughputEvent:
+		if sum := r.GetSummary(); sum != nil {
+			sum.Alongside = s.alongsideOf(d)
+			var n uint64
+			for _, st := range sum.Streams {
+				n += st.GetBytes()
+			}
+			return int64(min(n, 1<<62))
+		}
+	case *agentpb.TransferEvent:
+		if res := r.GetResult(); res != nil {
+			res.Alongside = s.alongsideOf(d)
+			return int64(min(res.GetBytes(), 1<<62))
+		}
+	case *agentpb.TransferResult:
+		r.Alongside = s.alongsideOf(d)
+		return int64(min(r.GetBytes(), 1<<62))
+	case *agentpb.ProbeEvent:
+		if sum := r.GetSummary(); sum != nil {
+			sum.Alongside = s.alongsideOf(d)
+		}
+	case *agentpb.ProbeSummary:
+		r.Alongside = s.alongsideOf(d)
+		if d != nil {
+			return d.req.bytes
+		}
+	case *agentpb.DiskResult:
+		r.Alongside = s.alongsideOf(d)
+		return int64(min(r.GetBytes(), 1<<61)) * 2
+	}
+	return 0
+}
