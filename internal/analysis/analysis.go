@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/results"
@@ -105,6 +106,9 @@ type Workload struct {
 	Kind    results.Kind
 	Steps   []Step
 	Testbed *scenario.Testbed
+	// RealHosts says the run was on real hosts: the test-bed is the
+	// expected path, not what carried the traffic.
+	RealHosts bool
 }
 
 // Load reads a run of the archive into workloads.
@@ -120,8 +124,9 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 		return r, nil, fmt.Errorf("run %d is a %q: analysis is of scenario runs (wanlab run) and imports (wanlab import)", id, r.Kind)
 	}
 	var params struct {
-		Source string `json:"source"`
-		Quick  bool   `json:"quick"`
+		Source  string `json:"source"`
+		Quick   bool   `json:"quick"`
+		Backend string `json:"backend"`
 	}
 	json.Unmarshal(r.Params, &params)
 	f, err := scenario.Parse(params.Source, []byte(r.Scenario), params.Quick)
@@ -139,7 +144,7 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 	var out []Workload
 	index := 0
 	for _, w := range f.Workloads {
-		wl := Workload{Name: w.Name, Kind: w.Kind, Testbed: f.Testbed}
+		wl := Workload{Name: w.Name, Kind: w.Kind, Testbed: f.Testbed, RealHosts: strings.HasPrefix(params.Backend, "real hosts")}
 		for _, cfg := range w.Steps {
 			s, ok := last[index]
 			index++
@@ -248,7 +253,9 @@ func Of(workloads []Workload, o Options) *Report {
 			found = append(found, failures(w)...)
 		case results.Throughput:
 			found = append(found, tuning(w)...)
-			found = append(found, modelFit(w)...)
+			if !w.RealHosts { // the model is of the scenario's path, which real hosts do not have
+				found = append(found, modelFit(w)...)
+			}
 		case results.Impact:
 			found = append(found, impact(w)...)
 		case results.Transfer:
@@ -263,6 +270,9 @@ func Of(workloads []Workload, o Options) *Report {
 		}
 	}
 	rep.Findings = append(rep.Findings, asymmetry(workloads)...)
+	if len(workloads) > 0 && workloads[0].RealHosts {
+		rep.Findings = append(pathAudit(workloads), rep.Findings...)
+	}
 	return rep
 }
 

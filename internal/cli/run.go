@@ -17,6 +17,8 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/controller"
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
@@ -24,23 +26,28 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var db, reportDir string
+	var db, reportDir, inventory string
 	var asJSON, quick bool
 	var resume int64
 	c := &cobra.Command{
-		Use:   "run SCENARIO",
-		Short: "Run a scenario's workloads and sweeps on its test-bed, storing every step",
+		Use:   "run SCENARIO [--inventory FILE]",
+		Short: "Run a scenario's workloads and sweeps on its test-bed or on real hosts, storing every step",
 		Long: `Run a scenario: bring up its test-bed, run each step of each workload's sweep while
 sampling host CPU, link counters (10 Hz) and the test-bed's own load, store every step in
 the archive as soon as it ends, tear the test-bed down and print a summary table
 (--json: docs/run-json.md). SCENARIO is a file or the name of a built-in scenario
 (wanlab scenarios lists them). --quick uses each workload's quick: settings, for demos
 and CI. Ctrl-C stops the run: finished steps stay in the archive, the run is marked
-interrupted, and --resume RUN continues it from its first unfinished step.`,
+interrupted, and --resume RUN continues it from its first unfinished step.
+
+With --inventory FILE the same scenario runs on real hosts instead: each of its host
+names is bound to an agent of the inventory, nothing is built, and the scenario's links
+are the expected path that every measurement is compared with (README, real hosts).`,
 		Example: `  wanlab run objectivity-lan-100m --quick
   wanlab run examples/diane-sla.yaml --db results.db
   PGPASSWORD=... wanlab run alice-mesh --db postgres://wanlab@db.example.org/wanlab
-  wanlab run --resume 7`,
+  wanlab run --resume 7
+  wanlab run slac-cern --inventory sites.yaml`,
 		Args: args(func(c *cobra.Command, a []string) error {
 			if resume != 0 {
 				return cobra.NoArgs(c, a)
@@ -65,8 +72,31 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			} else if c.Flags().Changed("quick") {
 				return usagef("--quick cannot change a resumed run: it keeps the setting it started with")
 			}
-			if err := testbed.CheckEnvironment(); err != nil {
-				return err
+			ctx := c.Context()
+			if inventory == "" {
+				if err := testbed.CheckEnvironment(); err != nil {
+					return err
+				}
+				opts.Backend = "emulated"
+				opts.Start = func(ctx context.Context, source string, text []byte) (backend.Bed, error) {
+					up := newProgress(c.ErrOrStderr(), 0, "test-bed").terminalOnly()
+					defer up.done()
+					return testbed.Start(ctx, source, text, up.upStep)
+				}
+			} else {
+				inv, err := realhosts.Load(inventory)
+				if err != nil {
+					return err
+				}
+				ctx = measure.WithWait(ctx, inv.Wait)
+				opts.Backend = "real hosts: " + inv.Source
+				opts.Start = func(ctx context.Context, source string, text []byte) (backend.Bed, error) {
+					bed, err := realhosts.Start(inv, source, text)
+					if err != nil {
+						return nil, err
+					}
+					return bed, nil
+				}
 			}
 			ar, err := archive.Open(db)
 			if err != nil {
@@ -75,12 +105,6 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 			defer ar.Close()
 			opts.Archive = ar
 			bar := newRunProgress(c.ErrOrStderr())
-			opts.Start = func(ctx context.Context, source string, text []byte) (backend.Bed, error) {
-				up := newProgress(c.ErrOrStderr(), 0, "test-bed").terminalOnly()
-				defer up.done()
-				return testbed.Start(ctx, source, text, up.upStep)
-			}
-			ctx := c.Context()
 			opts.Progress = bar.update
 			res, err := controller.Run(ctx, opts)
 			bar.finish()
@@ -126,6 +150,7 @@ interrupted, and --resume RUN continues it from its first unfinished step.`,
 	c.Flags().BoolVar(&quick, "quick", false, "use the workloads' quick: settings (short steps)")
 	c.Flags().Int64Var(&resume, "resume", 0, "continue run `RUN` from its first unfinished step")
 	c.Flags().StringVar(&reportDir, "report", "", "also write the HTML report into `DIR`")
+	c.Flags().StringVar(&inventory, "inventory", "", "run on the real hosts of this inventory, not on an emulated test-bed")
 	return c
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	Version string
 	// Start brings up the scenario's hosts; the run closes the bed it returns.
 	Start func(ctx context.Context, source string, text []byte) (backend.Bed, error)
+	// Backend says, for the archive, what the hosts are: emulated, or real
+	// hosts of an inventory.
+	Backend string
 	// Progress, if set, is called as steps start and jobs end, and every second.
 	Progress func(Progress)
 }
@@ -141,7 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	} else {
 		res.Run, err = a.StartRun(archive.NewRun{Kind: "run", Name: o.Source, Testbed: f.Testbed.Name, Version: o.Version,
-			Params: map[string]any{"source": o.Source, "quick": o.Quick, "steps": len(plan)}, Scenario: string(o.Text), Machine: machineFacts()})
+			Params: map[string]any{"source": o.Source, "quick": o.Quick, "steps": len(plan), "backend": o.Backend}, Scenario: string(o.Text), Machine: machineFacts()})
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/pki"
+	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 )
 
@@ -145,3 +146,17 @@ func (b *Bed) Counters() (backend.Counters, error) {
 
 // Close lets the hosts go: their agents keep running.
 func (b *Bed) Close() error { return nil }
+
+// Start is the bed of a scenario on an inventory's real hosts: the
+// scenario's topology, built nowhere, is the expected path.
+func Start(inv *Inventory, source string, text []byte) (*Bed, error) {
+	f, err := scenario.Parse(source, text, false)
+	if err != nil {
+		return nil, err
+	}
+	topo, err := topology.New(f.Testbed)
+	if err != nil {
+		return nil, err
+	}
+	return Open(inv, topo)
+}
