@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,6 +182,7 @@ func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServer
 	if err == nil {
 		moved = s.stamp(d, resp)
 	}
+	err = s.nameRule(d, err)
 	s.finish(d, info.FullMethod, moved, err)
 	return resp, err
 }
@@ -193,9 +195,14 @@ func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	defer release()
 	g := &guardedStream{ServerStream: ss, s: s, method: info.FullMethod}
 	g.ctx, g.cancel = s.bound(ss.Context())
-	err = handler(srv, g)
+	err = s.nameRule(g.d, handler(srv, g))
 	g.cancel()
-	s.finish(g.d, info.FullMethod, g.moved, err)
+	ended := err
+	if err != nil && ss.Context().Err() != nil {
+		// A listener's call ends when its controller has what it needs.
+		ended = fmt.Errorf("the controller ended the call, or went away: %w", context.Cause(ss.Context()))
+	}
+	s.finish(g.d, info.FullMethod, g.moved, ended)
 	return err
 }
 
@@ -306,7 +313,7 @@ func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_Recei
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	if err := stream.Send(&agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port), Token: r.Token.Bytes()}}}); err != nil {
+	if err := stream.Send(&agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Listening{Listening: s.listening(stream.Context(), r.Port, r.Token)}}); err != nil {
 		return err
 	}
 	cpu := s.startCPU()
@@ -447,8 +454,33 @@ func DialTLS(ctx context.Context, host, addr string, config *tls.Config) (*Clien
 		return nil, fmt.Errorf("agent of %s at %s is not reachable: %w", host, addr, err)
 	}
 	raw.Close()
-	return connect(ctx, host, addr, grpc.WithTransportCredentials(credentials.NewTLS(config)),
+	c, err := connect(ctx, host, addr, grpc.WithTransportCredentials(credentials.NewTLS(config)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 2 * pingEvery, Timeout: pingWait, PermitWithoutStream: true}))
+	if err != nil {
+		if why := refusedCertificate(ctx, d, addr); why != "" {
+			return nil, fmt.Errorf("agent of %s at %s: %s", host, addr, why)
+		}
+	}
+	return c, err
+}
+
+// refusedCertificate says whether the agent at addr refuses this
+// controller's certificate: in TLS 1.3 it says so with an alert after the
+// client's handshake has ended, which the first read receives (a write may
+// see only a closed connection).
+func refusedCertificate(ctx context.Context, d *tls.Dialer, addr string) string {
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return ""
+	}
+	defer raw.Close()
+	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err = raw.Read(make([]byte, 1))
+	var alert tls.AlertError
+	if err == nil || !errors.As(err, &alert) && !strings.Contains(err.Error(), "remote error") {
+		return ""
+	}
+	return pki.ExplainHandshake(err)
 }
 
 // connect makes the client and says hello.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/workload/token"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -340,7 +342,9 @@ func (s *Server) authorize(ctx context.Context, method string, req any) (context
 			s.audit(d, method, "refuse", err.Error(), 0)
 			return ctx, nil, err
 		}
-		wait = min(wait, d.rule.Wait)
+		if d.rule != nil {
+			wait = min(wait, d.rule.Wait)
+		}
 	}
 	if d.req.kind == "" { // Hello, StopWorkload: no test
 		return context.WithValue(ctx, decisionKey{}, d), d, nil
@@ -530,4 +534,22 @@ func (s *Server) stamp(d *decision, m any) int64 {
 		return int64(min(r.GetBytes(), 1<<61)) * 2
 	}
 	return 0
+}
+
+// nameRule adds to a refusal over a limit the policy rule whose limits
+// they were, so that the caller knows whom to ask.
+func (s *Server) nameRule(d *decision, err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.ResourceExhausted || d == nil || d.rule == nil {
+		return err
+	}
+	pol := s.policy.Load()
+	return status.Errorf(st.Code(), "%s (the limits of %s for %s)", st.Message(), d.rule.Describe(pol.Source), d.who)
+}
+
+// listening is the event that tells the controller where a test listens,
+// with its token and the tests running alongside so far.
+func (s *Server) listening(ctx context.Context, port int, t token.Token) *agentpb.Listening {
+	d, _ := ctx.Value(decisionKey{}).(*decision)
+	return &agentpb.Listening{Port: uint32(port), Token: t.Bytes(), Alongside: s.alongsideOf(d)}
 }

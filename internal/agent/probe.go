@@ -24,7 +24,7 @@ func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_Refle
 	if err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	if err := stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port), Token: r.Token.Bytes()}}}); err != nil {
+	if err := stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Listening{Listening: s.listening(stream.Context(), r.Port, r.Token)}}); err != nil {
 		return err
 	}
 	n, err := r.Run(stream.Context(), idle)

@@ -108,7 +108,7 @@ func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Age
 		return status.Error(codes.Unavailable, err.Error())
 	}
 	r.CorruptAt, r.ExpectedSize = req.GetCorruptAt(), int64(expected)
-	if err := stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Listening{Listening: &agentpb.Listening{Port: uint32(r.Port), Token: r.Token.Bytes()}}}); err != nil {
+	if err := stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Listening{Listening: s.listening(ctx, r.Port, r.Token)}}); err != nil {
 		r.Close()
 		return err
 	}

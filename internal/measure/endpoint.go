@@ -72,8 +72,8 @@ func AgentError(host string, err error) error {
 
 // listening reads the first event of a call whose agent listens (for a
 // test's data, or probes) and returns the address to reach it and the
-// test's token, which the sender presents.
-func listening[E interface{ GetListening() *agentpb.Listening }](ep Endpoint, recv func() (E, error)) (addr string, token []byte, err error) {
+// event (its token, which the sender presents, and the tests alongside).
+func listening[E interface{ GetListening() *agentpb.Listening }](ep Endpoint, recv func() (E, error)) (string, *agentpb.Listening, error) {
 	first, err := recv()
 	if err != nil {
 		return "", nil, AgentError(ep.Host, err)
@@ -82,5 +82,5 @@ func listening[E interface{ GetListening() *agentpb.Listening }](ep Endpoint, re
 	if l.GetPort() == 0 {
 		return "", nil, fmt.Errorf("the agent on %s did not say where it listens", ep.Host)
 	}
-	return net.JoinHostPort(ep.Addr, strconv.Itoa(int(l.GetPort()))), l.GetToken(), nil
+	return net.JoinHostPort(ep.Addr, strconv.Itoa(int(l.GetPort()))), l, nil
 }

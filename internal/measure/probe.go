@@ -100,16 +100,16 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	if err != nil {
 		return nil, AgentError(dst.Host, err)
 	}
-	addr, tok, err := listening(dst, refl.Recv)
+	addr, l, err := listening(dst, refl.Recv)
 	if err != nil {
 		return nil, err
 	}
-	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: addr, Token: tok})
+	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: addr, Token: l.GetToken()})
 	if err != nil {
 		return nil, AgentError(src.Host, err)
 	}
 	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), Clocks(src.Agent, dst.Agent))
-	res.Alongside = int(sum.Alongside)
+	res.Alongside = int(max(sum.Alongside, l.GetAlongside()))
 	if sum.Partial {
 		res.Partial, res.Error = true, sum.Error
 		return res, errors.New(sum.Error)

@@ -108,7 +108,7 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 	if err != nil {
 		return nil, AgentError(rcv.Host, err)
 	}
-	addr, tok, err := listening(rcv, rstream.Recv)
+	addr, l, err := listening(rcv, rstream.Recv)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*
 		s.intervals, s.totals, s.err = collect(rstream)
 		recvDone <- s
 	}()
-	sstream, err := snd.Agent.Send(ctx, &agentpb.SendRequest{Spec: agent.SpecToPB(spec), Address: addr, Token: tok})
+	sstream, err := snd.Agent.Send(ctx, &agentpb.SendRequest{Spec: agent.SpecToPB(spec), Address: addr, Token: l.GetToken()})
 	var sent side
 	if err != nil {
 		sent.err = err

@@ -102,9 +102,11 @@ func leg(ctx context.Context, src, dst Endpoint, spec TransferSpec, send *agentp
 	if err != nil {
 		return l, "", AgentError(dst.Host, err)
 	}
-	if send.Address, send.Token, err = listening(dst, rstream.Recv); err != nil {
+	var listen *agentpb.Listening
+	if send.Address, listen, err = listening(dst, rstream.Recv); err != nil {
 		return l, "", err
 	}
+	send.Token = listen.GetToken()
 	send.Spec = agent.TransferSpecToPB(spec.Spec)
 	sent, err := src.Agent.SendFile(ctx, send)
 	if err != nil {

@@ -797,7 +797,10 @@ type Listening struct {
 	Port  uint32                 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
 	// The test's token: a sender presents it on each data connection (or UDP
 	// source), or the listener ignores the connection.
-	Token         []byte `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	Token []byte `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Other tests the agent ran as it began listening (a reflector reports no
+	// summary to its controller, so this is what it says of them).
+	Alongside     uint32 `protobuf:"varint,3,opt,name=alongside,proto3" json:"alongside,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -844,6 +847,13 @@ func (x *Listening) GetToken() []byte {
 		return x.Token
 	}
 	return nil
+}
+
+func (x *Listening) GetAlongside() uint32 {
+	if x != nil {
+		return x.Alongside
+	}
+	return 0
 }
 
 // TCPInfo is a sample of the kernel's TCP_INFO for one connection.
@@ -2642,10 +2652,11 @@ const file_agent_proto_rawDesc = "" +
 	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x127\n" +
 	"\binterval\x18\x02 \x01(\v2\x19.wanlab.agent.v1.IntervalH\x00R\binterval\x124\n" +
 	"\asummary\x18\x03 \x01(\v2\x18.wanlab.agent.v1.SummaryH\x00R\asummaryB\a\n" +
-	"\x05event\"5\n" +
+	"\x05event\"S\n" +
 	"\tListening\x12\x12\n" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\fR\x05token\"\xb7\x01\n" +
+	"\x05token\x18\x02 \x01(\fR\x05token\x12\x1c\n" +
+	"\talongside\x18\x03 \x01(\rR\talongside\"\xb7\x01\n" +
 	"\aTCPInfo\x12\x19\n" +
 	"\bsnd_cwnd\x18\x01 \x01(\rR\asndCwnd\x12\x17\n" +
 	"\asnd_mss\x18\x02 \x01(\rR\x06sndMss\x12\x15\n" +

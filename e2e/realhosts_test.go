@@ -1,0 +1,448 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/pki"
+	"github.com/wanlab/wanlab/internal/realhosts"
+	"github.com/wanlab/wanlab/internal/testsupport"
+)
+
+// TestRealHostsMeasure runs every measure verb against real hosts through
+// an inventory, checks throughput against iperf3 on the same kernel-shaped
+// path in the same run, and finds each test in the agents' audit logs.
+func TestRealHostsMeasure(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3", "iproute2")
+	l := newLab(t, "a", "b")
+	// A 200 Mbit/s bottleneck toward b, by the kernel's tbf.
+	l.ip("link", "set", l.host("b").veth, "up")
+	if out, err := exec.Command("tc", "qdisc", "add", "dev", l.host("b").veth, "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "20ms").CombinedOutput(); err != nil {
+		t.Fatalf("tc: %v: %s", err, out)
+	}
+	l.start("a")
+	l.start("b", "--test-ports", "5301-5399")
+	inv := l.inventory("ctl", "", "a", "b")
+
+	r := wanlab(t, "hosts", "check", inv, "--json")
+	var sts []realhosts.Status
+	if err := json.Unmarshal([]byte(r.stdout), &sts); err != nil || r.code != 0 {
+		t.Fatalf("hosts check: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, st := range sts {
+		if !st.Reachable || st.Identity != "cn:ctl" || st.Grant == nil || st.Grant.Rule != "default" || st.TestAddress != l.host(st.Host).addr || st.Clock == nil {
+			t.Errorf("hosts check of %s: %+v", st.Host, st)
+		}
+	}
+
+	res, r := measureJSON(t, "--inventory", inv, "--from", "a", "--to", "b", "-t", "4")
+	if r.code != 0 {
+		t.Fatalf("measure throughput: exit %d: %s", r.code, r.stderr)
+	}
+	got := res.End.SumReceived.BitsPerSecond
+	ref := iperf3In(t, l, "a", "b", 4)
+	t.Logf("a->b over tbf 200 Mbit/s: wanlab %.1f Mbit/s, iperf3 %.1f Mbit/s", got/1e6, ref/1e6)
+	if got < 0.9*ref || got > 1.1*ref || got > 205e6 {
+		t.Errorf("wanlab %.1f Mbit/s against iperf3's %.1f on the same path: want within 10%%, under the 200 Mbit/s tbf", got/1e6, ref/1e6)
+	}
+	if res.Alongside != 0 {
+		t.Errorf("a test alone on its hosts says %d tests ran alongside", res.Alongside)
+	}
+
+	r = wanlab(t, "measure", "probe", "--inventory", inv, "--from", "a", "--to", "b", "--count", "20", "--interval", "10ms", "--json")
+	var pr measure.ProbeResult
+	if err := json.Unmarshal([]byte(r.stdout), &pr); err != nil || r.code != 0 || pr.Received != 20 || pr.RTTms.P50 <= 0 {
+		t.Errorf("measure probe: exit %d, %+v: %v %s", r.code, pr, err, r.stderr)
+	}
+	if !pr.OneWay.Reliable || pr.OneWay.Clock != "shared" {
+		t.Errorf("hosts of one machine: clock %q, reliable %v", pr.OneWay.Clock, pr.OneWay.Reliable)
+	}
+	r = wanlab(t, "measure", "transfer", "--inventory", inv, "--from", "a", "--to", "b", "--size", "20MB", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"checksum_ok": true`) {
+		t.Errorf("measure transfer: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	r = wanlab(t, "measure", "disk", "--inventory", inv, "--host", "a", "--size", "16MB")
+	if r.code != 0 {
+		t.Errorf("measure disk: exit %d: %s", r.code, r.stderr)
+	}
+
+	// b's test listeners opened in its range, on its own address only.
+	for _, e := range l.audit("b") {
+		if e.Identity != "cn:ctl" || e.Rule != "default" {
+			t.Errorf("audit entry of b: %+v", e)
+		}
+	}
+	for _, end := range []struct{ host, kind string }{{"b", "throughput"}, {"b", "transfer"}, {"a", "probe"}, {"a", "throughput"}} {
+		if _, ok := l.waitAudit(end.host, time.Second, func(e auditEntry) bool {
+			return e.Kind == end.kind && e.Decision == "end" && e.Bytes > 0 && e.Reason == ""
+		}); !ok {
+			t.Errorf("%s's audit log has no end of a %s test with its bytes: %+v", end.host, end.kind, l.audit(end.host))
+		}
+	}
+}
+
+// iperf3In measures from one lab host to another with iperf3 for secs.
+func iperf3In(t *testing.T, l *lab, from, to string, secs int) float64 {
+	t.Helper()
+	srv := exec.Command("ip", "netns", "exec", l.host(to).ns, "iperf3", "-s", "-1", "-B", l.host(to).addr, "-p", "5299")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Wait()
+	var out []byte
+	var err error
+	for range 50 {
+		out, err = exec.Command("ip", "netns", "exec", l.host(from).ns, "iperf3", "-c", l.host(to).addr, "-p", "5299", "-t", strconv.Itoa(secs), "-J").Output()
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		srv.Process.Kill()
+		t.Fatalf("iperf3: %v: %s", err, out)
+	}
+	var doc struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.End.SumReceived.BitsPerSecond
+}
+
+// TestRealHostsRefusals: every refusal names its cause, and is audited.
+func TestRealHostsRefusals(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iproute2")
+	l := newLab(t, "a", "b")
+	policyB := l.file("b-policy.yaml", `rules:
+  - name: ops
+    identities: [cn:ctl]
+    kinds: [throughput, probe]
+    peers: [`+l.net+`.0/24]
+    limits: {streams: 2}
+  - name: watchers
+    identities: [cn:ctl2]
+    kinds: [probe]
+`)
+	policyA := l.file("a-policy.yaml", `rules:
+  - name: ops
+    identities: [cn:ctl]
+    peers: [`+l.net+`.99/32]
+  - name: watchers
+    identities: [cn:ctl2]
+`)
+	l.start("a", "--policy", policyA)
+	l.start("b", "--policy", policyB)
+	pkiDir := l.path("pki")
+
+	// Controllers whose certificates the agents must refuse.
+	other := l.path("other-ca")
+	l.wanlab("pki", "init", other)
+	l.wanlab("pki", "issue", "ctl", "--dir", other, "--role", "controller")
+	past := time.Now().Add(-72 * time.Hour)
+	if err := pki.Issue(pkiDir, "old", pki.Controller, pki.Options{NotBefore: past, NotAfter: past.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	l.wanlab("pki", "issue", "stranger", "--dir", pkiDir, "--role", "controller")
+	invWith := func(ca, cert, key string) string {
+		return l.file(fmt.Sprintf("inv-%d.yaml", time.Now().UnixNano()), "tls: {ca: "+ca+", cert: "+cert+", key: "+key+"}\nhosts:\n  b: {agent: \""+l.host("b").agent()+"\"}\n")
+	}
+	ca := filepath.Join(pkiDir, "ca.crt")
+	tests := []struct {
+		name       string
+		args       []string
+		wantOut    string // in the controller's error
+		wantAudit  string // in b's audit log: a refusal's reason
+		wantReason func(auditEntry) bool
+	}{
+		{"controller from another CA", []string{"hosts", "check", invWith(ca, filepath.Join(other, "ctl.crt"), filepath.Join(other, "ctl.key"))},
+			"refused this controller's certificate", "unknown authority", nil},
+		{"expired controller", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "old.crt"), filepath.Join(pkiDir, "old.key"))},
+			"refused this controller's certificate", "expired on", nil},
+		{"an agent's certificate as a controller's", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "a.crt"), filepath.Join(pkiDir, "a.key"))},
+			"refused this controller's certificate", "another role", nil},
+		{"agent from another CA", []string{"hosts", "check", invWith(filepath.Join(other, "ca.crt"), filepath.Join(pkiDir, "ctl.crt"), filepath.Join(pkiDir, "ctl.key"))},
+			"unknown authority", "", nil},
+		{"identity not in the policy", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "stranger.crt"), filepath.Join(pkiDir, "stranger.key"))},
+			"does not authorise this controller: identity cn:stranger", "", nil},
+		{"over a limit", []string{"measure", "throughput", "--inventory", l.inventory("ctl", "", "a", "b"), "--from", "a", "--to", "b", "-P", "4", "-t", "1"},
+			`over the agent's limit of 2 streams (the limits of rule "ops"`, "over the agent's limit", nil},
+		{"kind not allowed", []string{"measure", "transfer", "--inventory", l.inventory("ctl", "", "a", "b"), "--from", "a", "--to", "b", "--size", "1MB"},
+			`refuses a transfer test: rule "ops"`, `does not allow it`, nil},
+		{"identity allowed less", []string{"measure", "throughput", "--inventory", l.inventory("ctl2", "", "a", "b"), "--from", "a", "--to", "b", "-t", "1"},
+			`rule "watchers"`, `does not allow it for cn:ctl2`, nil},
+		{"peer not in the sender's policy", []string{"measure", "probe", "--inventory", l.inventory("ctl", "", "a", "b"), "--from", "a", "--to", "b", "--count", "3"},
+			"refuses to send toward " + l.host("b").addr, "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := wanlab(t, tc.args...)
+			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, tc.wantOut) {
+				t.Errorf("exit %d, want 1 with %q:\n%s%s", r.code, tc.wantOut, r.stdout, r.stderr)
+			}
+			if tc.wantAudit != "" {
+				if _, ok := l.waitAudit("b", 2*time.Second, func(e auditEntry) bool {
+					return (e.Decision == "refuse" || e.Decision == "tls" || e.Decision == "end") && strings.Contains(e.Reason, tc.wantAudit)
+				}); !ok {
+					t.Errorf("b's audit log has no refusal with %q: %+v", tc.wantAudit, l.audit("b"))
+				}
+			}
+		})
+	}
+
+	// No certificate at all: the handshake fails, and the agent says why.
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", l.host("b").agent(), &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+	if err == nil {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		c.Read(make([]byte, 1))
+		c.Close()
+	}
+	if _, ok := l.waitAudit("b", 2*time.Second, func(e auditEntry) bool { return e.Decision == "tls" && strings.Contains(e.Reason, "no certificate") }); !ok {
+		t.Errorf("a client without a certificate is not in b's audit log: %+v", l.audit("b"))
+	}
+
+	// SIGHUP: a new policy applies to the next request; a running test
+	// is not dropped.
+	inv := l.inventory("ctl", "", "a", "b")
+	running := make(chan result, 1)
+	go func() {
+		running <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "b", "--to", "a", "-t", "3")
+	}()
+	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool {
+		return e.Kind == "throughput" && e.Decision == "allow" && strings.Contains(e.Method, "Send")
+	}); !ok {
+		t.Fatalf("the test did not start: %+v", l.audit("b"))
+	}
+	l.file("b-policy.yaml", "rules:\n  - {name: probes-only, identities: [cn:ctl], kinds: [probe]}\n")
+	l.host("b").cmd.Process.Signal(syscall.SIGHUP)
+	if r := <-running; r.code != 0 {
+		t.Errorf("a test running across a SIGHUP: exit %d: %s", r.code, r.stderr)
+	}
+	r := wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "b", "--to", "a", "-t", "1")
+	if r.code != 1 || !strings.Contains(r.stderr, `rule "probes-only"`) {
+		t.Errorf("after the reload: exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(l.host("b").stderr.String(), "reloaded certificate, CA, policy and audit log") {
+		t.Errorf("b did not say it reloaded: %s", l.host("b").stderr)
+	}
+}
+
+// TestRealHostsAdmission: two controllers at once; a throughput test
+// waits for, or is refused by, a host that runs another; a probe runs
+// alongside and says so.
+func TestRealHostsAdmission(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iproute2")
+	l := newLab(t, "a", "b", "c")
+	for _, h := range []string{"a", "b", "c"} {
+		l.start(h)
+	}
+	first := l.inventory("ctl", "wait: 0s\n", "a", "b", "c")
+	noWait := l.inventory("ctl2", "wait: 0s\n", "a", "b", "c")
+	waits := l.inventory("ctl2", "wait: 30s\n", "a", "b", "c")
+
+	running := make(chan result, 1)
+	go func() {
+		running <- wanlab(t, "measure", "throughput", "--inventory", first, "--from", "a", "--to", "b", "-t", "5")
+	}()
+	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool { return e.Kind == "throughput" && e.Decision == "allow" }); !ok {
+		t.Fatalf("the first test did not start: %+v", l.audit("b"))
+	}
+	r := wanlab(t, "measure", "throughput", "--inventory", noWait, "--from", "c", "--to", "b", "-t", "1")
+	if r.code != 1 || !strings.Contains(r.stderr, "busy until") {
+		t.Errorf("a second throughput test toward a busy host: exit %d, want a refusal with busy until: %s", r.code, r.stderr)
+	}
+	var wg sync.WaitGroup
+	var probe, waited result
+	var waitedFor time.Duration
+	wg.Go(func() {
+		probe = wanlab(t, "measure", "probe", "--inventory", noWait, "--from", "c", "--to", "b", "--count", "10", "--interval", "50ms", "--json")
+	})
+	wg.Go(func() {
+		start := time.Now()
+		waited = wanlab(t, "measure", "throughput", "--inventory", waits, "--from", "c", "--to", "b", "-t", "1", "--json")
+		waitedFor = time.Since(start)
+	})
+	wg.Wait()
+	if r := <-running; r.code != 0 {
+		t.Errorf("the first test: exit %d: %s", r.code, r.stderr)
+	}
+	var pr measure.ProbeResult
+	if json.Unmarshal([]byte(probe.stdout), &pr); probe.code != 0 || pr.Alongside < 1 {
+		t.Errorf("a probe during a throughput test: exit %d, tests alongside %d, want >= 1: %s", probe.code, pr.Alongside, probe.stderr)
+	}
+	var tr measure.ThroughputResult
+	if json.Unmarshal([]byte(waited.stdout), &tr); waited.code != 0 || tr.End.SumReceived.BitsPerSecond <= 0 {
+		t.Errorf("a test that waited for the host: exit %d: %s", waited.code, waited.stderr)
+	}
+	if waitedFor < 2*time.Second {
+		t.Errorf("the waiting test ended after %v: it cannot have waited for the first (5 s)", waitedFor)
+	}
+}
+
+// TestRealHostsFaults: a controller killed mid-test, an agent killed
+// mid-test, and an agent cut off from the network.
+func TestRealHostsFaults(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iproute2")
+	l := newLab(t, "a", "b")
+	l.start("a")
+	l.start("b")
+	inv := l.inventory("ctl", "", "a", "b")
+	before := l.listeners("b")
+
+	// kill -9 of the controller: both agents end the test within seconds
+	// and free its ports.
+	ctl := exec.Command(wanlabBin, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "60")
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool { return e.Kind == "throughput" && e.Decision == "allow" }); !ok {
+		ctl.Process.Kill()
+		t.Fatalf("the test did not start: %+v", l.audit("b"))
+	}
+	time.Sleep(time.Second)
+	killed := time.Now()
+	ctl.Process.Kill()
+	ctl.Wait()
+	for _, h := range []string{"a", "b"} {
+		if _, ok := l.waitAudit(h, 20*time.Second, func(e auditEntry) bool { return e.Kind == "throughput" && e.Decision == "end" }); !ok {
+			t.Errorf("%s did not end the test of a dead controller: %+v", h, l.audit(h))
+		}
+	}
+	t.Logf("the agents ended the test %v after the controller died", time.Since(killed).Round(100*time.Millisecond))
+	if after := l.listeners("b"); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("b listens on %v after the test, %v before", after, before)
+	}
+
+	// kill -9 of an agent: the measurement fails naming it, promptly.
+	done := make(chan result, 1)
+	go func() {
+		done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
+	}()
+	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool {
+		return e.Kind == "throughput" && e.Decision == "allow" && strings.Contains(e.Method, "Receive") && e.Test != ""
+	}); !ok {
+		t.Fatal("the second test did not start")
+	}
+	time.Sleep(time.Second)
+	l.stop("b", true)
+	select {
+	case r := <-done:
+		if r.code != 1 || !strings.Contains(r.stderr, "agent on b stopped answering") {
+			t.Errorf("agent b killed mid-test: exit %d: %s", r.code, r.stderr)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the measurement did not end within 45 s of its receiving agent's death")
+	}
+
+	// A partition: a is cut off mid-test. The controller gives up naming
+	// a, and a ends the test by itself.
+	l.start("b")
+	go func() {
+		done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
+	}()
+	n := len(l.audit("a"))
+	if _, ok := l.waitAudit("a", 10*time.Second, func(e auditEntry) bool {
+		return e.Kind == "throughput" && e.Decision == "allow" && len(l.audit("a")) > n
+	}); !ok {
+		t.Fatal("the third test did not start")
+	}
+	l.ip("link", "set", l.host("a").veth, "down")
+	select {
+	case r := <-done:
+		if r.code != 1 || !strings.Contains(r.stderr, "a") {
+			t.Errorf("a cut off mid-test: exit %d: %s", r.code, r.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("the measurement did not end within 60 s of its sender's partition")
+	}
+	ends := func() int {
+		n := 0
+		for _, e := range l.audit("a") {
+			if e.Kind == "throughput" && e.Decision == "end" {
+				n++
+			}
+		}
+		return n
+	}
+	if _, ok := l.waitAudit("a", 30*time.Second, func(auditEntry) bool { return ends() >= 3 }); !ok {
+		t.Errorf("a ended %d throughput tests, want 3 (the last by itself, cut off): %+v", ends(), l.audit("a"))
+	}
+	l.ip("link", "set", l.host("a").veth, "up")
+}
+
+// TestRealHostsRun runs a built-in scenario unchanged on real hosts: its
+// links are the expected path, and the analysis audits every path.
+func TestRealHostsRun(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iproute2")
+	l := newLab(t, "slac", "cern", "probe")
+	for _, h := range []string{"slac", "cern", "probe"} {
+		l.start(h)
+	}
+	inv := l.inventory("ctl", "", "slac", "cern", "probe")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, wanlabBin, "run", "slac-cern", "--quick", "--inventory", inv, "--db", l.path("run.db"), "--json").Output()
+	if err != nil {
+		t.Fatalf("run on real hosts: %v\n%s", err, out)
+	}
+	var doc struct {
+		Status   string
+		Steps    []struct{ Status string }
+		Analysis struct {
+			Findings []struct {
+				Kind, Text string
+				Values     map[string]float64
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Status != "done" || len(doc.Steps) == 0 {
+		t.Fatalf("run: %s, %d steps", doc.Status, len(doc.Steps))
+	}
+	for i, s := range doc.Steps {
+		if s.Status != "done" {
+			t.Errorf("step %d: %s", i+1, s.Status)
+		}
+	}
+	audits := map[string]bool{}
+	for _, f := range doc.Analysis.Findings {
+		if f.Kind == "path_audit" {
+			audits[strings.SplitN(f.Text, ":", 2)[0]] = true
+			if f.Values["expected_rtt_ms"] != 180 {
+				t.Errorf("path audit %q: expected RTT %v, want the scenario's 180 ms", f.Text, f.Values["expected_rtt_ms"])
+			}
+		}
+		if f.Kind == "model_fit" {
+			t.Errorf("a TCP model fit of the scenario's path on real hosts: %q", f.Text)
+		}
+	}
+	for _, p := range []string{"cern->slac", "slac->cern", "probe->cern"} {
+		if !audits[p] {
+			t.Errorf("no path audit of %s: %v", p, audits)
+		}
+	}
+}
