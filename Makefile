@@ -8,7 +8,7 @@ FUZZTIME ?= 10s
 EVENTS  := bin/test-events.jsonl
 TESTSUM := bin/testsum
 
-.PHONY: build deps test unit fuzz vuln demo bench proto clean
+.PHONY: build deps test unit fuzz vuln demo bench image proto clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wanlab
@@ -68,6 +68,17 @@ demo: build
 	@tools/deps.sh demo
 	@[ "$$(id -u)" = 0 ] || { echo "make demo needs root (CAP_NET_ADMIN) to build network namespaces: run sudo make demo"; exit 1; }
 	./$(BIN) run objectivity-demo --db wanlab.db --report .
+
+# The agent's container image (deploy/Containerfile): the static binary and
+# nothing else, built with podman (or docker), tagged wanlab-agent:VERSION and
+# wanlab-agent:latest. No registry is needed: podman save exports it.
+IMAGE_TOOL ?= $(shell command -v podman || command -v docker)
+image:
+	@tools/deps.sh image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/image/wanlab-static ./cmd/wanlab
+	@[ -n "$(IMAGE_TOOL)" ] || { echo "make image needs podman or docker: apt-get install podman"; exit 1; }
+	cp deploy/Containerfile bin/image/Containerfile
+	$(IMAGE_TOOL) build --tag wanlab-agent:$(VERSION) --tag wanlab-agent:latest bin/image
 
 # Engine and archive micro-benchmarks, then the test-bed and workload
 # benchmarks (root) whose results are recorded in docs/benchmarks.md.

@@ -4,7 +4,7 @@
 # which are present in bin/deps-installed: from then on a test that needs one
 # of them fails rather than skips if it goes missing.
 #
-#   tools/deps.sh [GROUP...]   groups: test, bench, demo (default: all)
+#   tools/deps.sh [GROUP...]   groups: test, bench, demo, image (default: all)
 #
 # As root with apt-get, it installs what is missing (apt-get update only
 # then) and says nothing when nothing is. Otherwise (not root, offline, no
@@ -14,7 +14,7 @@ set -u
 cd "$(dirname "$0")/.."
 list=internal/testsupport/packages.txt
 stamp=bin/deps-installed
-groups="${*:-test bench demo}"
+groups="${*:-test bench demo image}"
 
 # wanted prints "package probe" for every package of the groups asked for.
 wanted() {
