@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"internal/workload/token":      {}, // the per-test secret of the data plane
 	"internal/workload/bind":       {}, // where test listeners open: address, port range
 	"internal/yamlfile":            {}, // file:line problems of the YAML people write
+	"internal/pki":                 {}, // certificates and TLS 1.3 configurations of agents and controllers
 	"examples":                     {},
 	"tools/testsum":                {},
 	"internal/archtest":            {},
@@ -45,18 +46,23 @@ var allowed = map[string][]string{
 	// The scenario and what it resolves into.
 	"internal/scenario": {"internal/limits", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer", "internal/yamlfile"},
 	"internal/topology": {"internal/scenario"},
+	"internal/policy":   {"internal/limits", "internal/units", "internal/yamlfile"},
 	"internal/archive":  {"internal/workload/job"},
 
 	// The agent, and the seam controllers reach hosts through.
 	"internal/agent": {"internal/agent/agentpb", "internal/datadir", "internal/limits", "internal/unixsock",
 		"internal/workload/disk", "internal/workload/eventdb", "internal/workload/job", "internal/workload/mesh",
 		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer",
-		"internal/workload/bind", "internal/workload/token"},
+		"internal/workload/bind", "internal/workload/token", "internal/pki", "internal/policy"},
 	"internal/backend": {"internal/agent", "internal/topology"},
 
 	// Backends: the emulated test-bed.
 	"internal/testbed": {"internal/agent", "internal/backend", "internal/cgroup", "internal/datadir", "internal/linkemu",
 		"internal/proc", "internal/scenario", "internal/topology", "internal/unixsock"},
+
+	// Backends: real hosts, agents on the network named by an inventory.
+	"internal/realhosts": {"internal/agent", "internal/agent/agentpb", "internal/backend", "internal/pki", "internal/scenario",
+		"internal/topology", "internal/units", "internal/yamlfile"},
 
 	// Controllers: measurements between hosts, and scenario runs.
 	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/units",
@@ -94,6 +100,11 @@ var never = []struct{ from, to, why string }{
 	{"internal/report", "internal/linkemu", "reports read the archive only, never the engine"},
 	{"internal/report", "internal/controller", "reports read the archive only, not the controller"},
 	{"internal/controller", "internal/testbed", "the controller reaches hosts through backend.Bed, whatever the backend"},
+	{"internal/controller", "internal/realhosts", "the controller reaches hosts through backend.Bed, whatever the backend"},
+	{"internal/measure", "internal/realhosts", "measurements reach hosts through backend.Bed, whatever the backend"},
+	{"internal/realhosts", "internal/testbed", "the two backends know nothing of each other"},
+	{"internal/testbed", "internal/realhosts", "the two backends know nothing of each other"},
+	{"internal/policy", "internal/agent", "a policy is data the agent reads, not the other way round"},
 	{"internal/measure", "internal/testbed", "measurements reach hosts through backend.Bed, whatever the backend"},
 	{"internal/topology", "internal/testbed", "the topology is pure: no operating-system code"},
 	{"internal/agent", "internal/cgroup", "the agent learns its host's CPU through a function it is given"},
