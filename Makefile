@@ -87,6 +87,7 @@ bench: build
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
+	$(GO) test -run '^$$' -bench RealHosts -benchtime 1x ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

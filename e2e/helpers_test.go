@@ -52,7 +52,7 @@ type result struct {
 }
 
 // wanlab runs the CLI and returns its output and exit status.
-func wanlab(t *testing.T, args ...string) result {
+func wanlab(t testing.TB, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -95,7 +95,7 @@ func TestRealHostsMeasure(t *testing.T) {
 }
 
 // iperf3In measures from one lab host to another with iperf3 for secs.
-func iperf3In(t *testing.T, l *lab, from, to string, secs int) float64 {
+func iperf3In(t testing.TB, l *lab, from, to string, secs int) float64 {
 	t.Helper()
 	srv := exec.Command("ip", "netns", "exec", l.host(to).ns, "iperf3", "-s", "-1", "-B", l.host(to).addr, "-p", "5299")
 	if err := srv.Start(); err != nil {

@@ -34,7 +34,7 @@ const labRecords = "/run/wanlab-e2e-labs"
 const agentPort = 7400
 
 type lab struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string // pki/, inventories, policies, audit logs, data folders
 	suffix string
 	net    string // the first three bytes of the lab's /24, as "10.201.7"
@@ -55,7 +55,7 @@ func (h *labHost) agent() string { return net.JoinHostPort(h.addr, strconv.Itoa(
 
 // newLab makes the hosts, a CA, a certificate for each host's agent and
 // for controllers ctl and ctl2, and starts no agent yet.
-func newLab(t *testing.T, names ...string) *lab {
+func newLab(t testing.TB, names ...string) *lab {
 	t.Helper()
 	sweepLabs(t)
 	b := make([]byte, 3)
@@ -281,7 +281,7 @@ func removeLab(suffix string) {
 }
 
 // sweepLabs removes the labs of test binaries that died without doing so.
-func sweepLabs(t *testing.T) {
+func sweepLabs(t testing.TB) {
 	ents, _ := os.ReadDir(labRecords)
 	for _, e := range ents {
 		b, _ := os.ReadFile(filepath.Join(labRecords, e.Name()))

@@ -1,18 +1,25 @@
 // Package proc reads what wanlab needs to know of a process from /proc: is
-// it alive, and is it still the process it was (pids are reused).
+// it alive, is it still the process it was (pids are reused), and what it
+// has used (CPU time, memory).
 package proc
 
 import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Stat is a process's state and start time, from /proc/PID/stat.
 type Stat struct {
 	State     byte   // R, S, D, Z, ...
 	StartTime uint64 // in clock ticks since boot: with the pid, names the process
+	// CPU is the time the process has run, in user and system mode.
+	CPU time.Duration
 }
+
+// clockTick is USER_HZ, the unit of /proc's times: 100 on every Linux.
+const clockTick = 10 * time.Millisecond
 
 // Read returns pid's stat; ok is false if there is no such process.
 func Read(pid int) (st Stat, ok bool) {
@@ -38,7 +45,9 @@ func Read(pid int) (st Stat, ok bool) {
 	if err != nil {
 		return st, false
 	}
-	return Stat{State: f[0][0], StartTime: start}, true
+	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return Stat{State: f[0][0], StartTime: start, CPU: time.Duration(utime+stime) * clockTick}, true
 }
 
 // Alive reports whether pid exists and is not a zombie.
@@ -55,4 +64,22 @@ func ID(pid int) string {
 		return ""
 	}
 	return strconv.Itoa(pid) + " " + strconv.FormatUint(st.StartTime, 10)
+}
+
+// RSS is pid's resident memory in bytes, or -1 if it cannot be read.
+func RSS(pid int) int64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return kb << 10
+		}
+	}
+	return -1
 }

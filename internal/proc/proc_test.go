@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestThisProcess(t *testing.T) {
@@ -40,4 +41,20 @@ func TestZombie(t *testing.T) {
 		exec.Command("sleep", "0.001").Run()
 	}
 	t.Error("the child never showed as a zombie")
+}
+
+func TestOwnUsage(t *testing.T) {
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	st, ok := Read(os.Getpid())
+	if !ok || st.CPU < 10*time.Millisecond {
+		t.Errorf("this process's CPU after 50 ms of spinning: %v (%v)", st.CPU, ok)
+	}
+	if rss := RSS(os.Getpid()); rss < 1<<20 {
+		t.Errorf("this process's RSS: %d bytes", rss)
+	}
+	if RSS(0) != -1 {
+		t.Error("RSS of pid 0 is not -1")
+	}
 }
