@@ -53,7 +53,8 @@ unit:
 
 # Each fuzz target of the parsers and decoders, for FUZZTIME.
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
-	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream
+	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
+	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \

@@ -27,7 +27,7 @@ func TestPackagesParse(t *testing.T) {
 			t.Errorf("%s: say which tests use it after #", p.Name)
 		}
 		for _, g := range p.Groups {
-			if g != "test" && g != "bench" && g != "demo" {
+			if g != "test" && g != "bench" && g != "demo" && g != "image" {
 				t.Errorf("%s: unknown group %q", p.Name, g)
 			}
 		}

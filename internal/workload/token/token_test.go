@@ -122,3 +122,30 @@ func TestParse(t *testing.T) {
 		t.Error("Parse of 5 bytes: no error")
 	}
 }
+
+// FuzzAdmitted feeds a listener's greeting handling with what any UDP
+// source may send: only the exact greeting of the token admits a source.
+func FuzzAdmitted(f *testing.F) {
+	tok := Token{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	f.Add(tok.greeting())
+	f.Add([]byte("WLG1"))
+	f.Add(append([]byte("WLG1"), make([]byte, 16)...))
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer pc.Close()
+	from := netip.MustParseAddrPort("127.0.0.1:9") // the discard port: answers go nowhere
+	f.Fuzz(func(t *testing.T, b []byte) {
+		adm := NewAdmitted(tok)
+		greeting := adm.Greeting(pc, b, from)
+		admitted := adm.Allows(from)
+		right := string(b) == string(tok.greeting())
+		if admitted != right {
+			t.Fatalf("%x: admitted %v, want %v", b, admitted, right)
+		}
+		if right && !greeting {
+			t.Fatalf("the right greeting was not taken for one")
+		}
+	})
+}

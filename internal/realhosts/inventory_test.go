@@ -1,0 +1,66 @@
+package realhosts
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseInventory(t *testing.T) {
+	inv, err := Parse("/etc/wanlab/sites.yaml", []byte(`tls: {ca: pki/ca.crt, cert: /abs/ctl.crt, key: pki/ctl.key}
+wait: 10s
+hosts:
+  cnaf: {agent: 10.1.0.1:7400}
+  cern: {agent: "dtn01.example.org:7400", address: 10.2.0.9}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Name != "sites" || inv.Wait != 10*time.Second || inv.TLS.CA != filepath.FromSlash("/etc/wanlab/pki/ca.crt") || inv.TLS.Cert != "/abs/ctl.crt" {
+		t.Errorf("inventory %+v", inv)
+	}
+	if len(inv.Hosts) != 2 || inv.Hosts[0].Name != "cnaf" || inv.Hosts[1].Address != "10.2.0.9" {
+		t.Errorf("hosts %+v (in the file's order)", inv.Hosts)
+	}
+}
+
+func TestInventoryProblems(t *testing.T) {
+	const tls = "tls: {ca: a, cert: b, key: c}\n"
+	tests := []struct{ name, yaml, want string }{
+		{"empty", "", "inv.yaml:1: the inventory is empty"},
+		{"no tls", "hosts:\n  a: {agent: 10.0.0.1:7400}\n", "inv.yaml:1: tls.ca: give the controller's ca file"},
+		{"no hosts", tls, "inv.yaml:1: hosts: no hosts"},
+		{"no port", tls + "hosts:\n  a: {agent: 10.0.0.1}\n", `inv.yaml:3: hosts.a.agent: "10.0.0.1": give the agent's host:port`},
+		{"bad port", tls + "hosts:\n  a: {agent: \"h:99999\"}\n", `hosts.a.agent: "h:99999"`},
+		{"bad name", tls + "hosts:\n  -a: {agent: h:1}\n", `host name "-a"`},
+		{"twice", tls + "hosts:\n  a: {agent: h:1}\n  a: {agent: h:2}\n", `duplicate name "a"`},
+		{"bad address", tls + "hosts:\n  a: {agent: h:1, address: dtn}\n", `hosts.a.address: "dtn": give the host's test address as an IP address`},
+		{"unknown", tls + "hosts:\n  a: {agent: h:1, port: 3}\n", `unknown field "port"`},
+		{"wait", tls + "wait: forever\nhosts:\n  a: {agent: h:1}\n", `wait: "forever"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("inv.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseInventory(f *testing.F) {
+	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  a: {agent: 10.0.0.1:7400}\n"))
+	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nwait: 3s\nhosts:\n  b: {agent: \"[::1]:7400\", address: 10.0.0.2}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		inv, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, h := range inv.Hosts {
+			if h.Name == "" || h.Agent == "" {
+				t.Fatalf("a host without a name or an agent passed: %+v", h)
+			}
+		}
+	})
+}
