@@ -79,6 +79,20 @@ func TestRealHostsMeasure(t *testing.T) {
 		t.Errorf("measure disk: exit %d: %s", r.code, r.stderr)
 	}
 
+	// A scenario whose hosts name their agents runs on them as it is, with
+	// the controller's default TLS files.
+	l.file("controller.yaml", "tls: {ca: pki/ca.crt, cert: pki/ctl.crt, key: pki/ctl.key}\n")
+	t.Setenv("WANLAB_CONTROLLER_CONFIG", l.path("controller.yaml"))
+	sc := l.file("pair.yaml", "name: pair\nhosts:\n  a: {agent: \""+l.host("a").agent()+"\"}\n  b: {agent: \""+l.host("b").agent()+"\"}\n"+
+		"links:\n  - {between: [a, b], rate: 100Mbit, delay: 5ms}\nworkloads:\n  - name: rtt\n    probe: {from: a, to: b, count: 20, interval: 20ms}\n")
+	if r := wanlab(t, "hosts", "check", sc); r.code != 0 {
+		t.Errorf("hosts check of a scenario with agents: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	r = wanlab(t, "run", sc, "--db", l.path("pair.db"))
+	if r.code != 0 || !strings.Contains(r.stdout, "a->b: expected 100 Mbit/s, 10 ms") {
+		t.Errorf("run of a scenario with agents: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+
 	// b's test listeners opened in its range, on its own address only.
 	for _, e := range l.audit("b") {
 		if e.Identity != "cn:ctl" || e.Rule != "default" {

@@ -28,18 +28,19 @@ func newHostsCheckCmd() *cobra.Command {
 		timeout time.Duration
 	)
 	c := &cobra.Command{
-		Use:   "check INVENTORY",
+		Use:   "check INVENTORY|SCENARIO",
 		Short: "Say hello to every agent of an inventory: reachable, version, identity, limits granted, clock",
 		Long: `Connect to every agent of the inventory at once, over TLS 1.3 with the inventory's
 controller certificate, and show for each: whether it answers and accepts this controller
 (or why not, in words: its certificate, its refusal of ours, its policy), its version, the
 identity it sees, what its policy grants this controller (rule, test kinds, peers, limits,
 bytes used today) and its clock's synchronisation (one-way delays need both ends
-synchronised). Exits 1 if any agent is not usable.`,
+synchronised). A scenario whose hosts name their agents (agent: host:port) may stand
+for the inventory. Exits 1 if any agent is not usable.`,
 		Example: `  wanlab hosts check sites.yaml`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			inv, err := realhosts.Load(a[0])
+			inv, err := realhosts.LoadHosts(a[0])
 			if err != nil {
 				return err
 			}

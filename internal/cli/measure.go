@@ -63,7 +63,7 @@ func (w *hosts) open(ctx context.Context) (context.Context, backend.Bed, error) 
 		bed, err := testbed.Attach(w.testbed)
 		return ctx, bed, err
 	}
-	inv, err := realhosts.Load(w.inventory)
+	inv, err := realhosts.LoadHosts(w.inventory)
 	if err != nil {
 		return ctx, nil, err
 	}

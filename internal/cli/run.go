@@ -42,7 +42,9 @@ interrupted, and --resume RUN continues it from its first unfinished step.
 
 With --inventory FILE the same scenario runs on real hosts instead: each of its host
 names is bound to an agent of the inventory, nothing is built, and the scenario's links
-are the expected path that every measurement is compared with (README, real hosts).`,
+are the expected path that every measurement is compared with (README, real hosts). A
+scenario whose hosts name their agents (agent: host:port) runs on them without one. A
+resumed run of real hosts needs --inventory again.`,
 		Example: `  wanlab run objectivity-lan-100m --quick
   wanlab run examples/diane-sla.yaml --db results.db
   PGPASSWORD=... wanlab run alice-mesh --db postgres://wanlab@db.example.org/wanlab
@@ -59,6 +61,7 @@ are the expected path that every measurement is compared with (README, real host
 				return usagef("--resume %d: give a run number, as wanlab runs lists them", resume)
 			}
 			opts := controller.Options{Quick: quick, Resume: resume, Version: Version}
+			var inv *realhosts.Inventory
 			if resume == 0 {
 				var err error
 				if opts.Source, opts.Text, err = readScenario(a[0]); err != nil {
@@ -66,14 +69,26 @@ are the expected path that every measurement is compared with (README, real host
 				}
 				// A scenario that cannot run is refused before anything else,
 				// root or not.
-				if _, err := scenario.Parse(opts.Source, opts.Text, quick); err != nil {
+				f, err := scenario.Parse(opts.Source, opts.Text, quick)
+				if err != nil {
 					return err
+				}
+				if inventory == "" && f.Testbed.RealHosts() {
+					if inv, err = realhosts.FromScenario(opts.Source, f.Testbed); err != nil {
+						return err
+					}
 				}
 			} else if c.Flags().Changed("quick") {
 				return usagef("--quick cannot change a resumed run: it keeps the setting it started with")
 			}
+			if inventory != "" {
+				var err error
+				if inv, err = realhosts.LoadHosts(inventory); err != nil {
+					return err
+				}
+			}
 			ctx := c.Context()
-			if inventory == "" {
+			if inv == nil {
 				if err := testbed.CheckEnvironment(); err != nil {
 					return err
 				}
@@ -84,10 +99,6 @@ are the expected path that every measurement is compared with (README, real host
 					return testbed.Start(ctx, source, text, up.upStep)
 				}
 			} else {
-				inv, err := realhosts.Load(inventory)
-				if err != nil {
-					return err
-				}
 				ctx = measure.WithWait(ctx, inv.Wait)
 				opts.Backend = "real hosts: " + inv.Source
 				opts.Start = func(ctx context.Context, source string, text []byte) (backend.Bed, error) {

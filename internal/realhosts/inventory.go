@@ -17,6 +17,7 @@ import (
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/yamlfile"
+	"go.yaml.in/yaml/v3"
 )
 
 // Inventory binds host names to the agents that measure from them.
@@ -133,4 +134,99 @@ func (inv *Inventory) Host(name string) (Host, bool) {
 		}
 	}
 	return Host{}, false
+}
+
+// FromScenario is the inventory of a scenario whose hosts name their
+// agents: its TLS files (relative to the scenario's folder), or the
+// controller's default ones (DefaultTLS).
+func FromScenario(source string, tb *scenario.Testbed) (*Inventory, error) {
+	if !tb.RealHosts() {
+		return nil, fmt.Errorf("the hosts of %s name no agents: give an inventory (--inventory FILE)", source)
+	}
+	inv := &Inventory{Source: source, Name: tb.Name, Wait: DefaultWait}
+	if t := tb.TLS; t != nil {
+		dir := filepath.Dir(source)
+		rel := func(p string) string {
+			if filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(dir, p)
+		}
+		inv.TLS = pki.Files{CA: rel(t.CA), Cert: rel(t.Cert), Key: rel(t.Key)}
+	} else {
+		files, err := DefaultTLS()
+		if err != nil {
+			return nil, fmt.Errorf("%s names no tls: files for its agents, and %w", source, err)
+		}
+		inv.TLS = files
+	}
+	for _, h := range tb.Hosts {
+		inv.Hosts = append(inv.Hosts, Host{Name: h.Name, Agent: h.Agent})
+	}
+	return inv, nil
+}
+
+// ControllerConfig is where a controller's default TLS files are named:
+// $WANLAB_CONTROLLER_CONFIG, else $XDG_CONFIG_HOME/wanlab/controller.yaml
+// (~/.config/wanlab/controller.yaml), holding tls: {ca:, cert:, key:}.
+func ControllerConfig() string {
+	if p := os.Getenv("WANLAB_CONTROLLER_CONFIG"); p != "" {
+		return p
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "wanlab", "controller.yaml")
+}
+
+// DefaultTLS reads the controller's default TLS files from its config;
+// paths in it are relative to its folder.
+func DefaultTLS() (pki.Files, error) {
+	path := ControllerConfig()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return pki.Files{}, fmt.Errorf("the controller's config has none: %w", err)
+	}
+	var raw struct {
+		TLS rawTLS `yaml:"tls"`
+	}
+	c, _, err := yamlfile.Decode(path, data, &raw, "the controller's config is empty: give tls: {ca:, cert:, key:}")
+	if err != nil {
+		return pki.Files{}, err
+	}
+	dir := filepath.Dir(path)
+	files := pki.Files{}
+	for _, f := range []struct {
+		field, v string
+		set      *string
+	}{{"ca", raw.TLS.CA, &files.CA}, {"cert", raw.TLS.Cert, &files.Cert}, {"key", raw.TLS.Key, &files.Key}} {
+		switch {
+		case f.v == "":
+			c.Fail("tls."+f.field, "give the controller's %s file", f.field)
+		case filepath.IsAbs(f.v):
+			*f.set = f.v
+		default:
+			*f.set = filepath.Join(dir, f.v)
+		}
+	}
+	return files, c.Err()
+}
+
+// LoadHosts reads the hosts of a file that is either an inventory or a
+// scenario whose hosts name agents (a scenario has a name:).
+func LoadHosts(path string) (*Inventory, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) == nil && top["name"] != nil {
+		f, err := scenario.Parse(path, data, false)
+		if err != nil {
+			return nil, err
+		}
+		return FromScenario(path, f.Testbed)
+	}
+	return Parse(path, data)
 }

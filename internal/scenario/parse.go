@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -26,8 +27,15 @@ type rawFile struct {
 	Sites  yamlfile.Ordered[rawSite] `yaml:"sites"`
 	Links  []rawLink                 `yaml:"links"`
 	Engine *rawEngine                `yaml:"engine"`
+	TLS    *rawTLS                   `yaml:"tls"`
 	// Workloads are read by ParseFile; the test-bed does not need them.
 	Workloads yaml.Node `yaml:"workloads"`
+}
+
+type rawTLS struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
 }
 
 type rawEngine struct {
@@ -41,6 +49,7 @@ type rawHost struct {
 	Site   string            `yaml:"site"`
 	Sysctl map[string]string `yaml:"sysctl"`
 	Disk   *rawDisk          `yaml:"disk"`
+	Agent  string            `yaml:"agent"`
 }
 
 type rawDisk struct {
@@ -222,7 +231,13 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 	for _, h := range raw.Hosts {
 		field := "hosts." + h.Key
 		v.name(field, "host", h.Key)
-		host := Host{Name: h.Key, Site: h.Value.Site, Sysctl: h.Value.Sysctl}
+		host := Host{Name: h.Key, Site: h.Value.Site, Sysctl: h.Value.Sysctl, Agent: h.Value.Agent}
+		if a := h.Value.Agent; a != "" {
+			hostPart, port, err := net.SplitHostPort(a)
+			if p, perr := strconv.Atoi(port); err != nil || hostPart == "" || perr != nil || p < 1 || p > 65535 {
+				v.fail(field+".agent", "%q: give the agent's host:port, as 10.1.0.1:7400", a)
+			}
+		}
 		for _, key := range slices.Sorted(maps.Keys(h.Value.Sysctl)) {
 			if !sysctlRE.MatchString(key) {
 				v.fail(field+".sysctl", "%q is not a network sysctl: give a dotted name under net., e.g. net.ipv4.tcp_rmem", key)
@@ -265,6 +280,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		}
 		tb.Hosts = append(tb.Hosts, host)
 	}
+	v.agents(raw, tb)
 
 	pairs := map[[2]string]int{}
 	for i, l := range raw.Links {
@@ -424,4 +440,31 @@ func (v *validator) loss(field string, raw rawLoss) Loss {
 	}
 	g := &GilbertElliott{P: pct("p", ""), R: pct("r", ""), BadLoss: pct("bad_loss", "100%"), GoodLoss: pct("good_loss", "0%")}
 	return Loss{Gilbert: g}
+}
+
+// agents checks that hosts name agents all or none, and reads the TLS
+// files a controller reaches them with.
+func (v *validator) agents(raw *rawFile, tb *Testbed) {
+	var with, without []string
+	for _, h := range tb.Hosts {
+		if h.Agent != "" {
+			with = append(with, h.Name)
+		} else {
+			without = append(without, h.Name)
+		}
+	}
+	if len(with) > 0 && len(without) > 0 {
+		v.fail("hosts."+without[0]+".agent", "hosts %s name agents and %s do not: on real hosts every host needs one (or leave agent: out and give wanlab run --inventory)", strings.Join(with, ", "), strings.Join(without, ", "))
+	}
+	if t := raw.TLS; t != nil {
+		if len(with) == 0 {
+			v.fail("tls", "tls: is for hosts that name agents (agent: host:port), and none does")
+		}
+		for _, f := range []struct{ field, v string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
+			if f.v == "" {
+				v.fail("tls."+f.field, "give the controller's %s file", f.field)
+			}
+		}
+		tb.TLS = &TLSFiles{CA: t.CA, Cert: t.Cert, Key: t.Key}
+	}
 }

@@ -23,7 +23,16 @@ type Testbed struct {
 	Sites  []Site // in file order
 	Links  []Link // in file order
 	Engine Engine
+	// TLS are the controller's files for hosts that name agents (relative
+	// to the scenario's folder); nil for the controller's default.
+	TLS *TLSFiles
 }
+
+// TLSFiles are a controller's CA, certificate and key files.
+type TLSFiles struct{ CA, Cert, Key string }
+
+// RealHosts says whether the hosts name agents: the scenario runs on real hosts.
+func (tb *Testbed) RealHosts() bool { return len(tb.Hosts) > 0 && tb.Hosts[0].Agent != "" }
 
 // Engine tunes the packet engine that emulates the links.
 type Engine struct {
@@ -55,6 +64,10 @@ type Host struct {
 	Sysctl map[string]string
 	// Disk caps the host's disk; nil leaves it as fast as the machine's.
 	Disk *Disk
+	// Agent is the host:port of the agent of a real host; wanlab run then
+	// measures the real hosts, and the scenario's links are what their
+	// paths are expected to be. testbed up ignores it.
+	Agent string
 }
 
 // Disk is a host's disk speed in bytes per second, each direction 0 for
