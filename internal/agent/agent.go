@@ -450,6 +450,8 @@ func DialTLS(ctx context.Context, host, addr string, config *tls.Config) (*Clien
 			return nil, fmt.Errorf("agent of %s at %s: %s", host, addr, pki.ExplainHandshake(err))
 		case errors.As(err, &rec):
 			return nil, fmt.Errorf("agent of %s at %s: it does not speak TLS (is it a wanlab agent on that port?)", host, addr)
+		case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+			return nil, fmt.Errorf("agent of %s at %s did not answer in time (connection and TLS handshake): it may be stopped or overloaded, or a firewall drops the port: %w", host, addr, err)
 		}
 		return nil, fmt.Errorf("agent of %s at %s is not reachable: %w", host, addr, err)
 	}

@@ -275,5 +275,30 @@ func Run(ctx context.Context, spec Spec, addr string, t token.Token) ([]Result, 
 	if ctx.Err() != nil {
 		return out, ctx.Err()
 	}
+	end := time.Now()
+	if step := ClockStep(time.Duration(end.UnixNano()-start.UnixNano()), end.Sub(start)); step != 0 {
+		return out, fmt.Errorf("%w by %v during the probes: their round trips and one-way delays across the step are wrong (measure again)", ErrClockStep, step)
+	}
 	return out, sendErr
+}
+
+// ErrClockStep means the host's clock was stepped during a run.
+var ErrClockStep = errors.New("the clock stepped")
+
+// stepTolerance is how far the wall clock may drift from the monotonic one
+// over a run before it counts as stepped (slewing moves it by at most
+// 0.05%: 0.5 ms over a 1 s run).
+const stepTolerance = time.Millisecond
+
+// ClockStep is how far the wall clock jumped over a run, from the time
+// that passed by the wall clock and by the monotonic one (an NTP step, a
+// date command), or 0 when they kept within the tolerance. Probe times are
+// wall-clock times (the kernel's receive stamps are), so a step inside a
+// run falsifies the round trips that span it.
+func ClockStep(wall, mono time.Duration) time.Duration {
+	step := wall - mono
+	if step.Abs() <= stepTolerance+mono/2000 {
+		return 0
+	}
+	return step
 }

@@ -109,3 +109,22 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestClockStep(t *testing.T) {
+	tests := []struct {
+		name       string
+		wall, mono time.Duration
+		want       time.Duration
+	}{
+		{"no step", time.Second, time.Second, 0},
+		{"slewed 0.5 ms over 1 s", time.Second + 500*time.Microsecond, time.Second, 0},
+		{"slewed over an hour", time.Hour + 1500*time.Millisecond, time.Hour, 0},
+		{"stepped 2 s forward", 3 * time.Second, time.Second, 2 * time.Second},
+		{"stepped 50 ms back", 950 * time.Millisecond, time.Second, -50 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		if got := ClockStep(tc.wall, tc.mono); got != tc.want {
+			t.Errorf("%s: ClockStep = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
