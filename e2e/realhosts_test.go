@@ -376,7 +376,9 @@ func TestRealHostsFaults(t *testing.T) {
 		done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
 	}()
 	nb := len(l.audit("b"))
-	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool { return e.Kind == "throughput" && e.Decision == "allow" && len(l.audit("b")) > nb }); !ok {
+	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool {
+		return e.Kind == "throughput" && e.Decision == "allow" && len(l.audit("b")) > nb
+	}); !ok {
 		t.Fatal("the test toward the agent to stop did not start")
 	}
 	l.host("b").cmd.Process.Signal(syscall.SIGSTOP)

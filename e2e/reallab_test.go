@@ -44,10 +44,10 @@ type lab struct {
 
 type labHost struct {
 	name, ns, veth, addr string
-	audit, data         string
-	cmd                 *exec.Cmd
-	stderr              *bytes.Buffer
-	args                []string
+	audit, data          string
+	cmd                  *exec.Cmd
+	stderr               *bytes.Buffer
+	args                 []string
 }
 
 // agent is the host's agent address, host:port.
