@@ -127,7 +127,10 @@ func TestMeasureBadInput(t *testing.T) {
 		{[]string{"--testbed", name, "--from", "a", "--to", "a"}, 2, "the same host"},
 		{[]string{"--testbed", "never-up", "--from", "a", "--to", "b"}, 1, "no such test-bed is up"},
 		{[]string{"--testbed", name, "--from", "a", "--to", "b", "-C", "nosuchcc", "-t", "1"}, 1, `congestion control "nosuchcc"`},
-		{[]string{"--testbed", name, "--from", "a"}, 2, "give --testbed, --from and --to"},
+		{[]string{"--testbed", name, "--from", "a"}, 2, "give --from and --to"},
+		{[]string{"--from", "a", "--to", "b"}, 2, "give --testbed NAME (an emulated test-bed) or --inventory FILE (real hosts)"},
+		{[]string{"--testbed", name, "--inventory", "x.yaml", "--from", "a", "--to", "b"}, 2, "give --testbed NAME (an emulated test-bed) or --inventory FILE"},
+		{[]string{"--inventory", "/nonexistent/inv.yaml", "--from", "a", "--to", "b"}, 1, "reading /nonexistent/inv.yaml"},
 	}
 	for _, tt := range tests {
 		r := wanlab(t, append([]string{"measure", "throughput"}, tt.args...)...)

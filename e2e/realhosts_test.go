@@ -78,6 +78,14 @@ func TestRealHostsMeasure(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("measure disk: exit %d: %s", r.code, r.stderr)
 	}
+	r = wanlab(t, "measure", "tune", "--inventory", inv, "--from", "a", "--to", "b", "--streams", "1,2", "--windows", "256KiB", "-t", "1", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"best"`) {
+		t.Errorf("measure tune: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	r = wanlab(t, "measure", "impact", "--inventory", inv, "--from", "a", "--to", "b", "--load-duration", "3s", "--phase", "1s", "--json")
+	if r.code != 0 {
+		t.Errorf("measure impact: exit %d: %s", r.code, r.stderr)
+	}
 
 	// A scenario whose hosts name their agents runs on them as it is, with
 	// the controller's default TLS files.
