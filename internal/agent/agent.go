@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -119,6 +120,9 @@ const (
 	pingWait  = 5 * time.Second
 )
 
+// maxConnections bounds an agent's control connections open at once.
+const maxConnections = 256
+
 // ServeTLS serves on ln over TLS 1.3 with mutual authentication (config
 // from pki.Server) until ctx ends. Every call is authorised by the agent's
 // policy (SetPolicy), which it needs.
@@ -126,7 +130,9 @@ func (s *Server) ServeTLS(ctx context.Context, ln net.Listener, config *tls.Conf
 	if s.policy.Load() == nil {
 		return fmt.Errorf("agent on %s: serving over TLS needs a policy", s.Host)
 	}
-	return s.Serve(ctx, ln, grpc.Creds(credentials.NewTLS(config)),
+	// Connections past maxConnections wait to be accepted: a flood of
+	// handshakes cannot exhaust the agent's file descriptors.
+	return s.Serve(ctx, netutil.LimitListener(ln, maxConnections), grpc.Creds(credentials.NewTLS(config)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingEvery, Timeout: pingWait}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: pingEvery, PermitWithoutStream: true}),
 		grpc.ConnectionTimeout(10*time.Second))

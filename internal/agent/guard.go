@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/workload/token"
+	"golang.org/x/time/rate"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -70,6 +71,8 @@ type host struct {
 	seq     uint64
 	running map[uint64]*call
 	usage   map[string]*usage
+	// pace holds each identity's request rate.
+	pace    map[string]*rate.Limiter
 	waiting int
 	// changed is closed, and replaced, whenever a call ends.
 	changed chan struct{}
@@ -78,6 +81,7 @@ type host struct {
 func (h *host) init() {
 	h.running = map[uint64]*call{}
 	h.usage = map[string]*usage{}
+	h.pace = map[string]*rate.Limiter{}
 	h.changed = make(chan struct{})
 }
 
@@ -338,6 +342,10 @@ func (s *Server) authorize(ctx context.Context, method string, req any) (context
 	queue := 0
 	if pol != nil {
 		queue = pol.Queue
+		if err := s.paced(d, pol); err != nil {
+			s.audit(d, method, "refuse", err.Error(), 0)
+			return ctx, nil, err
+		}
 		if err := s.grant(d, pol, method); err != nil {
 			s.audit(d, method, "refuse", err.Error(), 0)
 			return ctx, nil, err
@@ -555,4 +563,32 @@ func (s *Server) nameRule(d *decision, err error) error {
 func (s *Server) listening(ctx context.Context, port int, t token.Token) *agentpb.Listening {
 	d, _ := ctx.Value(decisionKey{}).(*decision)
 	return &agentpb.Listening{Port: uint32(port), Token: t.Bytes(), Alongside: s.alongsideOf(d)}
+}
+
+// maxPaced bounds the identities whose request rate is kept: past it, the
+// oldest are forgotten (a forgotten identity starts with a full burst).
+const maxPaced = 4096
+
+// paced refuses a call of an identity that calls faster than its rule's
+// requests per second allow (the default rate for identities no rule names).
+func (s *Server) paced(d *decision, pol *policy.Policy) error {
+	perSecond, rule := policy.DefaultRequests, "the default"
+	if r := pol.Match(d.who.ids); r != nil {
+		perSecond, rule = r.Requests, fmt.Sprintf("rule %q's", r.Name)
+	}
+	h := &s.host
+	h.mu.Lock()
+	lim := h.pace[d.who.key()]
+	if lim == nil || lim.Limit() != rate.Limit(perSecond) {
+		if len(h.pace) >= maxPaced {
+			clear(h.pace)
+		}
+		lim = rate.NewLimiter(rate.Limit(perSecond), max(2*int(perSecond), 4))
+		h.pace[d.who.key()] = lim
+	}
+	h.mu.Unlock()
+	if !lim.Allow() {
+		return status.Errorf(codes.ResourceExhausted, "agent on %s: %s calls faster than %s %g per second: slow down", s.Host, d.who, rule, perSecond)
+	}
+	return nil
 }

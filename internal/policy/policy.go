@@ -70,6 +70,9 @@ type Rule struct {
 	// Limits bound each test (MaxTests: this identity's tests at once).
 	Limits      limits.Limits
 	BytesPerDay int64
+	// Requests bounds the calls per second of one identity (hellos
+	// included); bursts of twice as many pass.
+	Requests float64
 }
 
 // Defaults of a policy and of a rule that leaves a setting out.
@@ -80,6 +83,9 @@ const (
 	DefaultBytesPerDay = 100 << 40 // 100 TiB
 	// DefaultTests is how many tests one identity runs at once by default.
 	DefaultTests = 16
+	// DefaultRequests is how many calls per second one identity makes by
+	// default: a mesh controller's dozens, not a flood.
+	DefaultRequests = 50.0
 )
 
 // Default is the policy of an agent started without one: every controller
@@ -90,7 +96,7 @@ func Default(agent limits.Limits) *Policy {
 	l.MaxTests = min(DefaultTests, agent.MaxTests)
 	return &Policy{Source: "the default policy", Queue: DefaultQueue, Rules: []*Rule{{
 		Name: "default", Identities: []string{Anyone}, Kinds: MeasureKinds, Wait: DefaultWait,
-		Limits: l, BytesPerDay: DefaultBytesPerDay,
+		Limits: l, BytesPerDay: DefaultBytesPerDay, Requests: DefaultRequests,
 	}}}
 }
 
@@ -148,13 +154,14 @@ type rawRule struct {
 }
 
 type rawLimits struct {
-	Rate        string `yaml:"rate"`
-	Duration    string `yaml:"duration"`
-	Streams     *int   `yaml:"streams"`
-	Bytes       string `yaml:"bytes"`
-	BytesPerDay string `yaml:"bytes_per_day"`
-	Tests       *int   `yaml:"tests"`
-	Connections *int   `yaml:"connections"`
+	Rate        string   `yaml:"rate"`
+	Duration    string   `yaml:"duration"`
+	Streams     *int     `yaml:"streams"`
+	Bytes       string   `yaml:"bytes"`
+	BytesPerDay string   `yaml:"bytes_per_day"`
+	Tests       *int     `yaml:"tests"`
+	Connections *int     `yaml:"connections"`
+	Requests    *float64 `yaml:"requests"`
 }
 
 // Load reads and validates a policy file. agent is the agent's own limits:
@@ -203,7 +210,7 @@ func Parse(file string, data []byte, agent limits.Limits) (*Policy, error) {
 }
 
 func rule(c *yamlfile.Checker, f string, rr rawRule, agent limits.Limits) *Rule {
-	r := &Rule{Name: rr.Name, Share: rr.Share, Wait: DefaultWait, Limits: agent, BytesPerDay: DefaultBytesPerDay}
+	r := &Rule{Name: rr.Name, Share: rr.Share, Wait: DefaultWait, Limits: agent, BytesPerDay: DefaultBytesPerDay, Requests: DefaultRequests}
 	r.Limits.MaxTests = min(DefaultTests, agent.MaxTests)
 	if r.Name == "" {
 		c.Fail(f+".name", "give the rule a name: refusals and the audit log name it")
@@ -307,6 +314,13 @@ func ruleLimits(c *yamlfile.Checker, f string, rl rawLimits, agent limits.Limits
 			over(n.field, *n.v, n.most)
 		default:
 			*n.set = *n.v
+		}
+	}
+	if q := rl.Requests; q != nil {
+		if !(*q > 0 && *q <= 10000) { // also NaN
+			c.Fail(f+".requests", "%v: give 0.01 to 10000 calls per second", *q)
+		} else {
+			r.Requests = *q
 		}
 	}
 	for _, z := range []struct {

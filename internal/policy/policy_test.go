@@ -25,6 +25,9 @@ func TestSitePolicy(t *testing.T) {
 		ops.Limits.MaxBytes != 10e9 || ops.BytesPerDay != 1e12 || ops.Limits.MaxTests != 2 || ops.Wait != 30*time.Second {
 		t.Errorf("cnaf-ops limits: %+v, per day %d, wait %v", ops.Limits, ops.BytesPerDay, ops.Wait)
 	}
+	if ops.Requests != DefaultRequests {
+		t.Errorf("requests %v, want the default %v", ops.Requests, DefaultRequests)
+	}
 	if ops.Limits.MaxConnections != limits.Default.MaxConnections {
 		t.Errorf("an unset limit is not the agent's own: %d", ops.Limits.MaxConnections)
 	}
@@ -61,6 +64,7 @@ func TestProblems(t *testing.T) {
 		{"twice", "rules:\n  - {name: a, identities: ['*']}\n  - {name: a, identities: ['*']}\n", `p.yaml:3: rules[1].name: rule "a" is named twice`},
 		{"no name", "rules:\n  - identities: ['*']\n", "p.yaml:2: rules[0].name: give the rule a name"},
 		{"long wait", "rules:\n  - {name: a, identities: ['*'], wait: 2h}\n", `rules[0].wait: "2h": give a duration from 0s to 1h`},
+		{"requests", "rules:\n  - {name: a, identities: ['*'], limits: {requests: 0}}\n", `rules[0].limits.requests: 0: give 0.01 to 10000 calls per second`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/policy"
+)
+
+func guarded(t *testing.T, yaml string) (*Server, *policy.Policy) {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(yaml), limits.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Host: "h", Limits: limits.Default}
+	s.host.init()
+	s.SetPolicy(p)
+	return s, p
+}
+
+func TestGrant(t *testing.T) {
+	s, pol := guarded(t, `rules:
+  - name: ops
+    identities: [cn:ctl]
+    kinds: [throughput, probe]
+    peers: [10.1.0.0/16]
+    limits: {tests: 1, bytes_per_day: 1000}
+`)
+	send := func(addr string) any {
+		return &agentpb.SendRequest{Spec: &agentpb.ThroughputSpec{Streams: 1, Bytes: 100}, Address: addr}
+	}
+	tests := []struct {
+		name string
+		ids  []string
+		req  any
+		want string
+	}{
+		{"allowed", []string{"cn:ctl"}, send("10.1.2.3:5201"), ""},
+		{"no rule", []string{"cn:other"}, send("10.1.2.3:5201"), "identity cn:other is not authorised by this agent's policy (p.yaml)"},
+		{"kind", []string{"cn:ctl"}, &agentpb.DiskRequest{Size: 10}, `refuses a disk test: rule "ops" (p.yaml:2) does not allow it for cn:ctl`},
+		{"peer", []string{"cn:ctl"}, send("10.2.0.1:5201"), "refuses to send toward 10.2.0.1"},
+		{"peer by name", []string{"cn:ctl"}, send("dtn.example:5201"), `give an IP address, not "dtn.example"`},
+		{"bytes today", []string{"cn:ctl"}, &agentpb.SendRequest{Spec: &agentpb.ThroughputSpec{Streams: 2, Bytes: 600}, Address: "10.1.0.1:1"}, "allows cn:ctl 1000 bytes a day"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &decision{who: caller{ids: tc.ids}, req: describe("", tc.req)}
+			err := s.grant(d, pol, "")
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.release(d, 0)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// One test at a time for this identity, and bytes counted at the end.
+	d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", send("10.1.0.1:1"))}
+	if err := s.grant(d, pol, ""); err != nil {
+		t.Fatal(err)
+	}
+	d2 := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", send("10.1.0.1:1"))}
+	if err := s.grant(d2, pol, ""); err == nil || !strings.Contains(err.Error(), "1 tests at once") {
+		t.Errorf("a second test at once: %v", err)
+	}
+	s.release(d, 950)
+	if err := s.grant(d2, pol, ""); err == nil || !strings.Contains(err.Error(), "950 are used today") {
+		t.Errorf("over the daily bytes: %v", err)
+	}
+}
+
+// Two throughput-class tests share no host: the second waits, or is
+// refused as busy; calls of one test, and probes, go alongside.
+func TestAdmission(t *testing.T) {
+	s, _ := guarded(t, "rules:\n  - {name: a, identities: ['*']}\n")
+	ctx := context.Background()
+	first := &call{test: "t1", who: "cn:x", kind: "throughput", throughput: true, ends: time.Now().Add(time.Hour)}
+	if err := s.enter(ctx, first, true, 0, 8); err != nil {
+		t.Fatal(err)
+	}
+	same := &call{test: "t1", who: "cn:x", kind: "throughput", throughput: true}
+	if err := s.enter(ctx, same, true, 0, 8); err != nil {
+		t.Errorf("the other end of the same test: %v", err)
+	}
+	other := &call{test: "t2", who: "cn:y", kind: "transfer", throughput: true}
+	if err := s.enter(ctx, other, true, 0, 8); err == nil || !strings.Contains(err.Error(), "busy until "+first.ends.UTC().Format(time.RFC3339)) {
+		t.Errorf("a second test without waiting: %v", err)
+	}
+	if err := s.enter(ctx, other, true, 0, 0); err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("no queue: %v", err)
+	}
+	probe := &call{test: "t3", who: "cn:y", kind: "probe"}
+	if err := s.enter(ctx, probe, true, 0, 8); err != nil || probe.alongside != 2 {
+		t.Errorf("a probe alongside: %v, alongside %d, want 2", err, probe.alongside)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.enter(ctx, other, true, 5*time.Second, 8) }()
+	time.Sleep(50 * time.Millisecond)
+	s.leave(first)
+	s.leave(same)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("a waiting test once the host is free: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("the waiting test did not get the host when it was freed")
+	}
+	if n := s.leave(probe); n != 3 {
+		t.Errorf("the probe ran alongside %d tests, want 3", n)
+	}
+}
+
+func TestPaced(t *testing.T) {
+	s, pol := guarded(t, "rules:\n  - {name: slow, identities: [cn:ctl], limits: {requests: 2}}\n")
+	d := &decision{who: caller{ids: []string{"cn:ctl"}}}
+	for i := range 4 { // a burst of twice the rate, and at least 4
+		if err := s.paced(d, pol); err != nil {
+			t.Fatalf("call %d of the burst: %v", i+1, err)
+		}
+	}
+	if err := s.paced(d, pol); err == nil || !strings.Contains(err.Error(), `calls faster than rule "slow"'s 2 per second`) {
+		t.Errorf("past the burst: %v", err)
+	}
+	if err := s.paced(&decision{who: caller{ids: []string{"cn:other"}}}, pol); err != nil {
+		t.Errorf("another identity is paced apart: %v", err)
+	}
+}
+
+func TestPeerAddr(t *testing.T) {
+	for in, want := range map[string]string{"10.0.0.1:1": "10.0.0.1", "[::ffff:10.0.0.2]:5": "10.0.0.2", "[2001:db8::1]:7": "2001:db8::1"} {
+		a, err := peerAddr(in)
+		if err != nil || a != netip.MustParseAddr(want) {
+			t.Errorf("peerAddr(%q) = %v, %v", in, a, err)
+		}
+	}
+}
