@@ -32,7 +32,7 @@ func BenchmarkRealHosts(b *testing.B) {
 	testsupport.NeedRoot(b)
 	testsupport.Need(b, "iperf3", "iproute2")
 	l := newLab(b, "a", "b", "c")
-	policy := l.file("bench-policy.yaml", "rules:\n  - {name: bench, identities: ['*'], share: true, limits: {tests: 250}}\n")
+	policy := l.file("bench-policy.yaml", "rules:\n  - {name: bench, identities: ['*'], share: true, limits: {tests: 250, requests: 1000}}\n")
 	for _, h := range []string{"a", "b", "c"} {
 		l.start(h, "--policy", policy, "--max-tests", "256")
 	}
