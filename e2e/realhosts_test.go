@@ -272,12 +272,7 @@ func TestRealHostsRefusals(t *testing.T) {
 // waits for, or is refused by, a host that runs another; a probe runs
 // alongside and says so.
 func TestRealHostsAdmission(t *testing.T) {
-	testsupport.NeedRoot(t)
-	testsupport.Need(t, "iproute2")
-	l := newLab(t, "a", "b", "c")
-	for _, h := range []string{"a", "b", "c"} {
-		l.start(h)
-	}
+	l := labUp(t, "a", "b", "c")
 	first := l.inventory("ctl", "wait: 0s\n", "a", "b", "c")
 	noWait := l.inventory("ctl2", "wait: 0s\n", "a", "b", "c")
 	waits := l.inventory("ctl2", "wait: 30s\n", "a", "b", "c")
@@ -324,11 +319,7 @@ func TestRealHostsAdmission(t *testing.T) {
 // TestRealHostsFaults: a controller killed mid-test, an agent killed
 // mid-test, and an agent cut off from the network.
 func TestRealHostsFaults(t *testing.T) {
-	testsupport.NeedRoot(t)
-	testsupport.Need(t, "iproute2")
-	l := newLab(t, "a", "b")
-	l.start("a")
-	l.start("b")
+	l := labUp(t, "a", "b")
 	inv := l.inventory("ctl", "", "a", "b")
 	before := l.listeners("b")
 
@@ -442,12 +433,7 @@ func TestRealHostsFaults(t *testing.T) {
 // TestRealHostsRun runs a built-in scenario unchanged on real hosts: its
 // links are the expected path, and the analysis audits every path.
 func TestRealHostsRun(t *testing.T) {
-	testsupport.NeedRoot(t)
-	testsupport.Need(t, "iproute2")
-	l := newLab(t, "slac", "cern", "probe")
-	for _, h := range []string{"slac", "cern", "probe"} {
-		l.start(h)
-	}
+	l := labUp(t, "slac", "cern", "probe")
 	inv := l.inventory("ctl", "", "slac", "cern", "probe")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/proc"
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 // labRecords holds one file per lab, named by its suffix, with the pid of
@@ -85,6 +86,18 @@ func newLab(t testing.TB, names ...string) *lab {
 	}
 	l.wanlab("pki", "issue", "ctl", "--dir", l.path("pki"), "--role", "controller")
 	l.wanlab("pki", "issue", "ctl2", "--dir", l.path("pki"), "--role", "controller")
+	return l
+}
+
+// labUp is a lab of hosts with their agents running, default policy.
+func labUp(t testing.TB, names ...string) *lab {
+	t.Helper()
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iproute2")
+	l := newLab(t, names...)
+	for _, n := range names {
+		l.start(n)
+	}
 	return l
 }
 

@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"internal/workload/mesh":       {"internal/limits", "internal/workload/diskio", "internal/workload/job"},
 
 	// The scenario and what it resolves into.
-	"internal/scenario": {"internal/limits", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer", "internal/yamlfile"},
+	"internal/scenario": {"internal/limits", "internal/pki", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer", "internal/yamlfile"},
 	"internal/topology": {"internal/scenario"},
 	"internal/policy":   {"internal/limits", "internal/units", "internal/yamlfile"},
 	"internal/archive":  {"internal/workload/job"},

@@ -7,14 +7,40 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Files are one side's TLS files: the CA it trusts, its certificate and key.
+// Files are one side's TLS files: the CA it trusts, its certificate and
+// key, as YAML names them (tls: {ca:, cert:, key:}).
 type Files struct {
-	CA, Cert, Key string
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Missing names the files not given, as YAML names them.
+func (f Files) Missing() []string {
+	var out []string
+	for _, x := range []struct{ name, v string }{{"ca", f.CA}, {"cert", f.Cert}, {"key", f.Key}} {
+		if x.v == "" {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
+// Relative is f with each relative path taken from dir (a file's folder).
+func (f Files) Relative(dir string) Files {
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	return Files{CA: rel(f.CA), Cert: rel(f.Cert), Key: rel(f.Key)}
 }
 
 // Check says which file is missing.

@@ -47,15 +47,9 @@ type Host struct {
 const DefaultWait = 30 * time.Second
 
 type rawInventory struct {
-	TLS   rawTLS                    `yaml:"tls"`
+	TLS   pki.Files                 `yaml:"tls"`
 	Wait  string                    `yaml:"wait"`
 	Hosts yamlfile.Ordered[rawHost] `yaml:"hosts"`
-}
-
-type rawTLS struct {
-	CA   string `yaml:"ca"`
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
 }
 
 type rawHost struct {
@@ -81,20 +75,11 @@ func Parse(file string, data []byte) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Dir(file)
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
 	base := filepath.Base(file)
 	inv := &Inventory{Source: file, Name: base[:len(base)-len(filepath.Ext(base))], Wait: DefaultWait,
-		TLS: pki.Files{CA: rel(raw.TLS.CA), Cert: rel(raw.TLS.Cert), Key: rel(raw.TLS.Key)}}
-	for _, f := range []struct{ field, v string }{{"ca", raw.TLS.CA}, {"cert", raw.TLS.Cert}, {"key", raw.TLS.Key}} {
-		if f.v == "" {
-			c.Fail("tls."+f.field, "give the controller's %s file", f.field)
-		}
+		TLS: raw.TLS.Relative(filepath.Dir(file))}
+	for _, m := range raw.TLS.Missing() {
+		c.Fail("tls."+m, "give the controller's %s file", m)
 	}
 	if raw.Wait != "" {
 		d, err := units.ParseDuration(raw.Wait)
@@ -144,15 +129,8 @@ func FromScenario(source string, tb *scenario.Testbed) (*Inventory, error) {
 		return nil, fmt.Errorf("the hosts of %s name no agents: give an inventory (--inventory FILE)", source)
 	}
 	inv := &Inventory{Source: source, Name: tb.Name, Wait: DefaultWait}
-	if t := tb.TLS; t != nil {
-		dir := filepath.Dir(source)
-		rel := func(p string) string {
-			if filepath.IsAbs(p) {
-				return p
-			}
-			return filepath.Join(dir, p)
-		}
-		inv.TLS = pki.Files{CA: rel(t.CA), Cert: rel(t.Cert), Key: rel(t.Key)}
+	if tb.TLS != nil {
+		inv.TLS = tb.TLS.Relative(filepath.Dir(source))
 	} else {
 		files, err := DefaultTLS()
 		if err != nil {
@@ -189,27 +167,16 @@ func DefaultTLS() (pki.Files, error) {
 		return pki.Files{}, fmt.Errorf("the controller's config has none: %w", err)
 	}
 	var raw struct {
-		TLS rawTLS `yaml:"tls"`
+		TLS pki.Files `yaml:"tls"`
 	}
 	c, _, err := yamlfile.Decode(path, data, &raw, "the controller's config is empty: give tls: {ca:, cert:, key:}")
 	if err != nil {
 		return pki.Files{}, err
 	}
-	dir := filepath.Dir(path)
-	files := pki.Files{}
-	for _, f := range []struct {
-		field, v string
-		set      *string
-	}{{"ca", raw.TLS.CA, &files.CA}, {"cert", raw.TLS.Cert, &files.Cert}, {"key", raw.TLS.Key, &files.Key}} {
-		switch {
-		case f.v == "":
-			c.Fail("tls."+f.field, "give the controller's %s file", f.field)
-		case filepath.IsAbs(f.v):
-			*f.set = f.v
-		default:
-			*f.set = filepath.Join(dir, f.v)
-		}
+	for _, m := range raw.TLS.Missing() {
+		c.Fail("tls."+m, "give the controller's %s file", m)
 	}
+	files := raw.TLS.Relative(filepath.Dir(path))
 	return files, c.Err()
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/yamlfile"
 )
@@ -27,15 +28,9 @@ type rawFile struct {
 	Sites  yamlfile.Ordered[rawSite] `yaml:"sites"`
 	Links  []rawLink                 `yaml:"links"`
 	Engine *rawEngine                `yaml:"engine"`
-	TLS    *rawTLS                   `yaml:"tls"`
+	TLS    *pki.Files                `yaml:"tls"`
 	// Workloads are read by ParseFile; the test-bed does not need them.
 	Workloads yaml.Node `yaml:"workloads"`
-}
-
-type rawTLS struct {
-	CA   string `yaml:"ca"`
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
 }
 
 type rawEngine struct {
@@ -460,11 +455,9 @@ func (v *validator) agents(raw *rawFile, tb *Testbed) {
 		if len(with) == 0 {
 			v.fail("tls", "tls: is for hosts that name agents (agent: host:port), and none does")
 		}
-		for _, f := range []struct{ field, v string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
-			if f.v == "" {
-				v.fail("tls."+f.field, "give the controller's %s file", f.field)
-			}
+		for _, m := range t.Missing() {
+			v.fail("tls."+m, "give the controller's %s file", m)
 		}
-		tb.TLS = &TLSFiles{CA: t.CA, Cert: t.Cert, Key: t.Key}
+		tb.TLS = t
 	}
 }

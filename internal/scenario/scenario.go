@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -25,11 +26,8 @@ type Testbed struct {
 	Engine Engine
 	// TLS are the controller's files for hosts that name agents (relative
 	// to the scenario's folder); nil for the controller's default.
-	TLS *TLSFiles
+	TLS *pki.Files
 }
-
-// TLSFiles are a controller's CA, certificate and key files.
-type TLSFiles struct{ CA, Cert, Key string }
 
 // RealHosts says whether the hosts name agents: the scenario runs on real hosts.
 func (tb *Testbed) RealHosts() bool { return len(tb.Hosts) > 0 && tb.Hosts[0].Agent != "" }
