@@ -139,9 +139,16 @@ func measuredLoss(m *measured) string {
 	return fmt.Sprintf("%.3g%% loss", m.lostPct)
 }
 
+// ratio says how a measured figure compares with the expected one: as a
+// percentage near it, as a multiple far above it.
 func ratio(r float64) string {
-	if math.IsInf(r, 0) || math.IsNaN(r) {
+	switch {
+	case math.IsInf(r, 0) || math.IsNaN(r):
 		return "-"
+	case r >= 10:
+		return fmt.Sprintf("%.0fx", r)
+	case r >= 2:
+		return fmt.Sprintf("%.1fx", r)
 	}
 	return fmt.Sprintf("%.0f%%", 100*r)
 }
