@@ -179,6 +179,8 @@ func TestRolesAreBounded(t *testing.T) {
 		codes.ResourceExhausted, "streams 64")
 	wantRefusal(t, "a spec with a field the agent does not know", workload(c, "w2", RoleFarmWorkers, map[string]any{"address": "x", "workers": 1, "path": "/etc"}),
 		codes.InvalidArgument, "unknown field")
+	wantRefusal(t, "a role without the test's token", workload(c, "w3", RoleFarmWorkers, taskfarm.WorkerSpec{Address: "127.0.0.1:1", Workers: 1}),
+		codes.InvalidArgument, "its spec carries no test token")
 
 	// Two reflectors hold both test slots; a third test is refused.
 	for range 2 {

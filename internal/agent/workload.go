@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/job"
 	"github.com/wanlab/wanlab/internal/workload/mesh"
 	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Workload roles and the spec type each takes as JSON.
@@ -141,6 +143,15 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := v.Validate(lim); err != nil {
 			return refuse(err)
 		}
+		// Every role's connections open with the test's token, which the
+		// controller draws for the step: a role without one would serve or
+		// greet anyone who guessed the zero token.
+		var t struct {
+			Token token.Token `json:"token"`
+		}
+		if json.Unmarshal(req.GetSpecJson(), &t) != nil || t.Token.IsZero() {
+			return refuse(errors.New("its spec carries no test token"))
+		}
 		return nil
 	}
 	// serve runs a serving role until StopWorkload or the call ends.
@@ -164,7 +175,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 			return err
 		}
 		defer done()
-		srv, err := eventdb.Listen(spec, lim)
+		srv, err := eventdb.Listen(spec, lim, s.Test)
 		if err != nil {
 			return refuse(err)
 		}
@@ -184,7 +195,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := decode(&spec); err != nil {
 			return err
 		}
-		m, err := taskfarm.Listen(spec, lim)
+		m, err := taskfarm.Listen(spec, lim, s.Test)
 		if err != nil {
 			return refuse(err)
 		}
@@ -227,7 +238,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 			}
 			defer files.Close()
 		}
-		srv, err := mesh.Listen(spec.Port, spec.MaxStreamLength())
+		srv, err := mesh.Listen(spec.Port, s.Test, spec.Token, spec.MaxStreamLength())
 		if err != nil {
 			return refuse(err)
 		}

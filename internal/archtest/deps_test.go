@@ -39,9 +39,9 @@ var allowed = map[string][]string{
 	"internal/workload/disk":       {"internal/limits", "internal/workload/diskio"},
 	"internal/workload/transfer":   {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/token"},
 	"internal/workload/throughput": {"internal/limits", "internal/workload/bind", "internal/workload/job", "internal/workload/token"},
-	"internal/workload/eventdb":    {"internal/limits", "internal/workload/job"},
-	"internal/workload/taskfarm":   {"internal/limits", "internal/workload/job"},
-	"internal/workload/mesh":       {"internal/limits", "internal/workload/diskio", "internal/workload/job"},
+	"internal/workload/eventdb":    {"internal/limits", "internal/workload/bind", "internal/workload/job", "internal/workload/token"},
+	"internal/workload/taskfarm":   {"internal/limits", "internal/workload/bind", "internal/workload/job", "internal/workload/token"},
+	"internal/workload/mesh":       {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/job", "internal/workload/token"},
 
 	// The scenario and what it resolves into.
 	"internal/scenario": {"internal/limits", "internal/pki", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer", "internal/yamlfile"},
@@ -70,7 +70,7 @@ var allowed = map[string][]string{
 	"internal/controller": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/measure",
 		"internal/results", "internal/scenario", "internal/topology", "internal/workload/eventdb", "internal/workload/job",
 		"internal/workload/mesh", "internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput",
-		"internal/workload/transfer"},
+		"internal/workload/transfer", "internal/workload/token"},
 	"internal/crosscheck": {"internal/topology"},
 
 	// Readers of the archive.

@@ -20,7 +20,7 @@ import (
 // runEventDB runs the event server and its clients' jobs at once.
 func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcome, error) {
 	srv, err := startRole(ctx, env.hosts[e.Server], env.id+"-server", agent.RoleEventServer,
-		eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage}, true)
+		eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage, Token: env.token}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcom
 	for i, host := range e.Clients {
 		wg.Go(func() {
 			spec := eventdb.ClientSpec{Store: e.Store, Address: srv.address(), Jobs: e.Jobs, EventsPerJob: e.EventsPerJob,
-				FirstJob: i * e.Jobs, CPUPerEvent: e.ClientCPUPerEvent, Timeout: e.Timeout, Seed: env.seed}
+				FirstJob: i * e.Jobs, CPUPerEvent: e.ClientCPUPerEvent, Timeout: e.Timeout, Seed: env.seed, Token: env.token}
 			r, err := startRole(ctx, env.hosts[host], fmt.Sprintf("%s-client%d", env.id, i), agent.RoleEventClient, spec, false)
 			if err == nil {
 				err = r.summary(c.add, &struct{}{})
@@ -62,7 +62,7 @@ func runTaskFarm(ctx context.Context, env *stepEnv, t *scenario.TaskFarm) (*outc
 	env.expected.add(t.Tasks)
 	master, err := startRole(ctx, env.hosts[t.Master], env.id+"-master", agent.RoleFarmMaster, taskfarm.MasterSpec{
 		Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count,
-		ConnectTimeout: 30 * time.Second}, true)
+		ConnectTimeout: 30 * time.Second, Token: env.token}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func startWorkers(ctx context.Context, env *stepEnv, t *scenario.TaskFarm, maste
 		wg.Go(func() {
 			var res taskfarm.WorkerResult
 			r, err := startRole(ctx, env.hosts[host], fmt.Sprintf("%s-workers%d", env.id, i), agent.RoleFarmWorkers,
-				taskfarm.WorkerSpec{Address: master, Workers: n}, false)
+				taskfarm.WorkerSpec{Address: master, Workers: n, Token: env.token}, false)
 			if err == nil {
 				err = r.summary(func(job.Record) {}, &res)
 			}

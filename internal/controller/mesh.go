@@ -21,7 +21,7 @@ func runMesh(ctx context.Context, env *stepEnv, m *scenario.Mesh) (*outcome, err
 	for i, host := range m.Hosts {
 		spec := agent.MeshNodeSpec{Port: m.Port, Disk: m.Disk, NodeSpec: mesh.NodeSpec{
 			Peers: meshPeers(env, host, m), Sizes: m.Sizes, Streams: m.Streams, MaxWait: m.MaxWait, Duration: m.Duration,
-			Seed: env.seed + uint64(i), FirstJob: i * 1_000_000,
+			Seed: env.seed + uint64(i), FirstJob: i * 1_000_000, Token: env.token,
 		}}
 		r, err := startRole(ctx, env.hosts[host], fmt.Sprintf("%s-node%d", env.id, i), agent.RoleMeshNode, spec, true)
 		if err != nil {

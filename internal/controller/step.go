@@ -18,6 +18,7 @@ import (
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // runner runs the steps of one run on one bed.
@@ -45,7 +46,7 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 		sr.Status, sr.Reason = archive.StatusFailed, err.Error()
 		return sr, errors.Join(a.AddEvent(r.run, stepID, archive.Failure, sr.Reason), a.EndStep(stepID, sr.Status, sr.Reason, sr.stored()))
 	}
-	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index),
+	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index), token: token.New(),
 		expected: &counter{}, finished: &counter{}, failed: &counter{}}
 	out, smp, stepErr := r.measure(ctx, p, env, &sr)
 	out.samples = append(out.samples, smp.samples...)

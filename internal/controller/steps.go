@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/wanlab/wanlab/internal/workload/token"
+
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
@@ -29,6 +31,8 @@ type stepEnv struct {
 	topo  *topology.Topology
 	seed  uint64
 	id    string // unique among the run's steps, for role ids
+	// token opens the connections of the step's application roles.
+	token token.Token
 	// jobs counts jobs for the progress bar: expected, finished, failed.
 	expected, finished, failed *counter
 }
@@ -69,6 +73,7 @@ func (c *collect) add(r job.Record) {
 
 // execStep runs one step of a workload.
 func execStep(ctx context.Context, env *stepEnv, s scenario.Step) (*outcome, error) {
+	ctx = measure.AsTest(ctx) // the step's calls are one test to the agents
 	switch {
 	case s.EventDB != nil:
 		return runEventDB(ctx, env, s.EventDB)

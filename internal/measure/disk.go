@@ -8,7 +8,7 @@ import (
 
 // Disk asks a host's agent for a sequential write and read test.
 func Disk(ctx context.Context, host Endpoint, req *agentpb.DiskRequest) (*agentpb.DiskResult, error) {
-	ctx = asTest(ctx)
+	ctx = AsTest(ctx)
 	res, err := host.Agent.Disk(ctx, req)
 	if err != nil {
 		return nil, AgentError(host.Host, err)

@@ -93,7 +93,7 @@ func quantile(sorted []float64, q float64) float64 {
 
 // Probe runs spec from src to a reflector on dst.
 func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResult, error) {
-	ctx = asTest(ctx)
+	ctx = AsTest(ctx)
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	refl, err := dst.Agent.Reflect(rctx, &agentpb.ReflectRequest{IdleNs: int64(spec.Timeout + 10*time.Second)})

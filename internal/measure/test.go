@@ -23,10 +23,10 @@ func WithWait(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, waitKey{}, d)
 }
 
-// asTest marks the calls made with the returned context as one test, so
+// AsTest marks the calls made with the returned context as one test, so
 // that agents let its calls (both ends, both directions) share a host, and
 // tell it apart from others. A context already marked stays as it is.
-func asTest(ctx context.Context) context.Context {
+func AsTest(ctx context.Context) context.Context {
 	if _, ok := ctx.Value(testKey{}).(string); ok {
 		return ctx
 	}

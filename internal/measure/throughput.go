@@ -96,7 +96,7 @@ const receiverWait = 15 * time.Second
 
 // Throughput runs one test from snd to rcv.
 func Throughput(ctx context.Context, snd, rcv Endpoint, spec throughput.Spec) (*ThroughputResult, error) {
-	ctx = asTest(ctx)
+	ctx = AsTest(ctx)
 	res := &ThroughputResult{Start: StartInfo{
 		From: snd.Host, To: rcv.Host, Protocol: spec.Protocol.String(), Streams: spec.Streams,
 		Duration: spec.Duration.Seconds(), Bytes: spec.Bytes, Window: spec.Window, Congestion: spec.Congestion,
@@ -279,7 +279,7 @@ type Recorder interface {
 // same time, each kept by the recorder that record returns for it, and
 // returns the results (nil for a test that measured nothing) and every error.
 func Throughputs(ctx context.Context, a, b Endpoint, spec throughput.Spec, both bool, record func(from, to string) (Recorder, error)) ([]*ThroughputResult, error) {
-	ctx = asTest(ctx) // both directions are one test
+	ctx = AsTest(ctx) // both directions are one test
 	runs := [][2]Endpoint{{a, b}}
 	if both {
 		runs = append(runs, [2]Endpoint{b, a})

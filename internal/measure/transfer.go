@@ -61,7 +61,7 @@ var ErrChecksum = errors.New("checksum mismatch: the copy differs from the origi
 
 // Transfer runs a transfer from src to dst, and back if asked.
 func Transfer(ctx context.Context, src, dst Endpoint, spec TransferSpec) (*TransferResult, error) {
-	ctx = asTest(ctx)
+	ctx = AsTest(ctx)
 	res := &TransferResult{Streams: spec.Streams, Compress: spec.Compress}
 	fail := func(err error) (*TransferResult, error) {
 		res.Partial, res.Error = true, err.Error()

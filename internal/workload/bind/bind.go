@@ -91,3 +91,17 @@ func (l Local) ListenUDP(lc net.ListenConfig) (*net.UDPConn, error) {
 	}
 	return pc.(*net.UDPConn), nil
 }
+
+// Port is where a listener with a fixed port (0: any) opens: that port on
+// l's address, which must then be within l's range if it has one.
+func (l Local) Port(port int) (Local, error) {
+	switch {
+	case port == 0:
+		return l, nil
+	case port < 0 || port > 65535:
+		return l, fmt.Errorf("port %d: give 0 (any) to 65535", port)
+	case l.First != 0 && (port < l.First || port > l.Last):
+		return l, fmt.Errorf("port %d is outside the agent's test ports %d-%d", port, l.First, l.Last)
+	}
+	return Local{Addr: l.Addr, First: port, Last: port}, nil
+}

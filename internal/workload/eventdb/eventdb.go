@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Store is the geometry of the event store: Events events of EventSize
@@ -75,6 +77,8 @@ type ServerSpec struct {
 	CPUPerPage time.Duration `json:"cpu_per_page,omitempty"`
 	// Port to listen on; 0 picks a free one.
 	Port int `json:"port,omitempty"`
+	// Token is the test's: a session that does not open with it is not served.
+	Token token.Token `json:"token"`
 }
 
 // Validate says what is wrong with the spec or over the limits.
@@ -125,12 +129,16 @@ type Server struct {
 	totals struct{ sessions, pages, bytes, errors atomic.Int64 }
 }
 
-// Listen opens the server's port.
-func Listen(spec ServerSpec, l limits.Limits) (*Server, error) {
+// Listen opens the server's port at (the host's test address).
+func Listen(spec ServerSpec, l limits.Limits, at bind.Local) (*Server, error) {
 	if err := spec.Validate(l); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", spec.Port))
+	at, err := at.Port(spec.Port)
+	if err != nil {
+		return nil, fmt.Errorf("event server: %w", err)
+	}
+	ln, err := at.Listen(net.ListenConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("event server: %w", err)
 	}
@@ -160,6 +168,9 @@ func (s *Server) Serve(ctx context.Context) ServerTotals {
 }
 
 func (s *Server) session(c net.Conn) error {
+	if err := token.Check(c, s.spec.Token, 30*time.Second); err != nil {
+		return err
+	}
 	r := bufio.NewReader(c)
 	var hello [helloLen]byte
 	if _, err := io.ReadFull(r, hello[:]); err != nil {
@@ -218,6 +229,8 @@ func (s *Server) serve(c net.Conn, n uint64, page []byte) error {
 type ClientSpec struct {
 	Store
 	Address string `json:"address"` // the server's host:port
+	// Token is the test's, which the server checks.
+	Token token.Token `json:"token"`
 	// Jobs run at once; each reads EventsPerJob consecutive events.
 	Jobs         int `json:"jobs"`
 	EventsPerJob int `json:"events_per_job"`
@@ -320,7 +333,10 @@ func runJob(ctx context.Context, spec ClientSpec, id, first int, rec *job.Record
 	copy(hello[:4], magic[:])
 	binary.BigEndian.PutUint64(hello[4:], uint64(id))
 	c.SetDeadline(time.Now().Add(spec.Timeout))
-	if _, err := c.Write(hello[:]); err != nil {
+	if _, err := c.Write(append(spec.Token.Greeting(), hello[:]...)); err != nil {
+		return 0, fmt.Errorf("job %d: opening a session: %w", id, err)
+	}
+	if err := token.ReadProof(c, spec.Token); err != nil {
 		return 0, fmt.Errorf("job %d: opening a session: %w", id, err)
 	}
 	var reply [16]byte

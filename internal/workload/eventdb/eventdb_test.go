@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -49,7 +50,7 @@ func TestEventPages(t *testing.T) {
 // function that returns its totals.
 func serve(t *testing.T, spec ServerSpec) (string, func() ServerTotals) {
 	t.Helper()
-	srv, err := Listen(spec, limits.Default)
+	srv, err := Listen(spec, limits.Default, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}

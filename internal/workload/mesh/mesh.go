@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Peer is a node a transfer can go to.
@@ -41,7 +43,12 @@ type NodeSpec struct {
 	Seed     uint64        `json:"seed"`
 	// FirstJob numbers this node's transfers FirstJob, FirstJob+1, ...
 	FirstJob int `json:"first_job"`
+	// Token is the mesh's: every node presents it and checks it.
+	Token token.Token `json:"token"`
 }
+
+// greetWait is how long a node waits for a stream to present the token.
+const greetWait = 30 * time.Second
 
 // Validate says what is wrong with the spec or over the limits.
 func (s NodeSpec) Validate(l limits.Limits) error {
@@ -99,21 +106,27 @@ var pattern = func() []byte {
 
 // Server answers the streams of other nodes' transfers.
 type Server struct {
-	ln net.Listener
+	ln    net.Listener
+	token token.Token
 	// Files, when set, makes the transfers disk to disk (see OpenFiles).
 	Files *Files
 	// maxLength bounds what one stream may ask to put or get.
 	maxLength int64
 }
 
-// Listen opens a node's port (0 picks a free one) for streams of at most
-// maxLength bytes each: the largest share of a file one stream carries.
-func Listen(port int, maxLength int64) (*Server, error) {
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+// Listen opens a node's port (0 picks a free one) at (the host's test
+// address) for the streams of the test t, of at most maxLength bytes each:
+// the largest share of a file one stream carries.
+func Listen(port int, at bind.Local, t token.Token, maxLength int64) (*Server, error) {
+	at, err := at.Port(port)
 	if err != nil {
 		return nil, fmt.Errorf("mesh node: %w", err)
 	}
-	return &Server{ln: ln, maxLength: maxLength}, nil
+	ln, err := at.Listen(net.ListenConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("mesh node: %w", err)
+	}
+	return &Server{ln: ln, token: t, maxLength: maxLength}, nil
 }
 
 // MaxStreamLength is the most one stream of spec's transfers carries.
@@ -130,7 +143,11 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
 // Serve answers streams until ctx ends.
 func (s *Server) Serve(ctx context.Context) {
-	job.Serve(ctx, s.ln, func(c net.Conn) { serveStream(c, s.Files, s.maxLength) })
+	job.Serve(ctx, s.ln, func(c net.Conn) {
+		if token.Check(c, s.token, greetWait) == nil {
+			serveStream(c, s.Files, s.maxLength)
+		}
+	})
 }
 
 // serveStream answers one stream of a peer's transfer, of at most maxLength bytes.
@@ -237,7 +254,7 @@ func Loop(ctx context.Context, spec NodeSpec, files *Files, report func(job.Reco
 		size := spec.Sizes[rng.IntN(len(spec.Sizes))]
 		rec := job.Record{ID: id, Host: spec.Host, Subject: spec.Host + "<->" + peer.Name, Start: time.Now()}
 		var err error
-		rec.Bytes, err = transfer(ctx, files, peer.Address, size, spec.Streams, rng.Uint64(), &rec)
+		rec.Bytes, err = transfer(ctx, files, peer.Address, spec.Token, size, spec.Streams, rng.Uint64(), &rec)
 		rec.End = time.Now()
 		switch {
 		case err == nil:
@@ -312,7 +329,7 @@ var errCorrupt = errors.New("checksum mismatch")
 
 // transfer sends size bytes to addr over streams and has them sent back,
 // and returns the bytes moved; rec gets the connections' TCP figures.
-func transfer(ctx context.Context, files *Files, addr string, size int64, streams int, seed uint64, rec *job.Record) (int64, error) {
+func transfer(ctx context.Context, files *Files, addr string, t token.Token, size int64, streams int, seed uint64, rec *job.Record) (int64, error) {
 	var moved int64
 	for _, op := range []byte{opPut, opGet} {
 		var mu sync.Mutex
@@ -323,7 +340,7 @@ func transfer(ctx context.Context, files *Files, addr string, size int64, stream
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n, info, err := stream(ctx, files, addr, op, hi-lo, seed+uint64(lo))
+				n, info, err := stream(ctx, files, addr, t, op, hi-lo, seed+uint64(lo))
 				mu.Lock()
 				moved += n
 				rec.AddTCP(info, 2*streams)
@@ -347,7 +364,7 @@ func transfer(ctx context.Context, files *Files, addr string, size int64, stream
 
 // stream moves one stream's share of a transfer and returns the bytes it
 // moved and its connection's TCP_INFO at the end.
-func stream(ctx context.Context, files *Files, addr string, op byte, length int64, seed uint64) (n int64, info job.TCPInfo, err error) {
+func stream(ctx context.Context, files *Files, addr string, t token.Token, op byte, length int64, seed uint64) (n int64, info job.TCPInfo, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -362,14 +379,22 @@ func stream(ctx context.Context, files *Files, addr string, op byte, length int6
 	h[4] = op
 	binary.BigEndian.PutUint64(h[5:], uint64(length))
 	binary.BigEndian.PutUint64(h[13:], seed)
-	if _, err := c.Write(h[:]); err != nil {
+	if _, err := c.Write(append(t.Greeting(), h[:]...)); err != nil {
 		return 0, info, err
+	}
+	if op == opGet {
+		if err := token.ReadProof(c, t); err != nil {
+			return 0, info, err
+		}
 	}
 	hash := sha256.New()
 	var peerSum [sha256.Size]byte
 	if op == opPut {
 		if err := send(files, io.MultiWriter(c, hash), seed, length); err != nil {
 			return 0, info, err
+		}
+		if err := token.ReadProof(c, t); err != nil {
+			return length, info, err
 		}
 		if _, err := io.ReadFull(c, peerSum[:]); err != nil {
 			return length, info, fmt.Errorf("waiting for the peer's checksum: %w", err)

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/testsupport"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 func TestPickFollowsWeights(t *testing.T) {
@@ -60,7 +62,7 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 				}
 				defer theirs.Close()
 			}
-			srv, err := Listen(0, 4<<20)
+			srv, err := Listen(0, bind.Local{Addr: "127.0.0.1"}, token.Token{}, 4<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,6 +188,7 @@ func TestCorruptionIsDetected(t *testing.T) {
 			}
 			go func() {
 				defer c.Close()
+				token.Check(c, token.Token{}, time.Second) // the test's token: zero here
 				var h [headerSz]byte
 				io.ReadFull(c, h[:])
 				io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint64(h[5:])))
@@ -209,7 +212,7 @@ func TestCorruptionIsDetected(t *testing.T) {
 func TestLoopWaitsForLatePeer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	probe, err := Listen(0, 1<<20)
+	probe, err := Listen(0, bind.Local{Addr: "127.0.0.1"}, token.Token{}, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +220,7 @@ func TestLoopWaitsForLatePeer(t *testing.T) {
 	probe.ln.Close()
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		srv, err := Listen(port, 1<<20)
+		srv, err := Listen(port, bind.Local{Addr: "127.0.0.1"}, token.Token{}, 1<<20)
 		if err != nil {
 			t.Error(err)
 			return

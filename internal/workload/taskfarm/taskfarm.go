@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // Work kinds.
@@ -40,6 +42,8 @@ type MasterSpec struct {
 	// ConnectTimeout bounds the wait for the workers.
 	ConnectTimeout time.Duration `json:"connect_timeout"`
 	Port           int           `json:"port,omitempty"`
+	// Token is the test's: a worker that does not present it is not one.
+	Token token.Token `json:"token"`
 }
 
 // MaxResultSize bounds a task's result.
@@ -109,11 +113,15 @@ type Master struct {
 }
 
 // Listen opens the master's port.
-func Listen(spec MasterSpec, l limits.Limits) (*Master, error) {
+func Listen(spec MasterSpec, l limits.Limits, at bind.Local) (*Master, error) {
 	if err := spec.Validate(l); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", spec.Port))
+	at, err := at.Port(spec.Port)
+	if err != nil {
+		return nil, fmt.Errorf("task farm master: %w", err)
+	}
+	ln, err := at.Listen(net.ListenConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("task farm master: %w", err)
 	}
@@ -206,6 +214,10 @@ func (m *Master) accept(ctx context.Context) ([]net.Conn, error) {
 		if err != nil {
 			return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, err)
 		}
+		if err := token.Check(c, m.spec.Token, limit); err != nil {
+			c.Close()
+			continue
+		}
 		var h [4]byte
 		c.SetReadDeadline(time.Now().Add(limit))
 		if _, err := io.ReadFull(c, h[:]); err != nil || h != hello {
@@ -277,6 +289,8 @@ func (m *Master) feed(c net.Conn, next *atomic.Int64, sent []time.Time, report f
 type WorkerSpec struct {
 	Address string `json:"address"` // the master's host:port
 	Workers int    `json:"workers"`
+	// Token is the test's, which the master checks.
+	Token token.Token `json:"token"`
 }
 
 // Validate says what is wrong with the spec or over the limits.
@@ -308,7 +322,7 @@ func RunWorkers(ctx context.Context, spec WorkerSpec, maxTask time.Duration) Wor
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tasks, busy, idle, err := work(ctx, spec.Address, maxTask)
+			tasks, busy, idle, err := work(ctx, spec.Address, spec.Token, maxTask)
 			mu.Lock()
 			defer mu.Unlock()
 			res.Tasks += tasks
@@ -335,7 +349,7 @@ type task struct {
 
 // work is one worker: a reader takes tasks off the connection into a local
 // queue, so that prefetched tasks wait at the worker, not on the wire.
-func work(ctx context.Context, addr string, maxTask time.Duration) (n int64, busy, idle time.Duration, err error) {
+func work(ctx context.Context, addr string, t token.Token, maxTask time.Duration) (n int64, busy, idle time.Duration, err error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -344,7 +358,7 @@ func work(ctx context.Context, addr string, maxTask time.Duration) (n int64, bus
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	if _, err := c.Write(hello[:]); err != nil {
+	if _, err := c.Write(append(t.Greeting(), hello[:]...)); err != nil {
 		return 0, 0, 0, err
 	}
 	queue := make(chan task, 1024)
@@ -352,6 +366,10 @@ func work(ctx context.Context, addr string, maxTask time.Duration) (n int64, bus
 	go func() {
 		defer close(queue)
 		r := bufio.NewReader(c)
+		if err := token.ReadProof(r, t); err != nil {
+			readErr <- err
+			return
+		}
 		var msg [taskLen]byte
 		for {
 			if _, err := io.ReadFull(r, msg[:1]); err != nil {

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
 // farm runs a master and its workers (split over hostsOfWorkers) on loopback.
 func farm(t *testing.T, spec MasterSpec, hostsOfWorkers int, records *int) (Result, []WorkerResult) {
 	t.Helper()
-	m, err := Listen(spec, limits.Default)
+	m, err := Listen(spec, limits.Default, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestFarmRunsEveryTask(t *testing.T) {
 }
 
 func TestMissingWorkersTimeOut(t *testing.T) {
-	m, err := Listen(MasterSpec{Tasks: 1, Work: WorkSleep, Prefetch: 1, Workers: 2, ConnectTimeout: 200 * time.Millisecond}, limits.Default)
+	m, err := Listen(MasterSpec{Tasks: 1, Work: WorkSleep, Prefetch: 1, Workers: 2, ConnectTimeout: 200 * time.Millisecond}, limits.Default, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,22 @@ func Parse(b []byte) (Token, error) {
 // Bytes is the token as a request carries it.
 func (t Token) Bytes() []byte { return t[:] }
 
+// IsZero says the token was never drawn.
+func (t Token) IsZero() bool { return t == Token{} }
+
+// MarshalText writes the token in hex, as workload specs carry it in JSON.
+func (t Token) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(t[:])), nil }
+
+// UnmarshalText reads a token written by MarshalText.
+func (t *Token) UnmarshalText(b []byte) error {
+	raw, err := hex.DecodeString(string(b))
+	if err != nil {
+		return fmt.Errorf("the test's token is not hex: %w", err)
+	}
+	*t, err = Parse(raw)
+	return err
+}
+
 var (
 	greetMagic = [4]byte{'W', 'L', 'G', '1'}
 	ackMagic   = [4]byte{'W', 'L', 'A', '1'}
@@ -54,6 +71,24 @@ var (
 const MessageLen = 4 + 16
 
 func (t Token) greeting() []byte { return append(greetMagic[:], t[:]...) }
+
+// Greeting is what opens a connection of the test, for a client that sends
+// it with its first message instead of waiting for the proof (Greet): the
+// application workloads, whose request-reply timings must not gain a round
+// trip. It then reads the proof with ReadProof before the first reply.
+func (t Token) Greeting() []byte { return t.greeting() }
+
+// ReadProof reads the listener's proof of the token from r.
+func ReadProof(r io.Reader, t Token) error {
+	var got [MessageLen]byte
+	if _, err := io.ReadFull(r, got[:]); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotListener, err)
+	}
+	if subtle.ConstantTimeCompare(got[:], t.ack()) != 1 {
+		return ErrNotListener
+	}
+	return nil
+}
 
 func (t Token) ack() []byte {
 	proof := sha256.Sum256(append([]byte("wanlab test listener "), t[:]...))
