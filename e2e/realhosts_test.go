@@ -480,3 +480,58 @@ func TestRealHostsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRealHostsApplications runs the application workloads (event store,
+// task farm, mesh) on real hosts whose policy allows them, with test
+// listeners in a port range: every role's connections carry the step's
+// token.
+func TestRealHostsApplications(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iproute2")
+	l := newLab(t, "a", "b", "c")
+	pol := l.file("apps-policy.yaml", "rules:\n  - {name: apps, identities: [cn:ctl], kinds: [eventdb, taskfarm, mesh, probe], peers: ["+l.net+".0/24]}\n")
+	for _, h := range []string{"a", "b", "c"} {
+		l.start(h, "--policy", pol, "--test-ports", "5401-5499")
+	}
+	hosts := ""
+	for _, h := range []string{"a", "b", "c"} {
+		hosts += fmt.Sprintf("  %s: {agent: %q}\n", h, l.host(h).agent())
+	}
+	l.file("controller.yaml", "tls: {ca: pki/ca.crt, cert: pki/ctl.crt, key: pki/ctl.key}\n")
+	t.Setenv("WANLAB_CONTROLLER_CONFIG", l.path("controller.yaml"))
+	sc := l.file("apps.yaml", `name: apps
+hosts:
+`+hosts+`links:
+  - {between: [a, b], rate: 100Mbit, delay: 5ms}
+  - {between: [a, c], rate: 100Mbit, delay: 5ms}
+  - {between: [b, c], rate: 100Mbit, delay: 5ms}
+workloads:
+  - name: store
+    eventdb: {server: a, clients: [b, c], events: 1000, event_size: 40KB, page_size: 8KiB, events_per_job: 20, server_model: threads, threads: 4, timeout: 25s, jobs: 2}
+  - name: farm
+    taskfarm: {master: a, workers: [b, c], count: 4, tasks: 20, work: sleep, duration: 0.05s, result_size: 512B}
+  - name: mesh
+    mesh: {duration: 3s, max_wait: 200ms, sizes: [1MB], streams: 2, port: 5450}
+`)
+	r := wanlab(t, "run", sc, "--db", l.path("apps.db"), "--json")
+	var doc struct {
+		Status string
+		Steps  []struct {
+			Workload, Status, Reason string
+			Metrics                  map[string]float64
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 || doc.Status != "done" {
+		t.Fatalf("run of the application workloads on real hosts: exit %d, %v: %s%s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, s := range doc.Steps {
+		if s.Status != "done" || s.Metrics["jobs_failed"] > 0 {
+			t.Errorf("step of %s: %s %s, %v", s.Workload, s.Status, s.Reason, s.Metrics)
+		}
+	}
+	for _, kind := range []string{"eventdb", "taskfarm", "mesh"} {
+		if _, ok := l.waitAudit("a", time.Second, func(e auditEntry) bool { return e.Kind == kind && e.Decision == "end" }); !ok {
+			t.Errorf("a's audit log has no %s role: %+v", kind, l.audit("a"))
+		}
+	}
+}

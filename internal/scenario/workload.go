@@ -679,8 +679,10 @@ func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm
 	return t
 }
 
-// DefaultMeshPort is where mesh nodes listen unless the scenario says otherwise.
-const DefaultMeshPort = 7400
+// DefaultMeshPort is where mesh nodes listen unless the scenario says
+// otherwise: the first of the test ports agents are deployed with
+// (5201-5299, docs/deploy.md), and not an agent's own 7400.
+const DefaultMeshPort = 5201
 
 func (v *validator) mesh(field string, r rawMesh, tb *Testbed) *Mesh {
 	m := &Mesh{

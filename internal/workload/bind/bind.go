@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -52,12 +53,16 @@ func (l Local) String() string {
 // ErrNoFreePort means every port of the range is taken.
 var ErrNoFreePort = errors.New("every port of the test range is in use")
 
-// listenOn tries each port of the range (or any free port) with open.
+// listenOn tries each port of the range (or any free port) with open,
+// starting at a random one so that listeners opening at once rarely meet.
 func (l Local) listenOn(open func(addr string) error) error {
 	if l.First == 0 {
 		return open(net.JoinHostPort(l.Addr, "0"))
 	}
-	for p := l.First; p <= l.Last; p++ {
+	n := l.Last - l.First + 1
+	start := rand.IntN(n)
+	for i := range n {
+		p := l.First + (start+i)%n
 		err := open(net.JoinHostPort(l.Addr, strconv.Itoa(p)))
 		if err == nil {
 			return nil
