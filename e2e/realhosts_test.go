@@ -349,14 +349,19 @@ func TestRealHostsFaults(t *testing.T) {
 
 	// kill -9 of an agent: the measurement fails naming it, promptly.
 	done := make(chan result, 1)
-	go func() {
-		done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
-	}()
-	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool {
-		return e.Kind == "throughput" && e.Decision == "allow" && strings.Contains(e.Method, "Receive") && e.Test != ""
-	}); !ok {
-		t.Fatal("the second test did not start")
+	// meanwhile starts a 30 s test from a to b in the background, and
+	// returns once agent watch has allowed it.
+	meanwhile := func(watch, what string) {
+		t.Helper()
+		n := len(l.audit(watch))
+		go func() {
+			done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
+		}()
+		if _, ok := l.waitAuditAfter(watch, n, 10*time.Second, func(e auditEntry) bool { return e.Kind == "throughput" && e.Decision == "allow" }); !ok {
+			t.Fatalf("the test %s did not start: %+v", what, l.audit(watch))
+		}
 	}
+	meanwhile("b", "of the agent to kill")
 	time.Sleep(time.Second)
 	l.stop("b", true)
 	select {
@@ -371,15 +376,7 @@ func TestRealHostsFaults(t *testing.T) {
 	// A stopped agent (SIGSTOP: as slow as can be): a test through it
 	// fails naming it, and a hello says it did not answer in time.
 	l.start("b")
-	go func() {
-		done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
-	}()
-	nb := len(l.audit("b"))
-	if _, ok := l.waitAudit("b", 10*time.Second, func(e auditEntry) bool {
-		return e.Kind == "throughput" && e.Decision == "allow" && len(l.audit("b")) > nb
-	}); !ok {
-		t.Fatal("the test toward the agent to stop did not start")
-	}
+	meanwhile("b", "of the agent to stop")
 	l.host("b").cmd.Process.Signal(syscall.SIGSTOP)
 	select {
 	case r := <-done:
@@ -406,15 +403,7 @@ func TestRealHostsFaults(t *testing.T) {
 		return n
 	}
 	endsBefore := ends()
-	go func() {
-		done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
-	}()
-	n := len(l.audit("a"))
-	if _, ok := l.waitAudit("a", 10*time.Second, func(e auditEntry) bool {
-		return e.Kind == "throughput" && e.Decision == "allow" && len(l.audit("a")) > n
-	}); !ok {
-		t.Fatal("the third test did not start")
-	}
+	meanwhile("a", "of the agent to cut off")
 	l.ip("link", "set", l.host("a").veth, "down")
 	select {
 	case r := <-done:

@@ -220,9 +220,17 @@ func (l *lab) audit(name string) []auditEntry {
 
 // waitAudit waits until a host's audit log has an entry that ok accepts.
 func (l *lab) waitAudit(name string, within time.Duration, ok func(auditEntry) bool) (auditEntry, bool) {
+	return l.waitAuditAfter(name, 0, within, ok)
+}
+
+// waitAuditAfter is waitAudit among the entries after the first skip.
+func (l *lab) waitAuditAfter(name string, skip int, within time.Duration, ok func(auditEntry) bool) (auditEntry, bool) {
 	deadline := time.Now().Add(within)
 	for {
-		for _, e := range l.audit(name) {
+		for i, e := range l.audit(name) {
+			if i < skip {
+				continue
+			}
 			if ok(e) {
 				return e, true
 			}
