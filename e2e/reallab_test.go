@@ -259,6 +259,15 @@ func (l *lab) listeners(name string) []string {
 func (l *lab) down() {
 	for _, h := range l.hosts {
 		l.stop(h.name, false)
+		// Every test's files (received, generated, disk tests, mesh
+		// folders) go when the test does, even one cut short.
+		if ents, err := os.ReadDir(h.data); err == nil && len(ents) > 0 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			l.t.Errorf("files left in %s's data folder: %v", h.name, names)
+		}
 	}
 	removeLab(l.suffix)
 	if m, _ := filepath.Glob("/run/netns/wlrh" + l.suffix + "*"); len(m) > 0 {
