@@ -68,8 +68,17 @@ func packet(src, dst, size int, seq uint32) []byte {
 func (tn *testNet) recv(i int, timeout time.Duration) ([]byte, bool) {
 	buf := make([]byte, 2048)
 	fds := []unix.PollFd{{Fd: int32(tn.hosts[i]), Events: unix.POLLIN}}
-	if n, _ := unix.Poll(fds, int(timeout/time.Millisecond)); n <= 0 {
-		return nil, false
+	// The Go runtime's preemption signal interrupts poll (EINTR): an
+	// interrupted wait goes on for what is left of the timeout.
+	for end := time.Now().Add(timeout); ; {
+		n, err := unix.Poll(fds, int(time.Until(end)/time.Millisecond))
+		if err == unix.EINTR && time.Now().Before(end) {
+			continue
+		}
+		if n <= 0 {
+			return nil, false
+		}
+		break
 	}
 	n, err := unix.Read(tn.hosts[i], buf)
 	if err != nil {
