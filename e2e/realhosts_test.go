@@ -8,13 +8,13 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/crosscheck"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/realhosts"
@@ -116,38 +116,19 @@ func TestRealHostsMeasure(t *testing.T) {
 	}
 }
 
-// iperf3In measures from one lab host to another with iperf3 for secs.
+// iperf3In measures from one lab host to another with iperf3 for secs,
+// through crosscheck's runner (which waits for the server to listen).
 func iperf3In(t testing.TB, l *lab, from, to string, secs int) float64 {
 	t.Helper()
-	srv := exec.Command("ip", "netns", "exec", l.host(to).ns, "iperf3", "-s", "-1", "-B", l.host(to).addr, "-p", "5299")
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Wait()
-	var out []byte
-	var err error
-	for range 50 {
-		out, err = exec.Command("ip", "netns", "exec", l.host(from).ns, "iperf3", "-c", l.host(to).addr, "-p", "5299", "-t", strconv.Itoa(secs), "-J").Output()
-		if err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	r := crosscheck.Runner{Command: func(ctx context.Context, host string, argv ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", l.host(host).ns}, argv...)...)
+	}}
+	res, err := r.Iperf(context.Background(), crosscheck.IperfOptions{Client: from, Server: to, ServerAddr: l.host(to).addr,
+		Port: 5299, Duration: time.Duration(secs) * time.Second})
 	if err != nil {
-		srv.Process.Kill()
-		t.Fatalf("iperf3: %v: %s", err, out)
+		t.Fatalf("iperf3 %s -> %s: %v", from, to, err)
 	}
-	var doc struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }
 
 // TestRealHostsRefusals: every refusal names its cause, and is audited.
