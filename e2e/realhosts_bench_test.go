@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -56,10 +55,13 @@ func BenchmarkRealHosts(b *testing.B) {
 
 	// Idle first: the agents have served nothing but their start.
 	time.Sleep(time.Second)
-	cpu0, at0 := procCPU(l.host("b").cmd.Process.Pid), time.Now()
+	pid := l.host("b").cmd.Process.Pid
+	st0, _ := proc.Read(pid)
+	at0 := time.Now()
 	time.Sleep(10 * time.Second)
-	idleCPU := 100 * (procCPU(l.host("b").cmd.Process.Pid) - cpu0).Seconds() / time.Since(at0).Seconds()
-	idleRSS := proc.RSS(l.host("b").cmd.Process.Pid)
+	st1, _ := proc.Read(pid)
+	idleCPU := 100 * (st1.CPU - st0.CPU).Seconds() / time.Since(at0).Seconds()
+	idleRSS := proc.RSS(pid)
 
 	// Throughput against iperf3 on the same pair.
 	eps := open()
@@ -84,7 +86,7 @@ func BenchmarkRealHosts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	startMs := float64(median(starts).Microseconds()) / 1000
+	startMs := measure.NewStats(starts).P50
 
 	// 100 probe sessions toward b while a throughput test runs into b.
 	var wg sync.WaitGroup
@@ -125,16 +127,4 @@ func BenchmarkRealHosts(b *testing.B) {
 	b.ReportMetric(float64(idleRSS)/(1<<20), "idle_rss_MiB")
 	b.ReportMetric(float64(lostSamples), "lost_samples")
 	b.ReportMetric(float64(failures), "failed_sessions")
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// procCPU is the CPU time a process has used.
-func procCPU(pid int) time.Duration {
-	st, _ := proc.Read(pid)
-	return st.CPU
 }

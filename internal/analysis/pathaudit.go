@@ -5,9 +5,11 @@ package analysis
 // pair of hosts is set against its expected rate, round trip and loss.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/units"
@@ -71,10 +73,7 @@ func pathAudit(workloads []Workload) []Finding {
 		}
 	}
 	slices.SortStableFunc(order, func(a, b [2]string) int {
-		if a[0] != b[0] {
-			return compare(a[0], b[0])
-		}
-		return compare(a[1], b[1])
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
 	})
 	var out []Finding
 	for _, k := range order {
@@ -91,16 +90,6 @@ func pathAudit(workloads []Workload) []Finding {
 		out = append(out, Finding{Kind: "path_audit", Text: text, Values: v})
 	}
 	return out
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func rateText(bps float64) string {

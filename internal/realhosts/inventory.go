@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/pki"
@@ -96,9 +95,8 @@ func Parse(file string, data []byte) (*Inventory, error) {
 		if !scenario.ValidName(h.Key) {
 			c.Fail(f, "host name %q must be 1-32 letters, digits, '-' or '_', starting with a letter or digit", h.Key)
 		}
-		host, port, err := net.SplitHostPort(h.Value.Agent)
-		if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
-			c.Fail(f+".agent", "%q: give the agent's host:port, as 10.1.0.1:7400 or dtn01.example.org:7400", h.Value.Agent)
+		if err := scenario.CheckAgent(h.Value.Agent); err != nil {
+			c.Fail(f+".agent", "%v", err)
 		}
 		if a := h.Value.Address; a != "" && net.ParseIP(a) == nil {
 			c.Fail(f+".address", "%q: give the host's test address as an IP address", a)

@@ -228,9 +228,8 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		v.name(field, "host", h.Key)
 		host := Host{Name: h.Key, Site: h.Value.Site, Sysctl: h.Value.Sysctl, Agent: h.Value.Agent}
 		if a := h.Value.Agent; a != "" {
-			hostPart, port, err := net.SplitHostPort(a)
-			if p, perr := strconv.Atoi(port); err != nil || hostPart == "" || perr != nil || p < 1 || p > 65535 {
-				v.fail(field+".agent", "%q: give the agent's host:port, as 10.1.0.1:7400", a)
+			if err := CheckAgent(a); err != nil {
+				v.fail(field+".agent", "%v", err)
 			}
 		}
 		for _, key := range slices.Sorted(maps.Keys(h.Value.Sysctl)) {
@@ -460,4 +459,14 @@ func (v *validator) agents(raw *rawFile, tb *Testbed) {
 		}
 		tb.TLS = t
 	}
+}
+
+// CheckAgent checks an agent's address as scenarios and inventories give
+// it: host:port, the host a name or an address.
+func CheckAgent(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%q: give the agent's host:port, as 10.1.0.1:7400 or dtn01.example.org:7400", a)
+	}
+	return nil
 }
