@@ -21,7 +21,7 @@ func newTestbedCmd() *cobra.Command {
 namespace) and CPU quota (a cgroup), joined by links that a userspace engine emulates
 packet by packet: rate, drop-tail queue, delay, jitter and loss, per direction.`,
 	}
-	c.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newExecCmd(), newValidateCmd(), newCheckCmd(), newDaemonCmd())
+	c.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newSetCmd(), newExecCmd(), newValidateCmd(), newCheckCmd(), newDaemonCmd())
 	return c
 }
 
@@ -251,4 +251,47 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func newSetCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "set NAME DIRECTION KEY=VALUE...",
+		Short: "Change a live link of a running test-bed: rate, delay, jitter, loss, queue",
+		Long: `Change link directions of a running test-bed while it carries traffic. DIRECTION is a
+link direction as testbed status lists it (a->b, "site cern up"), both directions of a
+link (a<->b) or of a site's access ("site cern"). Settings are written as in a scenario:
+rate=10Mbit delay=20ms jitter=1ms loss=0.5% queue=100 (packets) or queue=64KiB,
+reorder=true; those not given stay as they are. The engine applies the change between
+two packets: packets already on the link keep their timing and none is dropped by the
+change; the new queue limit and loss apply to packets that arrive after it.`,
+		Example: `  wanlab testbed set wan a->b rate=2Mbit
+  wanlab testbed set wan a<->b delay=150ms loss=1%
+  wanlab testbed set grid "site cern" rate=100Mbit`,
+		Args: args(cobra.MinimumNArgs(3)),
+		RunE: func(c *cobra.Command, a []string) error {
+			// Settings that could not apply to any link are a usage error.
+			if _, err := scenario.Change(scenario.Direction{MTU: scenario.MinMTU}, a[2:]); err != nil {
+				return usageError{err}
+			}
+			if err := testbed.CheckEnvironment(); err != nil {
+				return err
+			}
+			changed, err := testbed.Set(a[0], testbed.SetRequest{Select: a[1], Settings: a[2:]})
+			if err != nil {
+				return err
+			}
+			view := planView{Name: a[0]}
+			for _, d := range changed {
+				view.Links = append(view.Links, newDirView(d))
+			}
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), view.Links)
+			}
+			printPlan(c.OutOrStdout(), view)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the new settings as JSON")
+	return c
 }

@@ -252,15 +252,19 @@ const maxPathsShown = 200
 
 // printPlan prints hosts, link directions (with counters if present) and paths.
 func printPlan(w io.Writer, v planView) {
-	t := table(w)
-	fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tDISK R/W\tSITE\tMTU\tNETNS")
-	for _, h := range v.Hosts {
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.Addr, cpusText(h.CPUs), diskText(h.DiskReadBps, h.DiskWriteBps), orDash(h.Site), h.MTU, h.Netns)
+	if len(v.Hosts) > 0 {
+		t := table(w)
+		fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tDISK R/W\tSITE\tMTU\tNETNS")
+		for _, h := range v.Hosts {
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.Addr, cpusText(h.CPUs), diskText(h.DiskReadBps, h.DiskWriteBps), orDash(h.Site), h.MTU, h.Netns)
+		}
+		t.Flush()
 	}
-	t.Flush()
 	if len(v.Links) > 0 {
-		fmt.Fprintln(w)
-		t = table(w)
+		if len(v.Hosts) > 0 {
+			fmt.Fprintln(w)
+		}
+		t := table(w)
 		counters := len(v.Links) > 0 && v.Links[0].Counters != nil
 		head := "LINK DIRECTION\tRATE\tDELAY\tJITTER\tLOSS\tQUEUE\tMTU"
 		if counters {
@@ -278,7 +282,7 @@ func printPlan(w io.Writer, v planView) {
 	}
 	if len(v.Paths) > 0 {
 		fmt.Fprintln(w)
-		t = table(w)
+		t := table(w)
 		fmt.Fprintln(t, "PATH\tBOTTLENECK\tBASE RTT\tMTU\tVIA")
 		for i, p := range v.Paths {
 			if i == maxPathsShown {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,7 @@ type Engine struct {
 	ports    []Port
 	portOf   map[netip.Addr]int
 	dirs     []direction
+	current  []DirConfig // the settings in force, under changeMu
 	dirStats []DirStats
 	portStat []PortStats
 	pathOf   []int32   // [src*len(ports)+dst] -> index into paths, -1 if none
@@ -82,6 +84,16 @@ type Engine struct {
 
 	stopOnce sync.Once
 	stopped  atomic.Bool
+
+	changeMu sync.Mutex
+	changes  []change // settings to apply before the next packet
+	changed  atomic.Bool
+}
+
+// change is new settings for one direction.
+type change struct {
+	dir int
+	cfg DirConfig
 }
 
 // spinMinWait is the shortest sleep before which the engine spins.
@@ -115,6 +127,7 @@ func New(cfg Config) (*Engine, error) {
 		ports:    cfg.Ports,
 		portOf:   make(map[netip.Addr]int, n),
 		dirs:     make([]direction, len(cfg.Dirs)),
+		current:  slices.Clone(cfg.Dirs),
 		dirStats: make([]DirStats, len(cfg.Dirs)),
 		portStat: make([]PortStats, n),
 		pathOf:   make([]int32, n*n),
@@ -135,9 +148,8 @@ func New(cfg Config) (*Engine, error) {
 		e.portOf[p.Addr] = i
 	}
 	for i, d := range cfg.Dirs {
-		if !(d.Rate >= 0 && d.Rate <= MaxRate) || d.Delay < 0 || d.Delay > MaxDelay || d.Jitter < 0 || d.Jitter > MaxDelay ||
-			!(d.Loss.Random >= 0 && d.Loss.Random <= 1) || d.QueueBytes < 0 || d.QueuePackets < 0 {
-			return nil, fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
+		if err := d.check(); err != nil {
+			return nil, err
 		}
 		e.dirs[i] = newDirection(d, &e.dirStats[i])
 	}
@@ -200,6 +212,9 @@ func (e *Engine) Run() error {
 	}()
 	const idleWait = int64(time.Second)
 	for !e.stopped.Load() {
+		if e.changed.Load() {
+			e.applyChanges()
+		}
 		e.reclaim()
 		now := e.now()
 		e.releaseDue(now)
@@ -225,6 +240,10 @@ func (e *Engine) Run() error {
 		if n <= 0 {
 			continue
 		}
+		if e.pollfds[len(e.ports)].Revents != 0 {
+			var drain [8]byte
+			unix.Read(e.wakeFD, drain[:]) // a Set (applied at the top of the loop) or Stop
+		}
 		for i := range e.ports {
 			if re := e.pollfds[i].Revents; re != 0 {
 				if re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 && re&unix.POLLIN == 0 {
@@ -235,6 +254,51 @@ func (e *Engine) Run() error {
 		}
 	}
 	return nil
+}
+
+// Set gives direction i new settings from its next packet on: packets
+// already admitted keep their release times, so nothing queued is dropped
+// or reordered by the change; the queue limit and loss apply to arrivals.
+// It is safe to call from any goroutine while Run runs.
+func (e *Engine) Set(i int, cfg DirConfig) error {
+	if i < 0 || i >= len(e.dirs) {
+		return fmt.Errorf("linkemu: no direction %d", i)
+	}
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	e.changeMu.Lock()
+	e.changes = append(e.changes, change{i, cfg})
+	e.changeMu.Unlock()
+	e.changed.Store(true)
+	var one = [8]byte{1}
+	unix.Write(e.wakeFD, one[:])
+	return nil
+}
+
+// Settings are the directions' current settings, in Config order.
+func (e *Engine) Settings() []DirConfig {
+	e.changeMu.Lock()
+	defer e.changeMu.Unlock()
+	out := make([]DirConfig, len(e.current))
+	copy(out, e.current)
+	return out
+}
+
+// applyChanges runs on the engine's thread, between two packets.
+func (e *Engine) applyChanges() {
+	e.changeMu.Lock()
+	todo := e.changes
+	e.changes = nil
+	e.changed.Store(false)
+	for _, c := range todo {
+		c.cfg.Name = e.current[c.dir].Name
+		e.current[c.dir] = c.cfg
+	}
+	e.changeMu.Unlock()
+	for _, c := range todo {
+		e.dirs[c.dir].set(c.cfg)
+	}
 }
 
 // keepCPUsAwake holds a PM QoS request for zero CPU wake-up latency; the

@@ -183,3 +183,52 @@ func TestEngineRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A change applies from the next packet on; a packet already in flight
+// keeps the settings it was admitted with, and is not dropped.
+func TestEngineSetAppliesBetweenPackets(t *testing.T) {
+	tn := startNet(t, 2, []DirConfig{{Name: "a->b", Delay: 300 * time.Millisecond}, {Name: "b->a"}},
+		map[[2]int][]int{{0, 1}: {0}, {1, 0}: {1}})
+	sent := time.Now()
+	if _, err := unix.Write(tn.hosts[0], packet(0, 1, 200, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the first packet is in the delay line
+	if err := tn.eng.Set(0, DirConfig{Delay: 10 * time.Millisecond, Loss: LossConfig{Random: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Write(tn.hosts[0], packet(0, 1, 200, 2)); err != nil {
+		t.Fatal(err)
+	}
+	// Without reordering the second packet waits for the first.
+	for _, want := range []uint32{1, 2} {
+		got, ok := tn.recv(1, 2*time.Second)
+		if !ok {
+			t.Fatalf("packet %d never arrived: the change dropped it", want)
+		}
+		if s := binary.BigEndian.Uint32(got[20:]); s != want {
+			t.Fatalf("got packet %d, want %d", s, want)
+		}
+		if took := time.Since(sent); want == 1 && took < 300*time.Millisecond {
+			t.Errorf("the packet in flight arrived after %v: the change shortened its delay", took)
+		}
+	}
+	if got := tn.eng.Settings()[0]; got.Delay != 10*time.Millisecond || got.Name != "a->b" {
+		t.Errorf("settings after the change %+v, want delay 10ms and the name kept", got)
+	}
+	// The new delay holds alone once the line is empty.
+	start := time.Now()
+	unix.Write(tn.hosts[0], packet(0, 1, 200, 3))
+	if _, ok := tn.recv(1, 2*time.Second); !ok {
+		t.Fatal("packet 3 never arrived")
+	}
+	if took := time.Since(start); took > 200*time.Millisecond {
+		t.Errorf("after the change a packet took %v, want about 10ms", took)
+	}
+	if err := tn.eng.Set(0, DirConfig{Loss: LossConfig{Random: 2}}); err == nil {
+		t.Error("a loss probability of 2 was accepted")
+	}
+	if err := tn.eng.Set(5, DirConfig{}); err == nil {
+		t.Error("a change to direction 5 of 2 was accepted")
+	}
+}

@@ -7,6 +7,7 @@
 package linkemu
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -64,11 +65,30 @@ type direction struct {
 }
 
 func newDirection(cfg DirConfig, stats *DirStats) direction {
-	d := direction{cfg: cfg, stats: stats}
+	d := direction{stats: stats}
+	d.set(cfg)
+	return d
+}
+
+// set changes the settings; what is being serialised finishes at the old rate.
+func (d *direction) set(cfg DirConfig) {
+	d.cfg = cfg
+	d.nsPerByte = 0
 	if cfg.Rate > 0 {
 		d.nsPerByte = 8e9 / cfg.Rate
 	}
-	return d
+	if cfg.Loss.GE == nil {
+		d.geBad = false
+	}
+}
+
+// check refuses settings the engine's arithmetic cannot honour.
+func (d DirConfig) check() error {
+	if !(d.Rate >= 0 && d.Rate <= MaxRate) || d.Delay < 0 || d.Delay > MaxDelay || d.Jitter < 0 || d.Jitter > MaxDelay ||
+		!(d.Loss.Random >= 0 && d.Loss.Random <= 1) || d.QueueBytes < 0 || d.QueuePackets < 0 {
+		return fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
+	}
+	return nil
 }
 
 // admit decides the fate of a packet of size bytes arriving at time t (ns) and,

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -469,4 +470,48 @@ func CheckAgent(a string) error {
 		return fmt.Errorf("%q: give the agent's host:port, as 10.1.0.1:7400 or dtn01.example.org:7400", a)
 	}
 	return nil
+}
+
+// Change applies settings written key=value (rate, delay, jitter, loss,
+// queue, reorder: as in a scenario's link) over a direction's, with the
+// same validation as a scenario file; a change of rate or delay without a
+// queue keeps the queue in force.
+func Change(d Direction, settings []string) (Direction, error) {
+	var raw rawParams
+	for _, s := range settings {
+		key, value, ok := strings.Cut(s, "=")
+		if !ok || value == "" {
+			return d, fmt.Errorf("%q: write settings as key=value (rate=10Mbit delay=20ms jitter=1ms loss=0.5%% queue=100 reorder=true)", s)
+		}
+		switch key {
+		case "rate":
+			raw.Rate = value
+		case "delay":
+			raw.Delay = value
+		case "jitter":
+			raw.Jitter = value
+		case "loss":
+			raw.Loss = rawLoss{Random: value, set: true}
+		case "queue":
+			raw.Queue = value
+		case "reorder":
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return d, fmt.Errorf("reorder=%s: give true or false", value)
+			}
+			raw.Reorder = &b
+		default:
+			return d, fmt.Errorf("%q: no setting %q (rate, delay, jitter, loss, queue, reorder)", s, key)
+		}
+	}
+	v := &validator{&yamlfile.Checker{File: "settings"}}
+	out := v.params("", raw, d, true)
+	if err := v.Err(); err != nil {
+		var msgs []string
+		for _, p := range err.(*yamlfile.Error).Problems {
+			msgs = append(msgs, strings.TrimPrefix(p.Field, ".")+": "+p.Msg)
+		}
+		return d, errors.New(strings.Join(msgs, "; "))
+	}
+	return out, nil
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -105,6 +107,9 @@ type daemon struct {
 	fds      []int
 	engine   *linkemu.Engine
 	server   *http.Server
+
+	setMu sync.Mutex // one change of links at a time
+	state *State     // as written for testbed status, with the links' settings in force
 }
 
 func (d *daemon) interrupted() bool {
@@ -162,10 +167,11 @@ func (d *daemon) build() error {
 		return err
 	}
 	fmt.Fprintf(d.ready, "%s%d %d starting the agents\n", progressPrefix, len(d.hosts)+1, len(d.hosts)+1)
-	if err := writeState(&State{
+	d.state = &State{
 		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
-		Cgroup: cg.Version.String(), Hosts: d.hosts, Dirs: d.topo.Dirs, Paths: d.topo.Paths,
-	}); err != nil {
+		Cgroup: cg.Version.String(), Hosts: d.hosts, Dirs: slices.Clone(d.topo.Dirs), Paths: d.topo.Paths,
+	}
+	if err := writeState(d.state); err != nil {
 		return err
 	}
 	return d.startAgents()
@@ -307,6 +313,7 @@ func (d *daemon) serve() error {
 	})
 	// Profiles of the engine, for benchmarks and bug reports:
 	// curl --unix-socket /run/wanlab/NAME/sockets/engine.sock http://engine/debug/pprof/profile
+	mux.HandleFunc("POST /directions", d.setDirections)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

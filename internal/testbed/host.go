@@ -50,16 +50,21 @@ func engineConfig(t *topology.Topology, fds []int, seed uint64) linkemu.Config {
 		cfg.MaxPacket = max(cfg.MaxPacket, h.MTU)
 	}
 	for _, d := range t.Dirs {
-		c := d.Config
-		dc := linkemu.DirConfig{
-			Name: d.Name, Rate: float64(c.Rate), Delay: c.Delay, Jitter: c.Jitter, Reorder: c.Reorder,
-			QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
-			Loss: linkemu.LossConfig{Random: c.Loss.Random},
-		}
-		if g := c.Loss.Gilbert; g != nil {
-			dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}
-		}
-		cfg.Dirs = append(cfg.Dirs, dc)
+		cfg.Dirs = append(cfg.Dirs, dirConfig(d))
 	}
 	return cfg
+}
+
+// dirConfig is the engine's configuration of a link direction.
+func dirConfig(d topology.Direction) linkemu.DirConfig {
+	c := d.Config
+	dc := linkemu.DirConfig{
+		Name: d.Name, Rate: float64(c.Rate), Delay: c.Delay, Jitter: c.Jitter, Reorder: c.Reorder,
+		QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
+		Loss: linkemu.LossConfig{Random: c.Loss.Random},
+	}
+	if g := c.Loss.Gilbert; g != nil {
+		dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}
+	}
+	return dc
 }
