@@ -100,6 +100,66 @@ var migrations = []string{
 		tcp_retransmits INTEGER NOT NULL DEFAULT 0
 	);
 	CREATE INDEX jobs_step ON jobs(step_id);`,
+	// The monitoring service's: summarised results of each path as points
+	// in base units, their hourly aggregates, the tests run, alerts, and
+	// leases that split a mesh between service processes.
+	`CREATE TABLE mon_points (
+		t      REAL NOT NULL,   -- Unix seconds, when the result was summarised
+		src    TEXT NOT NULL,
+		dst    TEXT NOT NULL,   -- for SNMP: the interface
+		test   TEXT NOT NULL,   -- the configuration's test name, or "snmp"
+		metric TEXT NOT NULL,   -- e.g. rtt_median_seconds, throughput_bits_per_second
+		value  REAL NOT NULL
+	);
+	CREATE INDEX mon_points_path ON mon_points(src, dst, metric, t);
+	CREATE INDEX mon_points_t ON mon_points(t);
+	CREATE TABLE mon_hourly (
+		hour   REAL NOT NULL,   -- Unix seconds of the hour's start
+		src    TEXT NOT NULL,
+		dst    TEXT NOT NULL,
+		test   TEXT NOT NULL,
+		metric TEXT NOT NULL,
+		min    REAL NOT NULL,
+		mean   REAL NOT NULL,
+		median REAL NOT NULL,
+		p95    REAL NOT NULL,
+		max    REAL NOT NULL,
+		count  INTEGER NOT NULL,
+		PRIMARY KEY (src, dst, metric, test, hour)
+	);
+	CREATE TABLE mon_tests (
+		id      INTEGER PRIMARY KEY,
+		test    TEXT NOT NULL,
+		kind    TEXT NOT NULL,  -- probe, throughput, transfer
+		src     TEXT NOT NULL,
+		dst     TEXT NOT NULL,
+		started REAL NOT NULL,
+		ended   REAL NOT NULL,
+		status  TEXT NOT NULL,  -- ok, failed
+		reason  TEXT NOT NULL DEFAULT '',
+		result  TEXT NOT NULL DEFAULT '{}'  -- JSON, with both ends' CPU
+	);
+	CREATE INDEX mon_tests_path ON mon_tests(src, dst, test, started);
+	CREATE TABLE mon_alerts (
+		id        INTEGER PRIMARY KEY,
+		rule      TEXT NOT NULL,  -- throughput_below, loss_above, rtt_step, clock_unsynchronised, no_data
+		src       TEXT NOT NULL,
+		dst       TEXT NOT NULL,
+		test      TEXT NOT NULL,
+		started   REAL NOT NULL,
+		ended     REAL,           -- NULL while it is active
+		value     REAL NOT NULL,
+		baseline  REAL NOT NULL,
+		threshold REAL NOT NULL,
+		message   TEXT NOT NULL,
+		evidence  TEXT NOT NULL DEFAULT '{}'
+	);
+	CREATE INDEX mon_alerts_started ON mon_alerts(started);
+	CREATE TABLE mon_leases (
+		share   INTEGER PRIMARY KEY,
+		owner   TEXT NOT NULL,
+		expires REAL NOT NULL
+	)`,
 }
 
 // IsPostgres says whether dsn names a PostgreSQL database rather than a file.

@@ -24,32 +24,7 @@ func TestMain(m *testing.M) { testsupport.Main(m) }
 // opens the same archive again.
 func backends(t *testing.T, fn func(t *testing.T, path string)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "a.db")) })
-	t.Run("postgres", func(t *testing.T) { fn(t, freshSchema(t, testsupport.Postgres(t))) })
-}
-
-// freshSchema creates a schema of its own for one test and returns a URL
-// whose connections use it.
-func freshSchema(t testing.TB, url string) string {
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	schema := fmt.Sprintf("wanlab_test_%d_%d", os.Getpid(), time.Now().UnixNano())
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", redact(url), err)
-	}
-	t.Cleanup(func() {
-		if db, err := sql.Open("pgx", url); err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE")
-			db.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + "search_path=" + schema
+	t.Run("postgres", func(t *testing.T) { fn(t, testsupport.PostgresSchema(t)) })
 }
 
 func TestRunsAndSamples(t *testing.T) { backends(t, testRunsAndSamples) }
@@ -131,7 +106,7 @@ func TestOpenRefuses(t *testing.T) {
 // BenchmarkAddSamples measures storage rate; the target is 100,000 samples/s.
 func BenchmarkAddSamples(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchAddSamples(b, filepath.Join(b.TempDir(), "bench.db")) })
-	b.Run("postgres", func(b *testing.B) { benchAddSamples(b, freshSchema(b, testsupport.Postgres(b))) })
+	b.Run("postgres", func(b *testing.B) { benchAddSamples(b, testsupport.PostgresSchema(b)) })
 }
 
 func benchAddSamples(b *testing.B, path string) {

@@ -202,3 +202,30 @@ func stopLeftPostgres(dir string) {
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 }
+
+// PostgresSchema returns the URL of a schema of its own in Postgres's
+// database, for one test, dropped at its end.
+func PostgresSchema(t testing.TB) string {
+	t.Helper()
+	url := Postgres(t)
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := fmt.Sprintf("wanlab_test_%d_%d", os.Getpid(), time.Now().UnixNano())
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("PostgreSQL: creating schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		if db, err := sql.Open("pgx", url); err == nil {
+			db.Exec("DROP SCHEMA " + schema + " CASCADE")
+			db.Close()
+		}
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}

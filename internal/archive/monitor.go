@@ -1,0 +1,403 @@
+package archive
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Point is one summarised result of a path, in base units.
+type Point struct {
+	T        time.Time `json:"t"`
+	Src      string    `json:"src"`
+	Dst      string    `json:"dst"`
+	Test     string    `json:"test"`
+	Metric   string    `json:"metric"`
+	Value    float64   `json:"value"`
+	Hourly   bool      `json:"hourly,omitempty"` // an hour's median, from the aggregates
+	Min, Max float64   `json:"-"`
+}
+
+var pointColumns = []string{"t", "src", "dst", "test", "metric", "value"}
+
+// AddPoints stores points in one transaction.
+func (a *Archive) AddPoints(points []Point) error {
+	rows := make([][]any, len(points))
+	for i, p := range points {
+		rows[i] = []any{unixSeconds(p.T), p.Src, p.Dst, p.Test, p.Metric, p.Value}
+	}
+	if err := a.insertRows("mon_points", pointColumns, rows); err != nil {
+		return fmt.Errorf("storing %d monitoring results in %s: %w", len(points), a.path, err)
+	}
+	return nil
+}
+
+// Points returns a path's metric from one time to another, oldest first:
+// raw points where they are kept, hourly medians before that.
+func (a *Archive) Points(ctx context.Context, src, dst, metric string, from, to time.Time) ([]Point, error) {
+	var oldestRaw sql.NullFloat64
+	if err := a.db.QueryRowContext(ctx, a.q(`SELECT MIN(t) FROM mon_points WHERE src = ? AND dst = ? AND metric = ?`), src, dst, metric).Scan(&oldestRaw); err != nil {
+		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
+	}
+	var out []Point
+	if !oldestRaw.Valid || fromUnix(oldestRaw.Float64).After(from) {
+		end := to
+		if oldestRaw.Valid {
+			end = fromUnix(oldestRaw.Float64).Truncate(time.Hour)
+		}
+		rows, err := a.db.QueryContext(ctx, a.q(`SELECT hour, test, median, min, max FROM mon_hourly
+			WHERE src = ? AND dst = ? AND metric = ? AND hour >= ? AND hour < ? ORDER BY hour`),
+			src, dst, metric, unixSeconds(from.Truncate(time.Hour)), unixSeconds(end))
+		if err != nil {
+			return nil, fmt.Errorf("reading hourly results of %s->%s: %w", src, dst, err)
+		}
+		for rows.Next() {
+			var t float64
+			p := Point{Src: src, Dst: dst, Metric: metric, Hourly: true}
+			if err := rows.Scan(&t, &p.Test, &p.Value, &p.Min, &p.Max); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			p.T = fromUnix(t)
+			out = append(out, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, test, value FROM mon_points
+		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ? ORDER BY t`),
+		src, dst, metric, unixSeconds(from), unixSeconds(to))
+	if err != nil {
+		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t float64
+		p := Point{Src: src, Dst: dst, Metric: metric}
+		if err := rows.Scan(&t, &p.Test, &p.Value); err != nil {
+			return nil, err
+		}
+		p.T, p.Min, p.Max = fromUnix(t), p.Value, p.Value
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// RecentPoints returns every point since a time, oldest first: what a
+// restarted service learns its baselines from.
+func (a *Archive) RecentPoints(ctx context.Context, since time.Time, fn func(Point) error) error {
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? ORDER BY t`), unixSeconds(since))
+	if err != nil {
+		return fmt.Errorf("reading recent monitoring results: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t float64
+		var p Point
+		if err := rows.Scan(&t, &p.Src, &p.Dst, &p.Test, &p.Metric, &p.Value); err != nil {
+			return err
+		}
+		p.T = fromUnix(t)
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Aggregate is one hour of a path's metric.
+type Aggregate struct {
+	Hour                        time.Time
+	Src, Dst, Test, Metric      string
+	Min, Mean, Median, P95, Max float64
+	Count                       int
+}
+
+// AggregateHours summarises every whole hour of raw points from since
+// (inclusive) to before, replacing aggregates already stored for those
+// hours, and returns how many aggregates it wrote.
+func (a *Archive) AggregateHours(ctx context.Context, since, before time.Time) (int, error) {
+	since, before = since.Truncate(time.Hour), before.Truncate(time.Hour)
+	if !since.Before(before) {
+		return 0, nil
+	}
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? AND t < ?`), unixSeconds(since), unixSeconds(before))
+	if err != nil {
+		return 0, fmt.Errorf("reading results to aggregate: %w", err)
+	}
+	type key struct {
+		hour                   int64
+		src, dst, test, metric string
+	}
+	groups := map[key][]float64{}
+	for rows.Next() {
+		var t, v float64
+		var k key
+		if err := rows.Scan(&t, &k.src, &k.dst, &k.test, &k.metric, &v); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		k.hour = fromUnix(t).Truncate(time.Hour).Unix()
+		groups[k] = append(groups[k], v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, a.q(`DELETE FROM mon_hourly WHERE hour >= ? AND hour < ?`), unixSeconds(since), unixSeconds(before)); err != nil {
+		return 0, err
+	}
+	for k, vs := range groups {
+		g := Summarize(vs)
+		if _, err := tx.ExecContext(ctx, a.q(`INSERT INTO mon_hourly (hour, src, dst, test, metric, min, mean, median, p95, max, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			float64(k.hour), k.src, k.dst, k.test, k.metric, g.Min, g.Mean, g.Median, g.P95, g.Max, g.Count); err != nil {
+			return 0, fmt.Errorf("storing hourly aggregates: %w", err)
+		}
+	}
+	return len(groups), tx.Commit()
+}
+
+// Summarize is the min, mean, median, 95th percentile, max and count of values.
+func Summarize(vs []float64) Aggregate {
+	if len(vs) == 0 {
+		return Aggregate{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	var sum float64
+	for _, v := range s {
+		sum += v
+	}
+	at := func(q float64) float64 {
+		pos := q * float64(len(s)-1)
+		lo := int(pos)
+		if lo+1 >= len(s) {
+			return s[len(s)-1]
+		}
+		return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
+	}
+	return Aggregate{Min: s[0], Mean: sum / float64(len(s)), Median: at(0.5), P95: at(0.95), Max: s[len(s)-1], Count: len(s)}
+}
+
+// LastAggregated is the start of the latest hour with aggregates, zero if none.
+func (a *Archive) LastAggregated(ctx context.Context) (time.Time, error) {
+	var h sql.NullFloat64
+	if err := a.db.QueryRowContext(ctx, `SELECT MAX(hour) FROM mon_hourly`).Scan(&h); err != nil || !h.Valid {
+		return time.Time{}, err
+	}
+	return fromUnix(h.Float64), nil
+}
+
+// Prune deletes raw points, tests and ended alerts older than rawBefore and
+// hourly aggregates older than hourlyBefore, and returns how many rows went.
+func (a *Archive) Prune(ctx context.Context, rawBefore, hourlyBefore time.Time) (int64, error) {
+	var n int64
+	for _, d := range []struct {
+		stmt string
+		t    time.Time
+	}{
+		{`DELETE FROM mon_points WHERE t < ?`, rawBefore},
+		{`DELETE FROM mon_tests WHERE started < ?`, rawBefore},
+		{`DELETE FROM mon_alerts WHERE ended IS NOT NULL AND ended < ?`, hourlyBefore},
+		{`DELETE FROM mon_hourly WHERE hour < ?`, hourlyBefore},
+	} {
+		res, err := a.db.ExecContext(ctx, a.q(d.stmt), unixSeconds(d.t))
+		if err != nil {
+			return n, fmt.Errorf("pruning the archive: %w", err)
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	return n, nil
+}
+
+// TestRecord is one monitoring test that ran.
+type TestRecord struct {
+	ID      int64           `json:"id"`
+	Test    string          `json:"test"`
+	Kind    string          `json:"kind"`
+	Src     string          `json:"src"`
+	Dst     string          `json:"dst"`
+	Started time.Time       `json:"started"`
+	Ended   time.Time       `json:"ended"`
+	Status  string          `json:"status"`
+	Reason  string          `json:"reason,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// AddTest stores a test that ran.
+func (a *Archive) AddTest(r TestRecord) error {
+	result := string(r.Result)
+	if result == "" {
+		result = "{}"
+	}
+	_, err := a.db.Exec(a.q(`INSERT INTO mon_tests (test, kind, src, dst, started, ended, status, reason, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		r.Test, r.Kind, r.Src, r.Dst, unixSeconds(r.Started), unixSeconds(r.Ended), r.Status, r.Reason, result)
+	if err != nil {
+		return fmt.Errorf("storing a %s test %s->%s in %s: %w", r.Test, r.Src, r.Dst, a.path, err)
+	}
+	return nil
+}
+
+// Tests returns a path's latest tests, newest first ("" matches any test).
+func (a *Archive) Tests(ctx context.Context, src, dst, test string, limit int) ([]TestRecord, error) {
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT id, test, kind, src, dst, started, ended, status, reason, result FROM mon_tests
+		WHERE src = ? AND dst = ? AND (CAST(? AS TEXT) = '' OR test = ?) ORDER BY started DESC LIMIT ?`), src, dst, test, test, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading tests of %s->%s: %w", src, dst, err)
+	}
+	defer rows.Close()
+	var out []TestRecord
+	for rows.Next() {
+		var r TestRecord
+		var s, e float64
+		var result string
+		if err := rows.Scan(&r.ID, &r.Test, &r.Kind, &r.Src, &r.Dst, &s, &e, &r.Status, &r.Reason, &result); err != nil {
+			return nil, err
+		}
+		r.Started, r.Ended, r.Result = fromUnix(s), fromUnix(e), json.RawMessage(result)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// LastStarts is when each (test, src, dst) last started a test: where a
+// restarted schedule resumes.
+func (a *Archive) LastStarts(ctx context.Context) (map[[3]string]time.Time, error) {
+	rows, err := a.db.QueryContext(ctx, `SELECT test, src, dst, MAX(started) FROM mon_tests GROUP BY test, src, dst`)
+	if err != nil {
+		return nil, fmt.Errorf("reading the last tests: %w", err)
+	}
+	defer rows.Close()
+	out := map[[3]string]time.Time{}
+	for rows.Next() {
+		var k [3]string
+		var t float64
+		if err := rows.Scan(&k[0], &k[1], &k[2], &t); err != nil {
+			return nil, err
+		}
+		out[k] = fromUnix(t)
+	}
+	return out, rows.Err()
+}
+
+// Alert is one alert: active while Ended is zero.
+type Alert struct {
+	ID        int64           `json:"id"`
+	Rule      string          `json:"rule"`
+	Src       string          `json:"src"`
+	Dst       string          `json:"dst"`
+	Test      string          `json:"test"`
+	Started   time.Time       `json:"started"`
+	Ended     time.Time       `json:"ended,omitzero"`
+	Value     float64         `json:"value"`
+	Baseline  float64         `json:"baseline"`
+	Threshold float64         `json:"threshold"`
+	Message   string          `json:"message"`
+	Evidence  json.RawMessage `json:"evidence,omitempty"`
+}
+
+// OpenAlert stores a new active alert and returns its id.
+func (a *Archive) OpenAlert(al Alert) (int64, error) {
+	ev := string(al.Evidence)
+	if ev == "" {
+		ev = "{}"
+	}
+	var id int64
+	err := a.db.QueryRow(a.q(`INSERT INTO mon_alerts (rule, src, dst, test, started, value, baseline, threshold, message, evidence)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		al.Rule, al.Src, al.Dst, al.Test, unixSeconds(al.Started), al.Value, al.Baseline, al.Threshold, al.Message, ev).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("storing alert %s on %s->%s: %w", al.Rule, al.Src, al.Dst, err)
+	}
+	return id, nil
+}
+
+// CloseAlert ends an alert.
+func (a *Archive) CloseAlert(id int64, ended time.Time) error {
+	if _, err := a.db.Exec(a.q(`UPDATE mon_alerts SET ended = ? WHERE id = ?`), unixSeconds(ended), id); err != nil {
+		return fmt.Errorf("ending alert %d: %w", id, err)
+	}
+	return nil
+}
+
+// Alerts lists alerts that were active at some time since a moment, newest
+// first; activeOnly lists those still active.
+func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {
+	q := `SELECT id, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence FROM mon_alerts
+		WHERE (ended IS NULL OR ended >= ?)`
+	if activeOnly {
+		q += ` AND ended IS NULL`
+	}
+	rows, err := a.db.QueryContext(ctx, a.q(q+` ORDER BY started DESC`), unixSeconds(since))
+	if err != nil {
+		return nil, fmt.Errorf("reading alerts: %w", err)
+	}
+	defer rows.Close()
+	var out []Alert
+	for rows.Next() {
+		var al Alert
+		var s, e float64
+		var ev string
+		if err := rows.Scan(&al.ID, &al.Rule, &al.Src, &al.Dst, &al.Test, &s, &e, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev); err != nil {
+			return nil, err
+		}
+		al.Started, al.Evidence = fromUnix(s), json.RawMessage(ev)
+		if e > 0 {
+			al.Ended = fromUnix(e)
+		}
+		out = append(out, al)
+	}
+	return out, rows.Err()
+}
+
+// ErrLeaseHeld means another process holds a share's lease.
+var ErrLeaseHeld = errors.New("lease held by another process")
+
+// Claim takes or renews the lease of a share of the mesh for owner until
+// expires: it succeeds when the share is free, expired, or owner's already.
+func (a *Archive) Claim(ctx context.Context, share int, owner string, expires time.Time) error {
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if a.postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7400113)`); err != nil {
+			return err
+		}
+	}
+	var holder string
+	var until float64
+	err = tx.QueryRowContext(ctx, a.q(`SELECT owner, expires FROM mon_leases WHERE share = ?`), share).Scan(&holder, &until)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = tx.ExecContext(ctx, a.q(`INSERT INTO mon_leases (share, owner, expires) VALUES (?, ?, ?)`), share, owner, unixSeconds(expires))
+	case err != nil:
+	case holder != owner && fromUnix(until).After(time.Now()):
+		return fmt.Errorf("share %d: %w (%s, until %s)", share, ErrLeaseHeld, holder, fromUnix(until).Format(time.RFC3339))
+	default:
+		_, err = tx.ExecContext(ctx, a.q(`UPDATE mon_leases SET owner = ?, expires = ? WHERE share = ?`), owner, unixSeconds(expires), share)
+	}
+	if err != nil {
+		return fmt.Errorf("claiming share %d: %w", share, err)
+	}
+	return tx.Commit()
+}
+
+// Release gives up owner's leases.
+func (a *Archive) Release(ctx context.Context, owner string) error {
+	_, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_leases WHERE owner = ?`), owner)
+	return err
+}

@@ -1,0 +1,96 @@
+package archive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestMonitoring(t *testing.T) { backends(t, testMonitoring) }
+
+func testMonitoring(t *testing.T, path string) {
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	h0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	var pts []Point
+	for i := range 60 {
+		pts = append(pts, Point{T: h0.Add(time.Duration(i) * time.Minute), Src: "a", Dst: "b", Test: "lat", Metric: "rtt_median_seconds", Value: float64(i+1) / 1000})
+	}
+	pts = append(pts, Point{T: h0.Add(90 * time.Minute), Src: "a", Dst: "b", Test: "lat", Metric: "rtt_median_seconds", Value: 0.5})
+	if err := a.AddPoints(pts); err != nil {
+		t.Fatal(err)
+	}
+	n, err := a.AggregateHours(ctx, h0, h0.Add(2*time.Hour+time.Minute))
+	if err != nil || n != 2 {
+		t.Fatalf("AggregateHours = %d, %v; want 2 aggregates (two hours)", n, err)
+	}
+	if last, err := a.LastAggregated(ctx); err != nil || !last.Equal(h0.Add(time.Hour)) {
+		t.Errorf("LastAggregated = %v, %v; want %v", last, err, h0.Add(time.Hour))
+	}
+	// Raw points are pruned from before 11:00: the first hour comes back as
+	// its hourly median.
+	if _, err := a.Prune(ctx, h0.Add(time.Hour), h0.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Points(ctx, "a", "b", "rtt_median_seconds", h0, h0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0].Hourly || got[0].Value != 0.0305 || got[0].Min != 0.001 || got[0].Max != 0.06 || got[1].Hourly || got[1].Value != 0.5 {
+		t.Errorf("Points after pruning = %+v; want the first hour's median 0.0305 (min 0.001, max 0.06), then the raw 0.5", got)
+	}
+	started := h0.Add(5 * time.Minute)
+	res, _ := json.Marshal(map[string]float64{"sender_cpu": 12})
+	if err := a.AddTest(TestRecord{Test: "bulk", Kind: "throughput", Src: "a", Dst: "b", Started: started, Ended: started.Add(5 * time.Second), Status: "ok", Result: res}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddTest(TestRecord{Test: "bulk", Kind: "throughput", Src: "a", Dst: "b", Started: started.Add(time.Hour), Ended: started.Add(time.Hour), Status: "failed", Reason: "agent down"}); err != nil {
+		t.Fatal(err)
+	}
+	tests, err := a.Tests(ctx, "a", "b", "", 10)
+	if err != nil || len(tests) != 2 || tests[0].Status != "failed" || string(tests[1].Result) != string(res) {
+		t.Errorf("Tests = %+v, %v; want the failed test first, then the one with its result", tests, err)
+	}
+	if tests, _ := a.Tests(ctx, "a", "b", "other", 10); len(tests) != 0 {
+		t.Errorf("Tests of another test name = %+v, want none", tests)
+	}
+	last, err := a.LastStarts(ctx)
+	if err != nil || !last[[3]string{"bulk", "a", "b"}].Equal(started.Add(time.Hour)) {
+		t.Errorf("LastStarts = %v, %v", last, err)
+	}
+	id, err := a.OpenAlert(Alert{Rule: "rtt_step", Src: "a", Dst: "b", Test: "lat", Started: h0, Value: 0.5, Baseline: 0.03, Threshold: 0.035, Message: "RTT rose"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if act, err := a.Alerts(ctx, h0.Add(-time.Hour), true); err != nil || len(act) != 1 || act[0].ID != id || act[0].Message != "RTT rose" {
+		t.Errorf("active alerts = %+v, %v", act, err)
+	}
+	if err := a.CloseAlert(id, h0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if act, _ := a.Alerts(ctx, h0.Add(-time.Hour), true); len(act) != 0 {
+		t.Errorf("an ended alert is still active: %+v", act)
+	}
+	if all, _ := a.Alerts(ctx, h0, false); len(all) != 1 || !all[0].Ended.Equal(h0.Add(time.Hour)) {
+		t.Errorf("alerts = %+v, want the ended one", all)
+	}
+	// Leases: one owner at a time until it expires.
+	if err := a.Claim(ctx, 0, "p1", time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Claim(ctx, 0, "p2", time.Now().Add(time.Minute)); !errors.Is(err, ErrLeaseHeld) {
+		t.Errorf("a held lease was claimed by another: %v", err)
+	}
+	if err := a.Claim(ctx, 0, "p1", time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Claim(ctx, 0, "p2", time.Now().Add(time.Minute)); err != nil {
+		t.Errorf("an expired lease could not be taken over: %v", err)
+	}
+}

@@ -1,0 +1,630 @@
+// Package monitor is wanlab's monitoring service: a scheduler that runs a
+// mesh of regular tests (probes, throughput, disk-to-disk transfers)
+// among the hosts of an emulated test-bed or of real agents, archives
+// every result as soon as it lands (buffering to local disk while the
+// archive is away), learns each path's baseline, raises alerts when a path
+// leaves it, polls routers' interface counters over SNMP, and exposes it
+// all on /metrics and /api/v1. It is one more controller: it measures
+// through package measure, as the CLI's verbs do.
+package monitor
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/yamlfile"
+)
+
+// Test types.
+const (
+	Probe      = "probe"
+	Throughput = "throughput"
+	Transfer   = "transfer"
+)
+
+// Config is a validated monitoring configuration.
+type Config struct {
+	Source string
+	// Testbed is a scenario file (relative to the config's folder) or a
+	// built-in name, which serve brings up and tears down; Inventory is
+	// an inventory of real agents instead.
+	Testbed, Inventory string
+	Groups             yamlfile.Ordered[[]string]
+	Tests              []Test
+	Alerts             Thresholds
+	// Overrides are thresholds of some pairs or groups, later ones first.
+	Overrides []Override
+	Baseline  Baseline
+	Retention Retention
+	Buffer    Buffer
+	Webhook   string
+	SNMP      []SNMPTarget
+}
+
+// Test is one kind of test run between every ordered pair of a group.
+type Test struct {
+	Name  string
+	Type  string
+	Group string
+	// Probe: packets per second, summarised every Summary.
+	Rate    float64
+	Summary time.Duration
+	Size    int
+	// Throughput and transfer: one test per pair every Every, each moved
+	// by up to Slip at random so that a mesh does not synchronise.
+	Every, Slip time.Duration
+	Duration    time.Duration // throughput
+	Streams     int
+	Congestion  string
+	Window      int
+	Bytes       int64 // transfer
+}
+
+// Exclusive says whether the test takes a host's network to itself:
+// throughput-class tests never overlap on a host.
+func (t Test) Exclusive() bool { return t.Type != Probe }
+
+// Period is how often a pair's test starts.
+func (t Test) Period() time.Duration {
+	if t.Type == Probe {
+		return t.Summary
+	}
+	return t.Every
+}
+
+// Budget is how long one run of the test holds its hosts, with the time
+// to connect and to wait for the last packet.
+func (t Test) Budget() time.Duration {
+	switch t.Type {
+	case Probe:
+		return t.Summary
+	case Throughput:
+		return t.Duration + 2*time.Second
+	}
+	// A transfer's length depends on the path: bound it by its timeout.
+	return TransferTimeout(t.Bytes)
+}
+
+// TransferTimeout bounds a monitoring transfer of n bytes: at 1 Mbit/s.
+func TransferTimeout(n int64) time.Duration {
+	return 10*time.Second + time.Duration(float64(n)*8/1e6*float64(time.Second))
+}
+
+// Thresholds say when a path has left its baseline; a zero field is not checked.
+type Thresholds struct {
+	// ThroughputBelow is the fraction of the baseline under which a
+	// throughput or transfer result alerts.
+	ThroughputBelow float64
+	// LossAbove is the round-trip loss ratio over which a probe summary alerts.
+	LossAbove float64
+	// RTTStep is the rise of the median round trip over the baseline's
+	// that alerts (a route change).
+	RTTStep time.Duration
+	// For is how many results in a row must break a threshold.
+	For int
+}
+
+// Override is thresholds for some pairs ("a->b") or groups.
+type Override struct {
+	Pairs  []string
+	Groups []string
+	Thresholds
+}
+
+// Baseline is how a path's normal is learnt.
+type Baseline struct {
+	Window    time.Duration
+	MinPoints int
+}
+
+// Retention is how long the archive keeps raw points and hourly aggregates.
+type Retention struct{ Raw, Hourly time.Duration }
+
+// Buffer is where results wait while the archive is unreachable.
+type Buffer struct {
+	Dir string
+	Max int64
+}
+
+// SNMPTarget is a router or switch whose interface counters are polled.
+type SNMPTarget struct {
+	Name       string
+	Address    string // host:port
+	Version    string // 2c or 3
+	Community  string
+	User       string
+	AuthProto  string // SHA or MD5
+	AuthPass   string
+	PrivProto  string // AES or DES
+	PrivPass   string
+	Every      time.Duration
+	Interfaces []string // names; empty for all
+}
+
+// Defaults.
+const (
+	DefaultSummary   = time.Minute
+	DefaultProbeRate = 10
+	DefaultBufferMax = 256 << 20
+	// MaxPairsPerTest bounds a test's mesh: 100 hosts.
+	MaxPairsPerTest = 9900
+)
+
+var (
+	defaultThresholds = Thresholds{ThroughputBelow: 0.5, LossAbove: 0.01, RTTStep: 5 * time.Millisecond, For: 2}
+	defaultBaseline   = Baseline{Window: 24 * time.Hour, MinPoints: 5}
+	defaultRetention  = Retention{Raw: 30 * 24 * time.Hour, Hourly: 400 * 24 * time.Hour}
+)
+
+type rawConfig struct {
+	Testbed   string                     `yaml:"testbed"`
+	Inventory string                     `yaml:"inventory"`
+	Groups    yamlfile.Ordered[[]string] `yaml:"groups"`
+	Tests     []rawTest                  `yaml:"tests"`
+	Alerts    struct {
+		rawThresholds `yaml:",inline"`
+		Overrides     []rawOverride `yaml:"overrides"`
+	} `yaml:"alerts"`
+	Baseline struct {
+		Window    string `yaml:"window"`
+		MinPoints *int   `yaml:"min_points"`
+	} `yaml:"baseline"`
+	Retention struct {
+		Raw    string `yaml:"raw"`
+		Hourly string `yaml:"hourly"`
+	} `yaml:"retention"`
+	Buffer struct {
+		Dir string `yaml:"dir"`
+		Max string `yaml:"max"`
+	} `yaml:"buffer"`
+	Webhook string    `yaml:"webhook"`
+	SNMP    []rawSNMP `yaml:"snmp"`
+}
+
+type rawTest struct {
+	Name       string `yaml:"name"`
+	Type       string `yaml:"type"`
+	Group      string `yaml:"group"`
+	Rate       string `yaml:"rate"`
+	Summary    string `yaml:"summary"`
+	Size       string `yaml:"size"`
+	Every      string `yaml:"every"`
+	Slip       string `yaml:"slip"`
+	Duration   string `yaml:"duration"`
+	Streams    int    `yaml:"streams"`
+	Congestion string `yaml:"congestion"`
+	Window     string `yaml:"window"`
+	Bytes      string `yaml:"bytes"`
+}
+
+type rawThresholds struct {
+	ThroughputBelow string `yaml:"throughput_below"`
+	LossAbove       string `yaml:"loss_above"`
+	RTTStep         string `yaml:"rtt_step"`
+	For             *int   `yaml:"for"`
+}
+
+type rawOverride struct {
+	Pairs         []string `yaml:"pairs"`
+	Groups        []string `yaml:"groups"`
+	rawThresholds `yaml:",inline"`
+}
+
+type rawSNMP struct {
+	Name       string   `yaml:"name"`
+	Address    string   `yaml:"address"`
+	Version    string   `yaml:"version"`
+	Community  string   `yaml:"community"`
+	User       string   `yaml:"user"`
+	AuthProto  string   `yaml:"auth_protocol"`
+	AuthPass   string   `yaml:"auth_password"`
+	PrivProto  string   `yaml:"priv_protocol"`
+	PrivPass   string   `yaml:"priv_password"`
+	Every      string   `yaml:"every"`
+	Interfaces []string `yaml:"interfaces"`
+}
+
+// Load reads and validates a configuration file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the monitoring configuration: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates a configuration; every problem is reported at its line.
+// Host names are checked against the test-bed or inventory by CheckHosts.
+func Parse(file string, data []byte) (*Config, error) {
+	var raw rawConfig
+	c, _, err := yamlfile.Decode(file, data, &raw, "the configuration is empty: it needs testbed: or inventory:, groups: and tests: (README, monitoring)")
+	if err != nil {
+		return nil, err
+	}
+	v := checker{c}
+	cfg := &Config{Source: file, Testbed: raw.Testbed, Inventory: raw.Inventory, Groups: raw.Groups, Webhook: raw.Webhook}
+	if (raw.Testbed == "") == (raw.Inventory == "") {
+		c.Fail("testbed", "give testbed: (a scenario file or built-in name, brought up by serve) or inventory: (real agents), not both")
+	}
+	if cfg.Inventory != "" && !filepath.IsAbs(cfg.Inventory) {
+		cfg.Inventory = filepath.Join(filepath.Dir(file), cfg.Inventory)
+	}
+	if len(raw.Groups) == 0 {
+		c.Fail("groups", "no groups: name the hosts to monitor, as sites: [cern, cnaf, taipei]")
+	}
+	for _, g := range raw.Groups {
+		f := "groups." + g.Key
+		if !scenario.ValidName(g.Key) {
+			c.Fail(f, "group name %q must be 1-32 letters, digits, '-' or '_'", g.Key)
+		}
+		if len(g.Value) < 2 {
+			c.Fail(f, "a group needs at least two hosts to test between")
+		}
+		for i, h := range g.Value {
+			if slices.Index(g.Value, h) != i {
+				c.Fail(fmt.Sprintf("%s[%d]", f, i), "host %q is listed twice", h)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i, rt := range raw.Tests {
+		t := v.test(fmt.Sprintf("tests[%d]", i), rt, raw.Groups)
+		if names[t.Name] {
+			c.Fail(fmt.Sprintf("tests[%d].name", i), "test %q is named twice", t.Name)
+		}
+		names[t.Name] = true
+		cfg.Tests = append(cfg.Tests, t)
+	}
+	if len(raw.Tests) == 0 {
+		c.Fail("tests", "no tests: give at least one, as {name: latency, type: probe, group: sites}")
+	}
+	cfg.Alerts = v.thresholds("alerts", raw.Alerts.rawThresholds, defaultThresholds)
+	for i, ro := range raw.Alerts.Overrides {
+		f := fmt.Sprintf("alerts.overrides[%d]", i)
+		o := Override{Pairs: ro.Pairs, Groups: ro.Groups, Thresholds: v.thresholds(f, ro.rawThresholds, cfg.Alerts)}
+		if len(ro.Pairs)+len(ro.Groups) == 0 {
+			c.Fail(f, "an override names pairs: (as cern->cnaf) or groups:")
+		}
+		for j, p := range ro.Pairs {
+			if a, b, ok := strings.Cut(p, "->"); !ok || a == "" || b == "" {
+				c.Fail(fmt.Sprintf("%s.pairs[%d]", f, j), "%q: write a pair as source->destination", p)
+			}
+		}
+		for j, g := range ro.Groups {
+			if !hasGroup(raw.Groups, g) {
+				c.Fail(fmt.Sprintf("%s.groups[%d]", f, j), "no group %q", g)
+			}
+		}
+		cfg.Overrides = append(cfg.Overrides, o)
+	}
+	cfg.Baseline = defaultBaseline
+	if raw.Baseline.Window != "" {
+		cfg.Baseline.Window = v.duration("baseline.window", raw.Baseline.Window, time.Minute, 90*24*time.Hour)
+	}
+	if n := raw.Baseline.MinPoints; n != nil {
+		if *n < 1 || *n > 10000 {
+			c.Fail("baseline.min_points", "%d: give 1 to 10000 results", *n)
+		}
+		cfg.Baseline.MinPoints = *n
+	}
+	cfg.Retention = defaultRetention
+	if raw.Retention.Raw != "" {
+		cfg.Retention.Raw = v.duration("retention.raw", raw.Retention.Raw, time.Hour, 10*365*24*time.Hour)
+	}
+	if raw.Retention.Hourly != "" {
+		cfg.Retention.Hourly = v.duration("retention.hourly", raw.Retention.Hourly, time.Hour, 100*365*24*time.Hour)
+	}
+	if cfg.Retention.Hourly < cfg.Retention.Raw {
+		c.Fail("retention.hourly", "hourly aggregates (%s) must be kept at least as long as raw results (%s)", days(cfg.Retention.Hourly), days(cfg.Retention.Raw))
+	}
+	cfg.Buffer = Buffer{Dir: raw.Buffer.Dir, Max: DefaultBufferMax}
+	if cfg.Buffer.Dir != "" && !filepath.IsAbs(cfg.Buffer.Dir) {
+		cfg.Buffer.Dir = filepath.Join(filepath.Dir(file), cfg.Buffer.Dir)
+	}
+	if raw.Buffer.Max != "" {
+		z, err := units.ParseSize(raw.Buffer.Max)
+		if err != nil || z < 1<<20 {
+			c.Fail("buffer.max", "%q: give a size of at least 1MiB", raw.Buffer.Max)
+		}
+		cfg.Buffer.Max = int64(z)
+	}
+	if w := raw.Webhook; w != "" && !strings.HasPrefix(w, "http://") && !strings.HasPrefix(w, "https://") {
+		c.Fail("webhook", "%q: give an http:// or https:// URL", w)
+	}
+	for i, rs := range raw.SNMP {
+		cfg.SNMP = append(cfg.SNMP, v.snmp(fmt.Sprintf("snmp[%d]", i), rs))
+	}
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+type checker struct{ *yamlfile.Checker }
+
+func hasGroup(groups yamlfile.Ordered[[]string], name string) bool {
+	return slices.ContainsFunc(groups, func(g yamlfile.Keyed[[]string]) bool { return g.Key == name })
+}
+
+// Group returns the hosts of a group.
+func (c *Config) Group(name string) []string {
+	for _, g := range c.Groups {
+		if g.Key == name {
+			return g.Value
+		}
+	}
+	return nil
+}
+
+// Hosts are every host the configuration names, in order of first mention.
+func (c *Config) Hosts() []string {
+	var out []string
+	for _, g := range c.Groups {
+		for _, h := range g.Value {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// CheckHosts refuses host names that the test-bed or inventory lacks, at
+// the line of their group.
+func (c *Config) CheckHosts(known []string) error {
+	var bad []string
+	for _, g := range c.Groups {
+		for _, h := range g.Value {
+			if !slices.Contains(known, h) {
+				bad = append(bad, fmt.Sprintf("group %s names host %q", g.Key, h))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		where := c.Testbed
+		if where == "" {
+			where = c.Inventory
+		}
+		return fmt.Errorf("%s: %s, which %s does not have (hosts: %s)", c.Source, strings.Join(bad, "; "), where, strings.Join(known, ", "))
+	}
+	return nil
+}
+
+func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) Test {
+	t := Test{Name: rt.Name, Type: rt.Type, Group: rt.Group, Streams: rt.Streams, Congestion: rt.Congestion}
+	if !scenario.ValidName(rt.Name) {
+		v.Fail(f+".name", "test name %q must be 1-32 letters, digits, '-' or '_'", rt.Name)
+	}
+	if !hasGroup(groups, rt.Group) {
+		v.Fail(f+".group", "no group %q", rt.Group)
+	}
+	only := func(field, value string, types ...string) {
+		if value != "" && !slices.Contains(types, t.Type) {
+			v.Fail(f+"."+field, "%s: tests of type %s have no %s", value, t.Type, field)
+		}
+	}
+	only("rate", rt.Rate, Probe)
+	only("summary", rt.Summary, Probe)
+	only("size", rt.Size, Probe)
+	only("every", rt.Every, Throughput, Transfer)
+	only("slip", rt.Slip, Throughput, Transfer)
+	only("duration", rt.Duration, Throughput)
+	only("congestion", rt.Congestion, Throughput)
+	only("window", rt.Window, Throughput, Transfer)
+	only("bytes", rt.Bytes, Transfer)
+	if rt.Streams != 0 {
+		only("streams", strconv.Itoa(rt.Streams), Throughput, Transfer)
+	}
+	switch rt.Type {
+	case Probe:
+		t.Rate, t.Summary, t.Size = DefaultProbeRate, DefaultSummary, 64
+		if rt.Rate != "" {
+			r, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rt.Rate), "/s"), 64)
+			if err != nil || !(r >= 0.1 && r <= 1000) {
+				v.Fail(f+".rate", "%q: give packets per second from 0.1 to 1000, as 10/s", rt.Rate)
+			}
+			t.Rate = r
+		}
+		if rt.Summary != "" {
+			t.Summary = v.duration(f+".summary", rt.Summary, time.Second, 24*time.Hour)
+		}
+		if rt.Size != "" {
+			z, err := units.ParseSize(rt.Size)
+			if err != nil || z < 36 || z > 9000 {
+				v.Fail(f+".size", "%q: give a datagram of 36 to 9000 bytes", rt.Size)
+			}
+			t.Size = int(z)
+		}
+		if n := t.Rate * t.Summary.Seconds(); n < 2 && t.Summary > 0 {
+			v.Fail(f+".summary", "%s at %g/s is %g probes: a summary needs at least 2", t.Summary, t.Rate, n)
+		}
+	case Throughput, Transfer:
+		if rt.Every == "" {
+			v.Fail(f+".every", "give how often each pair is tested, as every: 6h")
+		} else {
+			t.Every = v.duration(f+".every", rt.Every, 10*time.Second, 30*24*time.Hour)
+		}
+		t.Slip = t.Every / 10
+		if rt.Slip != "" {
+			t.Slip = v.duration(f+".slip", rt.Slip, 0, t.Every)
+		}
+		if t.Streams == 0 {
+			t.Streams = 1
+		}
+		if t.Streams < 1 || t.Streams > 128 {
+			v.Fail(f+".streams", "%d: give 1 to 128 streams", t.Streams)
+		}
+		if rt.Window != "" {
+			z, err := units.ParseSize(rt.Window)
+			if err != nil || z < 4096 || z > 1<<30 {
+				v.Fail(f+".window", "%q: give a window of 4KiB to 1GiB", rt.Window)
+			}
+			t.Window = int(z)
+		}
+		if rt.Type == Throughput {
+			t.Duration = 10 * time.Second
+			if rt.Duration != "" {
+				t.Duration = v.duration(f+".duration", rt.Duration, time.Second, 10*time.Minute)
+			}
+			if t.Congestion != "" && !slices.Contains([]string{"reno", "cubic", "bbr"}, t.Congestion) {
+				v.Fail(f+".congestion", "%q: give reno, cubic or bbr", t.Congestion)
+			}
+		} else {
+			if rt.Bytes == "" {
+				v.Fail(f+".bytes", "give the size of the file to transfer, as bytes: 100MB")
+			} else if z, err := units.ParseSize(rt.Bytes); err != nil || z < 1 || z > 100<<30 {
+				v.Fail(f+".bytes", "%q: give a size from 1B to 100GiB", rt.Bytes)
+			} else {
+				t.Bytes = int64(z)
+			}
+		}
+		if t.Every > 0 && t.Budget() > t.Every {
+			v.Fail(f+".every", "every %s is shorter than one test (%s): the pair would never rest", t.Every, t.Budget())
+		}
+	default:
+		v.Fail(f+".type", "%q: give probe, throughput or transfer", rt.Type)
+	}
+	return t
+}
+
+func (v checker) thresholds(f string, r rawThresholds, base Thresholds) Thresholds {
+	t := base
+	if r.ThroughputBelow != "" {
+		p, err := units.ParsePercent(r.ThroughputBelow)
+		if err != nil || p <= 0 || p >= 1 {
+			v.Fail(f+".throughput_below", "%q: give a fraction of the baseline between 0%% and 100%%, as 70%%", r.ThroughputBelow)
+		}
+		t.ThroughputBelow = p
+	}
+	if r.LossAbove != "" {
+		p, err := units.ParsePercent(r.LossAbove)
+		if err != nil || p <= 0 || p >= 1 {
+			v.Fail(f+".loss_above", "%q: give a loss between 0%% and 100%%, as 1%%", r.LossAbove)
+		}
+		t.LossAbove = p
+	}
+	if r.RTTStep != "" {
+		t.RTTStep = v.duration(f+".rtt_step", r.RTTStep, 100*time.Microsecond, time.Minute)
+	}
+	if r.For != nil {
+		if *r.For < 1 || *r.For > 100 {
+			v.Fail(f+".for", "%d: give 1 to 100 results in a row", *r.For)
+		}
+		t.For = *r.For
+	}
+	return t
+}
+
+func (v checker) snmp(f string, r rawSNMP) SNMPTarget {
+	s := SNMPTarget{Name: r.Name, Address: r.Address, Version: r.Version, Community: r.Community, User: r.User,
+		AuthProto: strings.ToUpper(r.AuthProto), AuthPass: r.AuthPass, PrivProto: strings.ToUpper(r.PrivProto), PrivPass: r.PrivPass,
+		Every: time.Minute, Interfaces: r.Interfaces}
+	if !scenario.ValidName(r.Name) {
+		v.Fail(f+".name", "%q: name the device with 1-32 letters, digits, '-' or '_'", r.Name)
+	}
+	if _, port, err := net.SplitHostPort(r.Address); err != nil || port == "" || port == "0" {
+		v.Fail(f+".address", "%q: give the agent's host:port, as 192.0.2.1:161", r.Address)
+	}
+	if r.Every != "" {
+		s.Every = v.duration(f+".every", r.Every, time.Second, time.Hour)
+	}
+	switch r.Version {
+	case "2c":
+		if r.Community == "" {
+			v.Fail(f+".community", "SNMP v2c needs a community")
+		}
+	case "3":
+		if r.User == "" {
+			v.Fail(f+".user", "SNMP v3 needs a user")
+		}
+		if s.AuthProto != "" && s.AuthProto != "SHA" && s.AuthProto != "MD5" {
+			v.Fail(f+".auth_protocol", "%q: give SHA or MD5", r.AuthProto)
+		}
+		if s.PrivProto != "" && s.PrivProto != "AES" && s.PrivProto != "DES" {
+			v.Fail(f+".priv_protocol", "%q: give AES or DES", r.PrivProto)
+		}
+		if (s.AuthProto == "") != (s.AuthPass == "") || (s.PrivProto == "") != (s.PrivPass == "") {
+			v.Fail(f, "give each of auth_protocol/auth_password and priv_protocol/priv_password with its pair")
+		}
+		if s.PrivProto != "" && s.AuthProto == "" {
+			v.Fail(f+".priv_protocol", "privacy needs authentication (auth_protocol)")
+		}
+		if (s.AuthPass != "" && len(s.AuthPass) < 8) || (s.PrivPass != "" && len(s.PrivPass) < 8) {
+			v.Fail(f, "SNMP v3 passwords have at least 8 characters")
+		}
+	default:
+		v.Fail(f+".version", "%q: give 2c or 3", r.Version)
+	}
+	return s
+}
+
+// duration parses a duration from lo to hi; "d" counts days.
+func (v checker) duration(f, s string, lo, hi time.Duration) time.Duration {
+	d, err := parseDuration(s)
+	if err != nil {
+		v.Fail(f, "%v", err)
+		return lo
+	}
+	if d < lo || d > hi {
+		v.Fail(f, "%s: give %s to %s", s, days(lo), days(hi))
+		return lo
+	}
+	return d
+}
+
+// parseDuration reads a duration as units.ParseDuration does, or in days ("30d").
+func parseDuration(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
+		if x, err := strconv.ParseFloat(n, 64); err == nil && x >= 0 && x < 1e5 {
+			return time.Duration(x * float64(24*time.Hour)), nil
+		}
+	}
+	return units.ParseDuration(s)
+}
+
+// days prints a duration, in days when it is whole days.
+func days(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
+
+// For returns the thresholds of a pair: the last override naming the pair
+// or one of its groups, else the configuration's.
+func (c *Config) For(src, dst string) Thresholds {
+	for i := len(c.Overrides) - 1; i >= 0; i-- {
+		o := c.Overrides[i]
+		if slices.Contains(o.Pairs, src+"->"+dst) {
+			return o.Thresholds
+		}
+		for _, g := range o.Groups {
+			if hosts := c.Group(g); slices.Contains(hosts, src) && slices.Contains(hosts, dst) {
+				return o.Thresholds
+			}
+		}
+	}
+	return c.Alerts
+}
+
+// Pairs are the ordered pairs of a test's group.
+func (c *Config) Pairs(t Test) [][2]string {
+	hosts := c.Group(t.Group)
+	out := make([][2]string, 0, len(hosts)*(len(hosts)-1))
+	for _, a := range hosts {
+		for _, b := range hosts {
+			if a != b {
+				out = append(out, [2]string{a, b})
+			}
+		}
+	}
+	return out
+}
