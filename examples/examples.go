@@ -66,3 +66,18 @@ func Lookup(name string) (Scenario, bool) {
 	}
 	return Scenario{}, false
 }
+
+// File finds any shipped file by name, with or without .yaml: a built-in
+// scenario, a test-bed alone (wan-lan) or a monitoring configuration
+// (monitor-lab). The source is its place in the source tree.
+func File(name string) (source string, text []byte, ok bool) {
+	name = strings.TrimSuffix(name, ".yaml")
+	if strings.ContainsAny(name, "/\\") {
+		return "", nil, false
+	}
+	text, err := files.ReadFile(name + ".yaml")
+	if err != nil {
+		return "", nil, false
+	}
+	return "examples/" + name + ".yaml", text, true
+}

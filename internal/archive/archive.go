@@ -152,9 +152,11 @@ var migrations = []string{
 		baseline  REAL NOT NULL,
 		threshold REAL NOT NULL,
 		message   TEXT NOT NULL,
-		evidence  TEXT NOT NULL DEFAULT '{}'
+		evidence  TEXT NOT NULL DEFAULT '{}',
+		ref       TEXT NOT NULL   -- the service's name of the alert, which ends it
 	);
 	CREATE INDEX mon_alerts_started ON mon_alerts(started);
+	CREATE INDEX mon_alerts_ref ON mon_alerts(ref);
 	CREATE TABLE mon_leases (
 		share   INTEGER PRIMARY KEY,
 		owner   TEXT NOT NULL,

@@ -295,6 +295,7 @@ func (a *Archive) LastStarts(ctx context.Context) (map[[3]string]time.Time, erro
 // Alert is one alert: active while Ended is zero.
 type Alert struct {
 	ID        int64           `json:"id"`
+	Ref       string          `json:"ref"`
 	Rule      string          `json:"rule"`
 	Src       string          `json:"src"`
 	Dst       string          `json:"dst"`
@@ -315,19 +316,19 @@ func (a *Archive) OpenAlert(al Alert) (int64, error) {
 		ev = "{}"
 	}
 	var id int64
-	err := a.db.QueryRow(a.q(`INSERT INTO mon_alerts (rule, src, dst, test, started, value, baseline, threshold, message, evidence)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		al.Rule, al.Src, al.Dst, al.Test, unixSeconds(al.Started), al.Value, al.Baseline, al.Threshold, al.Message, ev).Scan(&id)
+	err := a.db.QueryRow(a.q(`INSERT INTO mon_alerts (ref, rule, src, dst, test, started, value, baseline, threshold, message, evidence)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		al.Ref, al.Rule, al.Src, al.Dst, al.Test, unixSeconds(al.Started), al.Value, al.Baseline, al.Threshold, al.Message, ev).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("storing alert %s on %s->%s: %w", al.Rule, al.Src, al.Dst, err)
 	}
 	return id, nil
 }
 
-// CloseAlert ends an alert.
-func (a *Archive) CloseAlert(id int64, ended time.Time) error {
-	if _, err := a.db.Exec(a.q(`UPDATE mon_alerts SET ended = ? WHERE id = ?`), unixSeconds(ended), id); err != nil {
-		return fmt.Errorf("ending alert %d: %w", id, err)
+// CloseAlert ends the active alert of a ref.
+func (a *Archive) CloseAlert(ref string, ended time.Time) error {
+	if _, err := a.db.Exec(a.q(`UPDATE mon_alerts SET ended = ? WHERE ref = ? AND ended IS NULL`), unixSeconds(ended), ref); err != nil {
+		return fmt.Errorf("ending alert %s: %w", ref, err)
 	}
 	return nil
 }
@@ -335,7 +336,7 @@ func (a *Archive) CloseAlert(id int64, ended time.Time) error {
 // Alerts lists alerts that were active at some time since a moment, newest
 // first; activeOnly lists those still active.
 func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {
-	q := `SELECT id, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence FROM mon_alerts
+	q := `SELECT id, ref, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence FROM mon_alerts
 		WHERE (ended IS NULL OR ended >= ?)`
 	if activeOnly {
 		q += ` AND ended IS NULL`
@@ -350,7 +351,7 @@ func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) 
 		var al Alert
 		var s, e float64
 		var ev string
-		if err := rows.Scan(&al.ID, &al.Rule, &al.Src, &al.Dst, &al.Test, &s, &e, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev); err != nil {
+		if err := rows.Scan(&al.ID, &al.Ref, &al.Rule, &al.Src, &al.Dst, &al.Test, &s, &e, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev); err != nil {
 			return nil, err
 		}
 		al.Started, al.Evidence = fromUnix(s), json.RawMessage(ev)
@@ -401,3 +402,6 @@ func (a *Archive) Release(ctx context.Context, owner string) error {
 	_, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_leases WHERE owner = ?`), owner)
 	return err
 }
+
+// Redact is dsn without its password, to print.
+func Redact(dsn string) string { return redact(dsn) }

@@ -64,14 +64,14 @@ func testMonitoring(t *testing.T, path string) {
 	if err != nil || !last[[3]string{"bulk", "a", "b"}].Equal(started.Add(time.Hour)) {
 		t.Errorf("LastStarts = %v, %v", last, err)
 	}
-	id, err := a.OpenAlert(Alert{Rule: "rtt_step", Src: "a", Dst: "b", Test: "lat", Started: h0, Value: 0.5, Baseline: 0.03, Threshold: 0.035, Message: "RTT rose"})
+	id, err := a.OpenAlert(Alert{Ref: "r1", Rule: "rtt_step", Src: "a", Dst: "b", Test: "lat", Started: h0, Value: 0.5, Baseline: 0.03, Threshold: 0.035, Message: "RTT rose"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if act, err := a.Alerts(ctx, h0.Add(-time.Hour), true); err != nil || len(act) != 1 || act[0].ID != id || act[0].Message != "RTT rose" {
 		t.Errorf("active alerts = %+v, %v", act, err)
 	}
-	if err := a.CloseAlert(id, h0.Add(time.Hour)); err != nil {
+	if err := a.CloseAlert("r1", h0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if act, _ := a.Alerts(ctx, h0.Add(-time.Hour), true); len(act) != 0 {

@@ -9,6 +9,7 @@
 package monitor
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/yamlfile"
@@ -627,4 +629,39 @@ func (c *Config) Pairs(t Test) [][2]string {
 		}
 	}
 	return out
+}
+
+// LoadNamed reads a configuration file, or a shipped one by name (monitor-lab).
+func LoadNamed(name string) (*Config, error) {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		if source, text, ok := examples.File(name); ok {
+			return Parse(source, text)
+		}
+		return nil, fmt.Errorf("no monitoring configuration %q (a file, or a shipped one such as monitor-lab)", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the monitoring configuration: %w", err)
+	}
+	return Parse(name, data)
+}
+
+// TestbedScenario reads the scenario of the configuration's test-bed: a
+// file, relative to the configuration's folder, or a shipped one by name.
+func (c *Config) TestbedScenario() (source string, text []byte, err error) {
+	path := c.Testbed
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(c.Source), path)
+	}
+	text, err = os.ReadFile(path)
+	if err == nil {
+		return path, text, nil
+	}
+	if source, text, ok := examples.File(c.Testbed); ok {
+		return source, text, nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("%s: testbed: no scenario file %s and no shipped scenario %q", c.Source, path, c.Testbed)
+	}
+	return "", nil, fmt.Errorf("%s: testbed: %w", c.Source, err)
 }

@@ -1,0 +1,238 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+// Alert rules.
+const (
+	RuleThroughputBelow = "throughput_below"
+	RuleLossAbove       = "loss_above"
+	RuleRTTStep         = "rtt_step"
+	RuleClock           = "clock_unsynchronised"
+	RuleNoData          = "no_data"
+)
+
+// PathKey names one test of one path.
+type PathKey struct{ Src, Dst, Test string }
+
+func (k PathKey) String() string { return k.Src + "->" + k.Dst + " (" + k.Test + ")" }
+
+type alertKey struct {
+	PathKey
+	Rule string
+}
+
+// Observation is what one test of a path gave: its points, or why it gave none.
+type Observation struct {
+	Key    PathKey
+	Type   string
+	At     time.Time
+	Points []archive.Point
+	// Failed is why the test gave no result ("" when it did).
+	Failed string
+	// ClockProblem says why one-way delays are unreliable on a path whose
+	// hosts should give them ("" when they are fine or cannot be).
+	ClockProblem string
+	// Disturbed says why the results measured more than the path (one of
+	// the service's own throughput tests filled a queue on the way): they
+	// are stored, but neither judged nor learnt.
+	Disturbed string
+}
+
+// Detector learns each path's baseline and decides when a path has left it.
+// It is not safe for concurrent use.
+type Detector struct {
+	cfg      *Config
+	base     map[PathKey]map[string]*window
+	breaches map[alertKey][]float64
+	active   map[alertKey]archive.Alert
+}
+
+// NewDetector starts with no baselines and no alerts.
+func NewDetector(cfg *Config) *Detector {
+	return &Detector{cfg: cfg, base: map[PathKey]map[string]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]archive.Alert{}}
+}
+
+// SetConfig takes a reloaded configuration, keeping baselines and alerts.
+func (d *Detector) SetConfig(cfg *Config) { d.cfg = cfg }
+
+// Learn adds a stored point to its path's baseline, as a restarted
+// service does with its recent history.
+func (d *Detector) Learn(p archive.Point) {
+	d.window(PathKey{p.Src, p.Dst, p.Test}, p.Metric).add(p.T, p.Value, d.cfg.Baseline.Window)
+}
+
+// Resume takes alerts still active in the archive, so that a restart
+// neither forgets nor repeats them.
+func (d *Detector) Resume(alerts []archive.Alert) {
+	for _, a := range alerts {
+		d.active[alertKey{PathKey{a.Src, a.Dst, a.Test}, a.Rule}] = a
+	}
+}
+
+// Active lists the active alerts.
+func (d *Detector) Active() []archive.Alert {
+	out := make([]archive.Alert, 0, len(d.active))
+	for _, a := range d.active {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b archive.Alert) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+// Baseline is a path metric's baseline: the median and MAD of its window.
+func (d *Detector) Baseline(k PathKey, metric string) (median, mad float64, n int) {
+	w := d.base[k][metric]
+	if w == nil {
+		return 0, 0, 0
+	}
+	return w.stats()
+}
+
+func (d *Detector) window(k PathKey, metric string) *window {
+	m := d.base[k]
+	if m == nil {
+		m = map[string]*window{}
+		d.base[k] = m
+	}
+	w := m[metric]
+	if w == nil {
+		w = &window{}
+		m[metric] = w
+	}
+	return w
+}
+
+// check is one rule's verdict on an observation.
+type check struct {
+	rule                       string
+	applies, breach            bool
+	value, baseline, threshold float64
+	message                    string
+	// learn is the metric whose value joins the baseline when not breached.
+	learn string
+}
+
+// Observe judges an observation and returns the alerts it fires and those
+// it resolves.
+func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
+	th := d.cfg.For(o.Key.Src, o.Key.Dst)
+	value := func(metric string) (float64, bool) {
+		i := slices.IndexFunc(o.Points, func(p archive.Point) bool { return p.Metric == metric })
+		if i < 0 {
+			return 0, false
+		}
+		return o.Points[i].Value, true
+	}
+	checks := []check{{rule: RuleNoData, applies: true, breach: o.Failed != "", message: "no data: " + o.Failed}}
+	if o.Failed == "" && o.Disturbed == "" {
+		switch o.Type {
+		case Probe:
+			if v, ok := value("loss_ratio"); ok && th.LossAbove > 0 {
+				checks = append(checks, check{rule: RuleLossAbove, applies: true, breach: v > th.LossAbove, value: v, threshold: th.LossAbove,
+					message: fmt.Sprintf("round-trip loss %.2f%% is above %.2f%%", 100*v, 100*th.LossAbove)})
+			}
+			if v, ok := value("rtt_median_seconds"); ok {
+				c := check{rule: RuleRTTStep, value: v, learn: "rtt_median_seconds"}
+				if med, mad, n := d.Baseline(o.Key, c.learn); n >= d.cfg.Baseline.MinPoints && th.RTTStep > 0 {
+					step := math.Max(th.RTTStep.Seconds(), 3*1.4826*mad)
+					c.applies, c.baseline, c.threshold = true, med, step
+					c.breach = math.Abs(v-med) > step
+					c.message = fmt.Sprintf("median RTT %s is %s off its baseline %s (more than %s): the route changed?",
+						msText(v), msText(math.Abs(v-med)), msText(med), msText(step))
+				}
+				checks = append(checks, c)
+			}
+			checks = append(checks, check{rule: RuleClock, applies: true, breach: o.ClockProblem != "",
+				message: "one-way delays unreliable: " + o.ClockProblem})
+		case Throughput, Transfer:
+			if v, ok := value("throughput_bits_per_second"); ok {
+				c := check{rule: RuleThroughputBelow, value: v, learn: "throughput_bits_per_second"}
+				if med, _, n := d.Baseline(o.Key, c.learn); n >= d.cfg.Baseline.MinPoints && th.ThroughputBelow > 0 {
+					c.applies, c.baseline, c.threshold = true, med, th.ThroughputBelow*med
+					c.breach = v < c.threshold
+					c.message = fmt.Sprintf("throughput %s is below %.0f%% of its baseline %s", units.Rate(v), 100*th.ThroughputBelow, units.Rate(med))
+				}
+				checks = append(checks, c)
+			}
+		}
+	}
+	for _, c := range checks {
+		ak := alertKey{o.Key, c.rule}
+		_, isActive := d.active[ak]
+		if !c.breach {
+			delete(d.breaches, ak)
+			if isActive && c.applies {
+				a := d.active[ak]
+				a.Ended = o.At
+				resolved = append(resolved, a)
+				delete(d.active, ak)
+			}
+			if c.learn != "" && !isActive {
+				d.window(o.Key, c.learn).add(o.At, c.value, d.cfg.Baseline.Window)
+			}
+			continue
+		}
+		d.breaches[ak] = append(d.breaches[ak], c.value)
+		need := th.For
+		if c.rule == RuleClock {
+			need = 1
+		}
+		if isActive || len(d.breaches[ak]) < need {
+			continue
+		}
+		_, mad, n := d.Baseline(o.Key, c.learn)
+		ev, _ := json.Marshal(map[string]any{"values": d.breaches[ak], "baseline_median": c.baseline, "baseline_mad": mad,
+			"baseline_points": n, "baseline_window_seconds": d.cfg.Baseline.Window.Seconds(), "threshold": c.threshold, "results_in_a_row": len(d.breaches[ak])})
+		a := archive.Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%d", c.rule, o.Key.Src, o.Key.Dst, o.Key.Test, o.At.UnixNano()),
+			Rule: c.rule, Src: o.Key.Src, Dst: o.Key.Dst, Test: o.Key.Test, Started: o.At,
+			Value: c.value, Baseline: c.baseline, Threshold: c.threshold, Message: c.message, Evidence: ev}
+		d.active[ak] = a
+		fired = append(fired, a)
+	}
+	return fired, resolved
+}
+
+func msText(s float64) string {
+	return units.FormatDuration(time.Duration(math.Round(s*1e6)) * time.Microsecond)
+}
+
+// window is a metric's recent values, oldest first.
+type window struct {
+	t []time.Time
+	v []float64
+}
+
+// maxWindow bounds a window's points (a day of per-minute results).
+const maxWindow = 1440
+
+func (w *window) add(t time.Time, v float64, span time.Duration) {
+	w.t, w.v = append(w.t, t), append(w.v, v)
+	cut := 0
+	for cut < len(w.t) && (w.t[cut].Before(t.Add(-span)) || len(w.t)-cut > maxWindow) {
+		cut++
+	}
+	if cut > 0 {
+		w.t, w.v = slices.Delete(w.t, 0, cut), slices.Delete(w.v, 0, cut)
+	}
+}
+
+func (w *window) stats() (median, mad float64, n int) {
+	if len(w.v) == 0 {
+		return 0, 0, 0
+	}
+	med := archive.Summarize(w.v).Median
+	dev := make([]float64, len(w.v))
+	for i, v := range w.v {
+		dev[i] = math.Abs(v - med)
+	}
+	return med, archive.Summarize(dev).Median, len(w.v)
+}

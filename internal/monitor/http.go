@@ -1,0 +1,153 @@
+package monitor
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wanlab/wanlab/internal/archive"
+)
+
+// Handler serves /metrics and the read-only API under /api/v1/.
+func (s *Service) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		snap := s.Snapshot()
+		snap.Paths = nil
+		writeJSON(w, http.StatusOK, snap)
+	})
+	mux.HandleFunc("GET /api/v1/paths", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
+	})
+	mux.HandleFunc("GET /api/v1/alerts", s.alerts)
+	mux.HandleFunc("GET /api/v1/paths/{src}/{dst}/series", s.series)
+	mux.HandleFunc("GET /api/v1/paths/{src}/{dst}/tests", s.tests)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func problem(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// archiveOr answers 503 while the archive is unreachable.
+func (s *Service) archiveOr(w http.ResponseWriter) *archive.Archive {
+	ar := s.opts.Store.Archive()
+	if ar == nil {
+		problem(w, http.StatusServiceUnavailable, "the archive is unreachable: results are buffered; try again later")
+	}
+	return ar
+}
+
+// timeParam reads an RFC 3339 time or Unix seconds, or a default.
+func timeParam(r *http.Request, name string, def time.Time) (time.Time, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, true
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f > 0 && f < 1e11 {
+		return time.Unix(0, int64(f*1e9)), true
+	}
+	return time.Time{}, false
+}
+
+// GET /api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T
+func (s *Service) series(w http.ResponseWriter, r *http.Request) {
+	metric := r.URL.Query().Get("metric")
+	if _, ok := MetricByName(metric); !ok {
+		problem(w, http.StatusBadRequest, "metric: give one of the metrics of /api/v1/paths, as rtt_median_seconds")
+		return
+	}
+	now := time.Now()
+	from, ok1 := timeParam(r, "from", now.Add(-24*time.Hour))
+	to, ok2 := timeParam(r, "to", now)
+	if !ok1 || !ok2 || !from.Before(to) {
+		problem(w, http.StatusBadRequest, "from and to: give RFC 3339 times or Unix seconds, from before to")
+		return
+	}
+	ar := s.archiveOr(w)
+	if ar == nil {
+		return
+	}
+	pts, err := ar.Points(r.Context(), r.PathValue("src"), r.PathValue("dst"), metric, from, to)
+	if err != nil {
+		problem(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if pts == nil {
+		pts = []archive.Point{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"src": r.PathValue("src"), "dst": r.PathValue("dst"), "metric": metric, "points": pts})
+}
+
+// GET /api/v1/paths/{src}/{dst}/tests?test=T&limit=N: the last tests with
+// both ends' CPU, to tell a slow host from a slow network.
+func (s *Service) tests(w http.ResponseWriter, r *http.Request) {
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			problem(w, http.StatusBadRequest, "limit: give 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	ar := s.archiveOr(w)
+	if ar == nil {
+		return
+	}
+	recs, err := ar.Tests(r.Context(), r.PathValue("src"), r.PathValue("dst"), r.URL.Query().Get("test"), limit)
+	if err != nil {
+		problem(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if recs == nil {
+		recs = []archive.TestRecord{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tests": recs})
+}
+
+// GET /api/v1/alerts[?since=T]: active alerts, or every alert since T.
+func (s *Service) alerts(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("since") == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"alerts": s.Snapshot().Alerts})
+		return
+	}
+	since, ok := timeParam(r, "since", time.Time{})
+	if !ok {
+		problem(w, http.StatusBadRequest, "since: give an RFC 3339 time or Unix seconds")
+		return
+	}
+	ar := s.archiveOr(w)
+	if ar == nil {
+		return
+	}
+	all, err := ar.Alerts(r.Context(), since, false)
+	if err != nil {
+		problem(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if all == nil {
+		all = []archive.Alert{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"alerts": all})
+}

@@ -1,0 +1,323 @@
+package monitor
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Job is one run of an exclusive test between a pair.
+type Job struct {
+	Test *Test
+	Src  string
+	Dst  string
+	// Due is when the run is planned; NotBefore is when its hosts may be
+	// free (or reachable) again, if later.
+	Due, NotBefore time.Time
+}
+
+func (j Job) at() time.Time {
+	if j.NotBefore.After(j.Due) {
+		return j.NotBefore
+	}
+	return j.Due
+}
+
+type jobHeap []Job
+
+func (h jobHeap) Len() int           { return len(h) }
+func (h jobHeap) Less(i, k int) bool { return h[i].at().Before(h[k].at()) }
+func (h jobHeap) Swap(i, k int)      { h[i], h[k] = h[k], h[i] }
+func (h *jobHeap) Push(x any)        { *h = append(*h, x.(Job)) }
+func (h *jobHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return j
+}
+
+// Scheduler plans exclusive tests so that no two share a host: a job
+// starts once it is due and both its hosts are free. Each pair's first run
+// is spread evenly over the test's period, and every run moves by a random
+// slip, so that a mesh does not synchronise.
+type Scheduler struct {
+	queue jobHeap
+	busy  map[string]time.Time // host -> busy until
+	rng   *rand.Rand
+}
+
+// NewScheduler plans cfg's exclusive tests from start. last holds when each
+// (test, src, dst) last started, from the archive: those resume a period
+// after it.
+func NewScheduler(cfg *Config, start time.Time, last map[[3]string]time.Time, seed uint64) *Scheduler {
+	s := &Scheduler{busy: map[string]time.Time{}, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+	for i := range cfg.Tests {
+		t := &cfg.Tests[i]
+		if !t.Exclusive() {
+			continue
+		}
+		pairs := cfg.Pairs(*t)
+		for k, p := range pairs {
+			due := start.Add(time.Duration(k) * t.Every / time.Duration(len(pairs)))
+			if l, ok := last[[3]string{t.Name, p[0], p[1]}]; ok {
+				due = later(l.Add(t.Every), start)
+			}
+			s.queue = append(s.queue, Job{Test: t, Src: p[0], Dst: p[1], Due: due.Add(s.slip(t))})
+		}
+	}
+	heap.Init(&s.queue)
+	return s
+}
+
+func (s *Scheduler) slip(t *Test) time.Duration {
+	if t.Slip <= 0 {
+		return 0
+	}
+	return time.Duration(s.rng.Int64N(int64(t.Slip)))
+}
+
+// Len is how many jobs are planned.
+func (s *Scheduler) Len() int { return len(s.queue) }
+
+// Next returns a job that may start at now, marking its hosts busy for its
+// budget; ok is false when none may, and wake is when to ask again.
+// blocked says whether a host cannot be used now (down, backing off), and
+// until when.
+func (s *Scheduler) Next(now time.Time, blocked func(host string) (time.Time, bool)) (j Job, ok bool, wake time.Time) {
+	for len(s.queue) > 0 {
+		top := s.queue[0]
+		if top.at().After(now) {
+			return Job{}, false, top.at()
+		}
+		free := later(s.busy[top.Src], s.busy[top.Dst])
+		if blocked != nil {
+			for _, h := range []string{top.Src, top.Dst} {
+				if until, b := blocked(h); b {
+					free = later(free, until)
+				}
+			}
+		}
+		if free.After(now) {
+			s.queue[0].NotBefore = free
+			heap.Fix(&s.queue, 0)
+			continue
+		}
+		heap.Pop(&s.queue)
+		end := now.Add(top.Test.Budget())
+		s.busy[top.Src], s.busy[top.Dst] = end, end
+		return top, true, time.Time{}
+	}
+	return Job{}, false, now.Add(time.Hour)
+}
+
+// Waiting is how many jobs are due and not started.
+func (s *Scheduler) Waiting(now time.Time) int {
+	n := 0
+	for _, j := range s.queue {
+		if !j.Due.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// Done frees a job's hosts at ended and plans the pair's next run a period
+// after this one was due.
+func (s *Scheduler) Done(j Job, ended time.Time) {
+	freed := false
+	for _, h := range []string{j.Src, j.Dst} {
+		if s.busy[h].After(ended) {
+			s.busy[h] = ended
+			freed = true
+		}
+	}
+	// Jobs held for these hosts until the run's budget may go sooner.
+	if freed {
+		for i, q := range s.queue {
+			if q.NotBefore.After(ended) && (q.Src == j.Src || q.Src == j.Dst || q.Dst == j.Src || q.Dst == j.Dst) {
+				s.queue[i].NotBefore = ended
+			}
+		}
+		heap.Init(&s.queue)
+	}
+	next := j.Due.Add(j.Test.Every)
+	// A run that started very late does not make the next one come at once.
+	if next.Before(ended) {
+		next = ended.Add(j.Test.Every / 2)
+	}
+	heap.Push(&s.queue, Job{Test: j.Test, Src: j.Src, Dst: j.Dst, Due: next.Add(s.slip(j.Test))})
+}
+
+// Planned is one run in a dry run's plan.
+type Planned struct {
+	Test       string    `json:"test"`
+	Src        string    `json:"src"`
+	Dst        string    `json:"dst"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	LateBySecs float64   `json:"late_seconds"`
+}
+
+// Plan is what a configuration asks of its hosts and links over a horizon.
+type Plan struct {
+	Start   time.Time     `json:"start"`
+	Horizon time.Duration `json:"horizon_ns"`
+	Runs    []Planned     `json:"runs"`
+	Hosts   []HostLoad    `json:"hosts"`
+	Links   []LinkLoad    `json:"links,omitempty"`
+	// Late is how many runs could not start within their slip.
+	Late int `json:"late"`
+}
+
+// HostLoad is the load a plan puts on one host.
+type HostLoad struct {
+	Host string `json:"host"`
+	// ExclusiveFraction is the share of the time the host spends in
+	// throughput-class tests; Demand is what the configuration asks, which
+	// may exceed what the plan could fit.
+	ExclusiveFraction float64 `json:"exclusive_fraction"`
+	Demand            float64 `json:"demand"`
+	Runs              int     `json:"runs"`
+	// ProbePackets is the probes it sends and reflects each second.
+	ProbePackets float64 `json:"probe_packets_per_second"`
+}
+
+// LinkLoad is the traffic a plan puts on one link direction.
+type LinkLoad struct {
+	Direction string `json:"direction"`
+	// BytesPerDay counts test data at the path's bottleneck rate and probes.
+	BytesPerDay float64 `json:"bytes_per_day"`
+	// Fraction is that over what the direction can carry in a day.
+	Fraction float64 `json:"fraction"`
+}
+
+// Path is a test path's route, for the links' load: the directions it
+// crosses and its bottleneck (bit/s, 0 unknown).
+type Path struct {
+	Via        []string
+	Bottleneck float64
+}
+
+// Impossible says which hosts are asked for more test time than there is:
+// a configuration no plan can fit.
+func Impossible(cfg *Config) error {
+	demand := Demand(cfg)
+	var bad []string
+	for _, h := range cfg.Hosts() {
+		if d := demand[h]; d > 1 {
+			bad = append(bad, fmt.Sprintf("%s needs %.0f%% of its time for throughput-class tests", h, 100*d))
+		}
+	}
+	if len(bad) > 3 {
+		bad = append(bad[:3], fmt.Sprintf("and %d more", len(bad)-3))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: impossible schedule: %s (tests never overlap on a host: test fewer pairs, less often or shorter)", cfg.Source, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Demand is the share of each host's time its exclusive tests ask for.
+func Demand(cfg *Config) map[string]float64 {
+	out := map[string]float64{}
+	for _, t := range cfg.Tests {
+		if !t.Exclusive() {
+			continue
+		}
+		share := t.Budget().Seconds() / t.Every.Seconds()
+		for _, p := range cfg.Pairs(t) {
+			out[p[0]] += share
+			out[p[1]] += share
+		}
+	}
+	return out
+}
+
+// DryRun plans horizon from start and says what load it puts on each host
+// and, given the test paths, on each link direction (rates in bit/s).
+func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]string]Path, rates map[string]float64) Plan {
+	s := NewScheduler(cfg, start, nil, 1)
+	plan := Plan{Start: start, Horizon: horizon}
+	end := start.Add(horizon)
+	busy := map[string]time.Duration{}
+	runs := map[string]int{}
+	linkBytes := map[string]float64{}
+	for now := start; now.Before(end); {
+		j, ok, wake := s.Next(now, nil)
+		if !ok {
+			now = wake
+			continue
+		}
+		b := j.Test.Budget()
+		if p, ok := paths[[2]string{j.Src, j.Dst}]; ok && j.Test.Type == Transfer && p.Bottleneck > 0 {
+			// A transfer takes what the path allows, not its whole budget.
+			b = 5*time.Second + time.Duration(1.25*float64(j.Test.Bytes)*8/p.Bottleneck*float64(time.Second))
+		}
+		late := now.Sub(j.Due)
+		if late > j.Test.Slip+time.Second {
+			plan.Late++
+		}
+		plan.Runs = append(plan.Runs, Planned{Test: j.Test.Name, Src: j.Src, Dst: j.Dst, Start: now, End: now.Add(b), LateBySecs: late.Seconds()})
+		for _, h := range []string{j.Src, j.Dst} {
+			busy[h] += b
+			runs[h]++
+		}
+		if p, ok := paths[[2]string{j.Src, j.Dst}]; ok && p.Bottleneck > 0 {
+			bytes := p.Bottleneck / 8 * b.Seconds()
+			if j.Test.Type == Transfer {
+				bytes = float64(j.Test.Bytes)
+			}
+			for _, d := range p.Via {
+				linkBytes[d] += bytes
+			}
+		}
+		s.Done(j, now.Add(b))
+	}
+	perDay := float64(24*time.Hour) / float64(horizon)
+	for d := range linkBytes {
+		linkBytes[d] *= perDay
+	}
+	probes := map[string]float64{}
+	for _, t := range cfg.Tests {
+		if t.Type != Probe {
+			continue
+		}
+		for _, p := range cfg.Pairs(t) {
+			probes[p[0]] += t.Rate
+			probes[p[1]] += t.Rate
+			if path, ok := paths[p]; ok {
+				for _, d := range path.Via {
+					linkBytes[d] += t.Rate * float64(t.Size+28) * 86400
+				}
+			}
+			if back, ok := paths[[2]string{p[1], p[0]}]; ok {
+				for _, d := range back.Via {
+					linkBytes[d] += t.Rate * float64(t.Size+28) * 86400
+				}
+			}
+		}
+	}
+	demand := Demand(cfg)
+	for _, h := range cfg.Hosts() {
+		plan.Hosts = append(plan.Hosts, HostLoad{Host: h, ExclusiveFraction: float64(busy[h]) / float64(horizon), Demand: demand[h], Runs: runs[h], ProbePackets: probes[h]})
+	}
+	for d, b := range linkBytes {
+		l := LinkLoad{Direction: d, BytesPerDay: b}
+		if r := rates[d]; r > 0 {
+			l.Fraction = b * 8 / (r * 86400)
+		}
+		plan.Links = append(plan.Links, l)
+	}
+	slices.SortFunc(plan.Links, func(a, b LinkLoad) int { return strings.Compare(a.Direction, b.Direction) })
+	return plan
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,671 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
+)
+
+// Options are what a service needs besides its configuration.
+type Options struct {
+	// Bed is the hosts to monitor, already up.
+	Bed backend.Bed
+	// Store is where results go.
+	Store *Store
+	// Logf reports events (hosts going down, alerts, the archive).
+	Logf func(format string, args ...any)
+	// Webhook, if set, is told of every alert that fires or ends.
+	Webhook *Webhook
+	// Seed makes the schedule's slips repeatable.
+	Seed uint64
+}
+
+// Service runs a configuration's tests and keeps what they found.
+type Service struct {
+	opts    Options
+	started time.Time
+
+	mu       sync.Mutex
+	cfg      *Config
+	sched    *Scheduler
+	det      *Detector
+	paths    map[PathKey]*PathState
+	down     map[string]*hostDown
+	last     map[[3]string]time.Time // when each exclusive test last started
+	counts   map[[2]string]int64     // (type, status) -> tests
+	late     int64
+	events   []Event
+	running  int
+	probes   context.CancelFunc
+	probesWG sync.WaitGroup
+	wake     chan struct{}
+	// spans are the recent and running throughput-class tests, which
+	// disturb probes of the paths they share a host or a link with.
+	spans []span
+	// via are the link directions of each path, where the topology knows them.
+	via map[[2]string][]string
+}
+
+// span is a throughput-class test's time on its path; end is zero while it runs.
+type span struct {
+	src, dst   string
+	start, end time.Time
+}
+
+// PathState is what the service knows of one test of a path now.
+type PathState struct {
+	Key    PathKey `json:"-"`
+	Type   string  `json:"type"`
+	Period float64 `json:"period_seconds"`
+	// At is when the last result came, Values its figures by metric.
+	At     time.Time          `json:"at,omitzero"`
+	Values map[string]float64 `json:"values,omitempty"`
+	// Failed is why the latest attempt gave nothing ("" if it did).
+	Failed   string    `json:"failed,omitempty"`
+	FailedAt time.Time `json:"failed_at,omitzero"`
+}
+
+// Fresh says whether the path's values are recent enough to show: never a
+// stale value in place of "no data".
+func (p *PathState) Fresh(now time.Time, budget time.Duration) bool {
+	if p.Failed != "" || p.At.IsZero() {
+		return false
+	}
+	return now.Sub(p.At) <= time.Duration(2*p.Period*float64(time.Second))+budget+30*time.Second
+}
+
+type hostDown struct {
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"retry_at"`
+	Backoff time.Duration
+	Reason  string `json:"reason"`
+}
+
+// Event is something the service noticed.
+type Event struct {
+	T       time.Time `json:"t"`
+	Message string    `json:"message"`
+}
+
+// Backoff bounds of a host that does not answer.
+const (
+	firstBackoff = 5 * time.Second
+	maxBackoff   = 5 * time.Minute
+	maxEvents    = 500
+)
+
+// New prepares a service; Run starts it.
+func New(cfg *Config, opts Options) (*Service, error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	var known []string
+	for _, h := range opts.Bed.Topology().Hosts {
+		known = append(known, h.Name)
+	}
+	if err := cfg.CheckHosts(known); err != nil {
+		return nil, err
+	}
+	if err := Impossible(cfg); err != nil {
+		return nil, err
+	}
+	s := &Service{opts: opts, cfg: cfg, det: NewDetector(cfg), paths: map[PathKey]*PathState{}, down: map[string]*hostDown{},
+		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{}}
+	for _, p := range opts.Bed.Topology().Paths {
+		s.via[[2]string{p.From, p.To}] = p.Via
+	}
+	s.resume()
+	s.sched = NewScheduler(cfg, time.Now(), s.last, opts.Seed)
+	s.addPaths(cfg)
+	return s, nil
+}
+
+// resume reads what the archive remembers: when each exclusive test last
+// ran, the recent results that make the baselines, the alerts still active.
+func (s *Service) resume() {
+	ar := s.opts.Store.Archive()
+	if ar == nil {
+		s.logf("archive unreachable at start: the schedule starts afresh and baselines are learnt anew")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if last, err := ar.LastStarts(ctx); err == nil {
+		s.last = last
+	} else {
+		s.logf("resuming the schedule: %v", err)
+	}
+	n := 0
+	err := ar.RecentPoints(ctx, time.Now().Add(-s.cfg.Baseline.Window), func(p archive.Point) error {
+		s.det.Learn(p)
+		n++
+		return nil
+	})
+	if err != nil {
+		s.logf("learning baselines from the archive: %v", err)
+	}
+	if active, err := ar.Alerts(ctx, time.Now(), true); err == nil {
+		s.det.Resume(active)
+	}
+	if n > 0 || len(s.last) > 0 {
+		s.logf("resumed from the archive: %d recent results for the baselines, %d pairs' last tests", n, len(s.last))
+	}
+}
+
+func (s *Service) addPaths(cfg *Config) {
+	for _, t := range cfg.Tests {
+		for _, p := range cfg.Pairs(t) {
+			k := PathKey{p[0], p[1], t.Name}
+			if ps, ok := s.paths[k]; ok && ps.Type == t.Type {
+				ps.Period = t.Period().Seconds()
+				continue
+			}
+			s.paths[k] = &PathState{Key: k, Type: t.Type, Period: t.Period().Seconds()}
+		}
+	}
+	for k := range s.paths {
+		if !slices.ContainsFunc(cfg.Tests, func(t Test) bool { return t.Name == k.Test && slices.Contains(cfg.Pairs(t), [2]string{k.Src, k.Dst}) }) {
+			delete(s.paths, k)
+		}
+	}
+}
+
+func (s *Service) logf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.events = append(s.events, Event{T: time.Now().UTC(), Message: msg})
+	if len(s.events) > maxEvents {
+		s.events = slices.Delete(s.events, 0, len(s.events)-maxEvents)
+	}
+	s.opts.Logf("%s", msg)
+}
+
+// Run runs the tests until ctx ends, then waits for those running.
+func (s *Service) Run(ctx context.Context) error {
+	s.started = time.Now()
+	s.mu.Lock()
+	s.startProbes(ctx)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.exclusive(ctx) }()
+	go func() { defer wg.Done(); s.maintain(ctx) }()
+	<-ctx.Done()
+	wg.Wait()
+	s.mu.Lock()
+	s.probes()
+	s.mu.Unlock()
+	s.probesWG.Wait()
+	s.opts.Store.Flush()
+	return nil
+}
+
+// Reload takes a new configuration of the same hosts without losing the
+// paths' state, baselines or alerts.
+func (s *Service) Reload(ctx context.Context, cfg *Config) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cfg.Testbed != s.cfg.Testbed || cfg.Inventory != s.cfg.Inventory {
+		return errors.New("a new testbed: or inventory: needs a restart of wanlab serve; the running configuration stays")
+	}
+	var known []string
+	for _, h := range s.opts.Bed.Topology().Hosts {
+		known = append(known, h.Name)
+	}
+	if err := cfg.CheckHosts(known); err != nil {
+		return err
+	}
+	if err := Impossible(cfg); err != nil {
+		return err
+	}
+	s.probes()
+	s.cfg = cfg
+	s.det.SetConfig(cfg)
+	s.addPaths(cfg)
+	s.sched = NewScheduler(cfg, time.Now(), s.last, s.opts.Seed+1)
+	s.startProbes(ctx)
+	s.logf("configuration %s reloaded: %d tests over %d hosts", cfg.Source, len(cfg.Tests), len(cfg.Hosts()))
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// startProbes starts one loop per probe test and pair; s.mu is held.
+func (s *Service) startProbes(ctx context.Context) {
+	pctx, cancel := context.WithCancel(ctx)
+	s.probes = cancel
+	for _, t := range s.cfg.Tests {
+		if t.Type != Probe {
+			continue
+		}
+		pairs := s.cfg.Pairs(t)
+		for i, p := range pairs {
+			s.probesWG.Add(1)
+			// Stagger the loops over one summary, so that a mesh's
+			// sessions do not start together.
+			delay := time.Duration(i) * t.Summary / time.Duration(len(pairs))
+			go func() {
+				defer s.probesWG.Done()
+				s.probeLoop(pctx, t, p[0], p[1], delay)
+			}()
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay time.Duration) {
+	if !sleep(ctx, delay) {
+		return
+	}
+	k := PathKey{src, dst, t.Name}
+	interval := time.Duration(float64(time.Second) / t.Rate)
+	spec := probe.Spec{Count: max(2, int(math.Round(t.Rate*t.Summary.Seconds()))), Interval: interval, Size: t.Size, Timeout: 2*time.Second + 4*interval}
+	for ctx.Err() == nil {
+		if until, down := s.blockedPair(src, dst); down {
+			if !sleep(ctx, time.Until(until)) {
+				return
+			}
+			continue
+		}
+		start := time.Now()
+		var res *measure.ProbeResult
+		err := s.session(ctx, src, dst, func(ctx context.Context, a, b measure.Endpoint) error {
+			var err error
+			res, err = measure.Probe(ctx, a, b, spec)
+			return err
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		o := Observation{Key: k, Type: Probe, At: time.Now()}
+		switch {
+		case res != nil && res.Sent > 0:
+			o.Points = ProbePoints(o.At, t.Name, res)
+			o.Disturbed = s.disturbance(src, dst, start, o.At)
+			if res.OneWay.Clock != "" && !res.OneWay.Reliable && res.OneWay.ErrorBoundMS < 0 {
+				o.ClockProblem = res.OneWay.Clock
+			}
+		case err != nil:
+			o.Failed = err.Error()
+		}
+		s.observe(o, nil)
+		// A failed session waits before the next, not in a tight loop.
+		if o.Failed != "" && time.Since(start) < t.Summary {
+			if !sleep(ctx, t.Summary-time.Since(start)) {
+				return
+			}
+		}
+	}
+}
+
+// session connects to both hosts' agents and runs fn; a host whose agent
+// does not answer is marked down and retried with backoff.
+func (s *Service) session(ctx context.Context, src, dst string, fn func(ctx context.Context, a, b measure.Endpoint) error) error {
+	eps := map[string]measure.Endpoint{}
+	defer measure.CloseAll(eps)
+	for _, h := range []string{src, dst} {
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		ep, err := measure.Connect(dctx, s.opts.Bed, h)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.hostFailed(h, err)
+			}
+			return err
+		}
+		eps[h] = ep[h]
+	}
+	s.hostAnswered(src)
+	s.hostAnswered(dst)
+	return fn(ctx, eps[src], eps[dst])
+}
+
+// disturbance names a throughput-class test that shared a host or a link
+// with the path (either way) between start and end, "" if none did.
+func (s *Service) disturbance(src, dst string, start, end time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	links := append(slices.Clone(s.via[[2]string{src, dst}]), s.via[[2]string{dst, src}]...)
+	for _, sp := range s.spans {
+		if !sp.end.IsZero() && sp.end.Before(start) || sp.start.After(end) {
+			continue
+		}
+		shared := slices.Contains([]string{src, dst}, sp.src) || slices.Contains([]string{src, dst}, sp.dst)
+		for _, d := range append(slices.Clone(s.via[[2]string{sp.src, sp.dst}]), s.via[[2]string{sp.dst, sp.src}]...) {
+			shared = shared || slices.Contains(links, d)
+		}
+		if shared {
+			return fmt.Sprintf("a throughput-class test %s->%s ran meanwhile", sp.src, sp.dst)
+		}
+	}
+	return ""
+}
+
+func (s *Service) hostFailed(h string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.down[h]
+	now := time.Now()
+	if d == nil {
+		d = &hostDown{Since: now, Backoff: firstBackoff}
+		s.down[h] = d
+		s.logf("host %s does not answer: %v (retrying with backoff; its paths show no data)", h, err)
+	} else if now.After(d.Until) {
+		d.Backoff = min(2*d.Backoff, maxBackoff)
+	}
+	d.Until, d.Reason = now.Add(d.Backoff), err.Error()
+}
+
+func (s *Service) hostAnswered(h string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.down[h]; d != nil {
+		delete(s.down, h)
+		s.logf("host %s answers again after %s", h, time.Since(d.Since).Round(time.Second))
+	}
+}
+
+// blocked says until when a host may not be tried; s.mu is held.
+func (s *Service) blocked(h string) (time.Time, bool) {
+	if d := s.down[h]; d != nil && time.Now().Before(d.Until) {
+		return d.Until, true
+	}
+	return time.Time{}, false
+}
+
+func (s *Service) blockedPair(a, b string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ua, da := s.blocked(a)
+	ub, db := s.blocked(b)
+	return later(ua, ub), da || db
+}
+
+// observe records an observation: the path's state, the archive, alerts.
+func (s *Service) observe(o Observation, test *archive.TestRecord) {
+	s.mu.Lock()
+	ps := s.paths[o.Key]
+	if ps == nil {
+		s.mu.Unlock()
+		return // the path left the configuration meanwhile
+	}
+	status := "ok"
+	if o.Failed != "" {
+		status = "failed"
+		ps.Failed, ps.FailedAt = o.Failed, o.At
+	} else {
+		ps.Failed, ps.At = "", o.At
+		ps.Values = map[string]float64{}
+		for _, p := range o.Points {
+			ps.Values[p.Metric] = p.Value
+		}
+	}
+	s.counts[[2]string{o.Type, status}]++
+	fired, resolved := s.det.Observe(o)
+	for _, a := range fired {
+		s.logf("ALERT %s on %s->%s (%s): %s", a.Rule, a.Src, a.Dst, a.Test, a.Message)
+	}
+	for _, a := range resolved {
+		s.logf("resolved %s on %s->%s (%s) after %s", a.Rule, a.Src, a.Dst, a.Test, a.Ended.Sub(a.Started).Round(time.Second))
+	}
+	s.mu.Unlock()
+	if len(o.Points) > 0 || test != nil {
+		s.opts.Store.Put(record{At: o.At, Points: o.Points, Test: test})
+	}
+	for _, a := range fired {
+		s.opts.Store.Put(record{At: o.At, Open: &a})
+		s.opts.Webhook.Send("firing", a)
+	}
+	for _, a := range resolved {
+		s.opts.Store.Put(record{At: o.At, Close: &closed{Ref: a.Ref, Ended: a.Ended}})
+		s.opts.Webhook.Send("resolved", a)
+	}
+}
+
+// exclusive starts throughput-class tests as the scheduler allows.
+func (s *Service) exclusive(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		s.mu.Lock()
+		now := time.Now()
+		j, ok, wake := s.sched.Next(now, s.blocked)
+		sched := s.sched
+		if ok {
+			if now.Sub(j.Due) > j.Test.Slip+10*time.Second {
+				s.late++
+			}
+			s.last[[3]string{j.Test.Name, j.Src, j.Dst}] = now
+			s.running++
+			s.spans = append(s.spans, span{src: j.Src, dst: j.Dst, start: now})
+			// Spans older than any probe summary no longer matter.
+			s.spans = slices.DeleteFunc(s.spans, func(sp span) bool { return !sp.end.IsZero() && now.Sub(sp.end) > 25*time.Hour })
+		}
+		s.mu.Unlock()
+		if !ok {
+			t := time.NewTimer(min(time.Until(wake), time.Minute))
+			select {
+			case <-ctx.Done():
+			case <-s.wake:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.runJob(ctx, j)
+			s.mu.Lock()
+			s.running--
+			for i := range s.spans {
+				if sp := &s.spans[i]; sp.src == j.Src && sp.dst == j.Dst && sp.end.IsZero() {
+					sp.end = time.Now()
+				}
+			}
+			sched.Done(j, time.Now())
+			s.mu.Unlock()
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}()
+	}
+}
+
+func (s *Service) runJob(ctx context.Context, j Job) {
+	t := j.Test
+	k := PathKey{j.Src, j.Dst, t.Name}
+	started := time.Now()
+	jctx, cancel := context.WithTimeout(ctx, t.Budget()+30*time.Second)
+	defer cancel()
+	var pts []archive.Point
+	var result any
+	err := s.session(jctx, j.Src, j.Dst, func(ctx context.Context, a, b measure.Endpoint) error {
+		ctx = measure.WithWait(ctx, 0)
+		switch t.Type {
+		case Throughput:
+			r, err := measure.Throughput(ctx, a, b, throughput.Spec{Protocol: throughput.TCP, Streams: t.Streams, Duration: t.Duration,
+				Window: t.Window, Congestion: t.Congestion, Interval: time.Second})
+			if r != nil && err == nil {
+				r.Intervals = nil
+				pts, result = ThroughputPoints(time.Now(), t.Name, r), r
+			}
+			return err
+		default:
+			r, err := measure.Transfer(ctx, a, b, measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: t.Window, Uncached: true},
+				Size: t.Bytes, CorruptAt: -1})
+			if r != nil && err == nil {
+				pts, result = TransferPoints(time.Now(), t.Name, r), r
+			}
+			return err
+		}
+	})
+	if ctx.Err() != nil {
+		return // the service stops: a cut test is no result
+	}
+	rec := &archive.TestRecord{Test: t.Name, Kind: t.Type, Src: j.Src, Dst: j.Dst, Started: started, Ended: time.Now(), Status: "ok"}
+	o := Observation{Key: k, Type: t.Type, At: time.Now(), Points: pts}
+	if err != nil {
+		rec.Status, rec.Reason = "failed", err.Error()
+		o.Failed, o.Points = err.Error(), nil
+	} else {
+		rec.Result, _ = json.Marshal(result)
+	}
+	s.observe(o, rec)
+}
+
+// maintain flushes the buffer, aggregates hours, applies retention and
+// watches the clock.
+func (s *Service) maintain(ctx context.Context) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	prev := time.Now()
+	var lastHousekeeping time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		// The monotonic clock measures what passed; the wall clock may jump.
+		if jump := now.Round(0).Sub(prev.Round(0)) - now.Sub(prev); jump > 2*time.Second || jump < -2*time.Second {
+			s.mu.Lock()
+			s.logf("the system clock jumped by %s: results are timed by the new clock; one-way delays across the jump may be off", jump.Round(time.Millisecond))
+			s.mu.Unlock()
+		}
+		prev = now
+		s.opts.Store.Flush()
+		if now.Sub(lastHousekeeping) >= time.Minute {
+			lastHousekeeping = now
+			s.housekeeping(ctx, now)
+		}
+	}
+}
+
+func (s *Service) housekeeping(ctx context.Context, now time.Time) {
+	ar := s.opts.Store.Archive()
+	if ar == nil || s.opts.Store.Health().BufferedBytes > 0 {
+		return
+	}
+	s.mu.Lock()
+	ret := s.cfg.Retention
+	s.mu.Unlock()
+	since, err := ar.LastAggregated(ctx)
+	if err == nil {
+		if since.IsZero() {
+			since = now.Add(-ret.Raw)
+		}
+		// The last aggregated hour again: results may have landed late.
+		_, err = ar.AggregateHours(ctx, since, now)
+	}
+	if err == nil {
+		_, err = ar.Prune(ctx, now.Add(-ret.Raw), now.Add(-ret.Hourly))
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.logf("archive housekeeping: %v", err)
+		s.mu.Unlock()
+	}
+}
+
+// Snapshot is the service's state at one moment.
+type Snapshot struct {
+	Now     time.Time              `json:"now"`
+	Started time.Time              `json:"started"`
+	Config  string                 `json:"config"`
+	Testbed string                 `json:"testbed"`
+	Paths   []PathView             `json:"paths"`
+	Down    map[string]hostDown    `json:"hosts_down"`
+	Alerts  []archive.Alert        `json:"alerts"`
+	Tests   map[string]int64       `json:"tests"`
+	Late    int64                  `json:"late"`
+	Running int                    `json:"running"`
+	Queued  int                    `json:"queue_depth"`
+	Archive Health                 `json:"archive"`
+	Events  []Event                `json:"events"`
+}
+
+// PathView is one path's state as shown: values only while fresh.
+type PathView struct {
+	Src    string             `json:"src"`
+	Dst    string             `json:"dst"`
+	Test   string             `json:"test"`
+	Type   string             `json:"type"`
+	State  string             `json:"state"` // ok, alert, no data
+	Reason string             `json:"reason,omitempty"`
+	At     time.Time          `json:"at,omitzero"`
+	Age    float64            `json:"age_seconds,omitempty"`
+	Values map[string]float64 `json:"values,omitempty"`
+}
+
+// Snapshot copies the service's state.
+func (s *Service) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	snap := Snapshot{Now: now.UTC(), Started: s.started.UTC(), Config: s.cfg.Source, Testbed: s.opts.Bed.Topology().Name,
+		Down: map[string]hostDown{}, Alerts: s.det.Active(), Tests: map[string]int64{}, Late: s.late, Running: s.running,
+		Archive: s.opts.Store.Health(), Events: slices.Clone(s.events)}
+	budgets := map[string]time.Duration{}
+	for _, t := range s.cfg.Tests {
+		budgets[t.Name] = t.Budget()
+	}
+	alerting := map[PathKey]bool{}
+	for _, a := range snap.Alerts {
+		alerting[PathKey{a.Src, a.Dst, a.Test}] = true
+	}
+	for _, ps := range s.paths {
+		v := PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At}
+		switch {
+		case ps.Fresh(now, budgets[ps.Key.Test]):
+			v.State, v.Values, v.Age = "ok", ps.Values, now.Sub(ps.At).Seconds()
+			if alerting[ps.Key] {
+				v.State = "alert"
+			}
+		case ps.Failed != "":
+			v.Reason = ps.Failed
+		case ps.At.IsZero():
+			v.Reason = "not measured yet"
+		default:
+			v.Reason = fmt.Sprintf("last result %s ago", now.Sub(ps.At).Round(time.Second))
+		}
+		snap.Paths = append(snap.Paths, v)
+	}
+	slices.SortFunc(snap.Paths, func(a, b PathView) int {
+		return strings.Compare(a.Test+"\x00"+a.Src+"\x00"+a.Dst, b.Test+"\x00"+b.Src+"\x00"+b.Dst)
+	})
+	for h, d := range s.down {
+		snap.Down[h] = *d
+	}
+	for k, n := range s.counts {
+		snap.Tests[k[0]+" "+k[1]] = n
+	}
+	snap.Queued = s.sched.Waiting(now)
+	return snap
+}

@@ -1,0 +1,243 @@
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+)
+
+// record is one write to the archive, as it waits in the local buffer.
+type record struct {
+	At     time.Time           `json:"at"`
+	Points []archive.Point     `json:"points,omitempty"`
+	Test   *archive.TestRecord `json:"test,omitempty"`
+	Open   *archive.Alert      `json:"open,omitempty"`
+	Close  *closed             `json:"close,omitempty"`
+}
+
+type closed struct {
+	Ref   string    `json:"ref"`
+	Ended time.Time `json:"ended"`
+}
+
+// Store writes results to the archive as they come; while the archive is
+// unreachable it appends them to a buffer file (JSON lines) of bounded
+// size, and replays the buffer, in order, once the archive answers again.
+// Records that find the buffer full are counted and reported, never
+// dropped silently.
+type Store struct {
+	dsn  string
+	path string // the buffer file
+	max  int64
+	logf func(format string, args ...any)
+
+	mu       sync.Mutex
+	ar       *archive.Archive
+	size     int64     // bytes in the buffer file
+	oldest   time.Time // of the records in the buffer
+	dropped  int64
+	lastErr  string
+	openedAt time.Time
+}
+
+// OpenStore opens the archive at dsn if it can (else it keeps trying on
+// Flush) with its buffer in dir, at most max bytes.
+func OpenStore(dsn, dir string, max int64, logf func(string, ...any)) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("the monitoring buffer folder: %w", err)
+	}
+	s := &Store{dsn: dsn, path: filepath.Join(dir, "buffer.jsonl"), max: max, logf: logf}
+	if fi, err := os.Stat(s.path); err == nil && fi.Size() > 0 {
+		s.size = fi.Size()
+		s.oldest = fi.ModTime()
+		logf("archive: %d bytes of results wait in %s from an earlier run: they go to the archive first", s.size, s.path)
+	}
+	s.Flush()
+	if s.ar == nil && !archive.IsPostgres(dsn) {
+		// A file that cannot be opened will not open later either.
+		return nil, errors.New(s.lastErr)
+	}
+	return s, nil
+}
+
+// Archive is the open archive, or nil while it is unreachable.
+func (s *Store) Archive() *archive.Archive {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ar
+}
+
+// Close closes the archive; what is buffered stays for the next run.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ar != nil {
+		return s.ar.Close()
+	}
+	return nil
+}
+
+// Health is the store's state, for /metrics and /api/v1/status.
+type Health struct {
+	Connected     bool    `json:"connected"`
+	BufferedBytes int64   `json:"buffered_bytes"`
+	LagSeconds    float64 `json:"lag_seconds"`
+	Dropped       int64   `json:"dropped_records"`
+	LastError     string  `json:"last_error,omitempty"`
+	BufferMax     int64   `json:"buffer_max_bytes"`
+}
+
+// Health reports the store's state.
+func (s *Store) Health() Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := Health{Connected: s.ar != nil && s.size == 0, BufferedBytes: s.size, Dropped: s.dropped, LastError: s.lastErr, BufferMax: s.max}
+	if s.size > 0 {
+		h.LagSeconds = time.Since(s.oldest).Seconds()
+	}
+	return h
+}
+
+// Put writes r to the archive, or to the buffer while the archive is away
+// or older records wait there.
+func (s *Store) Put(r record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ar != nil && s.size == 0 {
+		err := s.apply(r)
+		if err == nil {
+			return
+		}
+		s.fail(err)
+	}
+	s.buffer(r)
+}
+
+func (s *Store) fail(err error) {
+	if s.lastErr == "" {
+		s.logf("archive: %v: buffering results in %s until it answers", err, s.path)
+	}
+	s.lastErr = err.Error()
+}
+
+func (s *Store) buffer(r record) {
+	line, err := json.Marshal(r)
+	if err != nil {
+		s.logf("archive: cannot encode a result: %v", err)
+		return
+	}
+	line = append(line, '\n')
+	if s.size+int64(len(line)) > s.max {
+		s.dropped++
+		if s.dropped == 1 || s.dropped%1000 == 0 {
+			s.logf("archive: the buffer %s is full (%d bytes): %d results lost so far", s.path, s.max, s.dropped)
+		}
+		return
+	}
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err == nil {
+		_, err = f.Write(line)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		s.dropped++
+		s.logf("archive: writing to the buffer %s: %v: a result is lost", s.path, err)
+		return
+	}
+	if s.size == 0 {
+		s.oldest = r.At
+	}
+	s.size += int64(len(line))
+}
+
+func (s *Store) apply(r record) error {
+	if len(r.Points) > 0 {
+		if err := s.ar.AddPoints(r.Points); err != nil {
+			return err
+		}
+	}
+	if r.Test != nil {
+		if err := s.ar.AddTest(*r.Test); err != nil {
+			return err
+		}
+	}
+	if r.Open != nil {
+		if _, err := s.ar.OpenAlert(*r.Open); err != nil {
+			return err
+		}
+	}
+	if r.Close != nil {
+		return s.ar.CloseAlert(r.Close.Ref, r.Close.Ended)
+	}
+	return nil
+}
+
+// Flush opens the archive if it is not open and replays the buffer into it.
+func (s *Store) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ar == nil {
+		ar, err := archive.Open(s.dsn)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		s.ar, s.openedAt = ar, time.Now()
+	}
+	if s.size == 0 {
+		if s.lastErr != "" {
+			s.logf("archive: %s answers again", s.ar.Location())
+			s.lastErr = ""
+		}
+		return
+	}
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		s.fail(fmt.Errorf("reading the buffer: %w", err))
+		return
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	done, n := 0, 0
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			s.logf("archive: skipping an unreadable line of the buffer: %v", err)
+		} else if err := s.apply(r); err != nil {
+			s.fail(err)
+			break
+		}
+		done += len(sc.Bytes()) + 1
+		n++
+	}
+	rest := data[min(done, len(data)):]
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, rest, 0o600); err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	s.size = int64(len(rest))
+	if n > 0 {
+		s.logf("archive: replayed %d buffered records into %s (%d bytes still buffered)", n, s.ar.Location(), s.size)
+	}
+	if s.size == 0 {
+		s.lastErr = ""
+	}
+}
+
+// Location is where the archive is, without any password.
+func (s *Store) Location() string {
+	if archive.IsPostgres(s.dsn) {
+		return archive.Redact(s.dsn)
+	}
+	return s.dsn
+}
