@@ -221,6 +221,7 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpA
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
+	hangupReloads.Store(true)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -41,11 +41,17 @@ type Observation struct {
 	// ClockProblem says why one-way delays are unreliable on a path whose
 	// hosts should give them ("" when they are fine or cannot be).
 	ClockProblem string
-	// Disturbed says why the results measured more than the path (one of
-	// the service's own throughput tests filled a queue on the way): they
-	// are stored, but neither judged nor learnt.
+	// Disturbed says why the results measured more than the path: one of
+	// the service's own throughput tests may have filled a queue on the
+	// way during Covered of the summary (a share). Such a summary's loss is
+	// not judged; its minimum RTT is, unless most of it was covered.
 	Disturbed string
+	Covered   float64
 }
+
+// maxCovered is the share of a probe summary a throughput test may cover
+// before its minimum RTT is no longer the path's.
+const maxCovered = 0.5
 
 // Detector learns each path's baseline and decides when a path has left it.
 // It is not safe for concurrent use.
@@ -133,20 +139,21 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 		return o.Points[i].Value, true
 	}
 	checks := []check{{rule: RuleNoData, applies: true, breach: o.Failed != "", message: "no data: " + o.Failed}}
-	if o.Failed == "" && o.Disturbed == "" {
+	if o.Failed == "" {
 		switch o.Type {
 		case Probe:
-			if v, ok := value("loss_ratio"); ok && th.LossAbove > 0 {
+			if v, ok := value("loss_ratio"); ok && th.LossAbove > 0 && o.Disturbed == "" {
 				checks = append(checks, check{rule: RuleLossAbove, applies: true, breach: v > th.LossAbove, value: v, threshold: th.LossAbove,
 					message: fmt.Sprintf("round-trip loss %.2f%% is above %.2f%%", 100*v, 100*th.LossAbove)})
 			}
-			if v, ok := value("rtt_median_seconds"); ok {
-				c := check{rule: RuleRTTStep, value: v, learn: "rtt_median_seconds"}
+			// The minimum round trip is the route's: queues only add to it.
+			if v, ok := value("rtt_min_seconds"); ok && o.Covered <= maxCovered {
+				c := check{rule: RuleRTTStep, value: v, learn: "rtt_min_seconds"}
 				if med, mad, n := d.Baseline(o.Key, c.learn); n >= d.cfg.Baseline.MinPoints && th.RTTStep > 0 {
 					step := math.Max(th.RTTStep.Seconds(), 3*1.4826*mad)
 					c.applies, c.baseline, c.threshold = true, med, step
 					c.breach = math.Abs(v-med) > step
-					c.message = fmt.Sprintf("median RTT %s is %s off its baseline %s (more than %s): the route changed?",
+					c.message = fmt.Sprintf("minimum RTT %s is %s off its baseline %s (more than %s): the route changed?",
 						msText(v), msText(math.Abs(v-med)), msText(med), msText(step))
 				}
 				checks = append(checks, c)

@@ -148,7 +148,8 @@ type SNMPTarget struct {
 	PrivProto  string // AES or DES
 	PrivPass   string
 	Every      time.Duration
-	Interfaces []string // names; empty for all
+	Timeout    time.Duration // of one request; it is tried twice
+	Interfaces []string      // names; empty for all
 }
 
 // Defaults.
@@ -156,8 +157,8 @@ const (
 	DefaultSummary   = time.Minute
 	DefaultProbeRate = 10
 	DefaultBufferMax = 256 << 20
-	// MaxPairsPerTest bounds a test's mesh: 100 hosts.
-	MaxPairsPerTest = 9900
+	// MaxGroup bounds a group, and so a test's mesh: 100 hosts, 9,900 pairs.
+	MaxGroup = 100
 )
 
 var (
@@ -231,6 +232,7 @@ type rawSNMP struct {
 	PrivProto  string   `yaml:"priv_protocol"`
 	PrivPass   string   `yaml:"priv_password"`
 	Every      string   `yaml:"every"`
+	Timeout    string   `yaml:"timeout"`
 	Interfaces []string `yaml:"interfaces"`
 }
 
@@ -269,6 +271,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 		if len(g.Value) < 2 {
 			c.Fail(f, "a group needs at least two hosts to test between")
+		}
+		if len(g.Value) > MaxGroup {
+			c.Fail(f, "%d hosts: a group has at most %d (%d directed pairs); split the mesh into groups", len(g.Value), MaxGroup, MaxGroup*(MaxGroup-1))
 		}
 		for i, h := range g.Value {
 			if slices.Index(g.Value, h) != i {
@@ -528,7 +533,7 @@ func (v checker) thresholds(f string, r rawThresholds, base Thresholds) Threshol
 func (v checker) snmp(f string, r rawSNMP) SNMPTarget {
 	s := SNMPTarget{Name: r.Name, Address: r.Address, Version: r.Version, Community: r.Community, User: r.User,
 		AuthProto: strings.ToUpper(r.AuthProto), AuthPass: r.AuthPass, PrivProto: strings.ToUpper(r.PrivProto), PrivPass: r.PrivPass,
-		Every: time.Minute, Interfaces: r.Interfaces}
+		Every: time.Minute, Timeout: 5 * time.Second, Interfaces: r.Interfaces}
 	if !scenario.ValidName(r.Name) {
 		v.Fail(f+".name", "%q: name the device with 1-32 letters, digits, '-' or '_'", r.Name)
 	}
@@ -537,6 +542,9 @@ func (v checker) snmp(f string, r rawSNMP) SNMPTarget {
 	}
 	if r.Every != "" {
 		s.Every = v.duration(f+".every", r.Every, time.Second, time.Hour)
+	}
+	if r.Timeout != "" {
+		s.Timeout = v.duration(f+".timeout", r.Timeout, 100*time.Millisecond, time.Minute)
 	}
 	switch r.Version {
 	case "2c":

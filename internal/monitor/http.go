@@ -3,6 +3,7 @@ package monitor
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +29,13 @@ func (s *Service) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
 	})
 	mux.HandleFunc("GET /api/v1/alerts", s.alerts)
+	mux.HandleFunc("GET /api/v1/interfaces", func(w http.ResponseWriter, r *http.Request) {
+		ifaces, errs := s.Interfaces()
+		if ifaces == nil {
+			ifaces = []IfaceState{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"interfaces": ifaces, "unreachable": errs})
+	})
 	mux.HandleFunc("GET /api/v1/paths/{src}/{dst}/series", s.series)
 	mux.HandleFunc("GET /api/v1/paths/{src}/{dst}/tests", s.tests)
 	return mux
@@ -73,8 +81,8 @@ func timeParam(r *http.Request, name string, def time.Time) (time.Time, bool) {
 // GET /api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T
 func (s *Service) series(w http.ResponseWriter, r *http.Request) {
 	metric := r.URL.Query().Get("metric")
-	if _, ok := MetricByName(metric); !ok {
-		problem(w, http.StatusBadRequest, "metric: give one of the metrics of /api/v1/paths, as rtt_median_seconds")
+	if _, ok := MetricByName(metric); !ok && !slices.Contains(ifaceMetrics, metric) {
+		problem(w, http.StatusBadRequest, "metric: give one of the metrics of /api/v1/paths, as rtt_median_seconds, or of an interface, as in_bits_per_second")
 		return
 	}
 	now := time.Now()

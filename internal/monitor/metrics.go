@@ -14,6 +14,7 @@ type collector struct {
 	series map[string]*prometheus.Desc
 
 	up, alert, tests, late, running, queued, connected, lag, buffered, dropped, hostDown *prometheus.Desc
+	ifRate, ifUse, ifSpeed, snmpUp                                                       *prometheus.Desc
 }
 
 func newCollector(s *Service) *collector {
@@ -40,6 +41,10 @@ func newCollector(s *Service) *collector {
 	c.buffered = d("wanlab_monitor_buffer_bytes", "Bytes of results waiting in the local buffer", nil, nil)
 	c.dropped = d("wanlab_monitor_buffer_dropped_total", "Results lost because the local buffer was full", nil, nil)
 	c.hostDown = d("wanlab_host_down", "1 for each host whose agent does not answer", []string{"host"}, nil)
+	c.ifRate = d("wanlab_interface_bits_per_second", "Traffic of a monitored interface between the last two SNMP polls", []string{"device", "interface", "direction"}, nil)
+	c.ifUse = d("wanlab_interface_utilisation_ratio", "Share of the interface's speed in use", []string{"device", "interface", "direction"}, nil)
+	c.ifSpeed = d("wanlab_interface_speed_bits_per_second", "The interface's speed (ifHighSpeed)", []string{"device", "interface"}, nil)
+	c.snmpUp = d("wanlab_snmp_up", "1 while an SNMP device answers", []string{"device"}, nil)
 	return c
 }
 
@@ -47,7 +52,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.series {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.up, c.alert, c.tests, c.late, c.running, c.queued, c.connected, c.lag, c.buffered, c.dropped, c.hostDown} {
+	for _, d := range []*prometheus.Desc{c.up, c.alert, c.tests, c.late, c.running, c.queued, c.connected, c.lag, c.buffered, c.dropped, c.hostDown, c.ifRate, c.ifUse, c.ifSpeed, c.snmpUp} {
 		ch <- d
 	}
 }
@@ -95,5 +100,23 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(snap.Archive.Dropped))
 	for h := range snap.Down {
 		gauge(c.hostDown, 1, h)
+	}
+	ifaces, errs := c.s.Interfaces()
+	answering := map[string]bool{}
+	for _, i := range ifaces {
+		answering[i.Device] = true
+		gauge(c.ifRate, i.InBPS, i.Device, i.Interface, "in")
+		gauge(c.ifRate, i.OutBPS, i.Device, i.Interface, "out")
+		if i.SpeedBPS > 0 {
+			gauge(c.ifSpeed, i.SpeedBPS, i.Device, i.Interface)
+			gauge(c.ifUse, i.InUse(), i.Device, i.Interface, "in")
+			gauge(c.ifUse, i.OutUse(), i.Device, i.Interface, "out")
+		}
+	}
+	for d := range answering {
+		gauge(c.snmpUp, 1, d)
+	}
+	for d := range errs {
+		gauge(c.snmpUp, 0, d)
 	}
 }

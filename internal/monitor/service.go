@@ -56,7 +56,8 @@ type Service struct {
 	// disturb probes of the paths they share a host or a link with.
 	spans []span
 	// via are the link directions of each path, where the topology knows them.
-	via map[[2]string][]string
+	via  map[[2]string][]string
+	snmp snmpPoller
 }
 
 // span is a throughput-class test's time on its path; end is zero while it runs.
@@ -123,7 +124,8 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{opts: opts, cfg: cfg, det: NewDetector(cfg), paths: map[PathKey]*PathState{}, down: map[string]*hostDown{},
-		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{}}
+		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
+		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
 	}
@@ -244,7 +246,8 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	return nil
 }
 
-// startProbes starts one loop per probe test and pair; s.mu is held.
+// startProbes starts one loop per probe test and pair, and one per SNMP
+// device; s.mu is held.
 func (s *Service) startProbes(ctx context.Context) {
 	pctx, cancel := context.WithCancel(ctx)
 	s.probes = cancel
@@ -263,6 +266,13 @@ func (s *Service) startProbes(ctx context.Context) {
 				s.probeLoop(pctx, t, p[0], p[1], delay)
 			}()
 		}
+	}
+	for _, t := range s.cfg.SNMP {
+		s.probesWG.Add(1)
+		go func() {
+			defer s.probesWG.Done()
+			s.pollLoop(pctx, t)
+		}()
 	}
 }
 
@@ -293,11 +303,14 @@ func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay 
 		}
 		start := time.Now()
 		var res *measure.ProbeResult
-		err := s.session(ctx, src, dst, func(ctx context.Context, a, b measure.Endpoint) error {
+		// An agent that stops answering mid-session ends it, not the loop.
+		sctx, cancel := context.WithTimeout(ctx, t.Summary+spec.Timeout+30*time.Second)
+		err := s.session(sctx, src, dst, func(ctx context.Context, a, b measure.Endpoint) error {
 			var err error
 			res, err = measure.Probe(ctx, a, b, spec)
 			return err
 		})
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
@@ -305,7 +318,7 @@ func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay 
 		switch {
 		case res != nil && res.Sent > 0:
 			o.Points = ProbePoints(o.At, t.Name, res)
-			o.Disturbed = s.disturbance(src, dst, start, o.At)
+			o.Disturbed, o.Covered = s.disturbance(src, dst, start, o.At)
 			if res.OneWay.Clock != "" && !res.OneWay.Reliable && res.OneWay.ErrorBoundMS < 0 {
 				o.ClockProblem = res.OneWay.Clock
 			}
@@ -344,14 +357,25 @@ func (s *Service) session(ctx context.Context, src, dst string, fn func(ctx cont
 	return fn(ctx, eps[src], eps[dst])
 }
 
-// disturbance names a throughput-class test that shared a host or a link
-// with the path (either way) between start and end, "" if none did.
-func (s *Service) disturbance(src, dst string, start, end time.Time) string {
+// disturbance names the throughput-class tests that shared a host or a
+// link with the path (either way) between start and end ("" if none did),
+// and the share of that time they covered.
+func (s *Service) disturbance(src, dst string, start, end time.Time) (string, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	links := append(slices.Clone(s.via[[2]string{src, dst}]), s.via[[2]string{dst, src}]...)
+	var who []string
+	var covered time.Duration
 	for _, sp := range s.spans {
-		if !sp.end.IsZero() && sp.end.Before(start) || sp.start.After(end) {
+		spEnd := sp.end
+		if spEnd.IsZero() {
+			spEnd = end
+		}
+		from, to := later(sp.start, start), spEnd
+		if to.After(end) {
+			to = end
+		}
+		if !to.After(from) {
 			continue
 		}
 		shared := slices.Contains([]string{src, dst}, sp.src) || slices.Contains([]string{src, dst}, sp.dst)
@@ -359,10 +383,14 @@ func (s *Service) disturbance(src, dst string, start, end time.Time) string {
 			shared = shared || slices.Contains(links, d)
 		}
 		if shared {
-			return fmt.Sprintf("a throughput-class test %s->%s ran meanwhile", sp.src, sp.dst)
+			who = append(who, sp.src+"->"+sp.dst)
+			covered += to.Sub(from)
 		}
 	}
-	return ""
+	if len(who) == 0 {
+		return "", 0
+	}
+	return "throughput-class tests ran meanwhile on a shared host or link: " + strings.Join(who, ", "), min(1, covered.Seconds()/end.Sub(start).Seconds())
 }
 
 func (s *Service) hostFailed(h string, err error) {
@@ -596,19 +624,19 @@ func (s *Service) housekeeping(ctx context.Context, now time.Time) {
 
 // Snapshot is the service's state at one moment.
 type Snapshot struct {
-	Now     time.Time              `json:"now"`
-	Started time.Time              `json:"started"`
-	Config  string                 `json:"config"`
-	Testbed string                 `json:"testbed"`
-	Paths   []PathView             `json:"paths"`
-	Down    map[string]hostDown    `json:"hosts_down"`
-	Alerts  []archive.Alert        `json:"alerts"`
-	Tests   map[string]int64       `json:"tests"`
-	Late    int64                  `json:"late"`
-	Running int                    `json:"running"`
-	Queued  int                    `json:"queue_depth"`
-	Archive Health                 `json:"archive"`
-	Events  []Event                `json:"events"`
+	Now     time.Time           `json:"now"`
+	Started time.Time           `json:"started"`
+	Config  string              `json:"config"`
+	Testbed string              `json:"testbed"`
+	Paths   []PathView          `json:"paths"`
+	Down    map[string]hostDown `json:"hosts_down"`
+	Alerts  []archive.Alert     `json:"alerts"`
+	Tests   map[string]int64    `json:"tests"`
+	Late    int64               `json:"late"`
+	Running int                 `json:"running"`
+	Queued  int                 `json:"queue_depth"`
+	Archive Health              `json:"archive"`
+	Events  []Event             `json:"events"`
 }
 
 // PathView is one path's state as shown: values only while fresh.

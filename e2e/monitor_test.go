@@ -1,0 +1,381 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/testsupport"
+)
+
+// server is a running wanlab serve.
+type server struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	stderr *syncBuffer
+	base   string
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServe runs wanlab serve and waits until it serves.
+func startServe(t *testing.T, args ...string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := exec.Command(wanlabBin, append([]string{"serve", "--http", addr}, args...)...)
+	s := &server{t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, base: "http://" + addr}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGINT)
+			cmd.Wait()
+		}
+	})
+	if !waitFor(2*time.Minute, func() bool { return strings.Contains(s.stdout.String(), "monitoring ") || cmd.ProcessState != nil }) {
+		t.Fatalf("wanlab serve did not start: %s", s.stderr)
+	}
+	return s
+}
+
+// stop ends the service with Ctrl-C and checks that it exits cleanly.
+func (s *server) stop() {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			s.t.Errorf("wanlab serve exited with %v after Ctrl-C: %s", err, s.stderr)
+		}
+	case <-time.After(time.Minute):
+		s.cmd.Process.Kill()
+		s.t.Fatalf("wanlab serve did not stop within a minute of Ctrl-C: %s", s.stderr)
+	}
+}
+
+func (s *server) get(path string, into any) {
+	s.t.Helper()
+	resp, err := http.Get(s.base + path)
+	if err != nil {
+		s.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		s.t.Fatalf("GET %s: %v: %s", path, err, body)
+	}
+}
+
+func (s *server) status() monitor.Snapshot {
+	var snap monitor.Snapshot
+	s.get("/api/v1/status", &snap)
+	return snap
+}
+
+func (s *server) paths() map[string]monitor.PathView {
+	var doc struct{ Paths []monitor.PathView }
+	s.get("/api/v1/paths", &doc)
+	out := map[string]monitor.PathView{}
+	for _, p := range doc.Paths {
+		out[p.Test+" "+p.Src+"->"+p.Dst] = p
+	}
+	return out
+}
+
+func (s *server) alerts() []archive.Alert {
+	var doc struct{ Alerts []archive.Alert }
+	s.get("/api/v1/alerts", &doc)
+	return doc.Alerts
+}
+
+func waitFor(limit time.Duration, ok func() bool) bool {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if ok() {
+			return true
+		}
+	}
+	return ok()
+}
+
+func alertList(alerts []archive.Alert) string {
+	var out []string
+	for _, a := range alerts {
+		out = append(out, fmt.Sprintf("%s %s->%s (%s): %s", a.Rule, a.Src, a.Dst, a.Test, a.Message))
+	}
+	return strings.Join(out, "; ")
+}
+
+func hasAlert(alerts []archive.Alert, rule, src, dst string) bool {
+	for _, a := range alerts {
+		if a.Rule == rule && a.Src == src && a.Dst == dst {
+			return true
+		}
+	}
+	return false
+}
+
+// webhookSink collects what the service posts.
+type webhookSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *webhookSink) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.mu.Lock()
+	w.msgs = append(w.msgs, string(b))
+	w.mu.Unlock()
+}
+
+func (w *webhookSink) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msgs, "\n")
+}
+
+// TestServe runs the monitoring service on the shipped four-site test-bed
+// with a PostgreSQL archive, a real Prometheus and a real snmpd, and checks
+// it against the truth the emulated links give: the measured paths, alerts
+// that fire on the paths a degradation was injected into (and on no other,
+// and on none in the quiet before), an archive that goes away and comes
+// back without losing results, an agent that stops answering, a reload,
+// and a restart that resumes from the archive.
+func TestServe(t *testing.T) {
+	testsupport.NeedRoot(t)
+	dir := t.TempDir()
+	pg, err := url.Parse(testsupport.PostgresSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testsupport.NewProxy(t, pg.Host)
+	pg.Host = proxy.Addr()
+	db := pg.String()
+	snmpd := testsupport.Snmpd(t)
+	hook := &webhookSink{}
+	hookSrv := httptest.NewServer(hook)
+	defer hookSrv.Close()
+	config := func(throughputBelow string) string {
+		return fmt.Sprintf(`testbed: monitor-sites
+groups:
+  sites: [cern, cnaf, slac, taipei]
+  bulkpair: [cern, cnaf]
+tests:
+  - {name: latency, type: probe, group: sites, rate: 10/s, summary: 3s}
+  - {name: bulk, type: throughput, group: bulkpair, every: 10s, slip: 1s, duration: 1s}
+alerts: {throughput_below: %s, loss_above: 5%%, rtt_step: 20ms, for: 2}
+baseline: {window: 1h, min_points: 3}
+webhook: %s
+snmp:
+  - {name: lo-router, address: %q, version: 2c, community: %s, every: 2s, timeout: 1s, interfaces: [lo]}
+`, throughputBelow, hookSrv.URL, snmpd, testsupport.SNMPCommunity)
+	}
+	cfgPath := filepath.Join(dir, "monitor.yaml")
+	if err := os.WriteFile(cfgPath, []byte(config("50%")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Bad input first: unknown hosts and an impossible schedule are usage errors.
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(config("50%"), "[cern, cnaf]", "[cern, fnal]", 1)), 0o644)
+	if r := wanlab(t, "serve", "--config", bad, "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, `group bulkpair names host "fnal"`) {
+		t.Errorf("unknown host: exit %d: %s", r.code, r.stderr)
+	}
+	os.WriteFile(bad, []byte(strings.Replace(config("50%"), "duration: 1s}", "duration: 8s}", 1)), 0o644)
+	if r := wanlab(t, "serve", "--config", bad, "--dry-run"); r.code != 2 || !strings.Contains(r.stderr, "impossible schedule") {
+		t.Errorf("impossible schedule: exit %d: %s", r.code, r.stderr)
+	}
+	if r := wanlab(t, "serve", "--config", cfgPath, "--dry-run", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"exclusive_fraction"`) {
+		t.Errorf("dry run: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	s := startServe(t, "--config", cfgPath, "--db", db, "--buffer", filepath.Join(dir, "buffer"))
+	prom := testsupport.Prometheus(t, strings.TrimPrefix(s.base, "http://"), "../deploy/prometheus/wanlab-rules.yml")
+
+	// Quiet: every path measured, throughput baselines learnt, no alert.
+	if !waitFor(90*time.Second, func() bool { return s.status().Tests["throughput ok"] >= 6 }) {
+		t.Fatalf("throughput baselines not learnt in 90 s: %+v\n%s", s.status().Tests, s.stderr)
+	}
+	paths := s.paths()
+	for _, pair := range [][2]string{{"cern", "taipei"}, {"taipei", "cern"}, {"cnaf", "slac"}} {
+		p := paths["latency "+pair[0]+"->"+pair[1]]
+		want := map[string]float64{"cern": 1, "cnaf": 5, "slac": 80, "taipei": 150}
+		rtt := 2 * (want[pair[0]] + want[pair[1]]) / 1e3
+		if got := p.Values["rtt_median_seconds"]; p.State != "ok" || math.Abs(got-rtt) > 0.05*rtt+0.001 {
+			t.Errorf("%s->%s: state %s, median RTT %g s, want %g (the emulated links')", pair[0], pair[1], p.State, got, rtt)
+		}
+	}
+	if got := paths["bulk cern->cnaf"].Values["throughput_bits_per_second"]; got < 30e6 || got > 52e6 {
+		t.Errorf("cern->cnaf throughput %g bit/s, want near cnaf's 50 Mbit/s", got)
+	}
+	if a := s.alerts(); len(a) > 0 {
+		t.Errorf("alerts in the quiet before any change: %s", alertList(a))
+	}
+	// Prometheus scraped the service: a PromQL query returns the path's RTT.
+	var promRTT []testsupport.Sample
+	waitFor(30*time.Second, func() bool {
+		promRTT, err = prom.Query(`wanlab_path_rtt_seconds{src="cern",dst="taipei",stat="median"}`)
+		return err == nil && len(promRTT) == 1
+	})
+	if len(promRTT) != 1 || math.Abs(promRTT[0].Value-0.302) > 0.02 || promRTT[0].Labels["nmwg"] != "delay.roundtrip" {
+		t.Errorf("PromQL cern->taipei median RTT: %+v (%v), want about 0.302 labelled delay.roundtrip", promRTT, err)
+	}
+	if v, err := prom.Query(`wanlab_interface_bits_per_second{device="lo-router",interface="lo",direction="in"}`); err != nil || len(v) != 1 {
+		t.Errorf("SNMP series of lo: %+v %v", v, err)
+	}
+	health, err := prom.RuleHealth()
+	if err != nil || len(health) != 9 {
+		t.Errorf("Prometheus loaded %d rules (%v), want the 9 shipped", len(health), err)
+	}
+	for name, h := range health {
+		if h != "ok" {
+			t.Errorf("rule %s: %s", name, h)
+		}
+	}
+
+	// Inject: Taipei's access link 50 ms longer each way (a route change),
+	// CNAF's rate a tenth. The alerts must fire on those paths alone.
+	injected := time.Now()
+	for _, set := range [][]string{{"site taipei", "delay=200ms"}, {"site cnaf", "rate=5Mbit"}} {
+		if r := wanlab(t, "testbed", "set", "monitor-sites", set[0], set[1]); r.code != 0 {
+			t.Fatalf("testbed set %v: %s", set, r.stderr)
+		}
+	}
+	want := [][3]string{{monitor.RuleRTTStep, "cern", "taipei"}, {monitor.RuleRTTStep, "taipei", "slac"}, {monitor.RuleThroughputBelow, "cern", "cnaf"}}
+	ok := waitFor(60*time.Second, func() bool {
+		a := s.alerts()
+		for _, w := range want {
+			if !hasAlert(a, w[0], w[1], w[2]) {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(injected)
+	alerts := s.alerts()
+	if !ok {
+		t.Fatalf("after 60 s, alerts %s; want %v", alertList(alerts), want)
+	}
+	t.Logf("the alerts fired within %s of the change", took.Round(time.Second))
+	for _, a := range alerts {
+		if a.Src != "taipei" && a.Dst != "taipei" && a.Rule == monitor.RuleRTTStep {
+			t.Errorf("an RTT alert on a path that did not change: %+v", a)
+		}
+		if a.Rule == monitor.RuleRTTStep && (a.Value-a.Baseline < 0.08 || a.Value-a.Baseline > 0.12) {
+			t.Errorf("rtt_step evidence: %g over %g, want a step of 100 ms", a.Value, a.Baseline)
+		}
+	}
+	if !waitFor(20*time.Second, func() bool {
+		v, _ := prom.Query(`wanlab_alert_active{rule="rtt_step",src="cern",dst="taipei"}`)
+		f, _ := prom.Query(`ALERTS{alertname="WanlabPathAlert",alertstate="firing",rule="throughput_below"}`)
+		return len(v) == 1 && v[0].Value == 1 && len(f) > 0
+	}) {
+		t.Error("Prometheus does not see the alerts (wanlab_alert_active, WanlabPathAlert)")
+	}
+	if !waitFor(20*time.Second, func() bool { return strings.Contains(hook.all(), `"rule":"rtt_step"`) }) {
+		t.Errorf("the webhook got %q", hook.all())
+	}
+
+	// The archive goes away: results wait in the buffer, then all land.
+	proxy.Cut()
+	cut := time.Now()
+	if !waitFor(30*time.Second, func() bool { st := s.status(); return !st.Archive.Connected && st.Archive.BufferedBytes > 0 }) {
+		t.Fatalf("the service did not buffer with the archive away: %+v", s.status().Archive)
+	}
+	time.Sleep(8 * time.Second)
+	proxy.Restore(t)
+	restored := time.Now()
+	if !waitFor(60*time.Second, func() bool { st := s.status(); return st.Archive.Connected && st.Archive.BufferedBytes == 0 }) {
+		t.Fatalf("the buffer was not replayed: %+v\n%s", s.status().Archive, s.stderr)
+	}
+	var series struct{ Points []archive.Point }
+	s.get(fmt.Sprintf("/api/v1/paths/cern/taipei/series?metric=rtt_median_seconds&from=%d&to=%d", cut.Unix(), restored.Unix()+1), &series)
+	if len(series.Points) < 2 {
+		t.Errorf("%d points of cern->taipei stored from the outage, want the buffered ones", len(series.Points))
+	}
+
+	// An agent stops answering: its paths show no data, never stale values.
+	out, _ := exec.Command("pgrep", "-f", "agent --host slac --socket /run/wanlab/monitor-sites/").Output()
+	pid, _ := strconv.Atoi(strings.Fields(string(out) + " 0")[0])
+	if pid == 0 {
+		t.Fatal("no agent of slac")
+	}
+	syscall.Kill(pid, syscall.SIGSTOP)
+	if !waitFor(90*time.Second, func() bool {
+		p := s.paths()["latency cern->slac"]
+		_, down := s.status().Down["slac"]
+		return p.State == "no data" && p.Values == nil && p.Reason != "" && down
+	}) {
+		t.Errorf("slac stopped: %+v, down %+v", s.paths()["latency cern->slac"], s.status().Down)
+	}
+	if v, _ := prom.Query(`wanlab_path_rtt_seconds{dst="slac",src="cern"}`); len(v) > 0 {
+		// Prometheus keeps a series 5 minutes after its last scrape: ask
+		// the service itself for stale values.
+		resp, err := http.Get(s.base + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), `wanlab_path_rtt_seconds{dst="slac",nmwg="delay.roundtrip",src="cern"`) {
+				t.Error("/metrics shows an RTT for cern->slac while slac does not answer")
+			}
+		}
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	if !waitFor(90*time.Second, func() bool { return s.paths()["latency cern->slac"].State != "no data" }) {
+		t.Errorf("slac answers again but its path shows %+v", s.paths()["latency cern->slac"])
+	}
+
+	// SIGHUP: a broken file is refused, a good one taken, nothing lost.
+	os.WriteFile(cfgPath, []byte("testbed: monitor-sites\ngroups: {x: [cern]}\n"), 0o644)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	if !waitFor(10*time.Second, func() bool { return strings.Contains(s.stderr.String(), "the running configuration stays") }) {
+		t.Errorf("a broken configuration on SIGHUP: %s", s.stderr)
+	}
+	os.WriteFile(cfgPath, []byte(config("40%")), 0o644)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	if !waitFor(10*time.Second, func() bool { return strings.Contains(s.stderr.String(), "reloaded") }) {
+		t.Errorf("no reload on SIGHUP: %s", s.stderr)
+	}
+	if st := s.status(); st.Tests["probe ok"] == 0 || len(s.alerts()) == 0 {
+		t.Errorf("state lost on reload: %+v", st)
+	}
+	s.stop()
+	assertNothingLeft(t, "monitor-sites")
+
+	// A restart resumes from the archive: baselines, schedule, alerts.
+	s = startServe(t, "--config", cfgPath, "--db", db, "--buffer", filepath.Join(dir, "buffer"))
+	if !waitFor(10*time.Second, func() bool { return strings.Contains(s.stderr.String(), "resumed from the archive") }) {
+		t.Errorf("no resume: %s", s.stderr)
+	}
+	s.stop()
+	assertNothingLeft(t, "monitor-sites")
+}

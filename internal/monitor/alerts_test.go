@@ -1,0 +1,118 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+)
+
+func detectorConfig(t *testing.T) *Config {
+	t.Helper()
+	cfg, err := Parse("d.yaml", []byte(`testbed: x
+groups: {g: [a, b]}
+tests:
+  - {name: lat, type: probe, group: g}
+  - {name: bulk, type: throughput, group: g, every: 1h}
+alerts: {throughput_below: 50%, loss_above: 1%, rtt_step: 5ms, for: 2}
+baseline: {window: 1h, min_points: 3}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func probeObs(at time.Time, rtt, loss float64) Observation {
+	k := PathKey{"a", "b", "lat"}
+	return Observation{Key: k, Type: Probe, At: at, Points: []archive.Point{
+		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: "rtt_min_seconds", Value: rtt},
+		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: "loss_ratio", Value: loss},
+	}}
+}
+
+func TestDetectorRTTStep(t *testing.T) {
+	d := NewDetector(detectorConfig(t))
+	t0 := time.Unix(1e9, 0)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	// A quiet path: 10 ms give or take 0.2 ms, never an alert.
+	for i := range 20 {
+		if fired, _ := d.Observe(probeObs(at(i), 0.010+float64(i%3-1)*0.0002, 0)); len(fired) > 0 {
+			t.Fatalf("minute %d of a quiet path fired %+v", i, fired)
+		}
+	}
+	if med, _, n := d.Baseline(PathKey{"a", "b", "lat"}, "rtt_min_seconds"); med != 0.010 || n != 20 {
+		t.Errorf("baseline %g over %d, want 0.010 over 20", med, n)
+	}
+	// The route changes: +40 ms. The first result breaks the threshold,
+	// the second in a row fires.
+	if fired, _ := d.Observe(probeObs(at(20), 0.050, 0)); len(fired) != 0 {
+		t.Fatalf("fired on the first result: %+v", fired)
+	}
+	fired, _ := d.Observe(probeObs(at(21), 0.050, 0))
+	if len(fired) != 1 || fired[0].Rule != RuleRTTStep || fired[0].Baseline != 0.010 || !strings.Contains(fired[0].Message, "the route changed?") {
+		t.Fatalf("fired %+v, want one rtt_step against a 10 ms baseline", fired)
+	}
+	// Still high: no repeat, and the baseline does not learn the new RTT.
+	if fired, _ := d.Observe(probeObs(at(22), 0.050, 0)); len(fired) != 0 {
+		t.Errorf("fired again: %+v", fired)
+	}
+	if med, _, _ := d.Baseline(PathKey{"a", "b", "lat"}, "rtt_min_seconds"); med != 0.010 {
+		t.Errorf("the baseline learnt the degraded path: %g", med)
+	}
+	if len(d.Active()) != 1 {
+		t.Errorf("active %+v", d.Active())
+	}
+	// The route comes back: resolved.
+	_, resolved := d.Observe(probeObs(at(23), 0.010, 0))
+	if len(resolved) != 1 || !resolved[0].Ended.Equal(at(23)) || len(d.Active()) != 0 {
+		t.Errorf("resolved %+v, active %+v", resolved, d.Active())
+	}
+}
+
+func TestDetectorLossThroughputNoDataClock(t *testing.T) {
+	d := NewDetector(detectorConfig(t))
+	t0 := time.Unix(1e9, 0)
+	d.Observe(probeObs(t0, 0.01, 0.05))
+	fired, _ := d.Observe(probeObs(t0.Add(time.Minute), 0.01, 0.05))
+	if len(fired) != 1 || fired[0].Rule != RuleLossAbove || fired[0].Value != 0.05 {
+		t.Errorf("loss: fired %+v", fired)
+	}
+	// A disturbed summary (our own throughput test ran) is neither judged nor learnt.
+	o := probeObs(t0.Add(2*time.Minute), 0.5, 0.5)
+	o.Disturbed, o.Covered = "a throughput-class test a->b ran meanwhile", 0.9
+	if fired, resolved := d.Observe(o); len(fired)+len(resolved) != 0 {
+		t.Errorf("a disturbed summary fired %+v resolved %+v", fired, resolved)
+	}
+	k := PathKey{"a", "b", "bulk"}
+	tp := func(i int, v float64) Observation {
+		at := t0.Add(time.Duration(i) * 10 * time.Minute)
+		return Observation{Key: k, Type: Throughput, At: at, Points: []archive.Point{{T: at, Metric: "throughput_bits_per_second", Value: v}}}
+	}
+	// No baseline yet: a low first result cannot alert.
+	for i, v := range []float64{9e6, 9.5e6, 9.4e6} {
+		if fired, _ := d.Observe(tp(i, v)); len(fired) != 0 {
+			t.Fatalf("fired before the baseline: %+v", fired)
+		}
+	}
+	d.Observe(tp(3, 3e6))
+	fired, _ = d.Observe(tp(4, 3e6))
+	if len(fired) != 1 || fired[0].Rule != RuleThroughputBelow || fired[0].Threshold != 4.7e6 {
+		t.Errorf("throughput: fired %+v, want throughput_below under 4.7 Mbit/s", fired)
+	}
+	// An agent down: no data, after two failures in a row.
+	nd := Observation{Key: k, Type: Throughput, At: t0.Add(5 * time.Hour), Failed: "the agent on b stopped answering"}
+	d.Observe(nd)
+	fired, _ = d.Observe(nd)
+	if len(fired) != 1 || fired[0].Rule != RuleNoData || !strings.Contains(fired[0].Message, "stopped answering") {
+		t.Errorf("no data: fired %+v", fired)
+	}
+	// A clock that loses sync fires at once.
+	c := probeObs(t0.Add(3*time.Minute), 0.01, 0)
+	c.ClockProblem = "b's clock is not synchronised"
+	fired, _ = d.Observe(c)
+	if len(fired) != 1 || fired[0].Rule != RuleClock {
+		t.Errorf("clock: fired %+v", fired)
+	}
+}

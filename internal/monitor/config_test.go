@@ -1,0 +1,128 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodConfig = `testbed: monitor-sites
+groups:
+  sites: [cern, cnaf, slac]
+  pair: [cern, taipei]
+tests:
+  - {name: latency, type: probe, group: sites, rate: 10/s, summary: 1m, size: 100}
+  - {name: bulk, type: throughput, group: sites, every: 6h, duration: 20s, streams: 4, congestion: bbr, window: 4MiB}
+  - {name: disk, type: transfer, group: pair, every: 1d, bytes: 1GB, slip: 1h}
+alerts:
+  throughput_below: 70%
+  loss_above: 0.5%
+  rtt_step: 10ms
+  for: 3
+  overrides:
+    - {pairs: [cern->taipei], rtt_step: 50ms}
+    - {groups: [sites], for: 1}
+baseline: {window: 7d, min_points: 10}
+retention: {raw: 14d, hourly: 2y}
+buffer: {dir: buf, max: 64MiB}
+webhook: https://alerts.example.org/hook
+snmp:
+  - {name: border, address: "192.0.2.1:161", version: 2c, community: public, every: 30s}
+  - {name: core, address: "192.0.2.2:161", version: "3", user: wanlab, auth_protocol: sha, auth_password: secretsecret, priv_protocol: aes, priv_password: secretsecret, interfaces: [eth0]}
+`
+
+func TestParseGood(t *testing.T) {
+	cfg, err := Parse("/etc/wanlab/monitor.yaml", []byte(strings.Replace(goodConfig, "2y", "730d", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Tests) != 3 || cfg.Tests[0].Rate != 10 || cfg.Tests[0].Summary != time.Minute || cfg.Tests[0].Size != 100 {
+		t.Errorf("probe test %+v", cfg.Tests[0])
+	}
+	if b := cfg.Tests[1]; b.Every != 6*time.Hour || b.Slip != 36*time.Minute || b.Duration != 20*time.Second || b.Streams != 4 || b.Window != 4<<20 || !b.Exclusive() {
+		t.Errorf("throughput test %+v", b)
+	}
+	if d := cfg.Tests[2]; d.Every != 24*time.Hour || d.Bytes != 1e9 || d.Slip != time.Hour || d.Streams != 1 {
+		t.Errorf("transfer test %+v", d)
+	}
+	if got := len(cfg.Pairs(cfg.Tests[0])); got != 6 {
+		t.Errorf("%d pairs in a group of 3, want 6", got)
+	}
+	if cfg.Buffer.Dir != "/etc/wanlab/buf" || cfg.Buffer.Max != 64<<20 || cfg.Retention.Raw != 14*24*time.Hour || cfg.Baseline.Window != 7*24*time.Hour {
+		t.Errorf("buffer %+v, retention %+v, baseline %+v", cfg.Buffer, cfg.Retention, cfg.Baseline)
+	}
+	// Thresholds: the last override that names a pair or its group.
+	if th := cfg.For("cern", "taipei"); th.RTTStep != 50*time.Millisecond || th.For != 3 || th.ThroughputBelow != 0.7 {
+		t.Errorf("cern->taipei thresholds %+v", th)
+	}
+	if th := cfg.For("cern", "cnaf"); th.For != 1 || th.RTTStep != 10*time.Millisecond {
+		t.Errorf("cern->cnaf thresholds %+v", th)
+	}
+	if th := cfg.For("taipei", "cern"); th.For != 3 || th.LossAbove != 0.005 {
+		t.Errorf("taipei->cern thresholds %+v", th)
+	}
+	if s := cfg.SNMP[1]; s.AuthProto != "SHA" || s.PrivProto != "AES" || s.Every != time.Minute {
+		t.Errorf("snmp %+v", s)
+	}
+	if err := cfg.CheckHosts([]string{"cern", "cnaf", "slac", "taipei"}); err != nil {
+		t.Error(err)
+	}
+	if err := cfg.CheckHosts([]string{"cern", "cnaf", "taipei"}); err == nil || !strings.Contains(err.Error(), `group sites names host "slac"`) {
+		t.Errorf("unknown host: %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"empty", "", "the configuration is empty"},
+		{"both", "testbed: a\ninventory: b\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\n", "1: testbed: give testbed:"},
+		{"unknown field", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g, speed: 1}]\n", "speed"},
+		{"small group", "testbed: a\ngroups:\n  g: [a]\ntests: [{name: p, type: probe, group: g}]\n", "3: groups.g: a group needs at least two hosts"},
+		{"twice", "testbed: a\ngroups:\n  g: [a, b, a]\ntests: [{name: p, type: probe, group: g}]\n", `host "a" is listed twice`},
+		{"no group", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: h}\n", `4: tests[0].group: no group "h"`},
+		{"type", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: ping, group: g}\n", `"ping": give probe, throughput or transfer`},
+		{"field of another type", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g, every: 1h}\n", "tests of type probe have no every"},
+		{"rate", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g, rate: 5000/s}\n", "packets per second from 0.1 to 1000"},
+		{"few probes", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g, rate: 1/s, summary: 1s}\n", "a summary needs at least 2"},
+		{"every missing", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: t, type: throughput, group: g}\n", "give how often each pair is tested"},
+		{"every too short", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: t, type: throughput, group: g, every: 20s, duration: 1m}\n", "shorter than one test"},
+		{"congestion", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: t, type: throughput, group: g, every: 1h, congestion: vegas}\n", "give reno, cubic or bbr"},
+		{"transfer bytes", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: t, type: transfer, group: g, every: 1h}\n", "give the size of the file"},
+		{"duplicate test", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g}\n  - {name: p, type: probe, group: g}\n", `5: tests[1].name: test "p" is named twice`},
+		{"threshold", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts: {loss_above: 150%}\n", "give a loss between"},
+		{"override", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts:\n  overrides:\n    - {pairs: [a-b]}\n", "write a pair as source->destination"},
+		{"retention", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nretention: {raw: 30d, hourly: 7d}\n", "must be kept at least as long"},
+		{"webhook", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nwebhook: ftp://x\n", "http:// or https://"},
+		{"snmp version", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nsnmp:\n  - {name: r, address: 'x:161', version: 1}\n", `"1": give 2c or 3`},
+		{"snmp address", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nsnmp:\n  - {name: r, address: x, version: 2c, community: c}\n", "give the agent's host:port"},
+		{"snmp v3 password", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nsnmp:\n  - {name: r, address: 'x:161', version: '3', user: u, auth_protocol: sha, auth_password: short}\n", "at least 8 characters"},
+		{"duration", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g, summary: 5}]\n", "duration \"5\""},
+	}
+	for _, tt := range tests {
+		_, err := Parse("m.yaml", []byte(tt.text))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(goodConfig))
+	f.Add([]byte("testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		// What parses can be planned, and never needs more than it says.
+		if Impossible(cfg) == nil {
+			for _, tt := range cfg.Tests {
+				if tt.Exclusive() && tt.Budget() > tt.Every {
+					t.Fatalf("test %s: budget %s over every %s", tt.Name, tt.Budget(), tt.Every)
+				}
+			}
+		}
+	})
+}
