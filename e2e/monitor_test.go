@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -378,4 +380,103 @@ snmp:
 	}
 	s.stop()
 	assertNothingLeft(t, "monitor-sites")
+}
+
+// TestServeShared: two service processes share one PostgreSQL archive and
+// split the mesh of a test-bed that is already up; their throughput tests
+// never meet on a host; one is killed and the other takes its share.
+func TestServeShared(t *testing.T) {
+	testsupport.NeedRoot(t)
+	db := testsupport.PostgresSchema(t)
+	if r := wanlab(t, "testbed", "up", "../examples/monitor-sites.yaml"); r.code != 0 {
+		t.Fatalf("testbed up: %s", r.stderr)
+	}
+	t.Cleanup(func() {
+		wanlab(t, "testbed", "down", "monitor-sites")
+		assertNothingLeft(t, "monitor-sites")
+	})
+	cfg := filepath.Join(t.TempDir(), "shared.yaml")
+	os.WriteFile(cfg, []byte(`testbed: monitor-sites
+groups:
+  sites: [cern, cnaf, slac, taipei]
+tests:
+  - {name: latency, type: probe, group: sites, rate: 5/s, summary: 2s}
+  - {name: bulk, type: throughput, group: sites, every: 40s, slip: 2s, duration: 1s}
+`), 0o644)
+	a := startServe(t, "--config", cfg, "--db", db, "--buffer", filepath.Join(t.TempDir(), "a"))
+	b := startServe(t, "--config", cfg, "--db", db, "--buffer", filepath.Join(t.TempDir(), "b"))
+	split := func() bool {
+		sa, sb := a.status(), b.status()
+		if sa.Members != 2 || sb.Members != 2 || len(sa.Shares)+len(sb.Shares) != monitor.Shares {
+			return false
+		}
+		for _, i := range sa.Shares {
+			if slices.Contains(sb.Shares, i) {
+				return false
+			}
+		}
+		return true
+	}
+	if !waitFor(40*time.Second, split) {
+		t.Fatalf("the mesh was not split: a %+v (of %d), b %+v (of %d)", a.status().Shares, a.status().Members, b.status().Shares, b.status().Members)
+	}
+	// Each path is measured by one process, and by one only.
+	both := func() (int, int, int) {
+		pa, pb := a.paths(), b.paths()
+		measured, twice, none := 0, 0, 0
+		for k, p := range pa {
+			if !strings.HasPrefix(k, "latency ") {
+				continue
+			}
+			q := pb[k]
+			switch {
+			case p.State == "ok" && q.State == monitor.Elsewhere, q.State == "ok" && p.State == monitor.Elsewhere:
+				measured++
+			case p.State != monitor.Elsewhere && q.State != monitor.Elsewhere:
+				twice++
+			default:
+				none++
+			}
+		}
+		return measured, twice, none
+	}
+	if !waitFor(30*time.Second, func() bool { m, _, _ := both(); return m == 12 }) {
+		m, tw, n := both()
+		t.Fatalf("of 12 paths, %d measured by one process, %d by both, %d by neither", m, tw, n)
+	}
+	// Let the throughput tests run, then check that none met another on a host.
+	time.Sleep(30 * time.Second)
+	conn, err := sql.Open("pgx", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var tests, overlaps int
+	conn.QueryRow(`SELECT COUNT(*) FROM mon_tests`).Scan(&tests)
+	conn.QueryRow(`SELECT COUNT(*) FROM mon_tests x JOIN mon_tests y ON x.id < y.id
+		AND x.started < y.ended AND y.started < x.ended
+		AND (x.src IN (y.src, y.dst) OR x.dst IN (y.src, y.dst))`).Scan(&overlaps)
+	if tests < 6 || overlaps > 0 {
+		t.Errorf("%d throughput tests, %d pairs of them on one host at once; want several and none", tests, overlaps)
+	}
+	// One process dies: the other takes the whole mesh.
+	a.cmd.Process.Kill()
+	a.cmd.Wait()
+	killed := time.Now()
+	if !waitFor(60*time.Second, func() bool {
+		st := b.status()
+		if len(st.Shares) != monitor.Shares {
+			return false
+		}
+		for k, p := range b.paths() {
+			if strings.HasPrefix(k, "latency ") && p.State != "ok" {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("after a was killed, b measures %d of %d shares: %+v", len(b.status().Shares), monitor.Shares, b.paths())
+	}
+	t.Logf("b took the whole mesh over %s after a was killed", time.Since(killed).Round(time.Second))
+	b.stop()
 }

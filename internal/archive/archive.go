@@ -158,8 +158,12 @@ var migrations = []string{
 	CREATE INDEX mon_alerts_started ON mon_alerts(started);
 	CREATE INDEX mon_alerts_ref ON mon_alerts(ref);
 	CREATE TABLE mon_leases (
-		share   INTEGER PRIMARY KEY,
-		owner   TEXT NOT NULL,
+		name    TEXT PRIMARY KEY, -- "share N" of the mesh, or "host NAME" while a throughput-class test holds it
+		owner   TEXT NOT NULL,    -- the service process, "BOOT-ID PID"
+		expires REAL NOT NULL
+	);
+	CREATE TABLE mon_members (
+		owner   TEXT PRIMARY KEY, -- a service process sharing the archive
 		expires REAL NOT NULL
 	)`,
 }

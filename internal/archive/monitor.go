@@ -363,12 +363,12 @@ func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) 
 	return out, rows.Err()
 }
 
-// ErrLeaseHeld means another process holds a share's lease.
+// ErrLeaseHeld means another process holds a lease.
 var ErrLeaseHeld = errors.New("lease held by another process")
 
-// Claim takes or renews the lease of a share of the mesh for owner until
-// expires: it succeeds when the share is free, expired, or owner's already.
-func (a *Archive) Claim(ctx context.Context, share int, owner string, expires time.Time) error {
+// Claim takes or renews the lease called name for owner until expires: it
+// succeeds when the lease is free, expired, or owner's already.
+func (a *Archive) Claim(ctx context.Context, name, owner string, expires time.Time) error {
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -381,26 +381,60 @@ func (a *Archive) Claim(ctx context.Context, share int, owner string, expires ti
 	}
 	var holder string
 	var until float64
-	err = tx.QueryRowContext(ctx, a.q(`SELECT owner, expires FROM mon_leases WHERE share = ?`), share).Scan(&holder, &until)
+	err = tx.QueryRowContext(ctx, a.q(`SELECT owner, expires FROM mon_leases WHERE name = ?`), name).Scan(&holder, &until)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, a.q(`INSERT INTO mon_leases (share, owner, expires) VALUES (?, ?, ?)`), share, owner, unixSeconds(expires))
+		_, err = tx.ExecContext(ctx, a.q(`INSERT INTO mon_leases (name, owner, expires) VALUES (?, ?, ?)`), name, owner, unixSeconds(expires))
 	case err != nil:
 	case holder != owner && fromUnix(until).After(time.Now()):
-		return fmt.Errorf("share %d: %w (%s, until %s)", share, ErrLeaseHeld, holder, fromUnix(until).Format(time.RFC3339))
+		return fmt.Errorf("%s: %w (%s, until %s)", name, ErrLeaseHeld, holder, fromUnix(until).Format(time.RFC3339))
 	default:
-		_, err = tx.ExecContext(ctx, a.q(`UPDATE mon_leases SET owner = ?, expires = ? WHERE share = ?`), owner, unixSeconds(expires), share)
+		_, err = tx.ExecContext(ctx, a.q(`UPDATE mon_leases SET owner = ?, expires = ? WHERE name = ?`), owner, unixSeconds(expires), name)
 	}
 	if err != nil {
-		return fmt.Errorf("claiming share %d: %w", share, err)
+		return fmt.Errorf("claiming %s: %w", name, err)
 	}
 	return tx.Commit()
 }
 
-// Release gives up owner's leases.
-func (a *Archive) Release(ctx context.Context, owner string) error {
-	_, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_leases WHERE owner = ?`), owner)
+// Release gives up a lease of owner's; with name "" all its leases.
+func (a *Archive) Release(ctx context.Context, name, owner string) error {
+	_, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_leases WHERE owner = ? AND (CAST(? AS TEXT) = '' OR name = ?)`), owner, name, name)
 	return err
+}
+
+// Heartbeat says owner is alive until expires and returns how many
+// processes are alive now, owner included.
+func (a *Archive) Heartbeat(ctx context.Context, owner string, expires time.Time) (int, error) {
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if a.postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7400113)`); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, a.q(`DELETE FROM mon_members WHERE owner = ? OR expires < ?`), owner, unixSeconds(time.Now())); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, a.q(`INSERT INTO mon_members (owner, expires) VALUES (?, ?)`), owner, unixSeconds(expires)); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM mon_members`).Scan(&n); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}
+
+// Leave removes owner from the members and gives up its leases.
+func (a *Archive) Leave(ctx context.Context, owner string) error {
+	if _, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_members WHERE owner = ?`), owner); err != nil {
+		return err
+	}
+	return a.Release(ctx, "", owner)
 }
 
 // Redact is dsn without its password, to print.

@@ -260,6 +260,19 @@ func openMonitored(ctx context.Context, logTo io.Writer, cfg *monitor.Config) (b
 	if err != nil {
 		return nil, err
 	}
+	f, err := scenario.Parse(source, text, false)
+	if err != nil {
+		return nil, err
+	}
+	// A test-bed already up (testbed up, or for several service processes
+	// sharing one archive) is used as it is and left up.
+	if testbed.Alive(f.Testbed.Name) {
+		bed, err := testbed.Attach(f.Testbed.Name)
+		if err == nil {
+			fmt.Fprintf(logTo, "wanlab serve: test-bed %s is already up: monitoring it, and leaving it up\n", f.Testbed.Name)
+		}
+		return bed, err
+	}
 	up := newProgress(logTo, 0, "test-bed").terminalOnly()
 	defer up.done()
 	bed, err := testbed.Start(ctx, source, text, up.upStep)

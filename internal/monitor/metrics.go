@@ -63,6 +63,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	for _, p := range snap.Paths {
+		if p.State == Elsewhere {
+			continue // another process exposes it
+		}
 		up := 0.0
 		if p.Values != nil {
 			up = 1

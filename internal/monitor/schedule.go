@@ -83,21 +83,19 @@ func (s *Scheduler) slip(t *Test) time.Duration {
 func (s *Scheduler) Len() int { return len(s.queue) }
 
 // Next returns a job that may start at now, marking its hosts busy for its
-// budget; ok is false when none may, and wake is when to ask again.
-// blocked says whether a host cannot be used now (down, backing off), and
-// until when.
-func (s *Scheduler) Next(now time.Time, blocked func(host string) (time.Time, bool)) (j Job, ok bool, wake time.Time) {
+// budget; ok is false when none may, and wake is when to ask again. hold,
+// if given, says whether a job may not start now (a host down, a pair
+// another process measures) and until when.
+func (s *Scheduler) Next(now time.Time, hold func(j Job) (time.Time, bool)) (j Job, ok bool, wake time.Time) {
 	for len(s.queue) > 0 {
 		top := s.queue[0]
 		if top.at().After(now) {
 			return Job{}, false, top.at()
 		}
 		free := later(s.busy[top.Src], s.busy[top.Dst])
-		if blocked != nil {
-			for _, h := range []string{top.Src, top.Dst} {
-				if until, b := blocked(h); b {
-					free = later(free, until)
-				}
+		if hold != nil {
+			if until, held := hold(top); held {
+				free = later(free, until)
 			}
 		}
 		if free.After(now) {
@@ -111,6 +109,14 @@ func (s *Scheduler) Next(now time.Time, blocked func(host string) (time.Time, bo
 		return top, true, time.Time{}
 	}
 	return Job{}, false, now.Add(time.Hour)
+}
+
+// Defer puts back a job Next gave that could not start after all, to be
+// tried again at until, and frees its hosts.
+func (s *Scheduler) Defer(j Job, now, until time.Time) {
+	s.busy[j.Src], s.busy[j.Dst] = now, now
+	j.NotBefore = until
+	heap.Push(&s.queue, j)
 }
 
 // Waiting is how many jobs are due and not started.

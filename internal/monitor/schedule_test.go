@@ -98,7 +98,7 @@ func TestSchedulerResumesAndBacksOff(t *testing.T) {
 		t.Errorf("next wake %v, want about 50 minutes on (h0->h1 ran 10 minutes ago)", wake)
 	}
 	// A host that is down holds its pairs until it may be tried again.
-	down := func(h string) (time.Time, bool) { return start.Add(3 * time.Hour), h == "h1" }
+	down := func(j Job) (time.Time, bool) { return start.Add(3 * time.Hour), j.Src == "h1" || j.Dst == "h1" }
 	if j, ok, _ := s.Next(start.Add(2*time.Hour), down); ok {
 		t.Errorf("%+v started while h1 is down", j)
 	}

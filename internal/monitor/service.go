@@ -58,6 +58,12 @@ type Service struct {
 	// via are the link directions of each path, where the topology knows them.
 	via  map[[2]string][]string
 	snmp snmpPoller
+	// owner names this process among those sharing the archive; owned
+	// are the shares of the mesh it measures, members how many share it.
+	owner       string
+	owned       []int
+	members     int
+	coordinated time.Time
 }
 
 // span is a throughput-class test's time on its path; end is zero while it runs.
@@ -125,7 +131,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	}
 	s := &Service{opts: opts, cfg: cfg, det: NewDetector(cfg), paths: map[PathKey]*PathState{}, down: map[string]*hostDown{},
 		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
-		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}}
+		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}, owner: newOwner()}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
 	}
@@ -197,13 +203,20 @@ func (s *Service) logf(format string, args ...any) {
 // Run runs the tests until ctx ends, then waits for those running.
 func (s *Service) Run(ctx context.Context) error {
 	s.started = time.Now()
+	s.coordinate(ctx)
 	s.mu.Lock()
 	s.startProbes(ctx)
 	s.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.exclusive(ctx) }()
 	go func() { defer wg.Done(); s.maintain(ctx) }()
+	go func() {
+		defer wg.Done()
+		for sleep(ctx, coordinateEvery) {
+			s.coordinate(ctx)
+		}
+	}()
 	<-ctx.Done()
 	wg.Wait()
 	s.mu.Lock()
@@ -211,6 +224,13 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.probesWG.Wait()
 	s.opts.Store.Flush()
+	// Give the shares up at once: the other processes take them over at
+	// their next round rather than when the leases expire.
+	if ar := s.opts.Store.Archive(); ar != nil {
+		lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ar.Leave(lctx, s.owner)
+		cancel()
+	}
 	return nil
 }
 
@@ -295,6 +315,15 @@ func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay 
 	interval := time.Duration(float64(time.Second) / t.Rate)
 	spec := probe.Spec{Count: max(2, int(math.Round(t.Rate*t.Summary.Seconds()))), Interval: interval, Size: t.Size, Timeout: 2*time.Second + 4*interval}
 	for ctx.Err() == nil {
+		s.mu.Lock()
+		mine := s.owns(src, dst)
+		s.mu.Unlock()
+		if !mine {
+			if !sleep(ctx, min(t.Summary, coordinateEvery)) {
+				return
+			}
+			continue
+		}
 		if until, down := s.blockedPair(src, dst); down {
 			if !sleep(ctx, time.Until(until)) {
 				return
@@ -425,6 +454,17 @@ func (s *Service) blocked(h string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// hold says whether an exclusive job may not start now, and until when:
+// a host is down, or another process measures the pair; s.mu is held.
+func (s *Service) hold(j Job) (time.Time, bool) {
+	if !s.owns(j.Src, j.Dst) {
+		return time.Now().Add(coordinateEvery), true
+	}
+	ua, da := s.blocked(j.Src)
+	ub, db := s.blocked(j.Dst)
+	return later(ua, ub), da || db
+}
+
 func (s *Service) blockedPair(a, b string) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -481,9 +521,17 @@ func (s *Service) exclusive(ctx context.Context) {
 	for ctx.Err() == nil {
 		s.mu.Lock()
 		now := time.Now()
-		j, ok, wake := s.sched.Next(now, s.blocked)
+		j, ok, wake := s.sched.Next(now, s.hold)
 		sched := s.sched
+		s.mu.Unlock()
 		if ok {
+			if free, retry := s.lockHosts(ctx, j); !free {
+				s.mu.Lock()
+				sched.Defer(j, now, retry)
+				s.mu.Unlock()
+				continue
+			}
+			s.mu.Lock()
 			if now.Sub(j.Due) > j.Test.Slip+10*time.Second {
 				s.late++
 			}
@@ -492,8 +540,8 @@ func (s *Service) exclusive(ctx context.Context) {
 			s.spans = append(s.spans, span{src: j.Src, dst: j.Dst, start: now})
 			// Spans older than any probe summary no longer matter.
 			s.spans = slices.DeleteFunc(s.spans, func(sp span) bool { return !sp.end.IsZero() && now.Sub(sp.end) > 25*time.Hour })
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		if !ok {
 			t := time.NewTimer(min(time.Until(wake), time.Minute))
 			select {
@@ -508,6 +556,7 @@ func (s *Service) exclusive(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			s.runJob(ctx, j)
+			s.unlockHosts(context.WithoutCancel(ctx), j)
 			s.mu.Lock()
 			s.running--
 			for i := range s.spans {
@@ -637,7 +686,15 @@ type Snapshot struct {
 	Queued  int                 `json:"queue_depth"`
 	Archive Health              `json:"archive"`
 	Events  []Event             `json:"events"`
+	// Shares are the shares of the mesh this process measures, of Shares;
+	// Members is how many processes share the archive.
+	Owner   string `json:"owner"`
+	Shares  []int  `json:"shares"`
+	Members int    `json:"members"`
 }
+
+// Elsewhere is the state of a path another process measures.
+const Elsewhere = "elsewhere"
 
 // PathView is one path's state as shown: values only while fresh.
 type PathView struct {
@@ -657,9 +714,15 @@ func (s *Service) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	var alerts []archive.Alert
+	for _, a := range s.det.Active() {
+		if s.owns(a.Src, a.Dst) {
+			alerts = append(alerts, a)
+		}
+	}
 	snap := Snapshot{Now: now.UTC(), Started: s.started.UTC(), Config: s.cfg.Source, Testbed: s.opts.Bed.Topology().Name,
-		Down: map[string]hostDown{}, Alerts: s.det.Active(), Tests: map[string]int64{}, Late: s.late, Running: s.running,
-		Archive: s.opts.Store.Health(), Events: slices.Clone(s.events)}
+		Down: map[string]hostDown{}, Alerts: alerts, Tests: map[string]int64{}, Late: s.late, Running: s.running,
+		Archive: s.opts.Store.Health(), Events: slices.Clone(s.events), Owner: s.owner, Shares: slices.Clone(s.owned), Members: s.members}
 	budgets := map[string]time.Duration{}
 	for _, t := range s.cfg.Tests {
 		budgets[t.Name] = t.Budget()
@@ -671,6 +734,8 @@ func (s *Service) Snapshot() Snapshot {
 	for _, ps := range s.paths {
 		v := PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At}
 		switch {
+		case !s.owns(ps.Key.Src, ps.Key.Dst):
+			v.State, v.Reason = Elsewhere, "measured by another wanlab serve process sharing the archive"
 		case ps.Fresh(now, budgets[ps.Key.Test]):
 			v.State, v.Values, v.Age = "ok", ps.Values, now.Sub(ps.At).Seconds()
 			if alerting[ps.Key] {
