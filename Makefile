@@ -59,7 +59,8 @@ unit:
 # race, golang/go#75804).
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
-	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted
+	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
+	./internal/monitor:FuzzParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
@@ -89,11 +90,11 @@ image:
 # Engine and archive micro-benchmarks, then the test-bed and workload
 # benchmarks (root) whose results are recorded in docs/benchmarks.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report ./internal/monitor
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
-	$(GO) test -run '^$$' -bench RealHosts -benchtime 1x ./e2e
+	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts' -benchtime 1x ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

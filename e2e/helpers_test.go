@@ -115,7 +115,7 @@ func scenarioName(t *testing.T, yaml string) string {
 
 // assertNothingLeft checks that test-bed name has no namespace, cgroup, state
 // directory or daemon left on the machine.
-func assertNothingLeft(t *testing.T, name string) {
+func assertNothingLeft(t testing.TB, name string) {
 	t.Helper()
 	if m, _ := filepath.Glob("/run/netns/wanlab." + name + ".*"); len(m) > 0 {
 		t.Errorf("namespaces left behind: %v", m)

@@ -28,14 +28,14 @@ import (
 
 // server is a running wanlab serve.
 type server struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdout *syncBuffer
 	stderr *syncBuffer
 	base   string
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startServe runs wanlab serve and waits until it serves.
-func startServe(t *testing.T, args ...string) *server {
+func startServe(t testing.TB, args ...string) *server {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(wanlabBin, append([]string{"serve", "--http", addr}, args...)...)

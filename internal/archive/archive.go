@@ -111,7 +111,7 @@ var migrations = []string{
 		metric TEXT NOT NULL,   -- e.g. rtt_median_seconds, throughput_bits_per_second
 		value  REAL NOT NULL
 	);
-	CREATE INDEX mon_points_path ON mon_points(src, dst, metric, t);
+	CREATE INDEX mon_points_path ON mon_points(src, dst, metric, t, test, value); -- covering: a range of a path is read from the index alone
 	CREATE INDEX mon_points_t ON mon_points(t);
 	CREATE TABLE mon_hourly (
 		hour   REAL NOT NULL,   -- Unix seconds of the hour's start

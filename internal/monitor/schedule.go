@@ -170,10 +170,12 @@ type Planned struct {
 // Plan is what a configuration asks of its hosts and links over a horizon.
 type Plan struct {
 	Start   time.Time     `json:"start"`
-	Horizon time.Duration `json:"horizon_ns"`
-	Runs    []Planned     `json:"runs"`
-	Hosts   []HostLoad    `json:"hosts"`
-	Links   []LinkLoad    `json:"links,omitempty"`
+	Horizon time.Duration `json:"-"`
+	// HorizonSeconds is Horizon, for JSON.
+	HorizonSeconds float64    `json:"horizon_seconds"`
+	Runs           []Planned  `json:"runs"`
+	Hosts          []HostLoad `json:"hosts"`
+	Links          []LinkLoad `json:"links,omitempty"`
 	// Late is how many runs could not start within their slip.
 	Late int `json:"late"`
 }
@@ -246,7 +248,7 @@ func Demand(cfg *Config) map[string]float64 {
 // and, given the test paths, on each link direction (rates in bit/s).
 func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]string]Path, rates map[string]float64) Plan {
 	s := NewScheduler(cfg, start, nil, 1)
-	plan := Plan{Start: start, Horizon: horizon}
+	plan := Plan{Start: start, Horizon: horizon, HorizonSeconds: horizon.Seconds()}
 	end := start.Add(horizon)
 	busy := map[string]time.Duration{}
 	runs := map[string]int{}
