@@ -197,6 +197,7 @@ tests:
   - {name: bulk, type: throughput, group: bulkpair, every: 10s, slip: 1s, duration: 1s}
 alerts: {throughput_below: %s, loss_above: 5%%, rtt_step: 20ms, for: 2}
 baseline: {window: 1h, min_points: 3}
+interfaces: {every: 5s}
 webhook: %s
 snmp:
   - {name: lo-router, address: %q, version: 2c, community: %s, every: 2s, timeout: 1s, interfaces: [lo]}
@@ -241,6 +242,44 @@ snmp:
 	}
 	if a := s.alerts(); len(a) > 0 {
 		t.Errorf("alerts in the quiet before any change: %s", alertList(a))
+	}
+	// Troubleshooting: each throughput test keeps both ends' CPU and what
+	// their interfaces carried meanwhile.
+	var tests struct {
+		Tests []struct {
+			Status string
+			Result struct {
+				Result struct {
+					End struct {
+						CPU map[string]float64 `json:"cpu_utilization_percent"`
+					}
+				}
+				InterfaceLoad map[string]map[string]map[string]float64 `json:"interface_load"`
+			}
+		}
+	}
+	s.get("/api/v1/paths/cern/cnaf/tests?test=bulk&limit=1", &tests)
+	if len(tests.Tests) != 1 || tests.Tests[0].Status != "ok" {
+		t.Fatalf("the last bulk test of cern->cnaf: %+v", tests)
+	}
+	last := tests.Tests[0].Result
+	sent := 0.0
+	for _, r := range last.InterfaceLoad["cern"] {
+		sent = max(sent, r["out_bits_per_second"])
+	}
+	if sent < 1e6 || last.Result.End.CPU["sender_host"] <= 0 || len(last.InterfaceLoad["cnaf"]) == 0 {
+		t.Errorf("troubleshooting detail of a bulk test: cern sent %g bit/s, CPU %v, load %v", sent, last.Result.End.CPU, last.InterfaceLoad)
+	}
+	var ifaces struct{ Interfaces []monitor.IfaceState }
+	s.get("/api/v1/interfaces", &ifaces)
+	agents := 0
+	for _, i := range ifaces.Interfaces {
+		if i.Source == "agent" {
+			agents++
+		}
+	}
+	if agents < 4 {
+		t.Errorf("the hosts' own interfaces through their agents: %+v", ifaces.Interfaces)
 	}
 	// Prometheus scraped the service: a PromQL query returns the path's RTT.
 	var promRTT []testsupport.Sample

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,7 @@ import (
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/policy"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/unixsock"
 	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -523,3 +526,46 @@ func connect(ctx context.Context, host, target string, opts ...grpc.DialOption) 
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
+
+// Interfaces reports the host's interfaces' counters.
+func (s *Server) Interfaces(ctx context.Context, req *agentpb.InterfacesRequest) (*agentpb.InterfacesReply, error) {
+	devs, err := proc.NetDevs()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "agent on %s: reading the interfaces' counters: %v", s.Host, err)
+	}
+	reply := &agentpb.InterfacesReply{AtUnixNs: time.Now().UnixNano()}
+	sysfs := sysfsIsOurs()
+	for _, d := range devs {
+		c := &agentpb.InterfaceCounters{Name: d.Name, RxBytes: d.RxBytes, TxBytes: d.TxBytes, RxPackets: d.RxPackets, TxPackets: d.TxPackets}
+		if sysfs {
+			c.SpeedBps = linkSpeed(d.Name)
+		}
+		reply.Interfaces = append(reply.Interfaces, c)
+	}
+	return reply, nil
+}
+
+// sysfsIsOurs says whether /sys/class/net shows this process's network
+// namespace: sysfs shows the namespace of whoever mounted it, so an agent
+// that entered a test-bed host's namespace reads no speeds there.
+func sysfsIsOurs() bool {
+	ours, err1 := os.Readlink("/proc/self/ns/net")
+	init, err2 := os.Readlink("/proc/1/ns/net")
+	return err1 == nil && err2 == nil && ours == init
+}
+
+// linkSpeed is an interface's speed in bit/s, 0 where the kernel has none.
+func linkSpeed(name string) uint64 {
+	if strings.ContainsAny(name, "/.") {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join("/sys/class/net", name, "speed"))
+	if err != nil {
+		return 0
+	}
+	mbit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || mbit <= 0 {
+		return 0
+	}
+	return uint64(mbit) * 1e6
+}

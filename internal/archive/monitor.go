@@ -36,8 +36,13 @@ func (a *Archive) AddPoints(points []Point) error {
 	return nil
 }
 
+// MaxPoints bounds what one query of a path returns: a year of per-minute
+// results.
+const MaxPoints = 525_600
+
 // Points returns a path's metric from one time to another, oldest first:
-// raw points where they are kept, hourly medians before that.
+// raw points where they are kept, hourly medians before that; at most
+// MaxPoints.
 func (a *Archive) Points(ctx context.Context, src, dst, metric string, from, to time.Time) ([]Point, error) {
 	var oldestRaw sql.NullFloat64
 	if err := a.db.QueryRowContext(ctx, a.q(`SELECT MIN(t) FROM mon_points WHERE src = ? AND dst = ? AND metric = ?`), src, dst, metric).Scan(&oldestRaw); err != nil {
@@ -71,8 +76,8 @@ func (a *Archive) Points(ctx context.Context, src, dst, metric string, from, to 
 		}
 	}
 	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, test, value FROM mon_points
-		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ? ORDER BY t`),
-		src, dst, metric, unixSeconds(from), unixSeconds(to))
+		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ? ORDER BY t LIMIT ?`),
+		src, dst, metric, unixSeconds(from), unixSeconds(to), MaxPoints-len(out))
 	if err != nil {
 		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
 	}

@@ -49,6 +49,9 @@ type Config struct {
 	Buffer    Buffer
 	Webhook   string
 	SNMP      []SNMPTarget
+	// HostInterfaces is how often the hosts' own interfaces are read
+	// through their agents; 0 never.
+	HostInterfaces time.Duration
 }
 
 // Test is one kind of test run between every ordered pair of a group.
@@ -188,8 +191,11 @@ type rawConfig struct {
 		Dir string `yaml:"dir"`
 		Max string `yaml:"max"`
 	} `yaml:"buffer"`
-	Webhook string    `yaml:"webhook"`
-	SNMP    []rawSNMP `yaml:"snmp"`
+	Webhook    string    `yaml:"webhook"`
+	SNMP       []rawSNMP `yaml:"snmp"`
+	Interfaces struct {
+		Every string `yaml:"every"`
+	} `yaml:"interfaces"`
 }
 
 type rawTest struct {
@@ -345,6 +351,14 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if w := raw.Webhook; w != "" && !strings.HasPrefix(w, "http://") && !strings.HasPrefix(w, "https://") {
 		c.Fail("webhook", "%q: give an http:// or https:// URL", w)
+	}
+	cfg.HostInterfaces = time.Minute
+	if e := raw.Interfaces.Every; e != "" {
+		if d, err := parseDuration(e); err == nil && d == 0 {
+			cfg.HostInterfaces = 0
+		} else {
+			cfg.HostInterfaces = v.duration("interfaces.every", e, 5*time.Second, time.Hour)
+		}
 	}
 	for i, rs := range raw.SNMP {
 		cfg.SNMP = append(cfg.SNMP, v.snmp(fmt.Sprintf("snmp[%d]", i), rs))

@@ -88,8 +88,8 @@ func (s *Service) series(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	from, ok1 := timeParam(r, "from", now.Add(-24*time.Hour))
 	to, ok2 := timeParam(r, "to", now)
-	if !ok1 || !ok2 || !from.Before(to) {
-		problem(w, http.StatusBadRequest, "from and to: give RFC 3339 times or Unix seconds, from before to")
+	if !ok1 || !ok2 || !from.Before(to) || to.Sub(from) > 400*24*time.Hour {
+		problem(w, http.StatusBadRequest, "from and to: give RFC 3339 times or Unix seconds, from before to, at most 400 days apart")
 		return
 	}
 	ar := s.archiveOr(w)

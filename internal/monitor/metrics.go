@@ -41,9 +41,9 @@ func newCollector(s *Service) *collector {
 	c.buffered = d("wanlab_monitor_buffer_bytes", "Bytes of results waiting in the local buffer", nil, nil)
 	c.dropped = d("wanlab_monitor_buffer_dropped_total", "Results lost because the local buffer was full", nil, nil)
 	c.hostDown = d("wanlab_host_down", "1 for each host whose agent does not answer", []string{"host"}, nil)
-	c.ifRate = d("wanlab_interface_bits_per_second", "Traffic of a monitored interface between the last two SNMP polls", []string{"device", "interface", "direction"}, nil)
-	c.ifUse = d("wanlab_interface_utilisation_ratio", "Share of the interface's speed in use", []string{"device", "interface", "direction"}, nil)
-	c.ifSpeed = d("wanlab_interface_speed_bits_per_second", "The interface's speed (ifHighSpeed)", []string{"device", "interface"}, nil)
+	c.ifRate = d("wanlab_interface_bits_per_second", "Traffic of a monitored interface between the last two SNMP polls", []string{"device", "interface", "direction", "source"}, nil)
+	c.ifUse = d("wanlab_interface_utilisation_ratio", "Share of the interface's speed in use", []string{"device", "interface", "direction", "source"}, nil)
+	c.ifSpeed = d("wanlab_interface_speed_bits_per_second", "The interface's speed (ifHighSpeed, or the host's kernel)", []string{"device", "interface", "source"}, nil)
 	c.snmpUp = d("wanlab_snmp_up", "1 while an SNMP device answers", []string{"device"}, nil)
 	return c
 }
@@ -107,13 +107,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ifaces, errs := c.s.Interfaces()
 	answering := map[string]bool{}
 	for _, i := range ifaces {
-		answering[i.Device] = true
-		gauge(c.ifRate, i.InBPS, i.Device, i.Interface, "in")
-		gauge(c.ifRate, i.OutBPS, i.Device, i.Interface, "out")
+		if i.Source == "snmp" {
+			answering[i.Device] = true
+		}
+		gauge(c.ifRate, i.InBPS, i.Device, i.Interface, "in", i.Source)
+		gauge(c.ifRate, i.OutBPS, i.Device, i.Interface, "out", i.Source)
 		if i.SpeedBPS > 0 {
-			gauge(c.ifSpeed, i.SpeedBPS, i.Device, i.Interface)
-			gauge(c.ifUse, i.InUse(), i.Device, i.Interface, "in")
-			gauge(c.ifUse, i.OutUse(), i.Device, i.Interface, "out")
+			gauge(c.ifSpeed, i.SpeedBPS, i.Device, i.Interface, i.Source)
+			gauge(c.ifUse, i.InUse(), i.Device, i.Interface, "in", i.Source)
+			gauge(c.ifUse, i.OutUse(), i.Device, i.Interface, "out", i.Source)
 		}
 	}
 	for d := range answering {

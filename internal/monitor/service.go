@@ -287,6 +287,13 @@ func (s *Service) startProbes(ctx context.Context) {
 			}()
 		}
 	}
+	if every := s.cfg.HostInterfaces; every > 0 {
+		s.probesWG.Add(1)
+		go func() {
+			defer s.probesWG.Done()
+			s.hostPollLoop(pctx, every)
+		}()
+	}
 	for _, t := range s.cfg.SNMP {
 		s.probesWG.Add(1)
 		go func() {
@@ -582,8 +589,13 @@ func (s *Service) runJob(ctx context.Context, j Job) {
 	defer cancel()
 	var pts []archive.Point
 	var result any
+	var load InterfaceLoad
 	err := s.session(jctx, j.Src, j.Dst, func(ctx context.Context, a, b measure.Endpoint) error {
 		ctx = measure.WithWait(ctx, 0)
+		// The end hosts' interfaces during the test: a host busy with
+		// other traffic, not the network, may be what held a test back.
+		after := loadDuring(ctx, a, b)
+		defer func() { load = after() }()
 		switch t.Type {
 		case Throughput:
 			r, err := measure.Throughput(ctx, a, b, throughput.Spec{Protocol: throughput.TCP, Streams: t.Streams, Duration: t.Duration,
@@ -611,9 +623,17 @@ func (s *Service) runJob(ctx context.Context, j Job) {
 		rec.Status, rec.Reason = "failed", err.Error()
 		o.Failed, o.Points = err.Error(), nil
 	} else {
-		rec.Result, _ = json.Marshal(result)
+		rec.Result, _ = json.Marshal(TestDetail{Result: result, InterfaceLoad: load})
 	}
 	s.observe(o, rec)
+}
+
+// TestDetail is what the archive keeps of a throughput-class test: its
+// result (with both ends' CPU) and what the end hosts' interfaces carried
+// meanwhile.
+type TestDetail struct {
+	Result        any           `json:"result"`
+	InterfaceLoad InterfaceLoad `json:"interface_load,omitempty"`
 }
 
 // maintain flushes the buffer, aggregates hours, applies retention and

@@ -45,8 +45,9 @@ type IfaceCounters struct {
 
 // Rate is an interface's traffic between two readings.
 type Rate struct {
-	In, Out float64 // bit/s
-	Speed   float64 // bit/s, 0 unknown
+	In    float64 `json:"in_bits_per_second"`
+	Out   float64 `json:"out_bits_per_second"`
+	Speed float64 `json:"speed_bits_per_second,omitempty"` // 0 unknown
 }
 
 // Rates turns two readings of a device into each interface's rates. A
@@ -215,6 +216,9 @@ func toUint(v any) uint64 {
 
 // IfaceState is the latest rate of one monitored interface.
 type IfaceState struct {
+	// Source is how it is read: "snmp" (a router or switch) or "agent" (a
+	// monitored host's own interface, through its agent).
+	Source    string    `json:"source"`
 	Device    string    `json:"device"`
 	Interface string    `json:"interface"`
 	At        time.Time `json:"at"`
@@ -242,15 +246,17 @@ type snmpPoller struct {
 }
 
 // ifaceMetrics are the archive's metrics of an interface, whose points
-// have the device as src and the interface as dst, of test "snmp".
+// have the device (or host) as src and the interface as dst, of test
+// "snmp" (or "agent").
 var ifaceMetrics = []string{"in_bits_per_second", "out_bits_per_second", "speed_bits_per_second"}
 
-// snmpPoints are a device's rates as archive points.
-func snmpPoints(device string, at time.Time, rates map[string]Rate) []archive.Point {
+// ifacePoints are a device's interfaces' rates as archive points of test
+// ("snmp" or "agent").
+func ifacePoints(test, device string, at time.Time, rates map[string]Rate) []archive.Point {
 	var out []archive.Point
 	for name, r := range rates {
 		p := func(metric string, v float64) archive.Point {
-			return archive.Point{T: at, Src: device, Dst: name, Test: "snmp", Metric: metric, Value: v}
+			return archive.Point{T: at, Src: device, Dst: name, Test: test, Metric: metric, Value: v}
 		}
 		out = append(out, p("in_bits_per_second", r.In), p("out_bits_per_second", r.Out))
 		if r.Speed > 0 {
@@ -292,10 +298,10 @@ func (s *Service) pollLoop(ctx context.Context, t SNMPTarget) {
 			if rates, ok := Rates(prev, cur); ok && !prev.At.IsZero() {
 				s.snmp.mu.Lock()
 				for name, r := range rates {
-					s.snmp.ifaces[[2]string{t.Name, name}] = IfaceState{Device: t.Name, Interface: name, At: cur.At, InBPS: r.In, OutBPS: r.Out, SpeedBPS: r.Speed}
+					s.snmp.ifaces[[2]string{t.Name, name}] = IfaceState{Source: "snmp", Device: t.Name, Interface: name, At: cur.At, InBPS: r.In, OutBPS: r.Out, SpeedBPS: r.Speed}
 				}
 				s.snmp.mu.Unlock()
-				s.opts.Store.Put(record{At: cur.At, Points: snmpPoints(t.Name, cur.At, rates)})
+				s.opts.Store.Put(record{At: cur.At, Points: ifacePoints("snmp", t.Name, cur.At, rates)})
 			} else if !prev.At.IsZero() && cur.Uptime < prev.Uptime {
 				s.mu.Lock()
 				s.logf("SNMP %s rebooted (uptime went from %d to %d): rates resume at the next poll", t.Name, prev.Uptime/100, cur.Uptime/100)

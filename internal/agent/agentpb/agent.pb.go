@@ -75,6 +75,180 @@ func (Protocol) EnumDescriptor() ([]byte, []int) {
 	return file_agent_proto_rawDescGZIP(), []int{0}
 }
 
+type InterfacesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterfacesRequest) Reset() {
+	*x = InterfacesRequest{}
+	mi := &file_agent_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterfacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterfacesRequest) ProtoMessage() {}
+
+func (x *InterfacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterfacesRequest.ProtoReflect.Descriptor instead.
+func (*InterfacesRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{0}
+}
+
+type InterfacesReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the counters were read, Unix nanoseconds.
+	AtUnixNs      int64                `protobuf:"varint,1,opt,name=at_unix_ns,json=atUnixNs,proto3" json:"at_unix_ns,omitempty"`
+	Interfaces    []*InterfaceCounters `protobuf:"bytes,2,rep,name=interfaces,proto3" json:"interfaces,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterfacesReply) Reset() {
+	*x = InterfacesReply{}
+	mi := &file_agent_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterfacesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterfacesReply) ProtoMessage() {}
+
+func (x *InterfacesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterfacesReply.ProtoReflect.Descriptor instead.
+func (*InterfacesReply) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *InterfacesReply) GetAtUnixNs() int64 {
+	if x != nil {
+		return x.AtUnixNs
+	}
+	return 0
+}
+
+func (x *InterfacesReply) GetInterfaces() []*InterfaceCounters {
+	if x != nil {
+		return x.Interfaces
+	}
+	return nil
+}
+
+type InterfaceCounters struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	RxBytes   uint64                 `protobuf:"varint,2,opt,name=rx_bytes,json=rxBytes,proto3" json:"rx_bytes,omitempty"`
+	TxBytes   uint64                 `protobuf:"varint,3,opt,name=tx_bytes,json=txBytes,proto3" json:"tx_bytes,omitempty"`
+	RxPackets uint64                 `protobuf:"varint,4,opt,name=rx_packets,json=rxPackets,proto3" json:"rx_packets,omitempty"`
+	TxPackets uint64                 `protobuf:"varint,5,opt,name=tx_packets,json=txPackets,proto3" json:"tx_packets,omitempty"`
+	// The link's speed in bit/s where the kernel knows it, else 0.
+	SpeedBps      uint64 `protobuf:"varint,6,opt,name=speed_bps,json=speedBps,proto3" json:"speed_bps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterfaceCounters) Reset() {
+	*x = InterfaceCounters{}
+	mi := &file_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterfaceCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterfaceCounters) ProtoMessage() {}
+
+func (x *InterfaceCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterfaceCounters.ProtoReflect.Descriptor instead.
+func (*InterfaceCounters) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InterfaceCounters) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *InterfaceCounters) GetRxBytes() uint64 {
+	if x != nil {
+		return x.RxBytes
+	}
+	return 0
+}
+
+func (x *InterfaceCounters) GetTxBytes() uint64 {
+	if x != nil {
+		return x.TxBytes
+	}
+	return 0
+}
+
+func (x *InterfaceCounters) GetRxPackets() uint64 {
+	if x != nil {
+		return x.RxPackets
+	}
+	return 0
+}
+
+func (x *InterfaceCounters) GetTxPackets() uint64 {
+	if x != nil {
+		return x.TxPackets
+	}
+	return 0
+}
+
+func (x *InterfaceCounters) GetSpeedBps() uint64 {
+	if x != nil {
+		return x.SpeedBps
+	}
+	return 0
+}
+
 type HelloRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The API version the controller speaks.
@@ -85,7 +259,7 @@ type HelloRequest struct {
 
 func (x *HelloRequest) Reset() {
 	*x = HelloRequest{}
-	mi := &file_agent_proto_msgTypes[0]
+	mi := &file_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +271,7 @@ func (x *HelloRequest) String() string {
 func (*HelloRequest) ProtoMessage() {}
 
 func (x *HelloRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[0]
+	mi := &file_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +284,7 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{0}
+	return file_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HelloRequest) GetApiVersion() uint32 {
@@ -143,7 +317,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_agent_proto_msgTypes[1]
+	mi := &file_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -155,7 +329,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[1]
+	mi := &file_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -168,7 +342,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{1}
+	return file_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HelloReply) GetApiVersion() uint32 {
@@ -248,7 +422,7 @@ type Clock struct {
 
 func (x *Clock) Reset() {
 	*x = Clock{}
-	mi := &file_agent_proto_msgTypes[2]
+	mi := &file_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +434,7 @@ func (x *Clock) String() string {
 func (*Clock) ProtoMessage() {}
 
 func (x *Clock) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[2]
+	mi := &file_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +447,7 @@ func (x *Clock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clock.ProtoReflect.Descriptor instead.
 func (*Clock) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{2}
+	return file_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Clock) GetSynchronised() bool {
@@ -321,7 +495,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_agent_proto_msgTypes[3]
+	mi := &file_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +507,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[3]
+	mi := &file_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +520,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{3}
+	return file_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Grant) GetRule() string {
@@ -419,7 +593,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +605,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[4]
+	mi := &file_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +618,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{4}
+	return file_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Limits) GetMaxDurationNs() int64 {
@@ -498,7 +672,7 @@ type ThroughputSpec struct {
 
 func (x *ThroughputSpec) Reset() {
 	*x = ThroughputSpec{}
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +684,7 @@ func (x *ThroughputSpec) String() string {
 func (*ThroughputSpec) ProtoMessage() {}
 
 func (x *ThroughputSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[5]
+	mi := &file_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +697,7 @@ func (x *ThroughputSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThroughputSpec.ProtoReflect.Descriptor instead.
 func (*ThroughputSpec) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{5}
+	return file_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ThroughputSpec) GetProtocol() Protocol {
@@ -598,7 +772,7 @@ type ReceiveRequest struct {
 
 func (x *ReceiveRequest) Reset() {
 	*x = ReceiveRequest{}
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +784,7 @@ func (x *ReceiveRequest) String() string {
 func (*ReceiveRequest) ProtoMessage() {}
 
 func (x *ReceiveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[6]
+	mi := &file_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +797,7 @@ func (x *ReceiveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiveRequest.ProtoReflect.Descriptor instead.
 func (*ReceiveRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{6}
+	return file_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReceiveRequest) GetSpec() *ThroughputSpec {
@@ -645,7 +819,7 @@ type SendRequest struct {
 
 func (x *SendRequest) Reset() {
 	*x = SendRequest{}
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +831,7 @@ func (x *SendRequest) String() string {
 func (*SendRequest) ProtoMessage() {}
 
 func (x *SendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[7]
+	mi := &file_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +844,7 @@ func (x *SendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendRequest.ProtoReflect.Descriptor instead.
 func (*SendRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{7}
+	return file_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SendRequest) GetSpec() *ThroughputSpec {
@@ -708,7 +882,7 @@ type ThroughputEvent struct {
 
 func (x *ThroughputEvent) Reset() {
 	*x = ThroughputEvent{}
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +894,7 @@ func (x *ThroughputEvent) String() string {
 func (*ThroughputEvent) ProtoMessage() {}
 
 func (x *ThroughputEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[8]
+	mi := &file_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +907,7 @@ func (x *ThroughputEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThroughputEvent.ProtoReflect.Descriptor instead.
 func (*ThroughputEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{8}
+	return file_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ThroughputEvent) GetEvent() isThroughputEvent_Event {
@@ -807,7 +981,7 @@ type Listening struct {
 
 func (x *Listening) Reset() {
 	*x = Listening{}
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +993,7 @@ func (x *Listening) String() string {
 func (*Listening) ProtoMessage() {}
 
 func (x *Listening) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[9]
+	mi := &file_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +1006,7 @@ func (x *Listening) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listening.ProtoReflect.Descriptor instead.
 func (*Listening) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{9}
+	return file_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Listening) GetPort() uint32 {
@@ -871,7 +1045,7 @@ type TCPInfo struct {
 
 func (x *TCPInfo) Reset() {
 	*x = TCPInfo{}
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1057,7 @@ func (x *TCPInfo) String() string {
 func (*TCPInfo) ProtoMessage() {}
 
 func (x *TCPInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[10]
+	mi := &file_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1070,7 @@ func (x *TCPInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPInfo.ProtoReflect.Descriptor instead.
 func (*TCPInfo) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{10}
+	return file_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TCPInfo) GetSndCwnd() uint32 {
@@ -961,7 +1135,7 @@ type StreamSample struct {
 
 func (x *StreamSample) Reset() {
 	*x = StreamSample{}
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1147,7 @@ func (x *StreamSample) String() string {
 func (*StreamSample) ProtoMessage() {}
 
 func (x *StreamSample) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[11]
+	mi := &file_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1160,7 @@ func (x *StreamSample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSample.ProtoReflect.Descriptor instead.
 func (*StreamSample) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{11}
+	return file_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamSample) GetId() uint32 {
@@ -1057,7 +1231,7 @@ type Interval struct {
 
 func (x *Interval) Reset() {
 	*x = Interval{}
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1243,7 @@ func (x *Interval) String() string {
 func (*Interval) ProtoMessage() {}
 
 func (x *Interval) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[12]
+	mi := &file_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1256,7 @@ func (x *Interval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Interval.ProtoReflect.Descriptor instead.
 func (*Interval) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{12}
+	return file_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Interval) GetStartNs() int64 {
@@ -1128,7 +1302,7 @@ type Summary struct {
 
 func (x *Summary) Reset() {
 	*x = Summary{}
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1314,7 @@ func (x *Summary) String() string {
 func (*Summary) ProtoMessage() {}
 
 func (x *Summary) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[13]
+	mi := &file_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1327,7 @@ func (x *Summary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Summary.ProtoReflect.Descriptor instead.
 func (*Summary) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{13}
+	return file_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Summary) GetSecondsNs() int64 {
@@ -1218,7 +1392,7 @@ type ProbeSpec struct {
 
 func (x *ProbeSpec) Reset() {
 	*x = ProbeSpec{}
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1404,7 @@ func (x *ProbeSpec) String() string {
 func (*ProbeSpec) ProtoMessage() {}
 
 func (x *ProbeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[14]
+	mi := &file_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1417,7 @@ func (x *ProbeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeSpec.ProtoReflect.Descriptor instead.
 func (*ProbeSpec) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{14}
+	return file_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProbeSpec) GetCount() uint32 {
@@ -1284,7 +1458,7 @@ type ReflectRequest struct {
 
 func (x *ReflectRequest) Reset() {
 	*x = ReflectRequest{}
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1470,7 @@ func (x *ReflectRequest) String() string {
 func (*ReflectRequest) ProtoMessage() {}
 
 func (x *ReflectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[15]
+	mi := &file_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1483,7 @@ func (x *ReflectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReflectRequest.ProtoReflect.Descriptor instead.
 func (*ReflectRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{15}
+	return file_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReflectRequest) GetIdleNs() int64 {
@@ -1330,7 +1504,7 @@ type ProbeRequest struct {
 
 func (x *ProbeRequest) Reset() {
 	*x = ProbeRequest{}
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1516,7 @@ func (x *ProbeRequest) String() string {
 func (*ProbeRequest) ProtoMessage() {}
 
 func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[16]
+	mi := &file_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1529,7 @@ func (x *ProbeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRequest.ProtoReflect.Descriptor instead.
 func (*ProbeRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{16}
+	return file_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProbeRequest) GetSpec() *ProbeSpec {
@@ -1392,7 +1566,7 @@ type ProbeEvent struct {
 
 func (x *ProbeEvent) Reset() {
 	*x = ProbeEvent{}
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1578,7 @@ func (x *ProbeEvent) String() string {
 func (*ProbeEvent) ProtoMessage() {}
 
 func (x *ProbeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[17]
+	mi := &file_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1591,7 @@ func (x *ProbeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeEvent.ProtoReflect.Descriptor instead.
 func (*ProbeEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{17}
+	return file_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ProbeEvent) GetEvent() isProbeEvent_Event {
@@ -1477,7 +1651,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1663,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[18]
+	mi := &file_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1676,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{18}
+	return file_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProbeResult) GetSeq() uint32 {
@@ -1561,7 +1735,7 @@ type ProbeSummary struct {
 
 func (x *ProbeSummary) Reset() {
 	*x = ProbeSummary{}
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1747,7 @@ func (x *ProbeSummary) String() string {
 func (*ProbeSummary) ProtoMessage() {}
 
 func (x *ProbeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[19]
+	mi := &file_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1760,7 @@ func (x *ProbeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeSummary.ProtoReflect.Descriptor instead.
 func (*ProbeSummary) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{19}
+	return file_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProbeSummary) GetResults() []*ProbeResult {
@@ -1636,7 +1810,7 @@ type DiskRequest struct {
 
 func (x *DiskRequest) Reset() {
 	*x = DiskRequest{}
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1822,7 @@ func (x *DiskRequest) String() string {
 func (*DiskRequest) ProtoMessage() {}
 
 func (x *DiskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1835,7 @@ func (x *DiskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskRequest.ProtoReflect.Descriptor instead.
 func (*DiskRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{20}
+	return file_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DiskRequest) GetSize() uint64 {
@@ -1712,7 +1886,7 @@ type DiskResult struct {
 
 func (x *DiskResult) Reset() {
 	*x = DiskResult{}
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1898,7 @@ func (x *DiskResult) String() string {
 func (*DiskResult) ProtoMessage() {}
 
 func (x *DiskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1911,7 @@ func (x *DiskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskResult.ProtoReflect.Descriptor instead.
 func (*DiskResult) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{21}
+	return file_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DiskResult) GetWriteBytesPerSecond() float64 {
@@ -1815,7 +1989,7 @@ type TransferSpec struct {
 
 func (x *TransferSpec) Reset() {
 	*x = TransferSpec{}
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2001,7 @@ func (x *TransferSpec) String() string {
 func (*TransferSpec) ProtoMessage() {}
 
 func (x *TransferSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2014,7 @@ func (x *TransferSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferSpec.ProtoReflect.Descriptor instead.
 func (*TransferSpec) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{22}
+	return file_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransferSpec) GetStreams() uint32 {
@@ -1889,7 +2063,7 @@ type ReceiveFileRequest struct {
 
 func (x *ReceiveFileRequest) Reset() {
 	*x = ReceiveFileRequest{}
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2075,7 @@ func (x *ReceiveFileRequest) String() string {
 func (*ReceiveFileRequest) ProtoMessage() {}
 
 func (x *ReceiveFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2088,7 @@ func (x *ReceiveFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiveFileRequest.ProtoReflect.Descriptor instead.
 func (*ReceiveFileRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{23}
+	return file_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReceiveFileRequest) GetSpec() *TransferSpec {
@@ -1964,7 +2138,7 @@ type SendFileRequest struct {
 
 func (x *SendFileRequest) Reset() {
 	*x = SendFileRequest{}
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2150,7 @@ func (x *SendFileRequest) String() string {
 func (*SendFileRequest) ProtoMessage() {}
 
 func (x *SendFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2163,7 @@ func (x *SendFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendFileRequest.ProtoReflect.Descriptor instead.
 func (*SendFileRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{24}
+	return file_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SendFileRequest) GetSpec() *TransferSpec {
@@ -2047,7 +2221,7 @@ type TransferEvent struct {
 
 func (x *TransferEvent) Reset() {
 	*x = TransferEvent{}
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2233,7 @@ func (x *TransferEvent) String() string {
 func (*TransferEvent) ProtoMessage() {}
 
 func (x *TransferEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2246,7 @@ func (x *TransferEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferEvent.ProtoReflect.Descriptor instead.
 func (*TransferEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{25}
+	return file_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TransferEvent) GetEvent() isTransferEvent_Event {
@@ -2134,7 +2308,7 @@ type TransferResult struct {
 
 func (x *TransferResult) Reset() {
 	*x = TransferResult{}
-	mi := &file_agent_proto_msgTypes[26]
+	mi := &file_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2320,7 @@ func (x *TransferResult) String() string {
 func (*TransferResult) ProtoMessage() {}
 
 func (x *TransferResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[26]
+	mi := &file_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2333,7 @@ func (x *TransferResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResult.ProtoReflect.Descriptor instead.
 func (*TransferResult) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{26}
+	return file_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TransferResult) GetBytes() uint64 {
@@ -2237,7 +2411,7 @@ type WorkloadRequest struct {
 
 func (x *WorkloadRequest) Reset() {
 	*x = WorkloadRequest{}
-	mi := &file_agent_proto_msgTypes[27]
+	mi := &file_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2423,7 @@ func (x *WorkloadRequest) String() string {
 func (*WorkloadRequest) ProtoMessage() {}
 
 func (x *WorkloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[27]
+	mi := &file_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2436,7 @@ func (x *WorkloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadRequest.ProtoReflect.Descriptor instead.
 func (*WorkloadRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{27}
+	return file_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WorkloadRequest) GetId() string {
@@ -2300,7 +2474,7 @@ type WorkloadEvent struct {
 
 func (x *WorkloadEvent) Reset() {
 	*x = WorkloadEvent{}
-	mi := &file_agent_proto_msgTypes[28]
+	mi := &file_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2486,7 @@ func (x *WorkloadEvent) String() string {
 func (*WorkloadEvent) ProtoMessage() {}
 
 func (x *WorkloadEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[28]
+	mi := &file_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2499,7 @@ func (x *WorkloadEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadEvent.ProtoReflect.Descriptor instead.
 func (*WorkloadEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{28}
+	return file_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WorkloadEvent) GetEvent() isWorkloadEvent_Event {
@@ -2405,7 +2579,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_agent_proto_msgTypes[29]
+	mi := &file_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2591,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[29]
+	mi := &file_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2604,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{29}
+	return file_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Job) GetId() uint32 {
@@ -2505,7 +2679,7 @@ type StopWorkloadRequest struct {
 
 func (x *StopWorkloadRequest) Reset() {
 	*x = StopWorkloadRequest{}
-	mi := &file_agent_proto_msgTypes[30]
+	mi := &file_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2691,7 @@ func (x *StopWorkloadRequest) String() string {
 func (*StopWorkloadRequest) ProtoMessage() {}
 
 func (x *StopWorkloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[30]
+	mi := &file_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2704,7 @@ func (x *StopWorkloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopWorkloadRequest.ProtoReflect.Descriptor instead.
 func (*StopWorkloadRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{30}
+	return file_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StopWorkloadRequest) GetId() string {
@@ -2550,7 +2724,7 @@ type StopWorkloadReply struct {
 
 func (x *StopWorkloadReply) Reset() {
 	*x = StopWorkloadReply{}
-	mi := &file_agent_proto_msgTypes[31]
+	mi := &file_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2736,7 @@ func (x *StopWorkloadReply) String() string {
 func (*StopWorkloadReply) ProtoMessage() {}
 
 func (x *StopWorkloadReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[31]
+	mi := &file_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2749,7 @@ func (x *StopWorkloadReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopWorkloadReply.ProtoReflect.Descriptor instead.
 func (*StopWorkloadReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{31}
+	return file_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StopWorkloadReply) GetStopped() bool {
@@ -2589,7 +2763,23 @@ var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
 	"\n" +
-	"\vagent.proto\x12\x0fwanlab.agent.v1\"/\n" +
+	"\vagent.proto\x12\x0fwanlab.agent.v1\"\x13\n" +
+	"\x11InterfacesRequest\"s\n" +
+	"\x0fInterfacesReply\x12\x1c\n" +
+	"\n" +
+	"at_unix_ns\x18\x01 \x01(\x03R\batUnixNs\x12B\n" +
+	"\n" +
+	"interfaces\x18\x02 \x03(\v2\".wanlab.agent.v1.InterfaceCountersR\n" +
+	"interfaces\"\xb8\x01\n" +
+	"\x11InterfaceCounters\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\brx_bytes\x18\x02 \x01(\x04R\arxBytes\x12\x19\n" +
+	"\btx_bytes\x18\x03 \x01(\x04R\atxBytes\x12\x1d\n" +
+	"\n" +
+	"rx_packets\x18\x04 \x01(\x04R\trxPackets\x12\x1d\n" +
+	"\n" +
+	"tx_packets\x18\x05 \x01(\x04R\ttxPackets\x12\x1b\n" +
+	"\tspeed_bps\x18\x06 \x01(\x04R\bspeedBps\"/\n" +
 	"\fHelloRequest\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\rR\n" +
 	"apiVersion\"\xcd\x02\n" +
@@ -2798,7 +2988,7 @@ const file_agent_proto_rawDesc = "" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x022\x8a\x06\n" +
+	"\fPROTOCOL_UDP\x10\x022\xde\x06\n" +
 	"\x05Agent\x12C\n" +
 	"\x05Hello\x12\x1d.wanlab.agent.v1.HelloRequest\x1a\x1b.wanlab.agent.v1.HelloReply\x12N\n" +
 	"\aReceive\x12\x1f.wanlab.agent.v1.ReceiveRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12H\n" +
@@ -2809,7 +2999,9 @@ const file_agent_proto_rawDesc = "" +
 	"\vReceiveFile\x12#.wanlab.agent.v1.ReceiveFileRequest\x1a\x1e.wanlab.agent.v1.TransferEvent0\x01\x12M\n" +
 	"\bSendFile\x12 .wanlab.agent.v1.SendFileRequest\x1a\x1f.wanlab.agent.v1.TransferResult\x12N\n" +
 	"\bWorkload\x12 .wanlab.agent.v1.WorkloadRequest\x1a\x1e.wanlab.agent.v1.WorkloadEvent0\x01\x12X\n" +
-	"\fStopWorkload\x12$.wanlab.agent.v1.StopWorkloadRequest\x1a\".wanlab.agent.v1.StopWorkloadReplyB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
+	"\fStopWorkload\x12$.wanlab.agent.v1.StopWorkloadRequest\x1a\".wanlab.agent.v1.StopWorkloadReply\x12R\n" +
+	"\n" +
+	"Interfaces\x12\".wanlab.agent.v1.InterfacesRequest\x1a .wanlab.agent.v1.InterfacesReplyB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -2824,91 +3016,97 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_agent_proto_goTypes = []any{
 	(Protocol)(0),               // 0: wanlab.agent.v1.Protocol
-	(*HelloRequest)(nil),        // 1: wanlab.agent.v1.HelloRequest
-	(*HelloReply)(nil),          // 2: wanlab.agent.v1.HelloReply
-	(*Clock)(nil),               // 3: wanlab.agent.v1.Clock
-	(*Grant)(nil),               // 4: wanlab.agent.v1.Grant
-	(*Limits)(nil),              // 5: wanlab.agent.v1.Limits
-	(*ThroughputSpec)(nil),      // 6: wanlab.agent.v1.ThroughputSpec
-	(*ReceiveRequest)(nil),      // 7: wanlab.agent.v1.ReceiveRequest
-	(*SendRequest)(nil),         // 8: wanlab.agent.v1.SendRequest
-	(*ThroughputEvent)(nil),     // 9: wanlab.agent.v1.ThroughputEvent
-	(*Listening)(nil),           // 10: wanlab.agent.v1.Listening
-	(*TCPInfo)(nil),             // 11: wanlab.agent.v1.TCPInfo
-	(*StreamSample)(nil),        // 12: wanlab.agent.v1.StreamSample
-	(*Interval)(nil),            // 13: wanlab.agent.v1.Interval
-	(*Summary)(nil),             // 14: wanlab.agent.v1.Summary
-	(*ProbeSpec)(nil),           // 15: wanlab.agent.v1.ProbeSpec
-	(*ReflectRequest)(nil),      // 16: wanlab.agent.v1.ReflectRequest
-	(*ProbeRequest)(nil),        // 17: wanlab.agent.v1.ProbeRequest
-	(*ProbeEvent)(nil),          // 18: wanlab.agent.v1.ProbeEvent
-	(*ProbeResult)(nil),         // 19: wanlab.agent.v1.ProbeResult
-	(*ProbeSummary)(nil),        // 20: wanlab.agent.v1.ProbeSummary
-	(*DiskRequest)(nil),         // 21: wanlab.agent.v1.DiskRequest
-	(*DiskResult)(nil),          // 22: wanlab.agent.v1.DiskResult
-	(*TransferSpec)(nil),        // 23: wanlab.agent.v1.TransferSpec
-	(*ReceiveFileRequest)(nil),  // 24: wanlab.agent.v1.ReceiveFileRequest
-	(*SendFileRequest)(nil),     // 25: wanlab.agent.v1.SendFileRequest
-	(*TransferEvent)(nil),       // 26: wanlab.agent.v1.TransferEvent
-	(*TransferResult)(nil),      // 27: wanlab.agent.v1.TransferResult
-	(*WorkloadRequest)(nil),     // 28: wanlab.agent.v1.WorkloadRequest
-	(*WorkloadEvent)(nil),       // 29: wanlab.agent.v1.WorkloadEvent
-	(*Job)(nil),                 // 30: wanlab.agent.v1.Job
-	(*StopWorkloadRequest)(nil), // 31: wanlab.agent.v1.StopWorkloadRequest
-	(*StopWorkloadReply)(nil),   // 32: wanlab.agent.v1.StopWorkloadReply
+	(*InterfacesRequest)(nil),   // 1: wanlab.agent.v1.InterfacesRequest
+	(*InterfacesReply)(nil),     // 2: wanlab.agent.v1.InterfacesReply
+	(*InterfaceCounters)(nil),   // 3: wanlab.agent.v1.InterfaceCounters
+	(*HelloRequest)(nil),        // 4: wanlab.agent.v1.HelloRequest
+	(*HelloReply)(nil),          // 5: wanlab.agent.v1.HelloReply
+	(*Clock)(nil),               // 6: wanlab.agent.v1.Clock
+	(*Grant)(nil),               // 7: wanlab.agent.v1.Grant
+	(*Limits)(nil),              // 8: wanlab.agent.v1.Limits
+	(*ThroughputSpec)(nil),      // 9: wanlab.agent.v1.ThroughputSpec
+	(*ReceiveRequest)(nil),      // 10: wanlab.agent.v1.ReceiveRequest
+	(*SendRequest)(nil),         // 11: wanlab.agent.v1.SendRequest
+	(*ThroughputEvent)(nil),     // 12: wanlab.agent.v1.ThroughputEvent
+	(*Listening)(nil),           // 13: wanlab.agent.v1.Listening
+	(*TCPInfo)(nil),             // 14: wanlab.agent.v1.TCPInfo
+	(*StreamSample)(nil),        // 15: wanlab.agent.v1.StreamSample
+	(*Interval)(nil),            // 16: wanlab.agent.v1.Interval
+	(*Summary)(nil),             // 17: wanlab.agent.v1.Summary
+	(*ProbeSpec)(nil),           // 18: wanlab.agent.v1.ProbeSpec
+	(*ReflectRequest)(nil),      // 19: wanlab.agent.v1.ReflectRequest
+	(*ProbeRequest)(nil),        // 20: wanlab.agent.v1.ProbeRequest
+	(*ProbeEvent)(nil),          // 21: wanlab.agent.v1.ProbeEvent
+	(*ProbeResult)(nil),         // 22: wanlab.agent.v1.ProbeResult
+	(*ProbeSummary)(nil),        // 23: wanlab.agent.v1.ProbeSummary
+	(*DiskRequest)(nil),         // 24: wanlab.agent.v1.DiskRequest
+	(*DiskResult)(nil),          // 25: wanlab.agent.v1.DiskResult
+	(*TransferSpec)(nil),        // 26: wanlab.agent.v1.TransferSpec
+	(*ReceiveFileRequest)(nil),  // 27: wanlab.agent.v1.ReceiveFileRequest
+	(*SendFileRequest)(nil),     // 28: wanlab.agent.v1.SendFileRequest
+	(*TransferEvent)(nil),       // 29: wanlab.agent.v1.TransferEvent
+	(*TransferResult)(nil),      // 30: wanlab.agent.v1.TransferResult
+	(*WorkloadRequest)(nil),     // 31: wanlab.agent.v1.WorkloadRequest
+	(*WorkloadEvent)(nil),       // 32: wanlab.agent.v1.WorkloadEvent
+	(*Job)(nil),                 // 33: wanlab.agent.v1.Job
+	(*StopWorkloadRequest)(nil), // 34: wanlab.agent.v1.StopWorkloadRequest
+	(*StopWorkloadReply)(nil),   // 35: wanlab.agent.v1.StopWorkloadReply
 }
 var file_agent_proto_depIdxs = []int32{
-	5,  // 0: wanlab.agent.v1.HelloReply.limits:type_name -> wanlab.agent.v1.Limits
-	3,  // 1: wanlab.agent.v1.HelloReply.clock:type_name -> wanlab.agent.v1.Clock
-	4,  // 2: wanlab.agent.v1.HelloReply.grant:type_name -> wanlab.agent.v1.Grant
-	5,  // 3: wanlab.agent.v1.Grant.limits:type_name -> wanlab.agent.v1.Limits
-	0,  // 4: wanlab.agent.v1.ThroughputSpec.protocol:type_name -> wanlab.agent.v1.Protocol
-	6,  // 5: wanlab.agent.v1.ReceiveRequest.spec:type_name -> wanlab.agent.v1.ThroughputSpec
-	6,  // 6: wanlab.agent.v1.SendRequest.spec:type_name -> wanlab.agent.v1.ThroughputSpec
-	10, // 7: wanlab.agent.v1.ThroughputEvent.listening:type_name -> wanlab.agent.v1.Listening
-	13, // 8: wanlab.agent.v1.ThroughputEvent.interval:type_name -> wanlab.agent.v1.Interval
-	14, // 9: wanlab.agent.v1.ThroughputEvent.summary:type_name -> wanlab.agent.v1.Summary
-	11, // 10: wanlab.agent.v1.StreamSample.tcp:type_name -> wanlab.agent.v1.TCPInfo
-	12, // 11: wanlab.agent.v1.Interval.streams:type_name -> wanlab.agent.v1.StreamSample
-	12, // 12: wanlab.agent.v1.Summary.streams:type_name -> wanlab.agent.v1.StreamSample
-	15, // 13: wanlab.agent.v1.ProbeRequest.spec:type_name -> wanlab.agent.v1.ProbeSpec
-	10, // 14: wanlab.agent.v1.ProbeEvent.listening:type_name -> wanlab.agent.v1.Listening
-	20, // 15: wanlab.agent.v1.ProbeEvent.summary:type_name -> wanlab.agent.v1.ProbeSummary
-	19, // 16: wanlab.agent.v1.ProbeSummary.results:type_name -> wanlab.agent.v1.ProbeResult
-	23, // 17: wanlab.agent.v1.ReceiveFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
-	23, // 18: wanlab.agent.v1.SendFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
-	10, // 19: wanlab.agent.v1.TransferEvent.listening:type_name -> wanlab.agent.v1.Listening
-	27, // 20: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
-	10, // 21: wanlab.agent.v1.WorkloadEvent.listening:type_name -> wanlab.agent.v1.Listening
-	30, // 22: wanlab.agent.v1.WorkloadEvent.job:type_name -> wanlab.agent.v1.Job
-	1,  // 23: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
-	7,  // 24: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
-	8,  // 25: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
-	16, // 26: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
-	17, // 27: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
-	21, // 28: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
-	24, // 29: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
-	25, // 30: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
-	28, // 31: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
-	31, // 32: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
-	2,  // 33: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
-	9,  // 34: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
-	9,  // 35: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
-	18, // 36: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
-	20, // 37: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
-	22, // 38: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
-	26, // 39: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
-	27, // 40: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
-	29, // 41: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
-	32, // 42: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
-	33, // [33:43] is the sub-list for method output_type
-	23, // [23:33] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	3,  // 0: wanlab.agent.v1.InterfacesReply.interfaces:type_name -> wanlab.agent.v1.InterfaceCounters
+	8,  // 1: wanlab.agent.v1.HelloReply.limits:type_name -> wanlab.agent.v1.Limits
+	6,  // 2: wanlab.agent.v1.HelloReply.clock:type_name -> wanlab.agent.v1.Clock
+	7,  // 3: wanlab.agent.v1.HelloReply.grant:type_name -> wanlab.agent.v1.Grant
+	8,  // 4: wanlab.agent.v1.Grant.limits:type_name -> wanlab.agent.v1.Limits
+	0,  // 5: wanlab.agent.v1.ThroughputSpec.protocol:type_name -> wanlab.agent.v1.Protocol
+	9,  // 6: wanlab.agent.v1.ReceiveRequest.spec:type_name -> wanlab.agent.v1.ThroughputSpec
+	9,  // 7: wanlab.agent.v1.SendRequest.spec:type_name -> wanlab.agent.v1.ThroughputSpec
+	13, // 8: wanlab.agent.v1.ThroughputEvent.listening:type_name -> wanlab.agent.v1.Listening
+	16, // 9: wanlab.agent.v1.ThroughputEvent.interval:type_name -> wanlab.agent.v1.Interval
+	17, // 10: wanlab.agent.v1.ThroughputEvent.summary:type_name -> wanlab.agent.v1.Summary
+	14, // 11: wanlab.agent.v1.StreamSample.tcp:type_name -> wanlab.agent.v1.TCPInfo
+	15, // 12: wanlab.agent.v1.Interval.streams:type_name -> wanlab.agent.v1.StreamSample
+	15, // 13: wanlab.agent.v1.Summary.streams:type_name -> wanlab.agent.v1.StreamSample
+	18, // 14: wanlab.agent.v1.ProbeRequest.spec:type_name -> wanlab.agent.v1.ProbeSpec
+	13, // 15: wanlab.agent.v1.ProbeEvent.listening:type_name -> wanlab.agent.v1.Listening
+	23, // 16: wanlab.agent.v1.ProbeEvent.summary:type_name -> wanlab.agent.v1.ProbeSummary
+	22, // 17: wanlab.agent.v1.ProbeSummary.results:type_name -> wanlab.agent.v1.ProbeResult
+	26, // 18: wanlab.agent.v1.ReceiveFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
+	26, // 19: wanlab.agent.v1.SendFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
+	13, // 20: wanlab.agent.v1.TransferEvent.listening:type_name -> wanlab.agent.v1.Listening
+	30, // 21: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
+	13, // 22: wanlab.agent.v1.WorkloadEvent.listening:type_name -> wanlab.agent.v1.Listening
+	33, // 23: wanlab.agent.v1.WorkloadEvent.job:type_name -> wanlab.agent.v1.Job
+	4,  // 24: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
+	10, // 25: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
+	11, // 26: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
+	19, // 27: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
+	20, // 28: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
+	24, // 29: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
+	27, // 30: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
+	28, // 31: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
+	31, // 32: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
+	34, // 33: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
+	1,  // 34: wanlab.agent.v1.Agent.Interfaces:input_type -> wanlab.agent.v1.InterfacesRequest
+	5,  // 35: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
+	12, // 36: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
+	12, // 37: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
+	21, // 38: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
+	23, // 39: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
+	25, // 40: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
+	29, // 41: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
+	30, // 42: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
+	32, // 43: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
+	35, // 44: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
+	2,  // 45: wanlab.agent.v1.Agent.Interfaces:output_type -> wanlab.agent.v1.InterfacesReply
+	35, // [35:46] is the sub-list for method output_type
+	24, // [24:35] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -2916,20 +3114,20 @@ func file_agent_proto_init() {
 	if File_agent_proto != nil {
 		return
 	}
-	file_agent_proto_msgTypes[8].OneofWrappers = []any{
+	file_agent_proto_msgTypes[11].OneofWrappers = []any{
 		(*ThroughputEvent_Listening)(nil),
 		(*ThroughputEvent_Interval)(nil),
 		(*ThroughputEvent_Summary)(nil),
 	}
-	file_agent_proto_msgTypes[17].OneofWrappers = []any{
+	file_agent_proto_msgTypes[20].OneofWrappers = []any{
 		(*ProbeEvent_Listening)(nil),
 		(*ProbeEvent_Summary)(nil),
 	}
-	file_agent_proto_msgTypes[25].OneofWrappers = []any{
+	file_agent_proto_msgTypes[28].OneofWrappers = []any{
 		(*TransferEvent_Listening)(nil),
 		(*TransferEvent_Result)(nil),
 	}
-	file_agent_proto_msgTypes[28].OneofWrappers = []any{
+	file_agent_proto_msgTypes[31].OneofWrappers = []any{
 		(*WorkloadEvent_Listening)(nil),
 		(*WorkloadEvent_Job)(nil),
 		(*WorkloadEvent_SummaryJson)(nil),
@@ -2940,7 +3138,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

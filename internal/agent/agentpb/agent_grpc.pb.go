@@ -34,6 +34,7 @@ const (
 	Agent_SendFile_FullMethodName     = "/wanlab.agent.v1.Agent/SendFile"
 	Agent_Workload_FullMethodName     = "/wanlab.agent.v1.Agent/Workload"
 	Agent_StopWorkload_FullMethodName = "/wanlab.agent.v1.Agent/StopWorkload"
+	Agent_Interfaces_FullMethodName   = "/wanlab.agent.v1.Agent/Interfaces"
 )
 
 // AgentClient is the client API for Agent service.
@@ -73,6 +74,10 @@ type AgentClient interface {
 	Workload(ctx context.Context, in *WorkloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WorkloadEvent], error)
 	// StopWorkload ends a serving role started with that id.
 	StopWorkload(ctx context.Context, in *StopWorkloadRequest, opts ...grpc.CallOption) (*StopWorkloadReply, error)
+	// Interfaces reports the host's network interfaces' cumulative counters
+	// (its network namespace's, /proc/net/dev): the load on a host during a
+	// test, and utilisation series of the hosts' own interfaces.
+	Interfaces(ctx context.Context, in *InterfacesRequest, opts ...grpc.CallOption) (*InterfacesReply, error)
 }
 
 type agentClient struct {
@@ -228,6 +233,16 @@ func (c *agentClient) StopWorkload(ctx context.Context, in *StopWorkloadRequest,
 	return out, nil
 }
 
+func (c *agentClient) Interfaces(ctx context.Context, in *InterfacesRequest, opts ...grpc.CallOption) (*InterfacesReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InterfacesReply)
+	err := c.cc.Invoke(ctx, Agent_Interfaces_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -265,6 +280,10 @@ type AgentServer interface {
 	Workload(*WorkloadRequest, grpc.ServerStreamingServer[WorkloadEvent]) error
 	// StopWorkload ends a serving role started with that id.
 	StopWorkload(context.Context, *StopWorkloadRequest) (*StopWorkloadReply, error)
+	// Interfaces reports the host's network interfaces' cumulative counters
+	// (its network namespace's, /proc/net/dev): the load on a host during a
+	// test, and utilisation series of the hosts' own interfaces.
+	Interfaces(context.Context, *InterfacesRequest) (*InterfacesReply, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -304,6 +323,9 @@ func (UnimplementedAgentServer) Workload(*WorkloadRequest, grpc.ServerStreamingS
 }
 func (UnimplementedAgentServer) StopWorkload(context.Context, *StopWorkloadRequest) (*StopWorkloadReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method StopWorkload not implemented")
+}
+func (UnimplementedAgentServer) Interfaces(context.Context, *InterfacesRequest) (*InterfacesReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Interfaces not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -471,6 +493,24 @@ func _Agent_StopWorkload_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Interfaces_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InterfacesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Interfaces(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Interfaces_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Interfaces(ctx, req.(*InterfacesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -497,6 +537,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "StopWorkload",
 			Handler:    _Agent_StopWorkload_Handler,
+		},
+		{
+			MethodName: "Interfaces",
+			Handler:    _Agent_Interfaces_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
