@@ -39,11 +39,31 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: building wanlab:", err)
 		os.Exit(1)
 	}
+	started := time.Now()
 	code := m.Run()
 	testsupport.StopAll()
-	exec.Command(wanlabBin, "testbed", "down", "--all").Run()
+	downOwnTestbeds(started)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// downOwnTestbeds takes down what a failed test left up: the test-beds
+// created since the tests started (and dead ones), never a user's own.
+func downOwnTestbeds(since time.Time) {
+	out, err := exec.Command(wanlabBin, "testbed", "status", "--json").Output()
+	var list []struct {
+		Name    string    `json:"name"`
+		Alive   bool      `json:"alive"`
+		Created time.Time `json:"created"`
+	}
+	if err != nil || json.Unmarshal(out, &list) != nil {
+		return
+	}
+	for _, tb := range list {
+		if !tb.Alive || tb.Created.After(since) {
+			exec.Command(wanlabBin, "testbed", "down", tb.Name).Run()
+		}
+	}
 }
 
 type result struct {

@@ -195,6 +195,7 @@ groups:
 tests:
   - {name: latency, type: probe, group: sites, rate: 10/s, summary: 3s}
   - {name: bulk, type: throughput, group: bulkpair, every: 10s, slip: 1s, duration: 1s}
+  - {name: route, type: trace, group: sites, every: 10s, max_hops: 4, wait: 300ms}
 alerts: {throughput_below: %s, loss_above: 5%%, rtt_step: 20ms, for: 2}
 baseline: {window: 1h, min_points: 3}
 interfaces: {every: 5s}
@@ -236,6 +237,10 @@ snmp:
 		if got := p.Values["rtt_median_seconds"]; p.State != "ok" || math.Abs(got-rtt) > 0.05*rtt+0.001 {
 			t.Errorf("%s->%s: state %s, median RTT %g s, want %g (the emulated links')", pair[0], pair[1], p.State, got, rtt)
 		}
+	}
+	// On the emulated test-bed links join hosts directly: the hop list is the destination.
+	if r := paths["route cern->taipei"]; r.State != "ok" || len(r.Hops) != 1 || !strings.HasPrefix(r.Hops[0], "10.") || r.Values["hop_count"] != 1 {
+		t.Errorf("route cern->taipei: %+v", r)
 	}
 	if got := paths["bulk cern->cnaf"].Values["throughput_bits_per_second"]; got < 30e6 || got > 52e6 {
 		t.Errorf("cern->cnaf throughput %g bit/s, want near cnaf's 50 Mbit/s", got)

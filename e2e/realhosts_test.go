@@ -70,6 +70,12 @@ func TestRealHostsMeasure(t *testing.T) {
 	if !pr.OneWay.Reliable || pr.OneWay.Clock != "shared" {
 		t.Errorf("hosts of one machine: clock %q, reliable %v", pr.OneWay.Clock, pr.OneWay.Reliable)
 	}
+	// On one bridge, b is a's first hop; over TLS, as a probe of the policy.
+	r = wanlab(t, "measure", "trace", "--inventory", inv, "--from", "a", "--to", "b", "--max-hops", "4", "--json")
+	var tr measure.TraceResult
+	if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil || r.code != 0 || !tr.Reached || len(tr.Hops) != 1 || tr.Hops[0].Addr != l.host("b").addr {
+		t.Errorf("measure trace: exit %d, %+v: %v %s", r.code, tr, err, r.stderr)
+	}
 	r = wanlab(t, "measure", "transfer", "--inventory", inv, "--from", "a", "--to", "b", "--size", "20MB", "--json")
 	if r.code != 0 || !strings.Contains(r.stdout, `"checksum_ok": true`) {
 		t.Errorf("measure transfer: exit %d: %s%s", r.code, r.stdout, r.stderr)

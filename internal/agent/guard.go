@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/workload/probe"
 	"github.com/wanlab/wanlab/internal/workload/token"
 	"golang.org/x/time/rate"
 
@@ -239,6 +240,11 @@ func describe(method string, req any) request {
 	case *agentpb.ReflectRequest:
 		return request{kind: policy.Probe}
 	case *agentpb.ProbeRequest:
+		if n := r.GetTraceMaxHops(); n > 0 {
+			hops := int(min(n, 1<<10))
+			return request{kind: policy.Probe, peers: []string{r.GetAddress()}, lasts: TraceLasts(hops, time.Duration(min(max(r.GetTraceWaitNs(), 0), int64(time.Minute)))),
+				bytes: int64(hops) * 2 * probe.HeaderLen}
+		}
 		sp := r.GetSpec()
 		return request{kind: policy.Probe, peers: []string{r.GetAddress()}, lasts: time.Duration(sp.GetIntervalNs()) * time.Duration(sp.GetCount()), bytes: int64(sp.GetCount()) * int64(sp.GetSize())}
 	case *agentpb.ReceiveFileRequest:

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_Refle
 
 // Probe sends probes to a reflector and returns every one.
 func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb.ProbeSummary, error) {
+	if req.GetTraceMaxHops() > 0 {
+		return s.trace(ctx, req)
+	}
 	spec := ProbeSpecFromPB(req.GetSpec())
 	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return nil, s.refusal("the probes", err)
@@ -82,4 +86,39 @@ func ProbeResultsFromPB(ps []*agentpb.ProbeResult) []probe.Result {
 func bootID() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(b))
+}
+
+// Bounds of a trace's wait for each hop.
+const (
+	minTraceWait = 100 * time.Millisecond
+	maxTraceWait = 5 * time.Second
+)
+
+// trace traces the path to a reflector.
+func (s *Server) trace(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb.ProbeSummary, error) {
+	hops, wait := int(req.GetTraceMaxHops()), time.Duration(req.GetTraceWaitNs())
+	if hops > probe.MaxHops || wait < minTraceWait || wait > maxTraceWait {
+		return nil, s.refusal("the trace", fmt.Errorf("%d hops, %v each: give 1 to %d hops and %v to %v", hops, wait, probe.MaxHops, minTraceWait, maxTraceWait))
+	}
+	if err := s.limitsOf(ctx).Duration("a trace", TraceLasts(hops, wait)); err != nil {
+		return nil, s.refusal("the trace", err)
+	}
+	tok, err := token.Parse(req.GetToken())
+	if err != nil {
+		return nil, s.refusal("the trace", err)
+	}
+	found, reached, err := probe.Trace(ctx, req.GetAddress(), tok, hops, wait)
+	sum := &agentpb.ProbeSummary{Reached: reached}
+	for _, h := range found {
+		sum.Hops = append(sum.Hops, &agentpb.Hop{Ttl: uint32(h.TTL), Address: h.Addr, RttNs: int64(h.RTT)})
+	}
+	if err != nil {
+		sum.Partial, sum.Error = true, err.Error()
+	}
+	return sum, nil
+}
+
+// TraceLasts bounds how long a trace may take.
+func TraceLasts(hops int, wait time.Duration) time.Duration {
+	return time.Duration(hops) * 2 * wait
 }

@@ -92,3 +92,61 @@ func printProbe(w io.Writer, r *measure.ProbeResult) {
 		fmt.Fprintf(w, "PARTIAL: %s\n", r.Error)
 	}
 }
+
+func newTraceCmd() *cobra.Command {
+	var (
+		pair    hostPair
+		maxHops int
+		wait    time.Duration
+		asJSON  bool
+	)
+	c := &cobra.Command{
+		Use:   "trace --testbed NAME|--inventory FILE --from A --to B",
+		Short: "The hops from A to B, as tracepath finds them (TTL-limited probes, ICMP time exceeded)",
+		Long: `Find the path from A to B hop by hop: A's agent sends probes to a reflector on B with a
+TTL of 1, 2, ... and each router on the way answers with ICMP "time exceeded" (read
+without privileges, from the socket's error queue), until B's reflector replies. Each TTL
+is tried twice, waiting up to --wait; a hop that does not answer shows as *. On an
+emulated test-bed links join hosts directly, so B is the first hop.`,
+		Example: `  wanlab measure trace --inventory sites.yaml --from cern --to taipei
+  wanlab measure trace --testbed wan-lan --from wanclient --to server --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, a []string) error {
+			if maxHops < 1 || maxHops > probe.MaxHops {
+				return usagef("--max-hops %d: give 1 to %d", maxHops, probe.MaxHops)
+			}
+			if wait < 100*time.Millisecond || wait > 5*time.Second {
+				return usagef("--wait %s: give 100ms to 5s", wait)
+			}
+			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
+				res, err := measure.Trace(ctx, from, to, maxHops, wait)
+				if res == nil {
+					return err
+				}
+				return report(c.OutOrStdout(), asJSON, res, printTrace, err)
+			})
+		},
+	}
+	pair.flags(c)
+	c.Flags().IntVar(&maxHops, "max-hops", 30, "the most hops to try")
+	wait = time.Second
+	c.Flags().Var(seconds{&wait}, "wait", "how long to wait for each hop's answer")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func printTrace(w io.Writer, r *measure.TraceResult) {
+	fmt.Fprintf(w, "%s -> %s:\n", r.From, r.To)
+	t := table(w)
+	for _, h := range r.Hops {
+		if h.Addr == "" {
+			fmt.Fprintf(t, "%d\t*\n", h.TTL)
+			continue
+		}
+		fmt.Fprintf(t, "%d\t%s\t%s ms\n", h.TTL, h.Addr, trim(ms(h.RTT)))
+	}
+	t.Flush()
+	if !r.Reached {
+		fmt.Fprintf(w, "%s not reached within %d hops\n", r.To, len(r.Hops))
+	}
+}

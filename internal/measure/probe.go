@@ -191,3 +191,54 @@ func Summarise(from, to string, spec probe.Spec, probes []probe.Result, clocks C
 	}
 	return r
 }
+
+// TraceResult is the path from one host to another, hop by hop.
+type TraceResult struct {
+	From    string      `json:"from"`
+	To      string      `json:"to"`
+	Hops    []probe.Hop `json:"hops"`
+	Reached bool        `json:"reached"`
+	Partial bool        `json:"partial"`
+	Error   string      `json:"error,omitempty"`
+}
+
+// Addrs are the hops' addresses, "*" where none answered.
+func (r *TraceResult) Addrs() []string {
+	out := make([]string, len(r.Hops))
+	for i, h := range r.Hops {
+		out[i] = h.Addr
+		if out[i] == "" {
+			out[i] = "*"
+		}
+	}
+	return out
+}
+
+// Trace finds the hops from src to a reflector on dst, at most maxHops,
+// waiting up to wait for each.
+func Trace(ctx context.Context, src, dst Endpoint, maxHops int, wait time.Duration) (*TraceResult, error) {
+	ctx = AsTest(ctx)
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	refl, err := dst.Agent.Reflect(rctx, &agentpb.ReflectRequest{IdleNs: int64(agent.TraceLasts(maxHops, wait) + 10*time.Second)})
+	if err != nil {
+		return nil, AgentError(dst.Host, err)
+	}
+	addr, l, err := listening(dst, refl.Recv)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Address: addr, Token: l.GetToken(), TraceMaxHops: uint32(maxHops), TraceWaitNs: int64(wait)})
+	if err != nil {
+		return nil, AgentError(src.Host, err)
+	}
+	res := &TraceResult{From: src.Host, To: dst.Host, Reached: sum.Reached}
+	for _, h := range sum.Hops {
+		res.Hops = append(res.Hops, probe.Hop{TTL: int(h.Ttl), Addr: h.Address, RTT: time.Duration(h.RttNs)})
+	}
+	if sum.Partial {
+		res.Partial, res.Error = true, sum.Error
+		return res, errors.New(sum.Error)
+	}
+	return res, nil
+}

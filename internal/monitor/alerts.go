@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
@@ -18,7 +19,11 @@ const (
 	RuleRTTStep         = "rtt_step"
 	RuleClock           = "clock_unsynchronised"
 	RuleNoData          = "no_data"
+	RuleHopChange       = "hop_change"
 )
+
+// Unreached ends the hop list of a trace that did not reach its end.
+const Unreached = "(unreached)"
 
 // PathKey names one test of one path.
 type PathKey struct{ Src, Dst, Test string }
@@ -47,6 +52,8 @@ type Observation struct {
 	// not judged; its minimum RTT is, unless most of it was covered.
 	Disturbed string
 	Covered   float64
+	// Hops is a trace's hop list ("*" where no router answered).
+	Hops []string
 }
 
 // maxCovered is the share of a probe summary a throughput test may cover
@@ -60,11 +67,21 @@ type Detector struct {
 	base     map[PathKey]map[string]*window
 	breaches map[alertKey][]float64
 	active   map[alertKey]archive.Alert
+	// route is each traced path's known hop list; candidate a new one
+	// seen in a row, learnt as the route once seen MinPoints times.
+	route     map[PathKey][]string
+	candidate map[PathKey]routeSeen
+}
+
+type routeSeen struct {
+	hops []string
+	n    int
 }
 
 // NewDetector starts with no baselines and no alerts.
 func NewDetector(cfg *Config) *Detector {
-	return &Detector{cfg: cfg, base: map[PathKey]map[string]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]archive.Alert{}}
+	return &Detector{cfg: cfg, base: map[PathKey]map[string]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]archive.Alert{},
+		route: map[PathKey][]string{}, candidate: map[PathKey]routeSeen{}}
 }
 
 // SetConfig takes a reloaded configuration, keeping baselines and alerts.
@@ -160,6 +177,8 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 			}
 			checks = append(checks, check{rule: RuleClock, applies: true, breach: o.ClockProblem != "",
 				message: "one-way delays unreliable: " + o.ClockProblem})
+		case Trace:
+			checks = append(checks, d.routeCheck(o))
 		case Throughput, Transfer:
 			if v, ok := value("throughput_bits_per_second"); ok {
 				c := check{rule: RuleThroughputBelow, value: v, learn: "throughput_bits_per_second"}
@@ -171,6 +190,17 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 				checks = append(checks, c)
 			}
 		}
+	}
+	// A new route seen often enough is the route now: its alert ends.
+	if o.Type == Trace && o.Failed == "" && d.learnRoute(o.Key, o.Hops) {
+		ak := alertKey{o.Key, RuleHopChange}
+		if a, ok := d.active[ak]; ok {
+			a.Ended = o.At
+			resolved = append(resolved, a)
+			delete(d.active, ak)
+		}
+		delete(d.breaches, ak)
+		checks = slices.DeleteFunc(checks, func(c check) bool { return c.rule == RuleHopChange })
 	}
 	for _, c := range checks {
 		ak := alertKey{o.Key, c.rule}
@@ -206,6 +236,57 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 		fired = append(fired, a)
 	}
 	return fired, resolved
+}
+
+// routeCheck compares a trace's hops with the path's known route.
+func (d *Detector) routeCheck(o Observation) check {
+	known, ok := d.route[o.Key]
+	if !ok {
+		return check{rule: RuleHopChange, applies: true}
+	}
+	c := check{rule: RuleHopChange, applies: true, value: float64(len(o.Hops)), baseline: float64(len(known)), breach: !sameRoute(known, o.Hops)}
+	c.message = fmt.Sprintf("the route changed: %s, was %s", strings.Join(o.Hops, " "), strings.Join(known, " "))
+	return c
+}
+
+// learnRoute takes a trace's hops toward the path's route and says
+// whether they became its route in place of another one.
+func (d *Detector) learnRoute(k PathKey, hops []string) bool {
+	known, ok := d.route[k]
+	if !ok {
+		d.route[k] = hops
+		return false
+	}
+	if sameRoute(known, hops) {
+		delete(d.candidate, k)
+		return false
+	}
+	c := d.candidate[k]
+	if sameRoute(c.hops, hops) {
+		c.n++
+	} else {
+		c = routeSeen{hops: hops, n: 1}
+	}
+	d.candidate[k] = c
+	if c.n < max(d.cfg.Baseline.MinPoints, d.cfg.For(k.Src, k.Dst).For+1) {
+		return false
+	}
+	d.route[k] = hops
+	delete(d.candidate, k)
+	return true
+}
+
+// sameRoute compares hop lists; a hop that did not answer ("*") matches any.
+func sameRoute(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && a[i] != "*" && b[i] != "*" {
+			return false
+		}
+	}
+	return true
 }
 
 func msText(s float64) string {

@@ -116,3 +116,37 @@ func TestDetectorLossThroughputNoDataClock(t *testing.T) {
 		t.Errorf("clock: fired %+v", fired)
 	}
 }
+
+func TestDetectorHopChange(t *testing.T) {
+	d := NewDetector(detectorConfig(t)) // for: 2, min_points: 3
+	k := PathKey{"a", "b", "route"}
+	t0 := time.Unix(1e9, 0)
+	obs := func(i int, hops ...string) ([]archive.Alert, []archive.Alert) {
+		return d.Observe(Observation{Key: k, Type: Trace, At: t0.Add(time.Duration(i) * time.Minute), Hops: hops})
+	}
+	old, changed := []string{"10.0.0.1", "10.0.1.1", "10.0.9.9"}, []string{"10.0.0.1", "10.0.2.1", "10.0.9.9"}
+	for i := range 3 {
+		if f, _ := obs(i, old...); len(f) > 0 {
+			t.Fatalf("fired on a steady route: %+v", f)
+		}
+	}
+	// A router that does not answer once is not a change.
+	if f, _ := obs(3, "10.0.0.1", "*", "10.0.9.9"); len(f) > 0 {
+		t.Errorf("a silent hop fired %+v", f)
+	}
+	if f, _ := obs(4, changed...); len(f) > 0 {
+		t.Fatalf("fired on the first changed trace: %+v", f)
+	}
+	f, _ := obs(5, changed...)
+	if len(f) != 1 || f[0].Rule != RuleHopChange || !strings.Contains(f[0].Message, "10.0.2.1") || !strings.Contains(f[0].Message, "was 10.0.0.1 10.0.1.1") {
+		t.Fatalf("fired %+v, want hop_change naming both routes", f)
+	}
+	// Seen three times in a row, the new route is the route: resolved.
+	_, r := obs(6, changed...)
+	if len(r) != 1 || r[0].Rule != RuleHopChange || len(d.Active()) != 0 {
+		t.Errorf("resolved %+v, active %+v", r, d.Active())
+	}
+	if f, _ := obs(7, changed...); len(f) > 0 {
+		t.Errorf("the learnt route fired again: %+v", f)
+	}
+}

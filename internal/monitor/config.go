@@ -30,6 +30,8 @@ const (
 	Probe      = "probe"
 	Throughput = "throughput"
 	Transfer   = "transfer"
+	// Trace is a hop list, as tracepath finds it.
+	Trace = "trace"
 )
 
 // Config is a validated monitoring configuration.
@@ -71,11 +73,14 @@ type Test struct {
 	Congestion  string
 	Window      int
 	Bytes       int64 // transfer
+	// Trace: at most MaxHops, waiting Wait for each hop, every Every.
+	MaxHops int
+	Wait    time.Duration
 }
 
 // Exclusive says whether the test takes a host's network to itself:
 // throughput-class tests never overlap on a host.
-func (t Test) Exclusive() bool { return t.Type != Probe }
+func (t Test) Exclusive() bool { return t.Type == Throughput || t.Type == Transfer }
 
 // Period is how often a pair's test starts.
 func (t Test) Period() time.Duration {
@@ -93,6 +98,8 @@ func (t Test) Budget() time.Duration {
 		return t.Summary
 	case Throughput:
 		return t.Duration + 2*time.Second
+	case Trace:
+		return time.Duration(t.MaxHops)*2*t.Wait + 5*time.Second
 	}
 	// A transfer's length depends on the path: bound it by its timeout.
 	return TransferTimeout(t.Bytes)
@@ -212,6 +219,8 @@ type rawTest struct {
 	Congestion string `yaml:"congestion"`
 	Window     string `yaml:"window"`
 	Bytes      string `yaml:"bytes"`
+	MaxHops    int    `yaml:"max_hops"`
+	Wait       string `yaml:"wait"`
 }
 
 type rawThresholds struct {
@@ -435,12 +444,16 @@ func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) T
 	only("rate", rt.Rate, Probe)
 	only("summary", rt.Summary, Probe)
 	only("size", rt.Size, Probe)
-	only("every", rt.Every, Throughput, Transfer)
+	only("every", rt.Every, Throughput, Transfer, Trace)
 	only("slip", rt.Slip, Throughput, Transfer)
 	only("duration", rt.Duration, Throughput)
 	only("congestion", rt.Congestion, Throughput)
 	only("window", rt.Window, Throughput, Transfer)
 	only("bytes", rt.Bytes, Transfer)
+	only("wait", rt.Wait, Trace)
+	if rt.MaxHops != 0 {
+		only("max_hops", strconv.Itoa(rt.MaxHops), Trace)
+	}
 	if rt.Streams != 0 {
 		only("streams", strconv.Itoa(rt.Streams), Throughput, Transfer)
 	}
@@ -510,8 +523,25 @@ func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) T
 		if t.Every > 0 && t.Budget() > t.Every {
 			v.Fail(f+".every", "every %s is shorter than one test (%s): the pair would never rest", t.Every, t.Budget())
 		}
+	case Trace:
+		t.Every, t.MaxHops, t.Wait = 10*time.Minute, 30, time.Second
+		if rt.Every != "" {
+			t.Every = v.duration(f+".every", rt.Every, 10*time.Second, 24*time.Hour)
+		}
+		if rt.MaxHops != 0 {
+			if rt.MaxHops < 1 || rt.MaxHops > 64 {
+				v.Fail(f+".max_hops", "%d: give 1 to 64 hops", rt.MaxHops)
+			}
+			t.MaxHops = rt.MaxHops
+		}
+		if rt.Wait != "" {
+			t.Wait = v.duration(f+".wait", rt.Wait, 100*time.Millisecond, 5*time.Second)
+		}
+		if t.Budget() > t.Every {
+			v.Fail(f+".every", "every %s is shorter than a trace of %d hops at %s each", t.Every, t.MaxHops, t.Wait)
+		}
 	default:
-		v.Fail(f+".type", "%q: give probe, throughput or transfer", rt.Type)
+		v.Fail(f+".type", "%q: give probe, throughput, transfer or trace", rt.Type)
 	}
 	return t
 }

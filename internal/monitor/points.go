@@ -32,6 +32,7 @@ var Metrics = []Metric{
 	{"reordered_ratio", "wanlab_path_reordered_ratio", nil, "reordering", "Share of probes that arrived after a later one (RFC 4737)"},
 	{"throughput_bits_per_second", "wanlab_path_throughput_bits_per_second", nil, results.BandwidthAchievable, "Throughput of the path's last test (memory to memory, or disk to disk for transfers)"},
 	{"retransmits", "wanlab_path_tcp_retransmits", nil, results.TCPRetransmitsTotal, "TCP segments retransmitted in the path's last test"},
+	{"hop_count", "wanlab_path_hops", nil, "hoplist", "Hops of the path's last trace (its end included)"},
 	{"src_cpu_percent", "wanlab_path_host_cpu_percent", [][2]string{{"end", "src"}}, results.CPUUtilization, "CPU of each end host during the path's last test, % of one core"},
 	{"dst_cpu_percent", "wanlab_path_host_cpu_percent", [][2]string{{"end", "dst"}}, results.CPUUtilization, ""},
 }

@@ -80,6 +80,8 @@ type PathState struct {
 	// At is when the last result came, Values its figures by metric.
 	At     time.Time          `json:"at,omitzero"`
 	Values map[string]float64 `json:"values,omitempty"`
+	// Hops is the latest hop list of a trace test.
+	Hops []string `json:"hops,omitempty"`
 	// Failed is why the latest attempt gave nothing ("" if it did).
 	Failed   string    `json:"failed,omitempty"`
 	FailedAt time.Time `json:"failed_at,omitzero"`
@@ -272,18 +274,22 @@ func (s *Service) startProbes(ctx context.Context) {
 	pctx, cancel := context.WithCancel(ctx)
 	s.probes = cancel
 	for _, t := range s.cfg.Tests {
-		if t.Type != Probe {
+		if t.Exclusive() {
 			continue
 		}
 		pairs := s.cfg.Pairs(t)
 		for i, p := range pairs {
 			s.probesWG.Add(1)
-			// Stagger the loops over one summary, so that a mesh's
+			// Stagger the loops over one period, so that a mesh's
 			// sessions do not start together.
-			delay := time.Duration(i) * t.Summary / time.Duration(len(pairs))
+			delay := time.Duration(i) * t.Period() / time.Duration(len(pairs))
 			go func() {
 				defer s.probesWG.Done()
-				s.probeLoop(pctx, t, p[0], p[1], delay)
+				if t.Type == Trace {
+					s.traceLoop(pctx, t, p[0], p[1], delay)
+				} else {
+					s.probeLoop(pctx, t, p[0], p[1], delay)
+				}
 			}()
 		}
 	}
@@ -352,6 +358,13 @@ func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay 
 		}
 		o := Observation{Key: k, Type: Probe, At: time.Now()}
 		switch {
+		case err != nil && strings.Contains(err.Error(), probe.ErrClockStep.Error()):
+			// The round trips across the step are wrong: this summary is
+			// dropped, and said so.
+			s.mu.Lock()
+			s.logf("%s->%s (%s): %v: summary dropped", src, dst, t.Name, err)
+			s.mu.Unlock()
+			continue
 		case res != nil && res.Sent > 0:
 			o.Points = ProbePoints(o.At, t.Name, res)
 			o.Disturbed, o.Covered = s.disturbance(src, dst, start, o.At)
@@ -368,6 +381,55 @@ func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay 
 				return
 			}
 		}
+	}
+}
+
+// traceLoop traces a pair's path every t.Every.
+func (s *Service) traceLoop(ctx context.Context, t Test, src, dst string, delay time.Duration) {
+	if !sleep(ctx, delay) {
+		return
+	}
+	k := PathKey{src, dst, t.Name}
+	for next := time.Now(); ctx.Err() == nil; {
+		if !sleep(ctx, time.Until(next)) {
+			return
+		}
+		next = next.Add(t.Every)
+		s.mu.Lock()
+		mine := s.owns(src, dst)
+		_, down := s.hold(Job{Test: &t, Src: src, Dst: dst})
+		s.mu.Unlock()
+		if !mine || down {
+			continue
+		}
+		started := time.Now()
+		var res *measure.TraceResult
+		sctx, cancel := context.WithTimeout(ctx, t.Budget()+30*time.Second)
+		err := s.session(sctx, src, dst, func(ctx context.Context, a, b measure.Endpoint) error {
+			var err error
+			res, err = measure.Trace(ctx, a, b, t.MaxHops, t.Wait)
+			return err
+		})
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		o := Observation{Key: k, Type: Trace, At: time.Now()}
+		rec := &archive.TestRecord{Test: t.Name, Kind: Trace, Src: src, Dst: dst, Started: started, Ended: o.At, Status: "ok"}
+		if err != nil || res == nil || len(res.Hops) == 0 {
+			if err == nil {
+				err = errors.New("the trace found no hop")
+			}
+			o.Failed, rec.Status, rec.Reason = err.Error(), "failed", err.Error()
+		} else {
+			o.Hops = res.Addrs()
+			if !res.Reached {
+				o.Hops = append(o.Hops, Unreached)
+			}
+			o.Points = []archive.Point{{T: o.At, Src: src, Dst: dst, Test: t.Name, Metric: "hop_count", Value: float64(len(res.Hops))}}
+			rec.Result, _ = json.Marshal(res)
+		}
+		s.observe(o, rec)
 	}
 }
 
@@ -493,7 +555,7 @@ func (s *Service) observe(o Observation, test *archive.TestRecord) {
 		status = "failed"
 		ps.Failed, ps.FailedAt = o.Failed, o.At
 	} else {
-		ps.Failed, ps.At = "", o.At
+		ps.Failed, ps.At, ps.Hops = "", o.At, o.Hops
 		ps.Values = map[string]float64{}
 		for _, p := range o.Points {
 			ps.Values[p.Metric] = p.Value
@@ -727,6 +789,7 @@ type PathView struct {
 	At     time.Time          `json:"at,omitzero"`
 	Age    float64            `json:"age_seconds,omitempty"`
 	Values map[string]float64 `json:"values,omitempty"`
+	Hops   []string           `json:"hops,omitempty"`
 }
 
 // Snapshot copies the service's state.
@@ -757,7 +820,7 @@ func (s *Service) Snapshot() Snapshot {
 		case !s.owns(ps.Key.Src, ps.Key.Dst):
 			v.State, v.Reason = Elsewhere, "measured by another wanlab serve process sharing the archive"
 		case ps.Fresh(now, budgets[ps.Key.Test]):
-			v.State, v.Values, v.Age = "ok", ps.Values, now.Sub(ps.At).Seconds()
+			v.State, v.Values, v.Hops, v.Age = "ok", ps.Values, ps.Hops, now.Sub(ps.At).Seconds()
 			if alerting[ps.Key] {
 				v.State = "alert"
 			}

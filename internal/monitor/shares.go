@@ -113,7 +113,11 @@ func (s *Service) setOwned(shares []int, members int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Equal(shares, s.owned) || members != s.members {
-		s.logf("measuring %d of %d shares of the mesh (%d service processes share the archive)", len(shares), Shares, members)
+		who := "alone on the archive"
+		if members > 1 {
+			who = fmt.Sprintf("%d service processes share the archive", members)
+		}
+		s.logf("measuring %d of %d shares of the mesh (%s)", len(shares), Shares, who)
 	}
 	s.owned, s.members = shares, members
 	select {

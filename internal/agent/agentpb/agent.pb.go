@@ -1494,10 +1494,15 @@ func (x *ReflectRequest) GetIdleNs() int64 {
 }
 
 type ProbeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Spec          *ProbeSpec             `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
-	Token         []byte                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Spec    *ProbeSpec             `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	Token   []byte                 `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// With trace_max_hops, the call traces the path to the reflector instead
+	// (TTL 1, 2, ...; routers' ICMP time exceeded), waiting trace_wait_ns for
+	// each hop's answer, and the summary holds the hops.
+	TraceMaxHops  uint32 `protobuf:"varint,4,opt,name=trace_max_hops,json=traceMaxHops,proto3" json:"trace_max_hops,omitempty"`
+	TraceWaitNs   int64  `protobuf:"varint,5,opt,name=trace_wait_ns,json=traceWaitNs,proto3" json:"trace_wait_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1553,6 +1558,81 @@ func (x *ProbeRequest) GetToken() []byte {
 	return nil
 }
 
+func (x *ProbeRequest) GetTraceMaxHops() uint32 {
+	if x != nil {
+		return x.TraceMaxHops
+	}
+	return 0
+}
+
+func (x *ProbeRequest) GetTraceWaitNs() int64 {
+	if x != nil {
+		return x.TraceWaitNs
+	}
+	return 0
+}
+
+type Hop struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ttl   uint32                 `protobuf:"varint,1,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Empty when nothing answered at this TTL.
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	RttNs         int64  `protobuf:"varint,3,opt,name=rtt_ns,json=rttNs,proto3" json:"rtt_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hop) Reset() {
+	*x = Hop{}
+	mi := &file_agent_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hop) ProtoMessage() {}
+
+func (x *Hop) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hop.ProtoReflect.Descriptor instead.
+func (*Hop) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Hop) GetTtl() uint32 {
+	if x != nil {
+		return x.Ttl
+	}
+	return 0
+}
+
+func (x *Hop) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *Hop) GetRttNs() int64 {
+	if x != nil {
+		return x.RttNs
+	}
+	return 0
+}
+
 type ProbeEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
@@ -1566,7 +1646,7 @@ type ProbeEvent struct {
 
 func (x *ProbeEvent) Reset() {
 	*x = ProbeEvent{}
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1658,7 @@ func (x *ProbeEvent) String() string {
 func (*ProbeEvent) ProtoMessage() {}
 
 func (x *ProbeEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[20]
+	mi := &file_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1671,7 @@ func (x *ProbeEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeEvent.ProtoReflect.Descriptor instead.
 func (*ProbeEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{20}
+	return file_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProbeEvent) GetEvent() isProbeEvent_Event {
@@ -1651,7 +1731,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1743,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[21]
+	mi := &file_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1756,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{21}
+	return file_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProbeResult) GetSeq() uint32 {
@@ -1725,17 +1805,20 @@ type ProbeSummary struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Results []*ProbeResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
 	// Reflector: probes returned.
-	Reflected     uint32 `protobuf:"varint,2,opt,name=reflected,proto3" json:"reflected,omitempty"`
-	Partial       bool   `protobuf:"varint,3,opt,name=partial,proto3" json:"partial,omitempty"`
-	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	Alongside     uint32 `protobuf:"varint,5,opt,name=alongside,proto3" json:"alongside,omitempty"`
+	Reflected uint32 `protobuf:"varint,2,opt,name=reflected,proto3" json:"reflected,omitempty"`
+	Partial   bool   `protobuf:"varint,3,opt,name=partial,proto3" json:"partial,omitempty"`
+	Error     string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Alongside uint32 `protobuf:"varint,5,opt,name=alongside,proto3" json:"alongside,omitempty"`
+	// A trace's hops, and whether it reached the reflector.
+	Hops          []*Hop `protobuf:"bytes,6,rep,name=hops,proto3" json:"hops,omitempty"`
+	Reached       bool   `protobuf:"varint,7,opt,name=reached,proto3" json:"reached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProbeSummary) Reset() {
 	*x = ProbeSummary{}
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1830,7 @@ func (x *ProbeSummary) String() string {
 func (*ProbeSummary) ProtoMessage() {}
 
 func (x *ProbeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[22]
+	mi := &file_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1843,7 @@ func (x *ProbeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeSummary.ProtoReflect.Descriptor instead.
 func (*ProbeSummary) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{22}
+	return file_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProbeSummary) GetResults() []*ProbeResult {
@@ -1798,6 +1881,20 @@ func (x *ProbeSummary) GetAlongside() uint32 {
 	return 0
 }
 
+func (x *ProbeSummary) GetHops() []*Hop {
+	if x != nil {
+		return x.Hops
+	}
+	return nil
+}
+
+func (x *ProbeSummary) GetReached() bool {
+	if x != nil {
+		return x.Reached
+	}
+	return false
+}
+
 type DiskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Size          uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
@@ -1810,7 +1907,7 @@ type DiskRequest struct {
 
 func (x *DiskRequest) Reset() {
 	*x = DiskRequest{}
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +1919,7 @@ func (x *DiskRequest) String() string {
 func (*DiskRequest) ProtoMessage() {}
 
 func (x *DiskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[23]
+	mi := &file_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +1932,7 @@ func (x *DiskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskRequest.ProtoReflect.Descriptor instead.
 func (*DiskRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{23}
+	return file_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DiskRequest) GetSize() uint64 {
@@ -1886,7 +1983,7 @@ type DiskResult struct {
 
 func (x *DiskResult) Reset() {
 	*x = DiskResult{}
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +1995,7 @@ func (x *DiskResult) String() string {
 func (*DiskResult) ProtoMessage() {}
 
 func (x *DiskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[24]
+	mi := &file_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2008,7 @@ func (x *DiskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiskResult.ProtoReflect.Descriptor instead.
 func (*DiskResult) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{24}
+	return file_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DiskResult) GetWriteBytesPerSecond() float64 {
@@ -1989,7 +2086,7 @@ type TransferSpec struct {
 
 func (x *TransferSpec) Reset() {
 	*x = TransferSpec{}
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2098,7 @@ func (x *TransferSpec) String() string {
 func (*TransferSpec) ProtoMessage() {}
 
 func (x *TransferSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[25]
+	mi := &file_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2111,7 @@ func (x *TransferSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferSpec.ProtoReflect.Descriptor instead.
 func (*TransferSpec) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{25}
+	return file_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TransferSpec) GetStreams() uint32 {
@@ -2063,7 +2160,7 @@ type ReceiveFileRequest struct {
 
 func (x *ReceiveFileRequest) Reset() {
 	*x = ReceiveFileRequest{}
-	mi := &file_agent_proto_msgTypes[26]
+	mi := &file_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2172,7 @@ func (x *ReceiveFileRequest) String() string {
 func (*ReceiveFileRequest) ProtoMessage() {}
 
 func (x *ReceiveFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[26]
+	mi := &file_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2185,7 @@ func (x *ReceiveFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiveFileRequest.ProtoReflect.Descriptor instead.
 func (*ReceiveFileRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{26}
+	return file_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReceiveFileRequest) GetSpec() *TransferSpec {
@@ -2138,7 +2235,7 @@ type SendFileRequest struct {
 
 func (x *SendFileRequest) Reset() {
 	*x = SendFileRequest{}
-	mi := &file_agent_proto_msgTypes[27]
+	mi := &file_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2247,7 @@ func (x *SendFileRequest) String() string {
 func (*SendFileRequest) ProtoMessage() {}
 
 func (x *SendFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[27]
+	mi := &file_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2260,7 @@ func (x *SendFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendFileRequest.ProtoReflect.Descriptor instead.
 func (*SendFileRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{27}
+	return file_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SendFileRequest) GetSpec() *TransferSpec {
@@ -2221,7 +2318,7 @@ type TransferEvent struct {
 
 func (x *TransferEvent) Reset() {
 	*x = TransferEvent{}
-	mi := &file_agent_proto_msgTypes[28]
+	mi := &file_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2330,7 @@ func (x *TransferEvent) String() string {
 func (*TransferEvent) ProtoMessage() {}
 
 func (x *TransferEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[28]
+	mi := &file_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2343,7 @@ func (x *TransferEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferEvent.ProtoReflect.Descriptor instead.
 func (*TransferEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{28}
+	return file_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TransferEvent) GetEvent() isTransferEvent_Event {
@@ -2308,7 +2405,7 @@ type TransferResult struct {
 
 func (x *TransferResult) Reset() {
 	*x = TransferResult{}
-	mi := &file_agent_proto_msgTypes[29]
+	mi := &file_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2320,7 +2417,7 @@ func (x *TransferResult) String() string {
 func (*TransferResult) ProtoMessage() {}
 
 func (x *TransferResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[29]
+	mi := &file_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2333,7 +2430,7 @@ func (x *TransferResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferResult.ProtoReflect.Descriptor instead.
 func (*TransferResult) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{29}
+	return file_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TransferResult) GetBytes() uint64 {
@@ -2411,7 +2508,7 @@ type WorkloadRequest struct {
 
 func (x *WorkloadRequest) Reset() {
 	*x = WorkloadRequest{}
-	mi := &file_agent_proto_msgTypes[30]
+	mi := &file_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2423,7 +2520,7 @@ func (x *WorkloadRequest) String() string {
 func (*WorkloadRequest) ProtoMessage() {}
 
 func (x *WorkloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[30]
+	mi := &file_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2436,7 +2533,7 @@ func (x *WorkloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadRequest.ProtoReflect.Descriptor instead.
 func (*WorkloadRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{30}
+	return file_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WorkloadRequest) GetId() string {
@@ -2474,7 +2571,7 @@ type WorkloadEvent struct {
 
 func (x *WorkloadEvent) Reset() {
 	*x = WorkloadEvent{}
-	mi := &file_agent_proto_msgTypes[31]
+	mi := &file_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2486,7 +2583,7 @@ func (x *WorkloadEvent) String() string {
 func (*WorkloadEvent) ProtoMessage() {}
 
 func (x *WorkloadEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[31]
+	mi := &file_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2499,7 +2596,7 @@ func (x *WorkloadEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadEvent.ProtoReflect.Descriptor instead.
 func (*WorkloadEvent) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{31}
+	return file_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WorkloadEvent) GetEvent() isWorkloadEvent_Event {
@@ -2579,7 +2676,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_agent_proto_msgTypes[32]
+	mi := &file_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2688,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[32]
+	mi := &file_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2701,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{32}
+	return file_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Job) GetId() uint32 {
@@ -2679,7 +2776,7 @@ type StopWorkloadRequest struct {
 
 func (x *StopWorkloadRequest) Reset() {
 	*x = StopWorkloadRequest{}
-	mi := &file_agent_proto_msgTypes[33]
+	mi := &file_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2691,7 +2788,7 @@ func (x *StopWorkloadRequest) String() string {
 func (*StopWorkloadRequest) ProtoMessage() {}
 
 func (x *StopWorkloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[33]
+	mi := &file_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2704,7 +2801,7 @@ func (x *StopWorkloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopWorkloadRequest.ProtoReflect.Descriptor instead.
 func (*StopWorkloadRequest) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{33}
+	return file_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StopWorkloadRequest) GetId() string {
@@ -2724,7 +2821,7 @@ type StopWorkloadReply struct {
 
 func (x *StopWorkloadReply) Reset() {
 	*x = StopWorkloadReply{}
-	mi := &file_agent_proto_msgTypes[34]
+	mi := &file_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2736,7 +2833,7 @@ func (x *StopWorkloadReply) String() string {
 func (*StopWorkloadReply) ProtoMessage() {}
 
 func (x *StopWorkloadReply) ProtoReflect() protoreflect.Message {
-	mi := &file_agent_proto_msgTypes[34]
+	mi := &file_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2749,7 +2846,7 @@ func (x *StopWorkloadReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopWorkloadReply.ProtoReflect.Descriptor instead.
 func (*StopWorkloadReply) Descriptor() ([]byte, []int) {
-	return file_agent_proto_rawDescGZIP(), []int{34}
+	return file_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StopWorkloadReply) GetStopped() bool {
@@ -2886,11 +2983,17 @@ const file_agent_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ns\x18\x04 \x01(\x03R\ttimeoutNs\")\n" +
 	"\x0eReflectRequest\x12\x17\n" +
-	"\aidle_ns\x18\x01 \x01(\x03R\x06idleNs\"n\n" +
+	"\aidle_ns\x18\x01 \x01(\x03R\x06idleNs\"\xb8\x01\n" +
 	"\fProbeRequest\x12.\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ProbeSpecR\x04spec\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
-	"\x05token\x18\x03 \x01(\fR\x05token\"\x8c\x01\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\x12$\n" +
+	"\x0etrace_max_hops\x18\x04 \x01(\rR\ftraceMaxHops\x12\"\n" +
+	"\rtrace_wait_ns\x18\x05 \x01(\x03R\vtraceWaitNs\"H\n" +
+	"\x03Hop\x12\x10\n" +
+	"\x03ttl\x18\x01 \x01(\rR\x03ttl\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x15\n" +
+	"\x06rtt_ns\x18\x03 \x01(\x03R\x05rttNs\"\x8c\x01\n" +
 	"\n" +
 	"ProbeEvent\x12:\n" +
 	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x129\n" +
@@ -2905,13 +3008,15 @@ const file_agent_proto_rawDesc = "" +
 	"receivedNs\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x06 \x01(\rR\n" +
-	"duplicates\"\xb2\x01\n" +
+	"duplicates\"\xf6\x01\n" +
 	"\fProbeSummary\x126\n" +
 	"\aresults\x18\x01 \x03(\v2\x1c.wanlab.agent.v1.ProbeResultR\aresults\x12\x1c\n" +
 	"\treflected\x18\x02 \x01(\rR\treflected\x12\x18\n" +
 	"\apartial\x18\x03 \x01(\bR\apartial\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1c\n" +
-	"\talongside\x18\x05 \x01(\rR\talongside\"p\n" +
+	"\talongside\x18\x05 \x01(\rR\talongside\x12(\n" +
+	"\x04hops\x18\x06 \x03(\v2\x14.wanlab.agent.v1.HopR\x04hops\x12\x18\n" +
+	"\areached\x18\a \x01(\bR\areached\"p\n" +
 	"\vDiskRequest\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x14\n" +
 	"\x05block\x18\x03 \x01(\rR\x05block\x12\x14\n" +
@@ -3016,7 +3121,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_agent_proto_goTypes = []any{
 	(Protocol)(0),               // 0: wanlab.agent.v1.Protocol
 	(*InterfacesRequest)(nil),   // 1: wanlab.agent.v1.InterfacesRequest
@@ -3039,21 +3144,22 @@ var file_agent_proto_goTypes = []any{
 	(*ProbeSpec)(nil),           // 18: wanlab.agent.v1.ProbeSpec
 	(*ReflectRequest)(nil),      // 19: wanlab.agent.v1.ReflectRequest
 	(*ProbeRequest)(nil),        // 20: wanlab.agent.v1.ProbeRequest
-	(*ProbeEvent)(nil),          // 21: wanlab.agent.v1.ProbeEvent
-	(*ProbeResult)(nil),         // 22: wanlab.agent.v1.ProbeResult
-	(*ProbeSummary)(nil),        // 23: wanlab.agent.v1.ProbeSummary
-	(*DiskRequest)(nil),         // 24: wanlab.agent.v1.DiskRequest
-	(*DiskResult)(nil),          // 25: wanlab.agent.v1.DiskResult
-	(*TransferSpec)(nil),        // 26: wanlab.agent.v1.TransferSpec
-	(*ReceiveFileRequest)(nil),  // 27: wanlab.agent.v1.ReceiveFileRequest
-	(*SendFileRequest)(nil),     // 28: wanlab.agent.v1.SendFileRequest
-	(*TransferEvent)(nil),       // 29: wanlab.agent.v1.TransferEvent
-	(*TransferResult)(nil),      // 30: wanlab.agent.v1.TransferResult
-	(*WorkloadRequest)(nil),     // 31: wanlab.agent.v1.WorkloadRequest
-	(*WorkloadEvent)(nil),       // 32: wanlab.agent.v1.WorkloadEvent
-	(*Job)(nil),                 // 33: wanlab.agent.v1.Job
-	(*StopWorkloadRequest)(nil), // 34: wanlab.agent.v1.StopWorkloadRequest
-	(*StopWorkloadReply)(nil),   // 35: wanlab.agent.v1.StopWorkloadReply
+	(*Hop)(nil),                 // 21: wanlab.agent.v1.Hop
+	(*ProbeEvent)(nil),          // 22: wanlab.agent.v1.ProbeEvent
+	(*ProbeResult)(nil),         // 23: wanlab.agent.v1.ProbeResult
+	(*ProbeSummary)(nil),        // 24: wanlab.agent.v1.ProbeSummary
+	(*DiskRequest)(nil),         // 25: wanlab.agent.v1.DiskRequest
+	(*DiskResult)(nil),          // 26: wanlab.agent.v1.DiskResult
+	(*TransferSpec)(nil),        // 27: wanlab.agent.v1.TransferSpec
+	(*ReceiveFileRequest)(nil),  // 28: wanlab.agent.v1.ReceiveFileRequest
+	(*SendFileRequest)(nil),     // 29: wanlab.agent.v1.SendFileRequest
+	(*TransferEvent)(nil),       // 30: wanlab.agent.v1.TransferEvent
+	(*TransferResult)(nil),      // 31: wanlab.agent.v1.TransferResult
+	(*WorkloadRequest)(nil),     // 32: wanlab.agent.v1.WorkloadRequest
+	(*WorkloadEvent)(nil),       // 33: wanlab.agent.v1.WorkloadEvent
+	(*Job)(nil),                 // 34: wanlab.agent.v1.Job
+	(*StopWorkloadRequest)(nil), // 35: wanlab.agent.v1.StopWorkloadRequest
+	(*StopWorkloadReply)(nil),   // 36: wanlab.agent.v1.StopWorkloadReply
 }
 var file_agent_proto_depIdxs = []int32{
 	3,  // 0: wanlab.agent.v1.InterfacesReply.interfaces:type_name -> wanlab.agent.v1.InterfaceCounters
@@ -3072,41 +3178,42 @@ var file_agent_proto_depIdxs = []int32{
 	15, // 13: wanlab.agent.v1.Summary.streams:type_name -> wanlab.agent.v1.StreamSample
 	18, // 14: wanlab.agent.v1.ProbeRequest.spec:type_name -> wanlab.agent.v1.ProbeSpec
 	13, // 15: wanlab.agent.v1.ProbeEvent.listening:type_name -> wanlab.agent.v1.Listening
-	23, // 16: wanlab.agent.v1.ProbeEvent.summary:type_name -> wanlab.agent.v1.ProbeSummary
-	22, // 17: wanlab.agent.v1.ProbeSummary.results:type_name -> wanlab.agent.v1.ProbeResult
-	26, // 18: wanlab.agent.v1.ReceiveFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
-	26, // 19: wanlab.agent.v1.SendFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
-	13, // 20: wanlab.agent.v1.TransferEvent.listening:type_name -> wanlab.agent.v1.Listening
-	30, // 21: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
-	13, // 22: wanlab.agent.v1.WorkloadEvent.listening:type_name -> wanlab.agent.v1.Listening
-	33, // 23: wanlab.agent.v1.WorkloadEvent.job:type_name -> wanlab.agent.v1.Job
-	4,  // 24: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
-	10, // 25: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
-	11, // 26: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
-	19, // 27: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
-	20, // 28: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
-	24, // 29: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
-	27, // 30: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
-	28, // 31: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
-	31, // 32: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
-	34, // 33: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
-	1,  // 34: wanlab.agent.v1.Agent.Interfaces:input_type -> wanlab.agent.v1.InterfacesRequest
-	5,  // 35: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
-	12, // 36: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
-	12, // 37: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
-	21, // 38: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
-	23, // 39: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
-	25, // 40: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
-	29, // 41: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
-	30, // 42: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
-	32, // 43: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
-	35, // 44: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
-	2,  // 45: wanlab.agent.v1.Agent.Interfaces:output_type -> wanlab.agent.v1.InterfacesReply
-	35, // [35:46] is the sub-list for method output_type
-	24, // [24:35] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	24, // 16: wanlab.agent.v1.ProbeEvent.summary:type_name -> wanlab.agent.v1.ProbeSummary
+	23, // 17: wanlab.agent.v1.ProbeSummary.results:type_name -> wanlab.agent.v1.ProbeResult
+	21, // 18: wanlab.agent.v1.ProbeSummary.hops:type_name -> wanlab.agent.v1.Hop
+	27, // 19: wanlab.agent.v1.ReceiveFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
+	27, // 20: wanlab.agent.v1.SendFileRequest.spec:type_name -> wanlab.agent.v1.TransferSpec
+	13, // 21: wanlab.agent.v1.TransferEvent.listening:type_name -> wanlab.agent.v1.Listening
+	31, // 22: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
+	13, // 23: wanlab.agent.v1.WorkloadEvent.listening:type_name -> wanlab.agent.v1.Listening
+	34, // 24: wanlab.agent.v1.WorkloadEvent.job:type_name -> wanlab.agent.v1.Job
+	4,  // 25: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
+	10, // 26: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
+	11, // 27: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
+	19, // 28: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
+	20, // 29: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
+	25, // 30: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
+	28, // 31: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
+	29, // 32: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
+	32, // 33: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
+	35, // 34: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
+	1,  // 35: wanlab.agent.v1.Agent.Interfaces:input_type -> wanlab.agent.v1.InterfacesRequest
+	5,  // 36: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
+	12, // 37: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
+	12, // 38: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
+	22, // 39: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
+	24, // 40: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
+	26, // 41: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
+	30, // 42: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
+	31, // 43: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
+	33, // 44: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
+	36, // 45: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
+	2,  // 46: wanlab.agent.v1.Agent.Interfaces:output_type -> wanlab.agent.v1.InterfacesReply
+	36, // [36:47] is the sub-list for method output_type
+	25, // [25:36] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -3119,15 +3226,15 @@ func file_agent_proto_init() {
 		(*ThroughputEvent_Interval)(nil),
 		(*ThroughputEvent_Summary)(nil),
 	}
-	file_agent_proto_msgTypes[20].OneofWrappers = []any{
+	file_agent_proto_msgTypes[21].OneofWrappers = []any{
 		(*ProbeEvent_Listening)(nil),
 		(*ProbeEvent_Summary)(nil),
 	}
-	file_agent_proto_msgTypes[28].OneofWrappers = []any{
+	file_agent_proto_msgTypes[29].OneofWrappers = []any{
 		(*TransferEvent_Listening)(nil),
 		(*TransferEvent_Result)(nil),
 	}
-	file_agent_proto_msgTypes[31].OneofWrappers = []any{
+	file_agent_proto_msgTypes[32].OneofWrappers = []any{
 		(*WorkloadEvent_Listening)(nil),
 		(*WorkloadEvent_Job)(nil),
 		(*WorkloadEvent_SummaryJson)(nil),
@@ -3138,7 +3245,7 @@ func file_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
