@@ -368,22 +368,33 @@ func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) 
 	return out, rows.Err()
 }
 
+// leaseTx begins a transaction on the leases and members, one process at
+// a time (SQLite: its write lock; PostgreSQL: an advisory lock).
+func (a *Archive) leaseTx(ctx context.Context) (*sql.Tx, error) {
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if a.postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7400113)`); err != nil {
+			tx.Rollback()
+			return nil, err
+		}
+	}
+	return tx, nil
+}
+
 // ErrLeaseHeld means another process holds a lease.
 var ErrLeaseHeld = errors.New("lease held by another process")
 
 // Claim takes or renews the lease called name for owner until expires: it
 // succeeds when the lease is free, expired, or owner's already.
 func (a *Archive) Claim(ctx context.Context, name, owner string, expires time.Time) error {
-	tx, err := a.db.BeginTx(ctx, nil)
+	tx, err := a.leaseTx(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if a.postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7400113)`); err != nil {
-			return err
-		}
-	}
 	var holder string
 	var until float64
 	err = tx.QueryRowContext(ctx, a.q(`SELECT owner, expires FROM mon_leases WHERE name = ?`), name).Scan(&holder, &until)
@@ -411,16 +422,11 @@ func (a *Archive) Release(ctx context.Context, name, owner string) error {
 // Heartbeat says owner is alive until expires and returns how many
 // processes are alive now, owner included.
 func (a *Archive) Heartbeat(ctx context.Context, owner string, expires time.Time) (int, error) {
-	tx, err := a.db.BeginTx(ctx, nil)
+	tx, err := a.leaseTx(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if a.postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7400113)`); err != nil {
-			return 0, err
-		}
-	}
 	if _, err := tx.ExecContext(ctx, a.q(`DELETE FROM mon_members WHERE owner = ? OR expires < ?`), owner, unixSeconds(time.Now())); err != nil {
 		return 0, err
 	}

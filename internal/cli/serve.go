@@ -19,7 +19,6 @@ import (
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/realhosts"
-	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
@@ -82,11 +81,7 @@ load it puts on each host and link, and starts nothing.`,
 // the test-bed's, or the inventory's hosts with no known links.
 func expected(cfg *monitor.Config) (*topology.Topology, error) {
 	if cfg.Testbed != "" {
-		source, text, err := cfg.TestbedScenario()
-		if err != nil {
-			return nil, err
-		}
-		f, err := scenario.Parse(source, text, false)
+		f, _, _, err := cfg.TestbedFile()
 		if err != nil {
 			return nil, err
 		}
@@ -256,11 +251,7 @@ func openMonitored(ctx context.Context, logTo io.Writer, cfg *monitor.Config) (b
 	if err := testbed.CheckEnvironment(); err != nil {
 		return nil, err
 	}
-	source, text, err := cfg.TestbedScenario()
-	if err != nil {
-		return nil, err
-	}
-	f, err := scenario.Parse(source, text, false)
+	f, source, text, err := cfg.TestbedFile()
 	if err != nil {
 		return nil, err
 	}

@@ -698,6 +698,16 @@ func LoadNamed(name string) (*Config, error) {
 	return Parse(name, data)
 }
 
+// TestbedFile reads and validates the scenario of the configuration's
+// test-bed, and gives its source and text too.
+func (c *Config) TestbedFile() (f *scenario.File, source string, text []byte, err error) {
+	if source, text, err = c.TestbedScenario(); err != nil {
+		return nil, "", nil, err
+	}
+	f, err = scenario.Parse(source, text, false)
+	return f, source, text, err
+}
+
 // TestbedScenario reads the scenario of the configuration's test-bed: a
 // file, relative to the configuration's folder, or a shipped one by name.
 func (c *Config) TestbedScenario() (source string, text []byte, err error) {
