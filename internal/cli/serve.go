@@ -55,6 +55,9 @@ load it puts on each host and link, and starts nothing.`,
 				return usagef("give --config FILE (or --config monitor-lab, the shipped example)")
 			}
 			cfg, err := monitor.LoadNamed(cfgName)
+			if errors.Is(err, os.ErrNotExist) {
+				return usageError{err}
+			}
 			if err != nil {
 				return err
 			}
@@ -132,12 +135,14 @@ func dryRunServe(w io.Writer, cfg *monitor.Config, horizon time.Duration, asJSON
 	t := table(w)
 	fmt.Fprintln(t, "TEST\tTYPE\tGROUP\tPAIRS\tEVERY\tEACH RUN")
 	for _, tt := range cfg.Tests {
-		each := fmt.Sprintf("%g probes/s, summarised", tt.Rate)
+		each := fmt.Sprintf("%g probes a second, summarised", tt.Rate)
 		switch tt.Type {
 		case monitor.Throughput:
 			each = fmt.Sprintf("%s, %d streams", tt.Duration, tt.Streams)
 		case monitor.Transfer:
 			each = fmt.Sprintf("%s disk to disk, %d streams", units.Size(tt.Bytes), tt.Streams)
+		case monitor.Trace:
+			each = fmt.Sprintf("up to %d hops, %s each", tt.MaxHops, tt.Wait)
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\n", tt.Name, tt.Type, tt.Group, len(cfg.Pairs(tt)), tt.Period(), each)
 	}

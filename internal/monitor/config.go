@@ -690,7 +690,7 @@ func LoadNamed(name string) (*Config, error) {
 		if source, text, ok := examples.File(name); ok {
 			return Parse(source, text)
 		}
-		return nil, fmt.Errorf("no monitoring configuration %q (a file, or a shipped one such as monitor-lab)", name)
+		return nil, fmt.Errorf("no monitoring configuration %q (a file, or a shipped one such as monitor-lab): %w", name, os.ErrNotExist)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the monitoring configuration: %w", err)
