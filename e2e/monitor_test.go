@@ -445,7 +445,7 @@ groups:
   sites: [cern, cnaf, slac, taipei]
 tests:
   - {name: latency, type: probe, group: sites, rate: 5/s, summary: 2s}
-  - {name: bulk, type: throughput, group: sites, every: 40s, slip: 2s, duration: 1s}
+  - {name: bulk, type: throughput, group: sites, every: 30s, slip: 2s, duration: 1s}
 `), 0o644)
 	a := startServe(t, "--config", cfg, "--db", db, "--buffer", filepath.Join(t.TempDir(), "a"))
 	b := startServe(t, "--config", cfg, "--db", db, "--buffer", filepath.Join(t.TempDir(), "b"))
@@ -489,7 +489,7 @@ tests:
 		t.Fatalf("of 12 paths, %d measured by one process, %d by both, %d by neither", m, tw, n)
 	}
 	// Let the throughput tests run, then check that none met another on a host.
-	time.Sleep(30 * time.Second)
+	time.Sleep(20 * time.Second)
 	conn, err := sql.Open("pgx", db)
 	if err != nil {
 		t.Fatal(err)
@@ -502,6 +502,16 @@ tests:
 		AND (x.src IN (y.src, y.dst) OR x.dst IN (y.src, y.dst))`).Scan(&overlaps)
 	if tests < 6 || overlaps > 0 {
 		t.Errorf("%d throughput tests, %d pairs of them on one host at once; want several and none", tests, overlaps)
+		rows, _ := conn.Query(`SELECT x.src, x.dst, x.started, x.ended, x.status, x.reason, y.src, y.dst, y.started, y.ended, y.status, y.reason
+			FROM mon_tests x JOIN mon_tests y ON x.id < y.id AND x.started < y.ended AND y.started < x.ended
+			AND (x.src IN (y.src, y.dst) OR x.dst IN (y.src, y.dst))`)
+		for rows != nil && rows.Next() {
+			var xs, xd, xst, xr, ys, yd, yst, yr string
+			var x0, x1, y0, y1 float64
+			rows.Scan(&xs, &xd, &x0, &x1, &xst, &xr, &ys, &yd, &y0, &y1, &yst, &yr)
+			t.Logf("%s->%s %.3f-%.3f %s %s | %s->%s %.3f-%.3f %s %s", xs, xd, x0, x1, xst, xr, ys, yd, y0, y1, yst, yr)
+		}
+		t.Logf("a: %s\nb: %s", a.stderr, b.stderr)
 	}
 	// One process dies: the other takes the whole mesh.
 	a.cmd.Process.Kill()
@@ -523,4 +533,47 @@ tests:
 	}
 	t.Logf("b took the whole mesh over %s after a was killed", time.Since(killed).Round(time.Second))
 	b.stop()
+}
+
+// TestServeRealHosts: the same service on real hosts, through an
+// inventory of agents over TLS: probes, throughput and traces land, and an
+// agent that dies leaves its paths with no data and its host down.
+func TestServeRealHosts(t *testing.T) {
+	l := labUp(t, "a", "b", "c")
+	inv := l.inventory("ctl", "wait: 0s\n", "a", "b", "c")
+	cfg := l.file("monitor.yaml", fmt.Sprintf(`inventory: %s
+groups:
+  all: [a, b, c]
+tests:
+  - {name: latency, type: probe, group: all, rate: 5/s, summary: 2s}
+  - {name: bulk, type: throughput, group: all, every: 15s, slip: 1s, duration: 1s}
+  - {name: route, type: trace, group: all, every: 10s, max_hops: 3, wait: 300ms}
+interfaces: {every: 5s}
+`, inv))
+	s := startServe(t, "--config", cfg, "--db", l.path("monitor.db"), "--buffer", l.path("buffer"))
+	ready := func() bool {
+		paths := s.paths()
+		for k, p := range paths {
+			if p.State != "ok" && !strings.HasPrefix(k, "bulk ") {
+				return false
+			}
+		}
+		return len(paths) == 18 && s.status().Tests["throughput ok"] >= 3
+	}
+	if !waitFor(90*time.Second, ready) {
+		t.Fatalf("not every path measured on the real hosts: %+v\n%s", s.paths(), s.stderr)
+	}
+	if r := s.paths()["route a->b"]; len(r.Hops) != 1 || r.Hops[0] != l.host("b").addr {
+		t.Errorf("route a->b: %+v, want b's address as the one hop", r)
+	}
+	// b's agent dies: b's paths have no data, and b is down.
+	l.stop("b", true)
+	if !waitFor(40*time.Second, func() bool {
+		_, down := s.status().Down["b"]
+		p := s.paths()["latency a->b"]
+		return down && p.State == "no data" && p.Values == nil && s.paths()["latency a->c"].State == "ok"
+	}) {
+		t.Errorf("b's agent killed: down %+v, a->b %+v, a->c %+v", s.status().Down, s.paths()["latency a->b"], s.paths()["latency a->c"])
+	}
+	s.stop()
 }

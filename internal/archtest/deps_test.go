@@ -53,7 +53,7 @@ var allowed = map[string][]string{
 	"internal/agent": {"internal/agent/agentpb", "internal/datadir", "internal/limits", "internal/unixsock",
 		"internal/workload/disk", "internal/workload/eventdb", "internal/workload/job", "internal/workload/mesh",
 		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer",
-		"internal/workload/bind", "internal/workload/token", "internal/pki", "internal/policy"},
+		"internal/workload/bind", "internal/workload/token", "internal/pki", "internal/policy", "internal/proc"},
 	"internal/backend": {"internal/agent", "internal/topology"},
 
 	// Backends: the emulated test-bed.
@@ -72,6 +72,11 @@ var allowed = map[string][]string{
 		"internal/workload/mesh", "internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput",
 		"internal/workload/transfer", "internal/workload/token"},
 	"internal/crosscheck": {"internal/topology"},
+	// The monitoring service: one more controller, with its own
+	// configuration (and the shipped one, in examples).
+	"internal/monitor": {"examples", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/measure",
+		"internal/results", "internal/scenario", "internal/units", "internal/workload/probe", "internal/workload/throughput",
+		"internal/workload/transfer", "internal/yamlfile"},
 
 	// Readers of the archive.
 	"internal/analysis": {"internal/archive", "internal/results", "internal/scenario", "internal/topology", "internal/units",
@@ -94,6 +99,8 @@ var never = []struct{ from, to, why string }{
 	{"internal/workload/...", "internal/testbed", "workloads run on any host, emulated or real, and know only addresses, sockets and files"},
 	{"internal/workload/...", "internal/agent", "workloads do not know who asks them to run"},
 	{"internal/analysis", "internal/testbed", "analysis reads the archive only, never a live test-bed"},
+	{"internal/monitor", "internal/testbed", "the service measures through a backend.Bed, emulated or real, as the measure verbs do"},
+	{"internal/monitor", "internal/realhosts", "the service measures through a backend.Bed, emulated or real, as the measure verbs do"},
 	{"internal/analysis", "internal/linkemu", "analysis reads the archive only, never the engine"},
 	{"internal/analysis", "internal/controller", "analysis reads the archive only, not the controller"},
 	{"internal/report", "internal/testbed", "reports read the archive only, never a live test-bed"},

@@ -45,15 +45,20 @@ func (h *jobHeap) Pop() any {
 // slip, so that a mesh does not synchronise.
 type Scheduler struct {
 	queue jobHeap
-	busy  map[string]time.Time // host -> busy until
-	rng   *rand.Rand
+	busy  map[string]time.Time // host -> busy until, as planned
+	// held are the hosts of jobs started and not Done: a test that runs
+	// past its budget still holds its hosts.
+	held map[string]bool
+	// waited are held hosts that jobs wait for: Done lets them go at once.
+	waited map[string]bool
+	rng    *rand.Rand
 }
 
 // NewScheduler plans cfg's exclusive tests from start. last holds when each
 // (test, src, dst) last started, from the archive: those resume a period
 // after it.
 func NewScheduler(cfg *Config, start time.Time, last map[[3]string]time.Time, seed uint64) *Scheduler {
-	s := &Scheduler{busy: map[string]time.Time{}, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
+	s := &Scheduler{busy: map[string]time.Time{}, held: map[string]bool{}, waited: map[string]bool{}, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
 	for i := range cfg.Tests {
 		t := &cfg.Tests[i]
 		if !t.Exclusive() {
@@ -93,6 +98,10 @@ func (s *Scheduler) Next(now time.Time, hold func(j Job) (time.Time, bool)) (j J
 			return Job{}, false, top.at()
 		}
 		free := later(s.busy[top.Src], s.busy[top.Dst])
+		if s.held[top.Src] || s.held[top.Dst] {
+			free = later(free, now.Add(time.Second)) // or sooner: Done says when
+			s.waited[top.Src], s.waited[top.Dst] = true, true
+		}
 		if hold != nil {
 			if until, held := hold(top); held {
 				free = later(free, until)
@@ -106,6 +115,7 @@ func (s *Scheduler) Next(now time.Time, hold func(j Job) (time.Time, bool)) (j J
 		heap.Pop(&s.queue)
 		end := now.Add(top.Test.Budget())
 		s.busy[top.Src], s.busy[top.Dst] = end, end
+		s.held[top.Src], s.held[top.Dst] = true, true
 		return top, true, time.Time{}
 	}
 	return Job{}, false, now.Add(time.Hour)
@@ -115,6 +125,8 @@ func (s *Scheduler) Next(now time.Time, hold func(j Job) (time.Time, bool)) (j J
 // tried again at until, and frees its hosts.
 func (s *Scheduler) Defer(j Job, now, until time.Time) {
 	s.busy[j.Src], s.busy[j.Dst] = now, now
+	delete(s.held, j.Src)
+	delete(s.held, j.Dst)
 	j.NotBefore = until
 	heap.Push(&s.queue, j)
 }
@@ -135,10 +147,14 @@ func (s *Scheduler) Waiting(now time.Time) int {
 func (s *Scheduler) Done(j Job, ended time.Time) {
 	freed := false
 	for _, h := range []string{j.Src, j.Dst} {
-		if s.busy[h].After(ended) {
-			s.busy[h] = ended
+		delete(s.held, h)
+		if s.busy[h].After(ended) || s.waited[h] {
+			if s.busy[h].After(ended) {
+				s.busy[h] = ended
+			}
 			freed = true
 		}
+		delete(s.waited, h)
 	}
 	// Jobs held for these hosts until the run's budget may go sooner.
 	if freed {

@@ -117,3 +117,31 @@ func BenchmarkSchedule100Hosts(b *testing.B) {
 		}
 	}
 }
+
+// A test that runs past its budget keeps its hosts until it is done.
+func TestSchedulerHoldsHostsUntilDone(t *testing.T) {
+	cfg := mesh(t, 3, "30s", "1s")
+	start := time.Unix(0, 0)
+	s := NewScheduler(cfg, start, nil, 1)
+	now := start.Add(time.Minute)
+	j, ok, _ := s.Next(now, nil)
+	if !ok {
+		t.Fatal("no job")
+	}
+	// Well past the job's 3 s budget, it has not ended.
+	later := now.Add(20 * time.Second)
+	for {
+		k, ok, _ := s.Next(later, nil)
+		if !ok {
+			break
+		}
+		if k.Src == j.Src || k.Dst == j.Src || k.Src == j.Dst || k.Dst == j.Dst {
+			t.Fatalf("%s->%s started on a host of %s->%s, which still runs", k.Src, k.Dst, j.Src, j.Dst)
+		}
+		s.Done(k, later)
+	}
+	s.Done(j, later)
+	if _, ok, _ := s.Next(later, nil); !ok {
+		t.Error("nothing may start once the long test is done")
+	}
+}

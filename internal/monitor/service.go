@@ -261,7 +261,7 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	old := s.sched
 	s.sched = NewScheduler(cfg, time.Now(), s.last, s.opts.Seed+1)
 	// Tests still running hold their hosts in the new plan too.
-	s.sched.busy = old.busy
+	s.sched.busy, s.sched.held = old.busy, old.held
 	s.startProbes(ctx)
 	s.logf("configuration %s reloaded: %d tests over %d hosts", cfg.Source, len(cfg.Tests), len(cfg.Hosts()))
 	select {

@@ -75,7 +75,7 @@ func TestPollRealSnmpd(t *testing.T) {
 			t.Fatalf("%s: no rates from %+v to %+v", tg.Name, before, after)
 		}
 		bits := r["lo"].In * after.At.Sub(before.At).Seconds()
-		if bits < 8*sent || bits > 8*sent*3 {
+		if bits < 8*sent { // other tests share the loopback: at least what this one sent
 			t.Errorf("%s: lo carried %.0f bits between the polls, want at least the %d sent", tg.Name, bits, 8*sent)
 		}
 	}
