@@ -544,9 +544,11 @@ func TestServeRealHosts(t *testing.T) {
 	cfg := l.file("monitor.yaml", fmt.Sprintf(`inventory: %s
 groups:
   all: [a, b, c]
+  pair: [a, b]
 tests:
   - {name: latency, type: probe, group: all, rate: 5/s, summary: 2s}
-  - {name: bulk, type: throughput, group: all, every: 15s, slip: 1s, duration: 1s}
+  - {name: bulk, type: throughput, group: pair, every: 15s, slip: 1s, duration: 1s}
+  - {name: disk, type: transfer, group: pair, every: 90s, slip: 1s, bytes: 1MB}
   - {name: route, type: trace, group: all, every: 10s, max_hops: 3, wait: 300ms}
 interfaces: {every: 5s}
 `, inv))
@@ -554,14 +556,15 @@ interfaces: {every: 5s}
 	ready := func() bool {
 		paths := s.paths()
 		for k, p := range paths {
-			if p.State != "ok" && !strings.HasPrefix(k, "bulk ") {
+			if p.State != "ok" && !strings.HasPrefix(k, "bulk ") && !strings.HasPrefix(k, "disk ") {
 				return false
 			}
 		}
-		return len(paths) == 18 && s.status().Tests["throughput ok"] >= 3
+		st := s.status()
+		return len(paths) == 16 && st.Tests["throughput ok"] >= 2 && st.Tests["transfer ok"] >= 1
 	}
 	if !waitFor(90*time.Second, ready) {
-		t.Fatalf("not every path measured on the real hosts: %+v\n%s", s.paths(), s.stderr)
+		t.Fatalf("not every path measured on the real hosts: %+v %+v\n%s", s.status().Tests, s.paths(), s.stderr)
 	}
 	if r := s.paths()["route a->b"]; len(r.Hops) != 1 || r.Hops[0] != l.host("b").addr {
 		t.Errorf("route a->b: %+v, want b's address as the one hop", r)

@@ -671,7 +671,7 @@ func (s *Service) runJob(ctx context.Context, j Job) {
 			}
 			return err
 		default:
-			r, err := measure.Transfer(ctx, a, b, measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: t.Window, Uncached: true},
+			r, err := measure.Transfer(ctx, a, b, measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: t.Window, Block: transfer.DefaultBlock, Uncached: true},
 				Size: t.Bytes, CorruptAt: -1})
 			if r != nil && err == nil {
 				pts, result = TransferPoints(time.Now(), t.Name, r), r
