@@ -99,8 +99,8 @@ func (p *PathState) Fresh(now time.Time, budget time.Duration) bool {
 type hostDown struct {
 	Since   time.Time `json:"since"`
 	Until   time.Time `json:"retry_at"`
-	Backoff time.Duration
-	Reason  string `json:"reason"`
+	Backoff time.Duration `json:"-"`
+	Reason  string        `json:"reason"`
 }
 
 // Event is something the service noticed.
