@@ -97,8 +97,8 @@ func (p *PathState) Fresh(now time.Time, budget time.Duration) bool {
 }
 
 type hostDown struct {
-	Since   time.Time `json:"since"`
-	Until   time.Time `json:"retry_at"`
+	Since   time.Time     `json:"since"`
+	Until   time.Time     `json:"retry_at"`
 	Backoff time.Duration `json:"-"`
 	Reason  string        `json:"reason"`
 }
