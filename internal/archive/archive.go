@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -22,7 +23,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // the PostgreSQL driver, registered as "pgx"
-	_ "modernc.org/sqlite"           // the pure-Go SQLite driver, registered as "sqlite"
+	"golang.org/x/sys/unix"
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
@@ -180,7 +182,7 @@ func Open(path string) (*Archive, error) {
 	var err error
 	if a.postgres {
 		a.path = redact(path)
-		a.db, err = sql.Open("pgx", path)
+		a.db, err = openPostgres(path)
 	} else {
 		// Immediate transactions take the write lock when they begin, so that
 		// two wanlab processes on one fresh file wait for each other rather
@@ -209,6 +211,36 @@ func Open(path string) (*Archive, error) {
 		return nil, fmt.Errorf("archive %s: %w", a.path, redactErr(err, path))
 	}
 	return a, nil
+}
+
+// deadPeer is how long a PostgreSQL connection may leave data unacknowledged
+// (or keepalives unanswered) before it counts as broken: a server cut off
+// without a reset fails a write in this time rather than hanging it, and the
+// monitoring service buffers instead of stalling.
+const deadPeer = 30 * time.Second
+
+// openPostgres opens a PostgreSQL archive whose connections notice a dead
+// server within deadPeer (TCP_USER_TIMEOUT and keepalives).
+func openPostgres(dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: deadPeer / 3, Control: func(network, _ string, c syscall.RawConn) error {
+		if !strings.HasPrefix(network, "tcp") {
+			return nil // a Unix socket: the server is on this machine
+		}
+		var serr error
+		c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(deadPeer/time.Millisecond))
+		})
+		return serr
+	}}
+	if cfg.ConnectTimeout == 0 {
+		d.Timeout = deadPeer
+	}
+	cfg.DialFunc = d.DialContext
+	return stdlib.OpenDB(*cfg), nil
 }
 
 // isBusy says whether err is SQLite's "database is locked".
