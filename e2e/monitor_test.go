@@ -566,6 +566,11 @@ interfaces: {every: 5s}
 	if !waitFor(90*time.Second, ready) {
 		t.Fatalf("not every path measured on the real hosts: %+v %+v\n%s", s.status().Tests, s.paths(), s.stderr)
 	}
+	var index struct{ API []string }
+	s.get("/", &index)
+	if len(index.API) < 6 {
+		t.Errorf("GET / lists %v", index.API)
+	}
 	if r := s.paths()["route a->b"]; len(r.Hops) != 1 || r.Hops[0] != l.host("b").addr {
 		t.Errorf("route a->b: %+v, want b's address as the one hop", r)
 	}

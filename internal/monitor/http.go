@@ -28,6 +28,12 @@ func (s *Service) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/paths", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
 	})
+	// Until the dashboard comes, / says where everything is.
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"service": "wanlab serve", "metrics": "/metrics", "api": []string{
+			"/api/v1/status", "/api/v1/paths", "/api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T",
+			"/api/v1/paths/{src}/{dst}/tests", "/api/v1/alerts", "/api/v1/interfaces"}})
+	})
 	mux.HandleFunc("GET /api/v1/alerts", s.alerts)
 	mux.HandleFunc("GET /api/v1/interfaces", func(w http.ResponseWriter, r *http.Request) {
 		ifaces, errs := s.Interfaces()
