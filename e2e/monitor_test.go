@@ -357,7 +357,8 @@ snmp:
 	if !waitFor(30*time.Second, func() bool { st := s.status(); return !st.Archive.Connected && st.Archive.BufferedBytes > 0 }) {
 		t.Fatalf("the service did not buffer with the archive away: %+v", s.status().Archive)
 	}
-	time.Sleep(8 * time.Second)
+	// A summary of 3 s takes about 5.5 s with the wait for its last replies.
+	time.Sleep(12 * time.Second)
 	proxy.Restore(t)
 	restored := time.Now()
 	if !waitFor(60*time.Second, func() bool { st := s.status(); return st.Archive.Connected && st.Archive.BufferedBytes == 0 }) {
