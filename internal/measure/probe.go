@@ -233,6 +233,9 @@ func Trace(ctx context.Context, src, dst Endpoint, maxHops int, wait time.Durati
 		return nil, AgentError(src.Host, err)
 	}
 	res := &TraceResult{From: src.Host, To: dst.Host, Reached: sum.Reached}
+	if len(sum.Hops) > maxHops {
+		return nil, fmt.Errorf("agent on %s: a trace of at most %d hops came back with %d", src.Host, maxHops, len(sum.Hops))
+	}
 	for _, h := range sum.Hops {
 		res.Hops = append(res.Hops, probe.Hop{TTL: int(h.Ttl), Addr: h.Address, RTT: time.Duration(h.RttNs)})
 	}
