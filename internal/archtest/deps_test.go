@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"internal/cgroup":              {},
 	"internal/golden":              {},
 	"internal/proc":                {},
+	"internal/cost":                {}, // the transfer-time model: evidence in, prediction out
 	"internal/testsupport":         {"internal/proc"},
 	"internal/agent/agentpb":       {},
 	"internal/linkemu":             {}, // the packet engine: a config struct in, counters out
@@ -72,9 +73,11 @@ var allowed = map[string][]string{
 		"internal/workload/mesh", "internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput",
 		"internal/workload/transfer", "internal/workload/token"},
 	"internal/crosscheck": {"internal/topology"},
+	// The dashboard: pages over the monitoring service.
+	"internal/dashboard": {"internal/archive", "internal/monitor", "internal/units"},
 	// The monitoring service: one more controller, with its own
 	// configuration (and the shipped one, in examples).
-	"internal/monitor": {"examples", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/measure",
+	"internal/monitor": {"examples", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/cost", "internal/measure",
 		"internal/results", "internal/scenario", "internal/units", "internal/workload/probe", "internal/workload/throughput",
 		"internal/workload/transfer", "internal/yamlfile"},
 

@@ -8,6 +8,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -124,3 +125,26 @@ func (s Signs) Limits() []string {
 	}
 	return why
 }
+
+// ErrOffline is what an offline bed's hosts answer.
+var ErrOffline = errors.New("no agent: the hosts are read from an archive, not measured")
+
+// Offline is a bed whose hosts are not there to measure: what reads an
+// archive (wanlab ui) sees the hosts' names and measures nothing.
+func Offline(t *topology.Topology) Bed { return offline{t} }
+
+type offline struct{ topo *topology.Topology }
+
+func (b offline) Topology() *topology.Topology { return b.topo }
+
+func (b offline) Dial(ctx context.Context, host string) (*agent.Client, error) {
+	return nil, fmt.Errorf("%s: %w", host, ErrOffline)
+}
+
+// Command runs false: there is no host to run anything in.
+func (b offline) Command(ctx context.Context, host string, argv ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "false")
+}
+
+func (b offline) Counters() (Counters, error) { return Counters{}, ErrOffline }
+func (b offline) Close() error                { return nil }

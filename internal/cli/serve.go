@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/dashboard"
 	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testbed"
@@ -71,7 +72,7 @@ load it puts on each host and link, and starts nothing.`,
 		},
 	}
 	c.Flags().StringVar(&cfgName, "config", "", "the monitoring configuration: a file, or monitor-lab (shipped)")
-	c.Flags().StringVar(&httpAddr, "http", defaultHTTP, "where to serve /metrics and /api/v1")
+	c.Flags().StringVar(&httpAddr, "http", defaultHTTP, "where to serve the dashboard, /metrics and /api/v1")
 	c.Flags().StringVar(&db, "db", defaultDB, "the archive: a SQLite file or a postgres:// URL")
 	c.Flags().StringVar(&bufferDir, "buffer", "", "where results wait while the archive is away (default: the configuration's buffer.dir, else ~/.local/state/wanlab/buffer)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the schedule and the load on each host and link, and exit")
@@ -218,7 +219,7 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpA
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: dashboard.Handler(svc, svc.Handler()), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 	hangupReloads.Store(true)
@@ -236,7 +237,7 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpA
 			}
 		}
 	}()
-	fmt.Fprintf(out, "monitoring %d hosts of %s: http://%s/ (metrics: /metrics, API: /api/v1/paths); archive %s; Ctrl-C stops\n",
+	fmt.Fprintf(out, "monitoring %d hosts of %s: dashboard at http://%s/ (metrics: /metrics, API: /api/v1/); archive %s; Ctrl-C stops\n",
 		len(cfg.Hosts()), bed.Topology().Name, ln.Addr(), store.Location())
 	err = svc.Run(ctx)
 	logf("stopped")

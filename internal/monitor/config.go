@@ -32,6 +32,9 @@ const (
 	Transfer   = "transfer"
 	// Trace is a hop list, as tracepath finds it.
 	Trace = "trace"
+	// Disk is a host's sequential disk write and read rates: what a
+	// disk-to-disk transfer from or to it can reach, whatever the network.
+	Disk = "disk"
 )
 
 // Config is a validated monitoring configuration.
@@ -80,7 +83,7 @@ type Test struct {
 
 // Exclusive says whether the test takes a host's network to itself:
 // throughput-class tests never overlap on a host.
-func (t Test) Exclusive() bool { return t.Type == Throughput || t.Type == Transfer }
+func (t Test) Exclusive() bool { return t.Type == Throughput || t.Type == Transfer || t.Type == Disk }
 
 // Period is how often a pair's test starts.
 func (t Test) Period() time.Duration {
@@ -100,6 +103,8 @@ func (t Test) Budget() time.Duration {
 		return t.Duration + 2*time.Second
 	case Trace:
 		return time.Duration(t.MaxHops)*2*t.Wait + 5*time.Second
+	case Disk:
+		return 2 * TransferTimeout(t.Bytes) // written, then read
 	}
 	// A transfer's length depends on the path: bound it by its timeout.
 	return TransferTimeout(t.Bytes)
@@ -167,6 +172,9 @@ const (
 	DefaultSummary   = time.Minute
 	DefaultProbeRate = 10
 	DefaultBufferMax = 256 << 20
+	// DefaultDiskBytes is a disk test's file: large enough to pass a
+	// disk's write cache, small enough to run every few hours.
+	DefaultDiskBytes = 64 << 20
 	// MaxGroup bounds a group, and so a test's mesh: 100 hosts, 9,900 pairs.
 	MaxGroup = 100
 )
@@ -444,12 +452,12 @@ func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) T
 	only("rate", rt.Rate, Probe)
 	only("summary", rt.Summary, Probe)
 	only("size", rt.Size, Probe)
-	only("every", rt.Every, Throughput, Transfer, Trace)
-	only("slip", rt.Slip, Throughput, Transfer)
+	only("every", rt.Every, Throughput, Transfer, Trace, Disk)
+	only("slip", rt.Slip, Throughput, Transfer, Disk)
 	only("duration", rt.Duration, Throughput)
 	only("congestion", rt.Congestion, Throughput)
 	only("window", rt.Window, Throughput, Transfer)
-	only("bytes", rt.Bytes, Transfer)
+	only("bytes", rt.Bytes, Transfer, Disk)
 	only("wait", rt.Wait, Trace)
 	if rt.MaxHops != 0 {
 		only("max_hops", strconv.Itoa(rt.MaxHops), Trace)
@@ -540,8 +548,27 @@ func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) T
 		if t.Budget() > t.Every {
 			v.Fail(f+".every", "every %s is shorter than a trace of %d hops at %s each", t.Every, t.MaxHops, t.Wait)
 		}
+	case Disk:
+		t.Every, t.Bytes = 6*time.Hour, DefaultDiskBytes
+		if rt.Every != "" {
+			t.Every = v.duration(f+".every", rt.Every, 10*time.Second, 30*24*time.Hour)
+		}
+		t.Slip = t.Every / 10
+		if rt.Slip != "" {
+			t.Slip = v.duration(f+".slip", rt.Slip, 0, t.Every)
+		}
+		if rt.Bytes != "" {
+			if z, err := units.ParseSize(rt.Bytes); err != nil || z < 1<<20 || z > 10<<30 {
+				v.Fail(f+".bytes", "%q: give a test file of 1MiB to 10GiB", rt.Bytes)
+			} else {
+				t.Bytes = int64(z)
+			}
+		}
+		if t.Budget() > t.Every {
+			v.Fail(f+".every", "every %s is shorter than one test (%s): the host would never rest", t.Every, t.Budget())
+		}
 	default:
-		v.Fail(f+".type", "%q: give probe, throughput, transfer or trace", rt.Type)
+		v.Fail(f+".type", "%q: give probe, throughput, transfer, trace or disk", rt.Type)
 	}
 	return t
 }
@@ -669,9 +696,17 @@ func (c *Config) For(src, dst string) Thresholds {
 	return c.Alerts
 }
 
-// Pairs are the ordered pairs of a test's group.
+// Pairs are the ordered pairs of a test's group; a disk test's are each
+// host with itself.
 func (c *Config) Pairs(t Test) [][2]string {
 	hosts := c.Group(t.Group)
+	if t.Type == Disk {
+		out := make([][2]string, len(hosts))
+		for i, h := range hosts {
+			out[i] = [2]string{h, h}
+		}
+		return out
+	}
 	out := make([][2]string, 0, len(hosts)*(len(hosts)-1))
 	for _, a := range hosts {
 		for _, b := range hosts {

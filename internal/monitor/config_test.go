@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 		{"small group", "testbed: a\ngroups:\n  g: [a]\ntests: [{name: p, type: probe, group: g}]\n", "3: groups.g: a group needs at least two hosts"},
 		{"twice", "testbed: a\ngroups:\n  g: [a, b, a]\ntests: [{name: p, type: probe, group: g}]\n", `host "a" is listed twice`},
 		{"no group", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: h}\n", `4: tests[0].group: no group "h"`},
-		{"type", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: ping, group: g}\n", `"ping": give probe, throughput, transfer or trace`},
+		{"type", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: ping, group: g}\n", `"ping": give probe, throughput, transfer, trace or disk`},
 		{"field of another type", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g, every: 1h}\n", "tests of type probe have no every"},
 		{"rate", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g, rate: 5000/s}\n", "packets per second from 0.1 to 1000"},
 		{"few probes", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g, rate: 1/s, summary: 1s}\n", "a summary needs at least 2"},

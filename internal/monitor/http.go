@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	_ "embed"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -14,36 +15,56 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 )
 
-// Handler serves /metrics and the read-only API under /api/v1/.
+// OpenAPI describes the API of Handler.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Route is one method and pattern of the API.
+type Route struct {
+	Method, Pattern string
+	handler         http.HandlerFunc
+}
+
+// Routes are the API's, as Handler serves them and openapi.yaml documents them.
+func (s *Service) Routes() []Route {
+	return []Route{
+		{"GET", "/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+			snap := s.Snapshot()
+			snap.Paths = nil
+			writeJSON(w, http.StatusOK, snap)
+		}},
+		{"GET", "/api/v1/paths", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
+		}},
+		{"GET", "/api/v1/alerts", s.alerts},
+		{"GET", "/api/v1/interfaces", func(w http.ResponseWriter, r *http.Request) {
+			ifaces, errs := s.Interfaces()
+			if ifaces == nil {
+				ifaces = []IfaceState{}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"interfaces": ifaces, "unreachable": errs})
+		}},
+		{"GET", "/api/v1/paths/{src}/{dst}/series", s.series},
+		{"GET", "/api/v1/paths/{src}/{dst}/tests", s.tests},
+		{"GET", "/api/v1/cost", s.cost},
+		{"POST", "/api/v1/rank", s.rank},
+		{"GET", "/api/v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			w.Write(OpenAPI)
+		}},
+	}
+}
+
+// Handler serves /metrics and the API under /api/v1/.
 func (s *Service) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
-		snap := s.Snapshot()
-		snap.Paths = nil
-		writeJSON(w, http.StatusOK, snap)
-	})
-	mux.HandleFunc("GET /api/v1/paths", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
-	})
-	// Until the dashboard comes, / says where everything is.
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"service": "wanlab serve", "metrics": "/metrics", "api": []string{
-			"/api/v1/status", "/api/v1/paths", "/api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T",
-			"/api/v1/paths/{src}/{dst}/tests", "/api/v1/alerts", "/api/v1/interfaces"}})
-	})
-	mux.HandleFunc("GET /api/v1/alerts", s.alerts)
-	mux.HandleFunc("GET /api/v1/interfaces", func(w http.ResponseWriter, r *http.Request) {
-		ifaces, errs := s.Interfaces()
-		if ifaces == nil {
-			ifaces = []IfaceState{}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"interfaces": ifaces, "unreachable": errs})
-	})
-	mux.HandleFunc("GET /api/v1/paths/{src}/{dst}/series", s.series)
-	mux.HandleFunc("GET /api/v1/paths/{src}/{dst}/tests", s.tests)
+	for _, rt := range s.Routes() {
+		mux.HandleFunc(rt.Method+" "+rt.Pattern, rt.handler)
+	}
 	return mux
 }
 
@@ -102,11 +123,21 @@ func (s *Service) series(w http.ResponseWriter, r *http.Request) {
 	if ar == nil {
 		return
 	}
+	most := archive.MaxPoints
+	if v := r.URL.Query().Get("max"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 || n > 100000 {
+			problem(w, http.StatusBadRequest, "max: give 10 to 100000 points")
+			return
+		}
+		most = n
+	}
 	pts, err := ar.Points(r.Context(), r.PathValue("src"), r.PathValue("dst"), metric, from, to)
 	if err != nil {
 		problem(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	pts = Reduce(pts, most)
 	if pts == nil {
 		pts = []archive.Point{}
 	}
@@ -165,3 +196,47 @@ func (s *Service) alerts(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"alerts": all})
 }
+
+// Reduce keeps at most most points of a series for a chart: the time is cut
+// into most/2 equal intervals and each keeps its lowest and its highest
+// point, in time order, so that a dip or a spike still shows (each test's
+// points are kept apart).
+func Reduce(pts []archive.Point, most int) []archive.Point {
+	if len(pts) <= most || most < 2 {
+		return pts
+	}
+	buckets := most / 2
+	t0, t1 := pts[0].T, pts[len(pts)-1].T
+	span := t1.Sub(t0) + 1
+	type key struct {
+		b    int
+		test string
+	}
+	lo, hi := map[key]int{}, map[key]int{}
+	for i, p := range pts {
+		k := key{int(int64(p.T.Sub(t0)) * int64(buckets) / int64(span)), p.Test}
+		if j, ok := lo[k]; !ok || p.Value < pts[j].Value {
+			lo[k] = i
+		}
+		if j, ok := hi[k]; !ok || p.Value > pts[j].Value {
+			hi[k] = i
+		}
+	}
+	keep := make([]bool, len(pts))
+	for _, i := range lo {
+		keep[i] = true
+	}
+	for _, i := range hi {
+		keep[i] = true
+	}
+	out := make([]archive.Point, 0, 2*len(lo))
+	for i, p := range pts {
+		if keep[i] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Archive is the archive while it is reachable, else nil.
+func (s *Service) Archive() *archive.Archive { return s.opts.Store.Archive() }

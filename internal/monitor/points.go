@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
@@ -33,6 +34,8 @@ var Metrics = []Metric{
 	{"throughput_bits_per_second", "wanlab_path_throughput_bits_per_second", nil, results.BandwidthAchievable, "Throughput of the path's last test (memory to memory, or disk to disk for transfers)"},
 	{"retransmits", "wanlab_path_tcp_retransmits", nil, results.TCPRetransmitsTotal, "TCP segments retransmitted in the path's last test"},
 	{"hop_count", "wanlab_path_hops", nil, "hoplist", "Hops of the path's last trace (its end included)"},
+	{"disk_read_bits_per_second", "wanlab_host_disk_bits_per_second", [][2]string{{"op", "read"}}, "disk", "A host's sequential disk rate (src and dst are the host), file bytes per second x 8"},
+	{"disk_write_bits_per_second", "wanlab_host_disk_bits_per_second", [][2]string{{"op", "write"}}, "disk", ""},
 	{"src_cpu_percent", "wanlab_path_host_cpu_percent", [][2]string{{"end", "src"}}, results.CPUUtilization, "CPU of each end host during the path's last test, % of one core"},
 	{"dst_cpu_percent", "wanlab_path_host_cpu_percent", [][2]string{{"end", "dst"}}, results.CPUUtilization, ""},
 }
@@ -130,4 +133,13 @@ func TransferPoints(at time.Time, test string, r *measure.TransferResult) []arch
 		p("src_cpu_percent", l.CPU.SenderHost),
 		p("dst_cpu_percent", l.CPU.ReceiverHost),
 	}
+}
+
+// DiskPoints are a host's disk test's figures, as a path from the host to
+// itself.
+func DiskPoints(at time.Time, test, host string, r *agentpb.DiskResult) []archive.Point {
+	p := func(metric string, v float64) archive.Point {
+		return archive.Point{T: at, Src: host, Dst: host, Test: test, Metric: metric, Value: v}
+	}
+	return []archive.Point{p("disk_read_bits_per_second", r.ReadBytesPerSecond*8), p("disk_write_bits_per_second", r.WriteBytesPerSecond*8)}
 }

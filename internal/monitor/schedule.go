@@ -244,6 +244,14 @@ func Impossible(cfg *Config) error {
 	return nil
 }
 
+// ends are a job's distinct hosts: one for a disk test.
+func ends(src, dst string) []string {
+	if src == dst {
+		return []string{src}
+	}
+	return []string{src, dst}
+}
+
 // Demand is the share of each host's time its exclusive tests ask for.
 func Demand(cfg *Config) map[string]float64 {
 	out := map[string]float64{}
@@ -253,8 +261,9 @@ func Demand(cfg *Config) map[string]float64 {
 		}
 		share := t.Budget().Seconds() / t.Every.Seconds()
 		for _, p := range cfg.Pairs(t) {
-			out[p[0]] += share
-			out[p[1]] += share
+			for _, h := range ends(p[0], p[1]) {
+				out[h] += share
+			}
 		}
 	}
 	return out
@@ -285,7 +294,7 @@ func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]st
 			plan.Late++
 		}
 		plan.Runs = append(plan.Runs, Planned{Test: j.Test.Name, Src: j.Src, Dst: j.Dst, Start: now, End: now.Add(b), LateBySecs: late.Seconds()})
-		for _, h := range []string{j.Src, j.Dst} {
+		for _, h := range ends(j.Src, j.Dst) {
 			busy[h] += b
 			runs[h]++
 		}

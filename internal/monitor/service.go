@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/measure"
@@ -31,6 +32,9 @@ type Options struct {
 	Webhook *Webhook
 	// Seed makes the schedule's slips repeatable.
 	Seed uint64
+	// Viewer makes a service that measures nothing and shows what the
+	// archive holds of every path (wanlab ui): Run refuses to start it.
+	Viewer bool
 }
 
 // Service runs a configuration's tests and keeps what they found.
@@ -45,6 +49,7 @@ type Service struct {
 	paths    map[PathKey]*PathState
 	down     map[string]*hostDown
 	last     map[[3]string]time.Time // when each exclusive test last started
+	latest   map[PathKey]*PathState  // what the archive had of each path at start
 	counts   map[[2]string]int64     // (type, status) -> tests
 	late     int64
 	events   []Event
@@ -132,7 +137,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{opts: opts, cfg: cfg, det: NewDetector(cfg), paths: map[PathKey]*PathState{}, down: map[string]*hostDown{},
-		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
+		last: map[[3]string]time.Time{}, latest: map[PathKey]*PathState{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
 		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}, owner: newOwner()}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
@@ -140,6 +145,12 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	s.resume()
 	s.sched = NewScheduler(cfg, time.Now(), s.last, opts.Seed)
 	s.addPaths(cfg)
+	for k, l := range s.latest {
+		if ps := s.paths[k]; ps != nil {
+			ps.At, ps.Values = l.At, l.Values
+		}
+	}
+	s.latest = nil
 	return s, nil
 }
 
@@ -162,6 +173,17 @@ func (s *Service) resume() {
 	err := ar.RecentPoints(ctx, time.Now().Add(-s.cfg.Baseline.Window), func(p archive.Point) error {
 		s.det.Learn(p)
 		n++
+		// Each path's latest result is its state until a new one comes,
+		// shown while fresh: a restart does not blank the grid.
+		k := PathKey{p.Src, p.Dst, p.Test}
+		ps := s.latest[k]
+		if ps == nil || p.T.After(ps.At) {
+			ps = &PathState{At: p.T, Values: map[string]float64{}}
+			s.latest[k] = ps
+		}
+		if p.T.Equal(ps.At) {
+			ps.Values[p.Metric] = p.Value
+		}
 		return nil
 	})
 	if err != nil {
@@ -204,6 +226,9 @@ func (s *Service) logf(format string, args ...any) {
 
 // Run runs the tests until ctx ends, then waits for those running.
 func (s *Service) Run(ctx context.Context) error {
+	if s.opts.Viewer {
+		return errors.New("a viewer of the archive measures nothing: it cannot run")
+	}
 	s.started = time.Now()
 	s.coordinate(ctx)
 	s.mu.Lock()
@@ -441,7 +466,7 @@ func (s *Service) traceLoop(ctx context.Context, t Test, src, dst string, delay 
 func (s *Service) session(ctx context.Context, src, dst string, fn func(ctx context.Context, a, b measure.Endpoint) error) error {
 	eps := map[string]measure.Endpoint{}
 	defer measure.CloseAll(eps)
-	for _, h := range []string{src, dst} {
+	for _, h := range ends(src, dst) {
 		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		ep, err := measure.Connect(dctx, s.opts.Bed, h)
 		cancel()
@@ -670,6 +695,12 @@ func (s *Service) runJob(ctx context.Context, j Job) {
 				pts, result = ThroughputPoints(time.Now(), t.Name, r), r
 			}
 			return err
+		case Disk:
+			r, err := measure.Disk(ctx, a, &agentpb.DiskRequest{Size: uint64(t.Bytes), Block: 1 << 20, Fsync: true})
+			if err == nil {
+				pts, result = DiskPoints(time.Now(), t.Name, j.Src, r), r
+			}
+			return err
 		default:
 			r, err := measure.Transfer(ctx, a, b, measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: t.Window, Block: transfer.DefaultBlock, Uncached: true},
 				Size: t.Bytes, CorruptAt: -1})
@@ -758,19 +789,21 @@ func (s *Service) housekeeping(ctx context.Context, now time.Time) {
 
 // Snapshot is the service's state at one moment.
 type Snapshot struct {
-	Now     time.Time           `json:"now"`
-	Started time.Time           `json:"started"`
-	Config  string              `json:"config"`
-	Testbed string              `json:"testbed"`
-	Paths   []PathView          `json:"paths"`
-	Down    map[string]hostDown `json:"hosts_down"`
-	Alerts  []archive.Alert     `json:"alerts"`
-	Tests   map[string]int64    `json:"tests"`
-	Late    int64               `json:"late"`
-	Running int                 `json:"running"`
-	Queued  int                 `json:"queue_depth"`
-	Archive Health              `json:"archive"`
-	Events  []Event             `json:"events"`
+	Now     time.Time `json:"now"`
+	Started time.Time `json:"started"`
+	Config  string    `json:"config"`
+	Testbed string    `json:"testbed"`
+	// Configured are the configuration's tests, in its order.
+	Configured []string            `json:"configured_tests"`
+	Paths      []PathView          `json:"paths"`
+	Down       map[string]hostDown `json:"hosts_down"`
+	Alerts     []archive.Alert     `json:"alerts"`
+	Tests      map[string]int64    `json:"tests"`
+	Late       int64               `json:"late"`
+	Running    int                 `json:"running"`
+	Queued     int                 `json:"queue_depth"`
+	Archive    Health              `json:"archive"`
+	Events     []Event             `json:"events"`
 	// Shares are the shares of the mesh this process measures, of Shares;
 	// Members is how many processes share the archive.
 	Owner   string `json:"owner"`
@@ -812,6 +845,7 @@ func (s *Service) Snapshot() Snapshot {
 	budgets := map[string]time.Duration{}
 	for _, t := range s.cfg.Tests {
 		budgets[t.Name] = t.Budget()
+		snap.Configured = append(snap.Configured, t.Name)
 	}
 	alerting := map[PathKey]bool{}
 	for _, a := range snap.Alerts {

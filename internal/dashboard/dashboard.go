@@ -1,0 +1,265 @@
+// Package dashboard serves wanlab serve's web pages: the mesh grid, a
+// path's time series, and the monitored interfaces' utilisation, with every
+// asset embedded so that it works offline.
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+//go:embed web
+var web embed.FS
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"pathURL": pathURL,
+	"ifaceURL": func(device, iface string) string {
+		return "/interfaces/" + url.PathEscape(device) + "/" + url.PathEscape(iface)
+	},
+	"value": Format,
+	"ago":   ago,
+}).ParseFS(templateFS, "templates/*.html"))
+
+// Handler serves the dashboard of a running service at /, its assets under
+// /static/; API requests go to api.
+func Handler(svc *monitor.Service, api http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(web, "web")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "favicon.svg")
+	})
+	d := &dash{svc: svc}
+	mux.HandleFunc("GET /{$}", d.grid)
+	mux.HandleFunc("GET /path/{src}/{dst}", d.path)
+	mux.HandleFunc("GET /interfaces", d.interfaces)
+	mux.HandleFunc("GET /interfaces/{device}/{iface}", d.iface)
+	mux.Handle("/", api)
+	return secure(mux)
+}
+
+// secure sets the headers of every answer: no script, style or frame from
+// anywhere but here, and no guessing of types.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
+}
+
+type dash struct{ svc *monitor.Service }
+
+func (d *dash) render(w http.ResponseWriter, name string, data any) {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		log.Printf("dashboard: rendering %s: %v", name, err)
+		http.Error(w, "rendering the page failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+// pathURL is a path page's address, each host escaped as a path segment.
+func pathURL(src, dst string) string {
+	return "/path/" + url.PathEscape(src) + "/" + url.PathEscape(dst)
+}
+
+// Format shows a metric's value in the unit people read it in.
+func Format(metric string, v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "?"
+	case strings.HasSuffix(metric, "_bits_per_second"):
+		return units.Rate(v).String() + "/s"
+	case strings.HasSuffix(metric, "_seconds"):
+		ms := v * 1e3
+		if ms >= 100 {
+			return fmt.Sprintf("%.0f ms", ms)
+		}
+		return fmt.Sprintf("%.3g ms", ms)
+	case strings.HasSuffix(metric, "_ratio"):
+		return units.FormatPercent(v)
+	case strings.HasSuffix(metric, "_percent"):
+		return fmt.Sprintf("%.0f%%", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
+}
+
+// metricsOf are the metrics a test type's grid can show, the first by default.
+func metricsOf(typ string) []string {
+	switch typ {
+	case monitor.Probe:
+		return []string{"rtt_median_seconds", "rtt_min_seconds", "loss_ratio", "jitter_seconds", "owd_forward_seconds", "owd_back_seconds", "reordered_ratio", "duplicates_ratio"}
+	case monitor.Throughput, monitor.Transfer:
+		return []string{"throughput_bits_per_second", "retransmits", "src_cpu_percent", "dst_cpu_percent"}
+	case monitor.Trace:
+		return []string{"hop_count"}
+	case monitor.Disk:
+		return []string{"disk_read_bits_per_second", "disk_write_bits_per_second"}
+	}
+	return nil
+}
+
+// Cell is one path of the grid.
+type Cell struct {
+	Class, Text, Title, Href string
+}
+
+// Grid is the mesh page's data.
+type Grid struct {
+	Snap          monitor.Snapshot
+	Tests         []TestChoice
+	Test, Metric  string
+	Metrics       []string
+	Srcs, Dsts    []string
+	Rows          [][]Cell
+	Alerts, Stale int
+}
+
+// TestChoice is a test the grid can show.
+type TestChoice struct{ Name, Type string }
+
+func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
+	snap := d.svc.Snapshot()
+	g := Grid{Snap: snap}
+	for _, name := range snap.Configured {
+		if i := slices.IndexFunc(snap.Paths, func(p monitor.PathView) bool { return p.Test == name }); i >= 0 {
+			g.Tests = append(g.Tests, TestChoice{name, snap.Paths[i].Type})
+		}
+	}
+	g.Test = r.URL.Query().Get("test")
+	i := slices.IndexFunc(g.Tests, func(c TestChoice) bool { return c.Name == g.Test })
+	if i < 0 && len(g.Tests) > 0 {
+		i, g.Test = 0, g.Tests[0].Name
+	}
+	if i >= 0 {
+		g.Metrics = metricsOf(g.Tests[i].Type)
+	}
+	g.Metric = r.URL.Query().Get("metric")
+	if !slices.Contains(g.Metrics, g.Metric) && len(g.Metrics) > 0 {
+		g.Metric = g.Metrics[0]
+	}
+	cells := map[[2]string]monitor.PathView{}
+	for _, p := range snap.Paths {
+		if p.Test != g.Test {
+			continue
+		}
+		cells[[2]string{p.Src, p.Dst}] = p
+		for _, h := range []string{p.Src, p.Dst} {
+			if !slices.Contains(g.Srcs, h) {
+				g.Srcs = append(g.Srcs, h)
+			}
+		}
+	}
+	// One order for both axes, so that the diagonal is each host to itself.
+	slices.Sort(g.Srcs)
+	g.Dsts = g.Srcs
+	for _, src := range g.Srcs {
+		row := make([]Cell, 0, len(g.Dsts))
+		for _, dst := range g.Dsts {
+			p, ok := cells[[2]string{src, dst}]
+			if !ok {
+				row = append(row, Cell{Class: "none"})
+				continue
+			}
+			c := Cell{Href: pathURL(src, dst), Title: src + " → " + dst + ": " + p.State}
+			switch p.State {
+			case "ok", "alert":
+				c.Class, c.Text = p.State, "–"
+				if v, ok := p.Values[g.Metric]; ok {
+					c.Text = Format(g.Metric, v)
+				}
+				if p.State == "alert" {
+					g.Alerts++
+				}
+			case monitor.Elsewhere:
+				c.Class, c.Text = "elsewhere", "elsewhere"
+			default:
+				c.Class, c.Text = "nodata", "no data"
+				g.Stale++
+			}
+			if p.Reason != "" {
+				c.Title += " (" + p.Reason + ")"
+			}
+			row = append(row, c)
+		}
+		g.Rows = append(g.Rows, row)
+	}
+	d.render(w, "grid.html", g)
+}
+
+// PathPage is a path page's data.
+type PathPage struct {
+	Src, Dst string
+	Started  time.Time // the service's start: the charts' default range starts no earlier
+	Views    []monitor.PathView
+	Alerts   []archive.Alert
+	Hops     []string
+}
+
+func (d *dash) path(w http.ResponseWriter, r *http.Request) {
+	src, dst := r.PathValue("src"), r.PathValue("dst")
+	snap := d.svc.Snapshot()
+	pg := PathPage{Src: src, Dst: dst, Started: snap.Started}
+	for _, p := range snap.Paths {
+		if p.Src == src && p.Dst == dst {
+			pg.Views = append(pg.Views, p)
+			if len(p.Hops) > 0 {
+				pg.Hops = p.Hops
+			}
+		}
+	}
+	if len(pg.Views) == 0 {
+		w.WriteHeader(http.StatusNotFound)
+	}
+	for _, a := range snap.Alerts {
+		if a.Src == src && a.Dst == dst {
+			pg.Alerts = append(pg.Alerts, a)
+		}
+	}
+	d.render(w, "path.html", pg)
+}
+
+// IfacePage is the interfaces' page data.
+type IfacePage struct {
+	Ifaces      []monitor.IfaceState
+	Unreachable map[string]string
+	Device      string
+	Iface       string
+}
+
+func (d *dash) interfaces(w http.ResponseWriter, r *http.Request) {
+	ifaces, errs := d.svc.Interfaces()
+	d.render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs})
+}
+
+func (d *dash) iface(w http.ResponseWriter, r *http.Request) {
+	d.render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface")})
+}

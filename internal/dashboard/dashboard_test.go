@@ -1,0 +1,274 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/testsupport"
+	"github.com/wanlab/wanlab/internal/topology"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+)
+
+// hostile is a host name that would run script if it reached the page as
+// HTML, and breaks paths if not escaped.
+const hostile = `<img src=x onerror="document.title='pwned'">/../x`
+
+// site is a service over an archive of a few days of results among four
+// hosts, one of them hostile: cern -> cnaf alerting, taipei never measured.
+func site(t *testing.T) (*monitor.Service, string) {
+	cfg, err := monitor.Parse("dash.yaml", []byte(fmt.Sprintf(`testbed: grid
+groups:
+  sites: [cern, cnaf, %q, taipei]
+tests:
+  - {name: latency, type: probe, group: sites, rate: 10/s, summary: 30s}
+  - {name: bulk, type: throughput, group: sites, every: 1h, duration: 5s}
+  - {name: route, type: trace, group: sites, every: 10m}
+`, hostile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := &topology.Topology{Name: "grid"}
+	for _, h := range cfg.Hosts() {
+		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
+	}
+	dir := t.TempDir()
+	store, err := monitor.OpenStore(filepath.Join(dir, "a.db"), filepath.Join(dir, "buffer"), monitor.DefaultBufferMax, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ar := store.Archive()
+	now := time.Now()
+	var pts []archive.Point
+	measured := []string{"cern", "cnaf", hostile}
+	for _, src := range measured {
+		for _, dst := range measured {
+			if src == dst {
+				continue
+			}
+			// Three days of 30 s summaries, and a throughput test an hour.
+			for i := range 3 * 24 * 120 {
+				at := now.Add(-time.Duration(i) * 30 * time.Second)
+				rtt := 0.012 + 0.001*float64(i%7)
+				pts = append(pts, archive.Point{T: at, Src: src, Dst: dst, Test: "latency", Metric: "rtt_min_seconds", Value: rtt},
+					archive.Point{T: at, Src: src, Dst: dst, Test: "latency", Metric: "rtt_median_seconds", Value: rtt + 0.001},
+					archive.Point{T: at, Src: src, Dst: dst, Test: "latency", Metric: "loss_ratio", Value: float64(i%50) / 5000})
+				if i%120 == 0 {
+					pts = append(pts, archive.Point{T: at, Src: src, Dst: dst, Test: "bulk", Metric: "throughput_bits_per_second", Value: 90e6 + float64(i%11)*1e6},
+						archive.Point{T: at, Src: src, Dst: dst, Test: "bulk", Metric: "src_cpu_percent", Value: 30},
+						archive.Point{T: at, Src: src, Dst: dst, Test: "bulk", Metric: "dst_cpu_percent", Value: 25})
+				}
+			}
+		}
+	}
+	// A router's uplink, polled by SNMP every minute for 40 days, a
+	// working day's traffic each day.
+	for i := range 40 * 24 * 60 {
+		at := now.Add(-time.Duration(i) * time.Minute)
+		day := 0.5 + 0.5*math.Sin(float64(at.Hour())/24*2*math.Pi)
+		pts = append(pts, archive.Point{T: at, Src: "border", Dst: "xe-0/0/1", Test: "snmp", Metric: "in_bits_per_second", Value: 4e9 * day},
+			archive.Point{T: at, Src: "border", Dst: "xe-0/0/1", Test: "snmp", Metric: "out_bits_per_second", Value: 1.5e9 * day})
+	}
+	if err := ar.AddPoints(pts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ar.OpenAlert(archive.Alert{Ref: "a1", Rule: "rtt_step", Src: "cern", Dst: "cnaf", Test: "latency", Started: now.Add(-2 * time.Hour),
+		Value: 0.05, Baseline: 0.012, Threshold: 0.005, Message: "minimum RTT 50 ms is 38 ms off its baseline <script>document.title='pwned'</script>"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, hops := range [][]string{{"10.0.0.1", "10.9.0.1", "10.0.0.2"}, {"10.0.0.1", "10.0.0.2"}} {
+		tr := measure.TraceResult{From: "cern", To: "cnaf", Reached: true}
+		for j, h := range hops {
+			tr.Hops = append(tr.Hops, probe.Hop{TTL: j + 1, Addr: h})
+		}
+		res, _ := json.Marshal(tr)
+		at := now.Add(-time.Duration(2-i) * time.Hour)
+		if err := ar.AddTest(archive.TestRecord{Test: "route", Kind: "trace", Src: "cern", Dst: "cnaf", Started: at, Ended: at.Add(time.Second), Status: "ok", Result: res}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := monitor.New(cfg, monitor.Options{Bed: backend.Offline(topo), Store: store, Viewer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(svc, svc.Handler()))
+	t.Cleanup(srv.Close)
+	return svc, srv.URL
+}
+
+func get(t *testing.T, url string) (int, http.Header, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// The pages escape what comes from host names and alerts, and say where
+// scripts may come from.
+func TestPagesEscape(t *testing.T) {
+	_, base := site(t)
+	code, h, body := get(t, base+"/")
+	if code != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Fatalf("/: %d, CSP %q", code, h.Get("Content-Security-Policy"))
+	}
+	for _, bad := range []string{"<img", "<script>"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the grid has %s unescaped", bad)
+		}
+	}
+	if !strings.Contains(body, "&lt;img src=x") {
+		t.Error("the hostile host is not on the grid as text")
+	}
+	code, _, body = get(t, base+pathURL(hostile, "cern"))
+	if code != 200 || strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img src=x") {
+		t.Errorf("the hostile host's path page: %d, escaped %v", code, !strings.Contains(body, "<img"))
+	}
+	if code, _, _ := get(t, base+"/static/vendor/uplot/uPlot.iife.min.js"); code != 200 {
+		t.Errorf("the embedded chart library: %d", code)
+	}
+	if code, _, _ := get(t, base+"/path/nowhere/cern"); code != 404 {
+		t.Errorf("a path with no test: %d, want 404", code)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct {
+		metric string
+		v      float64
+		want   string
+	}{
+		{"rtt_median_seconds", 0.0121, "12.1 ms"},
+		{"rtt_median_seconds", 0.3021, "302 ms"},
+		{"throughput_bits_per_second", 94.2e6, "94.2Mbit/s"},
+		{"loss_ratio", 0.0125, "1.25%"},
+		{"src_cpu_percent", 41.6, "42%"},
+		{"hop_count", 3, "3"},
+	} {
+		if got := Format(c.metric, c.v); got != c.want {
+			t.Errorf("Format(%s, %g) = %q, want %q", c.metric, c.v, got, c.want)
+		}
+	}
+}
+
+// In a real browser: the grid loads, a cell links to its path page, whose
+// charts draw with data; a range can be chosen; alerts show; a hostile
+// host name shows as text and runs nothing. WANLAB_SCREENSHOTS=DIR saves a
+// screenshot of each page kind there (docs/ has them).
+func TestInBrowser(t *testing.T) {
+	_, base := site(t)
+	ctx := testsupport.Browser(t, 90*time.Second)
+	shots := os.Getenv("WANLAB_SCREENSHOTS")
+	eval := func(expr string) any {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](expr))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return v
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#grid")); err != nil {
+		t.Fatal(err)
+	}
+	if n := eval(`document.querySelectorAll("#grid td").length`); n != float64(16) {
+		t.Errorf("%v grid cells, want 4x4", n)
+	}
+	if n := eval(`document.querySelectorAll("#grid td.ok").length`); n != float64(5) {
+		t.Errorf("%v healthy cells, want 5 (6 measured pairs, one alerting)", n)
+	}
+	if n := eval(`document.querySelectorAll("#grid td.nodata").length`); n != float64(6) {
+		t.Errorf("%v cells without data, want 6 (taipei's)", n)
+	}
+	if txt := eval(`document.querySelector("#grid td.alert").innerText`); txt != "13 ms" {
+		t.Errorf("the alerting cell says %q, want its RTT, 13 ms", txt)
+	}
+	if v := eval(`[document.title, document.querySelectorAll("img, script:not([src])").length, document.body.innerText.includes("<img src=x")]`); fmt.Sprint(v) != "[Mesh · wanlab 0 true]" {
+		t.Errorf("title, injected elements, hostile name as text: %v", v)
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-grid.png"); err != nil {
+		t.Error(err)
+	}
+
+	// A cell leads to its path page, whose charts draw with data.
+	if err := chromedp.Do(ctx, chromedp.Click("#grid td.alert a"), chromedp.WaitVisible("body[data-drawn]")); err != nil {
+		t.Fatal(err)
+	}
+	if v := eval(`document.getElementById("title").innerText`); v != "cern → cnaf" {
+		t.Errorf("path page title %q", v)
+	}
+	if n := eval(`document.querySelectorAll(".chart canvas").length`); n.(float64) < 4 {
+		t.Errorf("%v charts drawn, want throughput, RTT, loss and CPU at least", n)
+	}
+	if n := eval(`+document.querySelector('[data-chart="Round-trip time"]').dataset.points`); n.(float64) < 500 {
+		t.Errorf("the RTT chart has %v points over a day, want many", n)
+	}
+	if v := eval(`document.querySelector("ul.alerts").innerText.includes("<script>")`); v != true {
+		t.Errorf("the alert's message is not shown as text: %v", v)
+	}
+	if v := eval(`document.querySelectorAll("#hopchanges tr.changed").length`); v != float64(1) {
+		t.Errorf("%v route changes shown, want 1", v)
+	}
+	if v := eval(`document.querySelector("#route").innerText`); v != "10.0.0.1\n10.0.0.2" {
+		t.Errorf("the route now: %q, want the newest trace's hops", v)
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-path.png"); err != nil {
+		t.Error(err)
+	}
+
+	// A time range: the last hour.
+	before := eval(`document.body.dataset.drawn`)
+	if err := chromedp.Do(ctx, chromedp.Click(`button[data-range="3600"]`), chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.body.dataset.drawn !== %q`, before))); err != nil {
+		t.Fatal(err)
+	}
+	if n := eval(`+document.querySelector('[data-chart="Round-trip time"]').dataset.points`); n.(float64) < 100 || n.(float64) > 130 {
+		t.Errorf("the RTT chart has %v points over the last hour, want about 120", n)
+	}
+
+	// The hostile host's own page: its name is text, and nothing ran.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+pathURL(hostile, "cern")), chromedp.WaitVisible("body[data-drawn]")); err != nil {
+		t.Fatal(err)
+	}
+	if v := eval(`[document.getElementById("title").innerText, document.querySelectorAll("img").length, document.title]`); fmt.Sprint(v) != fmt.Sprint([]any{hostile + " → cern", 0, hostile + " → cern · wanlab"}) {
+		t.Errorf("hostile path page: %v", v)
+	}
+	if n := eval(`document.querySelectorAll(".chart canvas").length`); n.(float64) < 3 {
+		t.Errorf("%v charts on the hostile host's page: its series did not load", n)
+	}
+
+	// An interface's MRTG page: a day, a week, a month and a year.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/interfaces/border/"+url.PathEscape("xe-0/0/1")), chromedp.WaitVisible("body[data-drawn]")); err != nil {
+		t.Fatal(err)
+	}
+	if v := eval(`[...document.querySelectorAll(".chart")].map(c => c.dataset.points > 100)`); fmt.Sprint(v) != "[true true true true]" {
+		t.Errorf("interface charts with data: %v, want 4", v)
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-interface.png"); err != nil {
+		t.Error(err)
+	}
+
+	// On a phone's width.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-grid-phone.png"); err != nil {
+		t.Error(err)
+	}
+}
