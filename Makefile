@@ -60,7 +60,7 @@ unit:
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
 	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
-	./internal/monitor:FuzzParse
+	./internal/monitor:FuzzParse ./internal/monitor:FuzzAPI
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
@@ -90,11 +90,11 @@ image:
 # Engine and archive micro-benchmarks, then the test-bed and workload
 # benchmarks (root) whose results are recorded in docs/benchmarks.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report ./internal/monitor
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report ./internal/monitor ./internal/dashboard
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
-	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts' -benchtime 1x ./e2e
+	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy' -benchtime 1x -timeout 30m ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

@@ -93,7 +93,7 @@ func wanlab(t testing.TB, args ...string) result {
 
 // up writes a scenario, brings it up and takes it down when the test ends,
 // checking that nothing is left behind.
-func up(t *testing.T, yaml string) string {
+func up(t testing.TB, yaml string) string {
 	t.Helper()
 	name := scenarioName(t, yaml)
 	path := filepath.Join(t.TempDir(), name+".yaml")
@@ -123,7 +123,7 @@ func pairBed(name string, link ...string) string {
 	return yaml
 }
 
-func scenarioName(t *testing.T, yaml string) string {
+func scenarioName(t testing.TB, yaml string) string {
 	for _, line := range strings.Split(yaml, "\n") {
 		if v, ok := strings.CutPrefix(line, "name: "); ok {
 			return strings.TrimSpace(v)

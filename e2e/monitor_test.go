@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/cost"
 	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
@@ -285,6 +286,38 @@ snmp:
 	}
 	if agents < 4 {
 		t.Errorf("the hosts' own interfaces through their agents: %+v", ifaces.Interfaces)
+	}
+	// The dashboard of the running service: the latency grid full, a path page.
+	for path, want := range map[string]string{"/": `<td class="ok" title="cern → taipei: ok"><a href="/path/cern/taipei">302 ms</a>`, "/path/cern/cnaf": "cern → cnaf"} {
+		resp, err := http.Get(s.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %s, want %q in:\n%.2000s", path, resp.Status, want, body)
+		}
+		if path == "/" && strings.Count(string(body), `<td class="ok"`) != 12 {
+			t.Errorf("the grid has %d cells ok, want all 12 paths'", strings.Count(string(body), `<td class="ok"`))
+		}
+	}
+	// The network cost: measured throughput on cern->cnaf; a model from
+	// probes on cern->taipei; a host the configuration lacks refused.
+	if r := wanlab(t, "cost", "--server", s.base, "cern", "cnaf", "100MB", "--mode", "memory", "--json"); r.code != 0 {
+		t.Errorf("wanlab cost cern cnaf: exit %d: %s", r.code, r.stderr)
+	} else {
+		var p cost.Prediction
+		json.Unmarshal([]byte(r.stdout), &p)
+		if p.Limit != "network" || p.PredictedSeconds < 100e6*8/52e6 || p.PredictedSeconds > 100e6*8/25e6 || p.Streams != 1 {
+			t.Errorf("cost of 100 MB cern->cnaf: %+v, want about 16-20 s at cnaf's 50 Mbit/s", p)
+		}
+	}
+	if r := wanlab(t, "cost", "--server", s.base, "cern,slac", "taipei", "10MB"); r.code != 0 || !strings.Contains(r.stdout, "TCP model") || !strings.Contains(r.stdout, "low") {
+		t.Errorf("wanlab cost cern,slac taipei (probes only): exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := wanlab(t, "cost", "--server", s.base, "cern", "fnal", "1GB"); r.code != 1 || !strings.Contains(r.stderr, `no host "fnal"`) {
+		t.Errorf("wanlab cost to an unknown host: exit %d: %s", r.code, r.stderr)
 	}
 	// Prometheus scraped the service: a PromQL query returns the path's RTT.
 	var promRTT []testsupport.Sample

@@ -286,9 +286,9 @@ func throughputOf(m results.Metrics) (float64, bool) {
 	return 0, false
 }
 
-// concurrency is the swept value a workload ramps: jobs, streams, or the
+// Concurrency is the swept value a workload ramps: jobs, streams, or the
 // step's position.
-func concurrency(s Step) float64 {
+func Concurrency(s Step) float64 {
 	for _, k := range []string{"jobs", "workers", "count", "streams"} {
 		if v, err := strconv.ParseFloat(s.Params[k], 64); err == nil {
 			return v
@@ -318,7 +318,7 @@ func peakBottleneck(w Workload, ws WorkloadSteps) string {
 func sortedByConcurrency(w Workload) []Step {
 	steps := slices.Clone(w.Steps)
 	slices.SortStableFunc(steps, func(a, b Step) int {
-		switch ca, cb := concurrency(a), concurrency(b); {
+		switch ca, cb := Concurrency(a), Concurrency(b); {
 		case ca < cb:
 			return -1
 		case ca > cb:

@@ -36,7 +36,7 @@ func failures(w Workload) []Finding {
 				top, n = r, c
 			}
 		}
-		values := map[string]float64{"concurrency": concurrency(s), "timeouts": s.Metrics[results.JobsEnded("timeout")], "failed": s.Metrics[results.JobsEnded("failed")],
+		values := map[string]float64{"concurrency": Concurrency(s), "timeouts": s.Metrics[results.JobsEnded("timeout")], "failed": s.Metrics[results.JobsEnded("failed")],
 			"corrupt": s.Metrics[results.JobsEnded("corrupt")], "failed_share": bad / max(total, 1)}
 		text := fmt.Sprintf("Jobs start failing at %s: %.0f of %.0f (%.0f timed out, %.0f failed, %.0f corrupt)", jobsWord(s), bad, total,
 			values["timeouts"], values["failed"], values["corrupt"])

@@ -31,8 +31,8 @@ func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
 	}
 	link, util := results.BusiestLink(steps[knee].Metrics)
 	values := map[string]float64{
-		"peak_mbps": peakV, "peak_concurrency": concurrency(steps[peak]),
-		"knee_concurrency": concurrency(steps[knee]), "knee_mbps": must(throughputOf(steps[knee].Metrics)),
+		"peak_mbps": peakV, "peak_concurrency": Concurrency(steps[peak]),
+		"knee_concurrency": Concurrency(steps[knee]), "knee_mbps": must(throughputOf(steps[knee].Metrics)),
 		"link_utilization_pct": util,
 	}
 	text := fmt.Sprintf("Throughput peaks at %.1f Mbit/s with %s and stops growing from %s (within 5%% of the peak); the busiest link (%s) is %.0f%% utilised there.",
@@ -49,7 +49,7 @@ func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
 		}
 	}
 	if pv.Bottleneck != "" {
-		ev := map[string]float64{"concurrency": concurrency(steps[peak]), "throughput_mbps": peakV}
+		ev := map[string]float64{"concurrency": Concurrency(steps[peak]), "throughput_mbps": peakV}
 		for k, v := range pv.Evidence {
 			ev[k] = v
 		}
@@ -63,7 +63,7 @@ func must(v float64, _ bool) float64 { return v }
 
 // jobsWord says a step's concurrency in words.
 func jobsWord(s Step) string {
-	c := concurrency(s)
+	c := Concurrency(s)
 	switch {
 	case s.Config.EventDB != nil:
 		return plural(c, "job")
@@ -103,7 +103,7 @@ func efficientRunning(w Workload, o Options) []Finding {
 	}
 	b := steps[bound]
 	values := map[string]float64{
-		"k": o.EfficientFactor, "single_wallclock_s": single, "boundary_concurrency": concurrency(b),
+		"k": o.EfficientFactor, "single_wallclock_s": single, "boundary_concurrency": Concurrency(b),
 		"mean_wallclock_s": b.Metrics[results.MeanWallclockS], "throughput_mbps": b.Metrics[results.ThroughputMbps],
 		"server_cpu_pct": firstOf(b.Metrics, results.Role("server", results.CPUQuotaPct), results.Role("server", results.CPUPct)), "client_cpu_pct": firstOf(b.Metrics, results.Role("client", results.CPUQuotaPct), results.Role("client", results.CPUPct)),
 	}

@@ -168,6 +168,21 @@ var migrations = []string{
 		owner   TEXT PRIMARY KEY, -- a service process sharing the archive
 		expires REAL NOT NULL
 	)`,
+	// 4: who acknowledged an alert, and the audit of every state change
+	// made through wanlab serve's API or dashboard.
+	`ALTER TABLE mon_alerts ADD COLUMN acked_by TEXT NOT NULL DEFAULT '';
+	ALTER TABLE mon_alerts ADD COLUMN acked_at REAL;
+	ALTER TABLE mon_alerts ADD COLUMN ack_note TEXT NOT NULL DEFAULT '';
+	CREATE TABLE mon_audit (
+		id       INTEGER PRIMARY KEY,
+		t        REAL NOT NULL,
+		identity TEXT NOT NULL,   -- the token's name, '' if none was given
+		remote   TEXT NOT NULL,   -- the caller's address
+		action   TEXT NOT NULL,   -- login, ack, run
+		target   TEXT NOT NULL,   -- an alert's ref, a path's test
+		outcome  TEXT NOT NULL    -- ok, or why it was refused
+	);
+	CREATE INDEX mon_audit_t ON mon_audit(t)`,
 }
 
 // IsPostgres says whether dsn names a PostgreSQL database rather than a file.

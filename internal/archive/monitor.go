@@ -312,6 +312,10 @@ type Alert struct {
 	Threshold float64         `json:"threshold"`
 	Message   string          `json:"message"`
 	Evidence  json.RawMessage `json:"evidence,omitempty"`
+	// AckedBy is who acknowledged it ("" nobody), when, and what they said.
+	AckedBy string    `json:"acked_by,omitempty"`
+	AckedAt time.Time `json:"acked_at,omitzero"`
+	AckNote string    `json:"ack_note,omitempty"`
 }
 
 // OpenAlert stores a new active alert and returns its id.
@@ -338,10 +342,60 @@ func (a *Archive) CloseAlert(ref string, ended time.Time) error {
 	return nil
 }
 
+// AckAlert records that who acknowledged the alert of a ref (active or
+// not) at a time, with a note.
+func (a *Archive) AckAlert(ref, who, note string, at time.Time) error {
+	if _, err := a.db.Exec(a.q(`UPDATE mon_alerts SET acked_by = ?, acked_at = ?, ack_note = ? WHERE ref = ?`), who, unixSeconds(at), note, ref); err != nil {
+		return fmt.Errorf("acknowledging alert %s: %w", ref, err)
+	}
+	return nil
+}
+
+// AuditEntry is one state change asked of wanlab serve, done or refused.
+type AuditEntry struct {
+	T        time.Time `json:"t"`
+	Identity string    `json:"identity"`
+	Remote   string    `json:"remote"`
+	Action   string    `json:"action"`
+	Target   string    `json:"target"`
+	Outcome  string    `json:"outcome"`
+}
+
+// AddAudit stores an audit entry.
+func (a *Archive) AddAudit(e AuditEntry) error {
+	if _, err := a.db.Exec(a.q(`INSERT INTO mon_audit (t, identity, remote, action, target, outcome) VALUES (?, ?, ?, ?, ?, ?)`),
+		unixSeconds(e.T), e.Identity, e.Remote, e.Action, e.Target, e.Outcome); err != nil {
+		return fmt.Errorf("storing an audit entry in %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// Audit lists the audit entries since a time, newest first, at most limit.
+func (a *Archive) Audit(ctx context.Context, since time.Time, limit int) ([]AuditEntry, error) {
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, identity, remote, action, target, outcome FROM mon_audit WHERE t >= ? ORDER BY t DESC LIMIT ?`),
+		unixSeconds(since), limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		var t float64
+		if err := rows.Scan(&t, &e.Identity, &e.Remote, &e.Action, &e.Target, &e.Outcome); err != nil {
+			return nil, err
+		}
+		e.T = fromUnix(t)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 // Alerts lists alerts that were active at some time since a moment, newest
 // first; activeOnly lists those still active.
 func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {
-	q := `SELECT id, ref, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence FROM mon_alerts
+	q := `SELECT id, ref, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence,
+		acked_by, COALESCE(acked_at, 0), ack_note FROM mon_alerts
 		WHERE (ended IS NULL OR ended >= ?)`
 	if activeOnly {
 		q += ` AND ended IS NULL`
@@ -354,12 +408,16 @@ func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) 
 	var out []Alert
 	for rows.Next() {
 		var al Alert
-		var s, e float64
+		var s, e, acked float64
 		var ev string
-		if err := rows.Scan(&al.ID, &al.Ref, &al.Rule, &al.Src, &al.Dst, &al.Test, &s, &e, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev); err != nil {
+		if err := rows.Scan(&al.ID, &al.Ref, &al.Rule, &al.Src, &al.Dst, &al.Test, &s, &e, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev,
+			&al.AckedBy, &acked, &al.AckNote); err != nil {
 			return nil, err
 		}
 		al.Started, al.Evidence = fromUnix(s), json.RawMessage(ev)
+		if acked > 0 {
+			al.AckedAt = fromUnix(acked)
+		}
 		if e > 0 {
 			al.Ended = fromUnix(e)
 		}

@@ -76,6 +76,21 @@ func testMonitoring(t *testing.T, path string) {
 	if act, err := a.Alerts(ctx, h0.Add(-time.Hour), true); err != nil || len(act) != 1 || act[0].ID != id || act[0].Message != "RTT rose" {
 		t.Errorf("active alerts = %+v, %v", act, err)
 	}
+	if err := a.AckAlert("r1", "alice", "fibre cut; ticket 'x'", h0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if act, _ := a.Alerts(ctx, h0.Add(-time.Hour), true); len(act) != 1 || act[0].AckedBy != "alice" || act[0].AckNote != "fibre cut; ticket 'x'" || !act[0].AckedAt.Equal(h0.Add(time.Minute)) {
+		t.Errorf("the acknowledged alert = %+v", act)
+	}
+	for i, e := range []AuditEntry{{T: h0, Identity: "alice", Remote: "192.0.2.1", Action: "ack", Target: "r1", Outcome: "ok"},
+		{T: h0.Add(time.Second), Remote: "192.0.2.9", Action: "run", Target: "bulk a->b", Outcome: "refused: no identity"}} {
+		if err := a.AddAudit(e); err != nil {
+			t.Fatalf("audit entry %d: %v", i, err)
+		}
+	}
+	if audit, err := a.Audit(ctx, h0, 10); err != nil || len(audit) != 2 || audit[0].Action != "run" || audit[1].Identity != "alice" {
+		t.Errorf("audit = %+v, %v; want both entries, newest first", audit, err)
+	}
 	if err := a.CloseAlert("r1", h0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ var allowed = map[string][]string{
 		"internal/workload/transfer", "internal/workload/token"},
 	"internal/crosscheck": {"internal/topology"},
 	// The dashboard: pages over the monitoring service.
-	"internal/dashboard": {"internal/archive", "internal/monitor", "internal/units"},
+	"internal/dashboard": {"internal/analysis", "internal/archive", "internal/monitor", "internal/report", "internal/results", "internal/topology", "internal/units"},
 	// The monitoring service: one more controller, with its own
 	// configuration (and the shipped one, in examples).
 	"internal/monitor": {"examples", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/cost", "internal/measure",

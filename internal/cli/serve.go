@@ -144,6 +144,8 @@ func dryRunServe(w io.Writer, cfg *monitor.Config, horizon time.Duration, asJSON
 			each = fmt.Sprintf("%s disk to disk, %d streams", units.Size(tt.Bytes), tt.Streams)
 		case monitor.Trace:
 			each = fmt.Sprintf("up to %d hops, %s each", tt.MaxHops, tt.Wait)
+		case monitor.Disk:
+			each = fmt.Sprintf("%s written and read on each host", units.Size(tt.Bytes))
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\n", tt.Name, tt.Type, tt.Group, len(cfg.Pairs(tt)), tt.Period(), each)
 	}
@@ -219,7 +221,7 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpA
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: dashboard.Handler(svc, svc.Handler()), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: dashboard.Handler(svc), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 	hangupReloads.Store(true)

@@ -18,7 +18,8 @@ type Sample struct {
 	At            time.Time
 	BitsPerSecond float64
 	// Streams and Window are those of the test that measured it (Window 0:
-	// the kernel's autotuning); Bytes is a transfer's size.
+	// the kernel's autotuning); Bytes is what it moved (0 unknown), from
+	// which its start-up is taken out.
 	Streams int
 	Window  int
 	Bytes   int64
@@ -106,26 +107,23 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 	var lo, mid, hi float64 // steady rates, bits/s
 	modelled := false
 	switch {
-	case disk && len(ev.Transfers) > 0:
-		// Direct evidence: disk-to-disk transfers of this path, each one's
-		// start-up taken out so that any size can be predicted.
-		rates := make([]float64, 0, len(ev.Transfers))
-		for _, s := range newest(ev.Transfers) {
+	case disk && len(ev.Transfers) > 0 || len(ev.Throughput) > 0:
+		// Disk to disk, the path's own transfers are direct evidence;
+		// else its memory-to-memory tests. Either's average includes its
+		// slow start, which over a long path is much of a short test: it
+		// is taken out, so that any size can be predicted.
+		samples, what, limit := ev.Throughput, "memory-to-memory throughput tests", "network"
+		if disk && len(ev.Transfers) > 0 {
+			samples, what, limit = ev.Transfers, "disk-to-disk transfers", "disk-to-disk transfers of the path"
+		}
+		var rates []float64
+		for _, s := range newest(samples) {
 			rates = append(rates, steadyRate(s, ev.RTT))
 		}
 		lo, mid, hi = spread(rates)
-		s := newest(ev.Transfers)[0]
-		p.Streams, p.Limit = max(s.Streams, 1), "disk-to-disk transfers of the path"
-		use(Basis{What: "disk-to-disk transfers", Samples: len(rates), BitsPerSecond: mid, Newest: s.At})
-	case len(ev.Throughput) > 0:
-		rates := make([]float64, 0, len(ev.Throughput))
-		for _, s := range newest(ev.Throughput) {
-			rates = append(rates, s.BitsPerSecond)
-		}
-		lo, mid, hi = spread(rates)
-		s := newest(ev.Throughput)[0]
-		p.Streams, p.Limit = max(s.Streams, 1), "network"
-		use(Basis{What: "memory-to-memory throughput tests", Samples: len(rates), BitsPerSecond: mid, Newest: s.At})
+		s := newest(samples)[0]
+		p.Streams, p.Limit = max(s.Streams, 1), limit
+		use(Basis{What: what, Samples: len(rates), BitsPerSecond: mid, Newest: s.At})
 	case ev.Probes > 0 && ev.RTT > 0:
 		// Only probes: the Mathis et al. bound of a loss-limited TCP
 		// stream. Probes see neither the capacity nor the queue, so the
@@ -142,12 +140,12 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 	}
 	if disk && len(ev.Transfers) == 0 {
 		for _, d := range []struct {
-			what  string
-			s     []Sample
-			limit string
-		}{{"disk read of " + ev.Src, ev.SrcRead, "the source's disk read"}, {"disk write of " + ev.Dst, ev.DstWrite, "the destination's disk write"}} {
+			what, host string
+			s          []Sample
+			limit      string
+		}{{"disk read of " + ev.Src, ev.Src, ev.SrcRead, "the source's disk read"}, {"disk write of " + ev.Dst, ev.Dst, ev.DstWrite, "the destination's disk write"}} {
 			if len(d.s) == 0 {
-				p.Caveats = append(p.Caveats, "no disk test of "+d.what[len("disk read of "):]+": a disk-to-disk transfer may be slower than predicted")
+				p.Caveats = append(p.Caveats, "no disk test of "+d.host+": a disk-to-disk transfer may be slower than predicted")
 				continue
 			}
 			rates := make([]float64, 0, len(d.s))

@@ -6,6 +6,7 @@ package dashboard
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -30,6 +31,9 @@ var templateFS embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"pathURL": pathURL,
+	"runURL": func(src, dst string) string {
+		return "/api/v1/paths/" + url.PathEscape(src) + "/" + url.PathEscape(dst) + "/run"
+	},
 	"ifaceURL": func(device, iface string) string {
 		return "/interfaces/" + url.PathEscape(device) + "/" + url.PathEscape(iface)
 	},
@@ -38,8 +42,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Handler serves the dashboard of a running service at /, its assets under
-// /static/; API requests go to api.
-func Handler(svc *monitor.Service, api http.Handler) http.Handler {
+// /static/, and the service's API and /metrics, all behind its Guard.
+func Handler(svc *monitor.Service) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web, "web")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
@@ -51,8 +55,23 @@ func Handler(svc *monitor.Service, api http.Handler) http.Handler {
 	mux.HandleFunc("GET /path/{src}/{dst}", d.path)
 	mux.HandleFunc("GET /interfaces", d.interfaces)
 	mux.HandleFunc("GET /interfaces/{device}/{iface}", d.iface)
-	mux.Handle("/", api)
-	return secure(mux)
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		render(w, "login.html", page{Who: monitor.Identity(r)})
+	})
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := svc.Login(w, r); err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			render(w, "login.html", page{Error: err.Error()})
+			return
+		}
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	})
+	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
+		svc.Logout(w, r)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	})
+	mux.Handle("/", svc.Mux())
+	return secure(svc.Guard(mux))
 }
 
 // secure sets the headers of every answer: no script, style or frame from
@@ -68,7 +87,16 @@ func secure(h http.Handler) http.Handler {
 
 type dash struct{ svc *monitor.Service }
 
-func (d *dash) render(w http.ResponseWriter, name string, data any) {
+// page is what every page knows: who is signed in, and an error to show.
+type page struct {
+	Who, Error string
+}
+
+func (d *dash) render(w http.ResponseWriter, name string, data any) { render(w, name, data) }
+
+// render executes a page whole before anything is written, so that an
+// error is a clean 500, not half a page.
+func render(w http.ResponseWriter, name string, data any) {
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
 		log.Printf("dashboard: rendering %s: %v", name, err)
@@ -134,6 +162,7 @@ type Cell struct {
 
 // Grid is the mesh page's data.
 type Grid struct {
+	page
 	Snap          monitor.Snapshot
 	Tests         []TestChoice
 	Test, Metric  string
@@ -148,7 +177,7 @@ type TestChoice struct{ Name, Type string }
 
 func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 	snap := d.svc.Snapshot()
-	g := Grid{Snap: snap}
+	g := Grid{Snap: snap, page: page{Who: monitor.Identity(r)}}
 	for _, name := range snap.Configured {
 		if i := slices.IndexFunc(snap.Paths, func(p monitor.PathView) bool { return p.Test == name }); i >= 0 {
 			g.Tests = append(g.Tests, TestChoice{name, snap.Paths[i].Type})
@@ -217,8 +246,10 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 
 // PathPage is a path page's data.
 type PathPage struct {
+	page
 	Src, Dst string
 	Started  time.Time // the service's start: the charts' default range starts no earlier
+	OnDemand []string  // the path's throughput-class tests, which a signed-in user may start
 	Views    []monitor.PathView
 	Alerts   []archive.Alert
 	Hops     []string
@@ -227,10 +258,13 @@ type PathPage struct {
 func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 	src, dst := r.PathValue("src"), r.PathValue("dst")
 	snap := d.svc.Snapshot()
-	pg := PathPage{Src: src, Dst: dst, Started: snap.Started}
+	pg := PathPage{Src: src, Dst: dst, Started: snap.Started, page: page{Who: monitor.Identity(r)}}
 	for _, p := range snap.Paths {
 		if p.Src == src && p.Dst == dst {
 			pg.Views = append(pg.Views, p)
+			if p.Type == monitor.Throughput || p.Type == monitor.Transfer || p.Type == monitor.Disk {
+				pg.OnDemand = append(pg.OnDemand, p.Test)
+			}
 			if len(p.Hops) > 0 {
 				pg.Hops = p.Hops
 			}
@@ -249,6 +283,7 @@ func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 
 // IfacePage is the interfaces' page data.
 type IfacePage struct {
+	page
 	Ifaces      []monitor.IfaceState
 	Unreachable map[string]string
 	Device      string
@@ -257,9 +292,15 @@ type IfacePage struct {
 
 func (d *dash) interfaces(w http.ResponseWriter, r *http.Request) {
 	ifaces, errs := d.svc.Interfaces()
-	d.render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs})
+	d.render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs, page: page{Who: monitor.Identity(r)}})
 }
 
 func (d *dash) iface(w http.ResponseWriter, r *http.Request) {
-	d.render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface")})
+	d.render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface"), page: page{Who: monitor.Identity(r)}})
+}
+
+func writeJSONTo(w http.ResponseWriter, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
 }

@@ -32,28 +32,29 @@ const hostile = `<img src=x onerror="document.title='pwned'">/../x`
 // site is a service over an archive of a few days of results among four
 // hosts, one of them hostile: cern -> cnaf alerting, taipei never measured.
 func site(t *testing.T) (*monitor.Service, string) {
-	cfg, err := monitor.Parse("dash.yaml", []byte(fmt.Sprintf(`testbed: grid
+	svc, base, _ := siteWithToken(t)
+	return svc, base
+}
+
+// siteWithToken is site, whose tokens file admits "ops" with the token it
+// returns.
+func siteWithToken(t *testing.T) (*monitor.Service, string, string) {
+	dir := t.TempDir()
+	token, line, err := monitor.NewToken("ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	os.WriteFile(tokens, []byte(line+"\n"), 0o600)
+	cfgText := fmt.Sprintf(`access: {tokens: tokens}
+testbed: grid
 groups:
   sites: [cern, cnaf, %q, taipei]
 tests:
   - {name: latency, type: probe, group: sites, rate: 10/s, summary: 30s}
   - {name: bulk, type: throughput, group: sites, every: 1h, duration: 5s}
   - {name: route, type: trace, group: sites, every: 10m}
-`, hostile)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := &topology.Topology{Name: "grid"}
-	for _, h := range cfg.Hosts() {
-		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
-	}
-	dir := t.TempDir()
-	store, err := monitor.OpenStore(filepath.Join(dir, "a.db"), filepath.Join(dir, "buffer"), monitor.DefaultBufferMax, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	ar := store.Archive()
+`, hostile)
 	now := time.Now()
 	var pts []archive.Point
 	measured := []string{"cern", "cnaf", hostile}
@@ -85,34 +86,59 @@ tests:
 		pts = append(pts, archive.Point{T: at, Src: "border", Dst: "xe-0/0/1", Test: "snmp", Metric: "in_bits_per_second", Value: 4e9 * day},
 			archive.Point{T: at, Src: "border", Dst: "xe-0/0/1", Test: "snmp", Metric: "out_bits_per_second", Value: 1.5e9 * day})
 	}
-	if err := ar.AddPoints(pts); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ar.OpenAlert(archive.Alert{Ref: "a1", Rule: "rtt_step", Src: "cern", Dst: "cnaf", Test: "latency", Started: now.Add(-2 * time.Hour),
-		Value: 0.05, Baseline: 0.012, Threshold: 0.005, Message: "minimum RTT 50 ms is 38 ms off its baseline <script>document.title='pwned'</script>"}); err != nil {
-		t.Fatal(err)
-	}
-	for i, hops := range [][]string{{"10.0.0.1", "10.9.0.1", "10.0.0.2"}, {"10.0.0.1", "10.0.0.2"}} {
-		tr := measure.TraceResult{From: "cern", To: "cnaf", Reached: true}
-		for j, h := range hops {
-			tr.Hops = append(tr.Hops, probe.Hop{TTL: j + 1, Addr: h})
-		}
-		res, _ := json.Marshal(tr)
-		at := now.Add(-time.Duration(2-i) * time.Hour)
-		if err := ar.AddTest(archive.TestRecord{Test: "route", Kind: "trace", Src: "cern", Dst: "cnaf", Started: at, Ended: at.Add(time.Second), Status: "ok", Result: res}); err != nil {
+	svc, base := viewer(t, dir, cfgText, pts, func(ar *archive.Archive) {
+		if _, err := ar.OpenAlert(archive.Alert{Ref: "a1", Rule: "rtt_step", Src: "cern", Dst: "cnaf", Test: "latency", Started: now.Add(-2 * time.Hour),
+			Value: 0.05, Baseline: 0.012, Threshold: 0.005, Message: "minimum RTT 50 ms is 38 ms off its baseline <script>document.title='pwned'</script>"}); err != nil {
 			t.Fatal(err)
 		}
+		for i, hops := range [][]string{{"10.0.0.1", "10.9.0.1", "10.0.0.2"}, {"10.0.0.1", "10.0.0.2"}} {
+			tr := measure.TraceResult{From: "cern", To: "cnaf", Reached: true}
+			for j, h := range hops {
+				tr.Hops = append(tr.Hops, probe.Hop{TTL: j + 1, Addr: h})
+			}
+			res, _ := json.Marshal(tr)
+			at := now.Add(-time.Duration(2-i) * time.Hour)
+			if err := ar.AddTest(archive.TestRecord{Test: "route", Kind: "trace", Src: "cern", Dst: "cnaf", Started: at, Ended: at.Add(time.Second), Status: "ok", Result: res}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	return svc, base, token
+}
+
+// viewer serves the dashboard of a service that views a new archive in
+// dir holding pts and what add stores: the configuration's hosts, measured
+// by nobody, as wanlab ui would show them.
+func viewer(t testing.TB, dir, cfgText string, pts []archive.Point, add func(*archive.Archive)) (*monitor.Service, string) {
+	cfg, err := monitor.Parse(filepath.Join(dir, "monitor.yaml"), []byte(cfgText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := &topology.Topology{Name: "grid"}
+	for _, h := range cfg.Hosts() {
+		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
+	}
+	store, err := monitor.OpenStore(filepath.Join(dir, "a.db"), filepath.Join(dir, "buffer"), monitor.DefaultBufferMax, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Archive().AddPoints(pts); err != nil {
+		t.Fatal(err)
+	}
+	if add != nil {
+		add(store.Archive())
 	}
 	svc, err := monitor.New(cfg, monitor.Options{Bed: backend.Offline(topo), Store: store, Viewer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(svc, svc.Handler()))
+	srv := httptest.NewServer(Handler(svc))
 	t.Cleanup(srv.Close)
 	return svc, srv.URL
 }
 
-func get(t *testing.T, url string) (int, http.Header, string) {
+func get(t testing.TB, url string) (int, http.Header, string) {
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +200,7 @@ func TestFormat(t *testing.T) {
 // host name shows as text and runs nothing. WANLAB_SCREENSHOTS=DIR saves a
 // screenshot of each page kind there (docs/ has them).
 func TestInBrowser(t *testing.T) {
-	_, base := site(t)
+	_, base, token := siteWithToken(t)
 	ctx := testsupport.Browser(t, 90*time.Second)
 	shots := os.Getenv("WANLAB_SCREENSHOTS")
 	eval := func(expr string) any {
@@ -240,6 +266,21 @@ func TestInBrowser(t *testing.T) {
 	}
 	if n := eval(`+document.querySelector('[data-chart="Round-trip time"]').dataset.points`); n.(float64) < 100 || n.(float64) > 130 {
 		t.Errorf("the RTT chart has %v points over the last hour, want about 120", n)
+	}
+
+	// Signed in, an alert is acknowledged from the page, with a note.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.SendKeys(`input[name="token"]`, token),
+		chromedp.Submit(`input[name="token"]`), chromedp.WaitVisible("#who"),
+		chromedp.Navigate(base+pathURL("cern", "cnaf")), chromedp.WaitVisible("body[data-drawn]"),
+		chromedp.SendKeys("ul.alerts input.note", "on it"), chromedp.Click("ul.alerts button.act"),
+		chromedp.Poll[chromedp.Void](`document.getElementById("result").innerText.startsWith("Done")`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("body[data-drawn]")); err != nil {
+		t.Fatal(err)
+	}
+	if v := eval(`document.querySelector("ul.alerts .acked").innerText`); v != "acknowledged by ops: on it" {
+		t.Errorf("after the acknowledgement: %q", v)
 	}
 
 	// The hostile host's own page: its name is text, and nothing ran.

@@ -101,6 +101,18 @@ func (d *Detector) Resume(alerts []archive.Alert) {
 	}
 }
 
+// Ack marks the active alert of a ref acknowledged; false if none is.
+func (d *Detector) Ack(ref, who, note string, at time.Time) bool {
+	for k, a := range d.active {
+		if a.Ref == ref {
+			a.AckedBy, a.AckedAt, a.AckNote = who, at, note
+			d.active[k] = a
+			return true
+		}
+	}
+	return false
+}
+
 // Active lists the active alerts.
 func (d *Detector) Active() []archive.Alert {
 	out := make([]archive.Alert, 0, len(d.active))

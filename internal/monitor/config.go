@@ -57,6 +57,7 @@ type Config struct {
 	// HostInterfaces is how often the hosts' own interfaces are read
 	// through their agents; 0 never.
 	HostInterfaces time.Duration
+	Access         Access
 }
 
 // Test is one kind of test run between every ordered pair of a group.
@@ -211,6 +212,10 @@ type rawConfig struct {
 	Interfaces struct {
 		Every string `yaml:"every"`
 	} `yaml:"interfaces"`
+	Access struct {
+		Read   string `yaml:"read"`
+		Tokens string `yaml:"tokens"`
+	} `yaml:"access"`
 }
 
 type rawTest struct {
@@ -376,6 +381,24 @@ func Parse(file string, data []byte) (*Config, error) {
 		} else {
 			cfg.HostInterfaces = v.duration("interfaces.every", e, 5*time.Second, time.Hour)
 		}
+	}
+	switch raw.Access.Read {
+	case "", "open":
+	case "token":
+		cfg.Access.ReadNeedsToken = true
+	default:
+		c.Fail("access.read", "%q: give open (anyone who reaches the listener reads; the default) or token", raw.Access.Read)
+	}
+	if t := raw.Access.Tokens; t != "" {
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(file), t)
+		}
+		cfg.Access.Tokens = t
+		if _, err := LoadTokens(t); err != nil {
+			c.Fail("access.tokens", "%v", err)
+		}
+	} else if cfg.Access.ReadNeedsToken {
+		c.Fail("access.tokens", "read: token needs a tokens file, as tokens: dashboard-tokens (wanlab token NAME --file FILE makes one)")
 	}
 	for i, rs := range raw.SNMP {
 		cfg.SNMP = append(cfg.SNMP, v.snmp(fmt.Sprintf("snmp[%d]", i), rs))

@@ -53,6 +53,7 @@ func (s *Service) Evidence(ctx context.Context, ar *archive.Archive, src, dst st
 		smp := cost.Sample{At: p.T, BitsPerSecond: p.Value, Streams: t.Streams, Window: t.Window}
 		switch t.Type {
 		case Throughput:
+			smp.Bytes = int64(p.Value / 8 * t.Duration.Seconds())
 			ev.Throughput = append(ev.Throughput, smp)
 		case Transfer:
 			smp.Bytes = t.Bytes

@@ -30,8 +30,11 @@ tests:
 // cnaf tested in memory and on disk (cnaf's disk writes 40 Mbit/s, below
 // the 90 Mbit/s network), slac -> cnaf transferred disk to disk, taipei ->
 // cnaf probed only, the hostile host never measured.
-func costService(t *testing.T) (*Service, http.Handler) {
-	cfg, err := Parse("cost.yaml", []byte(costConfig))
+func costService(t testing.TB) (*Service, http.Handler) { return costServiceWith(t, "") }
+
+// costServiceWith is costService with more configuration (access:, say).
+func costServiceWith(t testing.TB, more string) (*Service, http.Handler) {
+	cfg, err := Parse(filepath.Join(t.TempDir(), "cost.yaml"), []byte(costConfig+more))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type Route struct {
 
 // Routes are the API's, as Handler serves them and openapi.yaml documents them.
 func (s *Service) Routes() []Route {
-	return []Route{
+	return append([]Route{
 		{"GET", "/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 			snap := s.Snapshot()
 			snap.Paths = nil
@@ -53,11 +53,14 @@ func (s *Service) Routes() []Route {
 			w.Header().Set("Content-Type", "application/yaml")
 			w.Write(OpenAPI)
 		}},
-	}
+	}, s.actionRoutes()...)
 }
 
-// Handler serves /metrics and the API under /api/v1/.
-func (s *Service) Handler() http.Handler {
+// Handler serves /metrics and the API under /api/v1/, behind Guard.
+func (s *Service) Handler() http.Handler { return s.Guard(s.Mux()) }
+
+// Mux serves /metrics and the API, for a caller that guards it itself.
+func (s *Service) Mux() *http.ServeMux {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
@@ -65,6 +68,9 @@ func (s *Service) Handler() http.Handler {
 	for _, rt := range s.Routes() {
 		mux.HandleFunc(rt.Method+" "+rt.Pattern, rt.handler)
 	}
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		problem(w, http.StatusNotFound, "no "+r.Method+" "+r.URL.Path+" in the API: see /api/v1/openapi.yaml")
+	})
 	return mux
 }
 

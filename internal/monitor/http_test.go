@@ -1,6 +1,9 @@
 package monitor
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +73,43 @@ func TestReduceKeepsExtremes(t *testing.T) {
 	if short := Reduce(pts[:10], 2000); len(short) != 10 {
 		t.Errorf("a short series lost points: %d of 10", len(short))
 	}
+}
+
+// FuzzAPI sends what a network peer may send (any method, path, query,
+// body and token) to the API behind its guard: it never panics, never
+// answers 5xx, and its errors are JSON.
+func FuzzAPI(f *testing.F) {
+	for _, seed := range [][4]string{
+		{"GET", "/api/v1/cost?src=cern&dst=cnaf&bytes=1GB", "", ""},
+		{"POST", "/api/v1/rank", `{"dst": "cnaf", "bytes": 1, "sources": ["cern", "slac"]}`, ""},
+		{"GET", "/api/v1/paths/cern/cnaf/series?metric=rtt_min_seconds&from=0&to=1e10&max=10", "", ""},
+		{"POST", "/api/v1/alerts/r1/ack", `{"note": "x"}`, "Bearer wl_x"},
+		{"POST", "/api/v1/paths/cern/cnaf/run", `{"test": "bulk"}`, ""},
+		{"GET", "/api/v1/audit?limit=-1", "", "Bearer "},
+		{"GET", "/api/v1/paths/%2e%2e/x/tests?limit=99999999999", "", ""},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3])
+	}
+	_, h := costService(f)
+	f.Fuzz(func(t *testing.T, method, target, body, auth string) {
+		if method != "GET" && method != "POST" || !strings.HasPrefix(target, "/") {
+			return
+		}
+		req, err := http.NewRequest(method, "http://wanlab"+target, strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.RemoteAddr = "192.0.2.1:1"
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%s %s: %d %s", method, target, w.Code, w.Body)
+		}
+		if w.Code >= 400 && strings.HasPrefix(req.URL.Path, "/api/") && !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("%s %s: %d and not JSON: %s", method, target, w.Code, w.Body)
+		}
+	})
 }

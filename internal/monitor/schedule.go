@@ -17,6 +17,9 @@ type Job struct {
 	// Due is when the run is planned; NotBefore is when its hosts may be
 	// free (or reachable) again, if later.
 	Due, NotBefore time.Time
+	// By is who asked for a run on demand ("" for the schedule's): it runs
+	// once, and the pair's schedule goes on as it was.
+	By string
 }
 
 func (j Job) at() time.Time {
@@ -121,6 +124,26 @@ func (s *Scheduler) Next(now time.Time, hold func(j Job) (time.Time, bool)) (j J
 	return Job{}, false, now.Add(time.Hour)
 }
 
+// Add queues one run of a test on demand, due now, unless max on-demand
+// runs are queued already or this one is.
+func (s *Scheduler) Add(t *Test, src, dst, by string, now time.Time, max int) error {
+	n := 0
+	for _, q := range s.queue {
+		if q.By == "" {
+			continue
+		}
+		n++
+		if q.Test.Name == t.Name && q.Src == src && q.Dst == dst {
+			return fmt.Errorf("%s %s->%s is already queued on demand (by %s)", t.Name, src, dst, q.By)
+		}
+	}
+	if n >= max {
+		return fmt.Errorf("%d runs on demand are queued already: wait for them", n)
+	}
+	heap.Push(&s.queue, Job{Test: t, Src: src, Dst: dst, Due: now, By: by})
+	return nil
+}
+
 // Defer puts back a job Next gave that could not start after all, to be
 // tried again at until, and frees its hosts.
 func (s *Scheduler) Defer(j Job, now, until time.Time) {
@@ -164,6 +187,9 @@ func (s *Scheduler) Done(j Job, ended time.Time) {
 			}
 		}
 		heap.Init(&s.queue)
+	}
+	if j.By != "" {
+		return // a run on demand: the schedule's own runs are queued still
 	}
 	next := j.Due.Add(j.Test.Every)
 	// A run that started very late does not make the next one come at once.

@@ -145,3 +145,33 @@ func TestSchedulerHoldsHostsUntilDone(t *testing.T) {
 		t.Error("nothing may start once the long test is done")
 	}
 }
+
+// A run on demand goes first, once: the pair's schedule stays as it was.
+func TestSchedulerOnDemand(t *testing.T) {
+	cfg := mesh(t, 2, "1h", "10s")
+	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	s := NewScheduler(cfg, start, map[[3]string]time.Time{{"bulk", "h0", "h1"}: start, {"bulk", "h1", "h0"}: start}, 1)
+	planned := s.Len()
+	bulk := &cfg.Tests[0]
+	now := start.Add(time.Minute)
+	if err := s.Add(bulk, "h0", "h1", "ops", now, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(bulk, "h0", "h1", "ops", now, 10); err == nil || !strings.Contains(err.Error(), "already queued") {
+		t.Errorf("the same run twice: %v", err)
+	}
+	if err := s.Add(bulk, "h1", "h0", "ops", now, 1); err == nil {
+		t.Error("past the bound of runs on demand")
+	}
+	j, ok, _ := s.Next(now, nil)
+	if !ok || j.By != "ops" || j.Src != "h0" {
+		t.Fatalf("next %+v %v, want the run on demand", j, ok)
+	}
+	s.Done(j, now.Add(7*time.Second))
+	if s.Len() != planned {
+		t.Errorf("%d jobs planned after the run on demand, want %d as before", s.Len(), planned)
+	}
+	if _, ok, wake := s.Next(now.Add(time.Minute), nil); ok || wake.Before(start.Add(50*time.Minute)) {
+		t.Errorf("the schedule moved: next at %v", wake)
+	}
+}

@@ -63,6 +63,7 @@ type Service struct {
 	// via are the link directions of each path, where the topology knows them.
 	via  map[[2]string][]string
 	snmp snmpPoller
+	gate *gate
 	// owner names this process among those sharing the archive; owned
 	// are the shares of the mesh it measures, members how many share it.
 	owner       string
@@ -142,6 +143,11 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
 	}
+	g, err := newGate(cfg.Access)
+	if err != nil {
+		return nil, err
+	}
+	s.gate = g
 	s.resume()
 	s.sched = NewScheduler(cfg, time.Now(), s.last, opts.Seed)
 	s.addPaths(cfg)
@@ -279,6 +285,19 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	if err := Impossible(cfg); err != nil {
 		return err
 	}
+	g, err := newGate(cfg.Access)
+	if err != nil {
+		return err
+	}
+	// Browser sessions of names the new tokens file still has stay open.
+	s.gate.mu.Lock()
+	for id, ss := range s.gate.sessions {
+		if slices.Contains(g.tokens.all(), ss.name) {
+			g.sessions[id] = ss
+		}
+	}
+	s.gate.mu.Unlock()
+	s.gate = g
 	s.probes()
 	s.cfg = cfg
 	s.det.SetConfig(cfg)

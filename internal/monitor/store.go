@@ -21,6 +21,15 @@ type record struct {
 	Test   *archive.TestRecord `json:"test,omitempty"`
 	Open   *archive.Alert      `json:"open,omitempty"`
 	Close  *closed             `json:"close,omitempty"`
+	Ack    *acked              `json:"ack,omitempty"`
+	Audit  *archive.AuditEntry `json:"audit,omitempty"`
+}
+
+type acked struct {
+	Ref  string    `json:"ref"`
+	By   string    `json:"by"`
+	Note string    `json:"note"`
+	At   time.Time `json:"at"`
 }
 
 type closed struct {
@@ -177,7 +186,17 @@ func (s *Store) apply(r record) error {
 		}
 	}
 	if r.Close != nil {
-		return s.ar.CloseAlert(r.Close.Ref, r.Close.Ended)
+		if err := s.ar.CloseAlert(r.Close.Ref, r.Close.Ended); err != nil {
+			return err
+		}
+	}
+	if r.Ack != nil {
+		if err := s.ar.AckAlert(r.Ack.Ref, r.Ack.By, r.Ack.Note, r.Ack.At); err != nil {
+			return err
+		}
+	}
+	if r.Audit != nil {
+		return s.ar.AddAudit(*r.Audit)
 	}
 	return nil
 }

@@ -72,8 +72,10 @@
   async function drawOne(box, spec, fetchSeries, markers) {
     let tables = [], labels = [];
     try {
-      for (const m of spec.metrics) {
-        const pts = await fetchSeries(m.metric);
+      // Every metric of the chart at once: the server answers them in parallel.
+      const all = await Promise.all(spec.metrics.map((m) => fetchSeries(m.metric)));
+      for (let i = 0; i < spec.metrics.length; i++) {
+        const m = spec.metrics[i], pts = all[i];
         const groups = new Map();
         for (const p of pts) {
           const key = spec.byTest ? m.label + " " + p.test : m.label;
@@ -283,6 +285,34 @@
     testPick.form.querySelector("select[name=metric]").disabled = true;
     testPick.form.submit();
   });
+
+  // Actions of a signed-in user: acknowledge an alert, run a test now. The
+  // header tells the server that this page, not another site's, sends it.
+  document.querySelectorAll("button.act").forEach((b) => b.addEventListener("click", async () => {
+    const out = document.getElementById("result");
+    let payload = {};
+    if (b.dataset.test) payload = { test: b.dataset.test };
+    if (b.dataset.note) {
+      const input = b.previousElementSibling;
+      payload = { note: input && input.classList.contains("note") ? input.value : "" };
+    }
+    b.disabled = true;
+    try {
+      const r = await fetch(b.dataset.url, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Wanlab-Request": "1" },
+        body: JSON.stringify(payload),
+      });
+      const j = await r.json();
+      if (!r.ok) throw new Error(j.error || r.statusText);
+      out.textContent = "Done: " + j.done + " (by " + j.by + ")";
+      out.className = "result";
+    } catch (e) {
+      out.textContent = "Refused: " + e.message;
+      out.className = "result bad";
+      b.disabled = false;
+    }
+  }));
 
   if (page === "path") pathPage();
   if (page === "iface") ifacePage();

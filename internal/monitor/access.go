@@ -1,0 +1,368 @@
+package monitor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Access is who may read and who may act (docs/dashboard.md, access).
+type Access struct {
+	// ReadNeedsToken closes every page and API call to those without an
+	// identity; by default reading is open and acting needs one.
+	ReadNeedsToken bool
+	// Tokens is a file of "NAME sha256:HEX" lines: the identities that
+	// may act, by the SHA-256 of their token (never the token itself).
+	Tokens string
+}
+
+// Bounds of the access layer.
+const (
+	sessionTTL      = 12 * time.Hour
+	maxSessions     = 1000
+	failuresAllowed = 10 // wrong tokens per remote address per minute
+	actionsAllowed  = 30 // state changes per identity per minute
+	sessionCookie   = "wanlab_session"
+	// RequestHeader must come with a browser's state-changing request: a
+	// page of another site cannot send it without a CORS preflight, which
+	// this server never grants.
+	RequestHeader = "X-Wanlab-Request"
+)
+
+var tokenName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// identity is an authenticated caller's name.
+type identity struct{ name string }
+
+type ctxKey struct{}
+
+// Identity is the authenticated name of a request's caller, "" if none.
+func Identity(r *http.Request) string {
+	if id, ok := r.Context().Value(ctxKey{}).(identity); ok {
+		return id.name
+	}
+	return ""
+}
+
+// tokenSet is the loaded tokens file.
+type tokenSet struct {
+	names  []string
+	hashes [][]byte
+}
+
+// LoadTokens reads a tokens file; every malformed line is an error naming it.
+func LoadTokens(path string) (*tokenSet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the tokens file: %w", err)
+	}
+	ts := &tokenSet{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		hexHash, ok := strings.CutPrefix(f[len(f)-1], "sha256:")
+		h, err := hex.DecodeString(hexHash)
+		if len(f) != 2 || !tokenName.MatchString(f[0]) || !ok || err != nil || len(h) != sha256.Size {
+			return nil, fmt.Errorf("%s:%d: give NAME sha256:HEX (64 hex digits), as wanlab token NAME --file %s writes", path, n, path)
+		}
+		ts.names, ts.hashes = append(ts.names, f[0]), append(ts.hashes, h)
+	}
+	return ts, nil
+}
+
+// all are the names the file admits.
+func (ts *tokenSet) all() []string {
+	if ts == nil {
+		return nil
+	}
+	return ts.names
+}
+
+// who is the name whose token this is, or "".
+func (ts *tokenSet) who(token string) string {
+	if ts == nil || token == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(token))
+	name := ""
+	for i, want := range ts.hashes {
+		// Every entry is compared, in constant time: how long this takes
+		// says nothing of which token nearly matched.
+		if subtle.ConstantTimeCompare(h[:], want) == 1 {
+			name = ts.names[i]
+		}
+	}
+	return name
+}
+
+// NewToken makes a random token for name and the line of a tokens file
+// that admits it.
+func NewToken(name string) (token, line string, err error) {
+	if !tokenName.MatchString(name) {
+		return "", "", fmt.Errorf("name %q: give 1-64 letters, digits, '.', '_', '@' or '-'", name)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = "wl_" + base64.RawURLEncoding.EncodeToString(b)
+	h := sha256.Sum256([]byte(token))
+	return token, name + " sha256:" + hex.EncodeToString(h[:]), nil
+}
+
+// gate authenticates requests and bounds what they may do.
+type gate struct {
+	mu       sync.Mutex
+	access   Access
+	tokens   *tokenSet
+	sessions map[string]session
+	failures map[string][]time.Time // remote address -> recent wrong tokens
+	actions  map[string][]time.Time // identity -> recent state changes
+}
+
+type session struct {
+	name    string
+	expires time.Time
+}
+
+func newGate(a Access) (*gate, error) {
+	g := &gate{access: a, sessions: map[string]session{}, failures: map[string][]time.Time{}, actions: map[string][]time.Time{}}
+	if a.Tokens != "" {
+		ts, err := LoadTokens(a.Tokens)
+		if err != nil {
+			return nil, err
+		}
+		g.tokens = ts
+	}
+	return g, nil
+}
+
+// recent keeps the times of the last minute.
+func recent(ts []time.Time, now time.Time) []time.Time {
+	i := 0
+	for i < len(ts) && now.Sub(ts[i]) > time.Minute {
+		i++
+	}
+	return ts[i:]
+}
+
+func remote(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// errThrottled means too many wrong tokens came from one address.
+var errThrottled = errors.New("too many wrong tokens from this address: wait a minute")
+
+// identify finds the caller: a bearer token, or a session cookie.
+func (g *gate) identify(r *http.Request) (string, error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	addr := remote(r)
+	g.failures[addr] = recent(g.failures[addr], now)
+	if len(g.failures[addr]) == 0 {
+		delete(g.failures, addr)
+	}
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if len(g.failures[addr]) >= failuresAllowed {
+			return "", errThrottled
+		}
+		if name := g.tokens.who(strings.TrimSpace(token)); name != "" {
+			return name, nil
+		}
+		g.failures[addr] = append(g.failures[addr], now)
+		return "", errors.New("the token is not one of the tokens file's")
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if s, ok := g.sessions[c.Value]; ok && now.Before(s.expires) {
+			return s.name, nil
+		}
+		delete(g.sessions, c.Value)
+	}
+	return "", nil
+}
+
+// login checks a token and opens a browser session.
+func (g *gate) login(r *http.Request, token string) (name, id string, err error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	addr := remote(r)
+	g.failures[addr] = recent(g.failures[addr], now)
+	if len(g.failures[addr]) >= failuresAllowed {
+		return "", "", errThrottled
+	}
+	name = g.tokens.who(strings.TrimSpace(token))
+	if name == "" {
+		g.failures[addr] = append(g.failures[addr], now)
+		return "", "", errors.New("that token is not one of the tokens file's")
+	}
+	if len(g.sessions) >= maxSessions {
+		g.evict(now)
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	id = base64.RawURLEncoding.EncodeToString(b)
+	g.sessions[id] = session{name: name, expires: now.Add(sessionTTL)}
+	return name, id, nil
+}
+
+// evict drops expired sessions, and the one that ends soonest if none
+// has; g.mu is held.
+func (g *gate) evict(now time.Time) {
+	soonest := ""
+	for id, s := range g.sessions {
+		if now.After(s.expires) {
+			delete(g.sessions, id)
+		} else if soonest == "" || s.expires.Before(g.sessions[soonest].expires) {
+			soonest = id
+		}
+	}
+	if len(g.sessions) >= maxSessions {
+		delete(g.sessions, soonest)
+	}
+}
+
+func (g *gate) logout(r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		g.mu.Lock()
+		delete(g.sessions, c.Value)
+		g.mu.Unlock()
+	}
+}
+
+// allowAction counts a state change of name; false past the bound.
+func (g *gate) allowAction(name string) bool {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.actions[name] = recent(g.actions[name], now)
+	if len(g.actions[name]) >= actionsAllowed {
+		return false
+	}
+	g.actions[name] = append(g.actions[name], now)
+	return true
+}
+
+// sameOrigin says whether a browser's request comes from this server's own
+// pages: its Origin (or Referer) names this host, or it has none (a
+// script, not a browser).
+func sameOrigin(r *http.Request) bool {
+	for _, h := range []string{"Origin", "Referer"} {
+		v := r.Header.Get(h)
+		if v == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(v, "http://")
+		if !ok {
+			rest, ok = strings.CutPrefix(v, "https://")
+		}
+		host, _, _ := strings.Cut(rest, "/")
+		return ok && host == r.Host
+	}
+	return true
+}
+
+// Guard wraps a handler: it finds each request's identity, refuses readers
+// without one where reading needs a token, and refuses state changes (any
+// method but GET and HEAD) from anonymous callers or other sites' pages.
+// Static assets and the login page are always served.
+func (s *Service) Guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		g := s.gate
+		s.mu.Unlock()
+		name, err := g.identify(r)
+		if errors.Is(err, errThrottled) {
+			problem(w, http.StatusTooManyRequests, err.Error())
+			return
+		}
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wanlab"`)
+			problem(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		open := strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/favicon.ico" || r.URL.Path == "/login"
+		// POST /api/v1/rank asks, it changes nothing: a read.
+		write := r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/api/v1/rank"
+		switch {
+		case open:
+		case write && !sameOrigin(r):
+			problem(w, http.StatusForbidden, "a state change from another site's page is refused")
+			return
+		case name == "" && (write || g.access.ReadNeedsToken):
+			if !write && strings.Contains(r.Header.Get("Accept"), "text/html") {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wanlab"`)
+			why := "reading needs a token (access: read: token)"
+			if write {
+				why = "a state change needs an identity: Authorization: Bearer TOKEN, or sign in at /login"
+			}
+			problem(w, http.StatusUnauthorized, why)
+			return
+		case write && r.Header.Get("Authorization") == "" && r.Header.Get(RequestHeader) == "":
+			// A session cookie alone: the browser must say the page sent it.
+			problem(w, http.StatusForbidden, "a browser's state change must carry the "+RequestHeader+" header")
+			return
+		}
+		if name != "" {
+			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, identity{name}))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Login opens a browser session for a valid token (POST /login, form field
+// token) and sets its cookie; LoggedOut ends it.
+func (s *Service) Login(w http.ResponseWriter, r *http.Request) (string, error) {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	if !sameOrigin(r) {
+		return "", errors.New("a sign-in from another site's page is refused")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	name, id, err := g.login(r, r.PostFormValue("token"))
+	s.Audit(r, name, "login", "", err)
+	if err != nil {
+		return "", err
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
+	return name, nil
+}
+
+// Logout ends the request's browser session.
+func (s *Service) Logout(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	g.logout(r)
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}

@@ -1,0 +1,175 @@
+package monitor
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
+)
+
+func TestLoadTokens(t *testing.T) {
+	tok, line, err := NewToken("alice@cern")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cases := []struct{ name, text, err string }{
+		{"good", "# admins\n" + line + "\n\n", ""},
+		{"no hash prefix", "bob 0123", "give NAME sha256:HEX"},
+		{"short hash", "bob sha256:abcd", "give NAME sha256:HEX"},
+		{"bad name", "b;ob sha256:" + strings.Repeat("a", 64), "give NAME sha256:HEX"},
+		{"three fields", "bob x sha256:" + strings.Repeat("a", 64), "give NAME sha256:HEX"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name)
+			os.WriteFile(path, []byte(c.text), 0o600)
+			ts, err := LoadTokens(path)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("error %v, want one with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ts.who(tok) != "alice@cern" || ts.who(tok+"x") != "" || ts.who("") != "" {
+				t.Errorf("who(token) = %q", ts.who(tok))
+			}
+		})
+	}
+	if _, _, err := NewToken("no spaces"); err == nil {
+		t.Error("a name with a space was accepted")
+	}
+}
+
+// accessService is a service with a tokens file of alice and one active
+// alert on cern->cnaf.
+func accessService(t *testing.T, read string) (*Service, http.Handler, string) {
+	tok, line, _ := NewToken("alice")
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	os.WriteFile(tokens, []byte(line+"\n"), 0o600)
+	s, h := costServiceWith(t, "access: {read: "+read+", tokens: "+tokens+"}\n")
+	a := archive.Alert{Ref: "r1", Rule: RuleRTTStep, Src: "cern", Dst: "cnaf", Test: "latency", Started: time.Now().Add(-time.Hour), Message: "route changed"}
+	if _, err := s.Archive().OpenAlert(a); err != nil {
+		t.Fatal(err)
+	}
+	s.det.Resume([]archive.Alert{a})
+	return s, h, tok
+}
+
+type call struct {
+	method, path, body string
+	header             map[string]string
+}
+
+func (c call) do(h http.Handler) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+	req.RemoteAddr = "192.0.2.7:4000"
+	for k, v := range c.header {
+		req.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func TestGuard(t *testing.T) {
+	s, h, tok := accessService(t, "open")
+	bearer := map[string]string{"Authorization": "Bearer " + tok}
+	cases := []struct {
+		name string
+		call call
+		code int
+		has  string
+	}{
+		{"reading is open", call{"GET", "/api/v1/paths", "", nil}, 200, "paths"},
+		{"ranking is a read", call{"POST", "/api/v1/rank", `{"dst": "cnaf", "bytes": 1, "sources": ["cern"]}`, nil}, 200, "ranking"},
+		{"anonymous ack", call{"POST", "/api/v1/alerts/r1/ack", "", nil}, 401, "needs an identity"},
+		{"wrong token", call{"POST", "/api/v1/alerts/r1/ack", "", map[string]string{"Authorization": "Bearer wl_nope"}}, 401, "not one of"},
+		{"another site's page", call{"POST", "/api/v1/alerts/r1/ack", "", map[string]string{"Authorization": "Bearer " + tok, "Origin": "http://evil.example"}}, 403, "another site"},
+		{"ack of no alert", call{"POST", "/api/v1/alerts/nope/ack", "", bearer}, 404, "no active alert"},
+		{"ack with a long note", call{"POST", "/api/v1/alerts/r1/ack", `{"note": "` + strings.Repeat("x", 501) + `"}`, bearer}, 400, "at most 500"},
+		{"ack", call{"POST", "/api/v1/alerts/r1/ack", `{"note": "<b>looking</b>"}`, bearer}, 200, `"by": "alice"`},
+		{"run of a probe test", call{"POST", "/api/v1/paths/cern/cnaf/run", `{"test": "latency"}`, bearer}, 404, "no throughput"},
+		{"run", call{"POST", "/api/v1/paths/cern/cnaf/run", `{"test": "bulk"}`, bearer}, 200, `"done": "run bulk cern-`},
+		{"run again", call{"POST", "/api/v1/paths/cern/cnaf/run", `{"test": "bulk"}`, bearer}, 429, "already queued"},
+		{"anonymous audit", call{"GET", "/api/v1/audit", "", nil}, 401, "for identities"},
+		{"whoami", call{"GET", "/api/v1/whoami", "", bearer}, 200, `"alice"`},
+	}
+	for _, c := range cases {
+		w := c.call.do(h)
+		if w.Code != c.code || !strings.Contains(w.Body.String(), c.has) {
+			t.Errorf("%s: %d %s, want %d with %q", c.name, w.Code, w.Body, c.code, c.has)
+		}
+	}
+	var alerts struct{ Alerts []archive.Alert }
+	json.Unmarshal(call{"GET", "/api/v1/alerts", "", nil}.do(h).Body.Bytes(), &alerts)
+	if len(alerts.Alerts) != 1 || alerts.Alerts[0].AckedBy != "alice" || alerts.Alerts[0].AckNote != "<b>looking</b>" {
+		t.Errorf("active alerts after the ack: %+v", alerts.Alerts)
+	}
+	stored, _ := s.Archive().Alerts(t.Context(), time.Now().Add(-2*time.Hour), true)
+	if len(stored) != 1 || stored[0].AckedBy != "alice" {
+		t.Errorf("the archive's alert after the ack: %+v", stored)
+	}
+	var audit struct{ Audit []archive.AuditEntry }
+	json.Unmarshal(call{"GET", "/api/v1/audit", "", bearer}.do(h).Body.Bytes(), &audit)
+	var lines []string
+	for _, e := range audit.Audit {
+		lines = append(lines, e.Identity+" "+e.Action+" "+e.Target+" "+e.Outcome)
+	}
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{"alice ack r1 ok", "alice ack nope refused: no active alert", "alice run bulk cern->cnaf ok", "alice run bulk cern->cnaf refused: bulk cern->cnaf is already queued"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the audit lacks %q:\n%s", want, got)
+		}
+	}
+	// Ten wrong tokens from one address, and the eleventh try waits.
+	for range 10 {
+		call{"GET", "/api/v1/paths", "", map[string]string{"Authorization": "Bearer wl_guess"}}.do(h)
+	}
+	if w := (call{"GET", "/api/v1/paths", "", bearer}).do(h); w.Code != 429 {
+		t.Errorf("after ten wrong tokens: %d, want 429", w.Code)
+	}
+}
+
+func TestBrowserSession(t *testing.T) {
+	s, h, tok := accessService(t, "token")
+	// Reading needs a token: a page is sent to the login, the API refuses.
+	if w := (call{"GET", "/api/v1/paths", "", nil}).do(h); w.Code != 401 {
+		t.Errorf("anonymous read: %d, want 401", w.Code)
+	}
+	if w := (call{"GET", "/api/v1/paths", "", map[string]string{"Accept": "text/html"}}).do(h); w.Code != 303 || w.Header().Get("Location") != "/login" {
+		t.Errorf("anonymous page: %d to %q, want 303 to /login", w.Code, w.Header().Get("Location"))
+	}
+	login := httptest.NewRequest("POST", "/login", strings.NewReader("token="+tok))
+	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	name, err := s.Login(w, login)
+	if err != nil || name != "alice" {
+		t.Fatalf("login: %q, %v", name, err)
+	}
+	cookie := w.Result().Cookies()[0]
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict", cookie)
+	}
+	session := map[string]string{"Cookie": cookie.Name + "=" + cookie.Value}
+	if w := (call{"GET", "/api/v1/whoami", "", session}).do(h); !strings.Contains(w.Body.String(), "alice") {
+		t.Errorf("whoami with the session: %s", w.Body)
+	}
+	if w := (call{"POST", "/api/v1/alerts/r1/ack", "", session}).do(h); w.Code != 403 {
+		t.Errorf("a session's state change without %s: %d, want 403", RequestHeader, w.Code)
+	}
+	session[RequestHeader] = "1"
+	if w := (call{"POST", "/api/v1/alerts/r1/ack", "", session}).do(h); w.Code != 200 {
+		t.Errorf("a session's state change with %s: %d %s", RequestHeader, w.Code, w.Body)
+	}
+}
