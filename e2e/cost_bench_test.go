@@ -131,7 +131,7 @@ baseline: {window: 1h, min_points: 3}
 		if res.There.Seconds >= p.IntervalSeconds[0] && res.There.Seconds <= p.IntervalSeconds[1] {
 			inside++
 		}
-		b.Logf("%s->%s %3.0f MB: predicted %6.2f s [%6.2f, %6.2f] (%s, %s, %s), took %6.2f s: error %+5.1f%%",
+		fmt.Printf("%s->%s %3.0f MB: predicted %6.2f s [%6.2f, %6.2f] (%s, %s, %s), took %6.2f s: error %+5.1f%%\n",
 			k.src, k.dst, float64(k.bytes)/1e6, p.PredictedSeconds, p.IntervalSeconds[0], p.IntervalSeconds[1], p.Limit, p.Certainty,
 			fmt.Sprintf("%.1f Mbit/s", p.RateBitsPerSecond/1e6), res.There.Seconds, 100*e)
 	}
@@ -149,7 +149,7 @@ baseline: {window: 1h, min_points: 3}
 		if len(order) > 0 && took[ask{order[0], k.dst, k.bytes}] <= 1.05*took[ask{fastest, k.dst, k.bytes}] {
 			near++
 		}
-		b.Logf("rank to %s, %.0f MB: %v; measured fastest %s", k.dst, float64(k.bytes)/1e6, order, fastest)
+		fmt.Printf("rank to %s, %.0f MB: %v; measured fastest %s\n", k.dst, float64(k.bytes)/1e6, order, fastest)
 	}
 	sort.Float64s(errs)
 	b.ReportMetric(100*errs[len(errs)/2], "median_error_%")

@@ -383,6 +383,12 @@ snmp:
 	if !waitFor(20*time.Second, func() bool { return strings.Contains(hook.all(), `"rule":"rtt_step"`) }) {
 		t.Errorf("the webhook got %q", hook.all())
 	}
+	// The injected changes are recorded, each on the paths it touched.
+	var changes struct{ Changes []archive.Change }
+	s.get("/api/v1/paths/cern/taipei/changes", &changes)
+	if len(changes.Changes) != 1 || changes.Changes[0].What != "site taipei: delay=200ms" || changes.Changes[0].T.Before(injected) {
+		t.Errorf("link changes on cern->taipei: %+v, want Taipei's delay alone", changes.Changes)
+	}
 
 	// The archive goes away: results wait in the buffer, then all land.
 	proxy.Cut()

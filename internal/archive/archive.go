@@ -168,8 +168,9 @@ var migrations = []string{
 		owner   TEXT PRIMARY KEY, -- a service process sharing the archive
 		expires REAL NOT NULL
 	)`,
-	// 4: who acknowledged an alert, and the audit of every state change
-	// made through wanlab serve's API or dashboard.
+	// 4: who acknowledged an alert, the audit of every state change made
+	// through wanlab serve's API or dashboard, and the test-bed's link
+	// changes it saw (injected events).
 	`ALTER TABLE mon_alerts ADD COLUMN acked_by TEXT NOT NULL DEFAULT '';
 	ALTER TABLE mon_alerts ADD COLUMN acked_at REAL;
 	ALTER TABLE mon_alerts ADD COLUMN ack_note TEXT NOT NULL DEFAULT '';
@@ -182,7 +183,14 @@ var migrations = []string{
 		target   TEXT NOT NULL,   -- an alert's ref, a path's test
 		outcome  TEXT NOT NULL    -- ok, or why it was refused
 	);
-	CREATE INDEX mon_audit_t ON mon_audit(t)`,
+	CREATE INDEX mon_audit_t ON mon_audit(t);
+	CREATE TABLE mon_changes (
+		id   INTEGER PRIMARY KEY,
+		t    REAL NOT NULL,
+		what TEXT NOT NULL,  -- the change as asked, as "site taipei: delay=250ms"
+		dirs TEXT NOT NULL   -- JSON: the link directions it changed
+	);
+	CREATE INDEX mon_changes_t ON mon_changes(t)`,
 }
 
 // IsPostgres says whether dsn names a PostgreSQL database rather than a file.

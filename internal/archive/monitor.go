@@ -391,6 +391,48 @@ func (a *Archive) Audit(ctx context.Context, since time.Time, limit int) ([]Audi
 	return out, rows.Err()
 }
 
+// Change is a change of a test-bed's links while the service watched it.
+type Change struct {
+	T    time.Time `json:"t"`
+	What string    `json:"what"`
+	Dirs []string  `json:"directions"`
+}
+
+// AddChange stores a link change.
+func (a *Archive) AddChange(c Change) error {
+	dirs, _ := json.Marshal(c.Dirs)
+	if _, err := a.db.Exec(a.q(`INSERT INTO mon_changes (t, what, dirs) VALUES (?, ?, ?)`), unixSeconds(c.T), c.What, string(dirs)); err != nil {
+		return fmt.Errorf("storing a link change in %s: %w", a.path, err)
+	}
+	return nil
+}
+
+// Changes lists the link changes from one time to another, oldest first
+// (at most MaxPoints).
+func (a *Archive) Changes(ctx context.Context, from, to time.Time) ([]Change, error) {
+	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, what, dirs FROM mon_changes WHERE t >= ? AND t <= ? ORDER BY t LIMIT ?`),
+		unixSeconds(from), unixSeconds(to), MaxPoints)
+	if err != nil {
+		return nil, fmt.Errorf("reading link changes: %w", err)
+	}
+	defer rows.Close()
+	var out []Change
+	for rows.Next() {
+		var c Change
+		var t float64
+		var dirs string
+		if err := rows.Scan(&t, &c.What, &dirs); err != nil {
+			return nil, err
+		}
+		c.T = fromUnix(t)
+		if err := json.Unmarshal([]byte(dirs), &c.Dirs); err != nil {
+			return nil, fmt.Errorf("link change at %v: directions %q: %w", c.T, dirs, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
 // Alerts lists alerts that were active at some time since a moment, newest
 // first; activeOnly lists those still active.
 func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {

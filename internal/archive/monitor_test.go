@@ -91,6 +91,12 @@ func testMonitoring(t *testing.T, path string) {
 	if audit, err := a.Audit(ctx, h0, 10); err != nil || len(audit) != 2 || audit[0].Action != "run" || audit[1].Identity != "alice" {
 		t.Errorf("audit = %+v, %v; want both entries, newest first", audit, err)
 	}
+	if err := a.AddChange(Change{T: h0, What: "site taipei: delay=250ms", Dirs: []string{"site taipei up", "site taipei down"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := a.Changes(ctx, h0, h0.Add(time.Hour)); err != nil || len(ch) != 1 || len(ch[0].Dirs) != 2 || !ch[0].T.Equal(h0) {
+		t.Errorf("changes = %+v, %v", ch, err)
+	}
 	if err := a.CloseAlert("r1", h0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -126,6 +126,22 @@ func (s Signs) Limits() []string {
 	return why
 }
 
+// LinkChange is a change made to a bed's links while it ran (wanlab
+// testbed set): an injected event that explains what follows it.
+type LinkChange struct {
+	T time.Time `json:"t"`
+	// What is the change as asked: the selector and its settings.
+	What string `json:"what"`
+	// Dirs are the link directions it changed.
+	Dirs []string `json:"directions"`
+}
+
+// ChangeLog is a bed that records its links' changes; Changes lists those
+// after a time, oldest first.
+type ChangeLog interface {
+	Changes(after time.Time) ([]LinkChange, error)
+}
+
 // ErrOffline is what an offline bed's hosts answer.
 var ErrOffline = errors.New("no agent: the hosts are read from an archive, not measured")
 

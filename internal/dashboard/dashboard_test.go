@@ -91,6 +91,9 @@ tests:
 			Value: 0.05, Baseline: 0.012, Threshold: 0.005, Message: "minimum RTT 50 ms is 38 ms off its baseline <script>document.title='pwned'</script>"}); err != nil {
 			t.Fatal(err)
 		}
+		if err := ar.AddChange(archive.Change{T: now.Add(-90 * time.Minute), What: "cern<->cnaf: delay=<b>25ms</b>", Dirs: []string{"cern->cnaf", "cnaf->cern"}}); err != nil {
+			t.Fatal(err)
+		}
 		for i, hops := range [][]string{{"10.0.0.1", "10.9.0.1", "10.0.0.2"}, {"10.0.0.1", "10.0.0.2"}} {
 			tr := measure.TraceResult{From: "cern", To: "cnaf", Reached: true}
 			for j, h := range hops {
@@ -252,6 +255,9 @@ func TestInBrowser(t *testing.T) {
 	if v := eval(`document.querySelectorAll("#hopchanges tr.changed").length`); v != float64(1) {
 		t.Errorf("%v route changes shown, want 1", v)
 	}
+	if v := eval(`document.querySelector("#changes").innerText.includes("cern<->cnaf: delay=<b>25ms</b>")`); v != true {
+		t.Errorf("the injected change is not listed as text: %v", v)
+	}
 	if v := eval(`document.querySelector("#route").innerText`); v != "10.0.0.1\n10.0.0.2" {
 		t.Errorf("the route now: %q, want the newest trace's hops", v)
 	}
@@ -294,7 +300,17 @@ func TestInBrowser(t *testing.T) {
 		t.Errorf("%v charts on the hostile host's page: its series did not load", n)
 	}
 
-	// An interface's MRTG page: a day, a week, a month and a year.
+	// The interfaces, as the archive last had them; each leads to its
+	// MRTG page: a day, a week, a month and a year.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/interfaces"), chromedp.WaitVisible("#ifaces")); err != nil {
+		t.Fatal(err)
+	}
+	if v := eval(`document.querySelector("#ifaces").innerText.includes("xe-0/0/1")`); v != true {
+		t.Error("the interface list lacks border's xe-0/0/1")
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-interfaces.png"); err != nil {
+		t.Error(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/interfaces/border/"+url.PathEscape("xe-0/0/1")), chromedp.WaitVisible("body[data-drawn]")); err != nil {
 		t.Fatal(err)
 	}

@@ -71,15 +71,21 @@ func TestLabPages(t *testing.T) {
 func TestLabInBrowser(t *testing.T) {
 	base := labArchive(t)
 	ctx := testsupport.Browser(t, 60*time.Second)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#runs"),
-		chromedp.Click(`input[name="runs"][value="1"]`), chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible("#efficient")); err != nil {
+	shots := os.Getenv("WANLAB_SCREENSHOTS")
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible("#runs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-runs.png"); err != nil {
+		t.Error(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`input[name="runs"][value="1"]`), chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible("#efficient")); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelectorAll("#efficient tr").length`))
 	if err != nil || rows != 2 {
 		t.Errorf("efficient-running table: %v rows (with its head), %v", rows, err)
 	}
-	if err := testsupport.Screenshot(ctx, os.Getenv("WANLAB_SCREENSHOTS"), "dashboard-compare.png"); err != nil {
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-compare.png"); err != nil {
 		t.Error(err)
 	}
 }

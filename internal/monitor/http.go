@@ -47,6 +47,7 @@ func (s *Service) Routes() []Route {
 		}},
 		{"GET", "/api/v1/paths/{src}/{dst}/series", s.series},
 		{"GET", "/api/v1/paths/{src}/{dst}/tests", s.tests},
+		{"GET", "/api/v1/paths/{src}/{dst}/changes", s.changes},
 		{"GET", "/api/v1/cost", s.cost},
 		{"POST", "/api/v1/rank", s.rank},
 		{"GET", "/api/v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
@@ -175,6 +176,40 @@ func (s *Service) tests(w http.ResponseWriter, r *http.Request) {
 		recs = []archive.TestRecord{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tests": recs})
+}
+
+// GET /api/v1/paths/{src}/{dst}/changes?from=T&to=T: the test-bed's link
+// changes on the path's links (either way) over a range; every change
+// where the path's links are unknown.
+func (s *Service) changes(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	from, ok1 := timeParam(r, "from", now.Add(-24*time.Hour))
+	to, ok2 := timeParam(r, "to", now)
+	if !ok1 || !ok2 || !from.Before(to) {
+		problem(w, http.StatusBadRequest, "from and to: give RFC 3339 times or Unix seconds, from before to")
+		return
+	}
+	ar := s.archiveOr(w)
+	if ar == nil {
+		return
+	}
+	all, err := ar.Changes(r.Context(), from, to)
+	if err != nil {
+		problem(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	src, dst := r.PathValue("src"), r.PathValue("dst")
+	s.mu.Lock()
+	links := append(slices.Clone(s.via[[2]string{src, dst}]), s.via[[2]string{dst, src}]...)
+	s.mu.Unlock()
+	out := []archive.Change{}
+	for _, c := range all {
+		// A path whose links are unknown (real hosts, a viewer) sees every change.
+		if len(links) == 0 || slices.ContainsFunc(c.Dirs, func(d string) bool { return slices.Contains(links, d) }) {
+			out = append(out, c)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"changes": out})
 }
 
 // GET /api/v1/alerts[?since=T]: active alerts, or every alert since T.

@@ -42,15 +42,17 @@ type Service struct {
 	opts    Options
 	started time.Time
 
-	mu       sync.Mutex
-	cfg      *Config
-	sched    *Scheduler
-	det      *Detector
-	paths    map[PathKey]*PathState
-	down     map[string]*hostDown
-	last     map[[3]string]time.Time // when each exclusive test last started
-	latest   map[PathKey]*PathState  // what the archive had of each path at start
-	counts   map[[2]string]int64     // (type, status) -> tests
+	mu     sync.Mutex
+	cfg    *Config
+	sched  *Scheduler
+	det    *Detector
+	paths  map[PathKey]*PathState
+	down   map[string]*hostDown
+	last   map[[3]string]time.Time // when each exclusive test last started
+	latest map[PathKey]*PathState  // what the archive had of each path at start
+	// changed is the time of the last link change recorded.
+	changed  time.Time
+	counts   map[[2]string]int64 // (type, status) -> tests
 	late     int64
 	events   []Event
 	running  int
@@ -114,6 +116,9 @@ type Event struct {
 	T       time.Time `json:"t"`
 	Message string    `json:"message"`
 }
+
+// probeStagger bounds how far apart a mesh's probe loops start.
+const probeStagger = 10 * time.Second
 
 // Backoff bounds of a host that does not answer.
 const (
@@ -179,6 +184,27 @@ func (s *Service) resume() {
 	err := ar.RecentPoints(ctx, time.Now().Add(-s.cfg.Baseline.Window), func(p archive.Point) error {
 		s.det.Learn(p)
 		n++
+		// An interface's latest rates, likewise (a viewer shows them).
+		if p.Test == "snmp" || p.Test == "agent" {
+			k := [2]string{p.Src, p.Dst}
+			st := s.snmp.ifaces[k]
+			if p.T.Before(st.At) {
+				return nil
+			}
+			if p.T.After(st.At) {
+				st = IfaceState{Source: p.Test, Device: p.Src, Interface: p.Dst, At: p.T}
+			}
+			switch p.Metric {
+			case "in_bits_per_second":
+				st.InBPS = p.Value
+			case "out_bits_per_second":
+				st.OutBPS = p.Value
+			case "speed_bits_per_second":
+				st.SpeedBPS = p.Value
+			}
+			s.snmp.ifaces[k] = st
+			return nil
+		}
 		// Each path's latest result is its state until a new one comes,
 		// shown while fresh: a restart does not blank the grid.
 		k := PathKey{p.Src, p.Dst, p.Test}
@@ -197,6 +223,9 @@ func (s *Service) resume() {
 	}
 	if active, err := ar.Alerts(ctx, time.Now(), true); err == nil {
 		s.det.Resume(active)
+	}
+	if ch, err := ar.Changes(ctx, time.Time{}, time.Now()); err == nil && len(ch) > 0 {
+		s.changed = ch[len(ch)-1].T
 	}
 	if n > 0 || len(s.last) > 0 {
 		s.logf("resumed from the archive: %d recent results for the baselines, %d pairs' last tests", n, len(s.last))
@@ -327,9 +356,14 @@ func (s *Service) startProbes(ctx context.Context) {
 		pairs := s.cfg.Pairs(t)
 		for i, p := range pairs {
 			s.probesWG.Add(1)
-			// Stagger the loops over one period, so that a mesh's
-			// sessions do not start together.
-			delay := time.Duration(i) * t.Period() / time.Duration(len(pairs))
+			// Stagger the loops, so that a mesh's sessions do not start
+			// together: over one period, but probes (light) over at most
+			// 10 s, so that a new service's grid fills within a minute.
+			spread := t.Period()
+			if t.Type == Probe {
+				spread = min(spread, probeStagger)
+			}
+			delay := time.Duration(i) * spread / time.Duration(len(pairs))
 			go func() {
 				defer s.probesWG.Done()
 				if t.Type == Trace {
@@ -772,11 +806,33 @@ func (s *Service) maintain(ctx context.Context) {
 			s.mu.Unlock()
 		}
 		prev = now
+		s.watchChanges()
 		s.opts.Store.Flush()
 		if now.Sub(lastHousekeeping) >= time.Minute {
 			lastHousekeeping = now
 			s.housekeeping(ctx, now)
 		}
+	}
+}
+
+// watchChanges records the test-bed's link changes (wanlab testbed set)
+// since the last one recorded: the injected events that explain what the
+// paths show next.
+func (s *Service) watchChanges() {
+	log, ok := s.opts.Bed.(backend.ChangeLog)
+	if !ok {
+		return
+	}
+	changes, err := log.Changes(s.changed)
+	if err != nil {
+		return // the test-bed's state is unreadable now; the next tick tries again
+	}
+	for _, c := range changes {
+		s.mu.Lock()
+		s.logf("link change: %s", c.What)
+		s.mu.Unlock()
+		s.opts.Store.Put(record{At: c.T, Change: &archive.Change{T: c.T, What: c.What, Dirs: c.Dirs}})
+		s.changed = c.T
 	}
 }
 

@@ -23,6 +23,7 @@ type record struct {
 	Close  *closed             `json:"close,omitempty"`
 	Ack    *acked              `json:"ack,omitempty"`
 	Audit  *archive.AuditEntry `json:"audit,omitempty"`
+	Change *archive.Change     `json:"change,omitempty"`
 }
 
 type acked struct {
@@ -196,7 +197,12 @@ func (s *Store) apply(r record) error {
 		}
 	}
 	if r.Audit != nil {
-		return s.ar.AddAudit(*r.Audit)
+		if err := s.ar.AddAudit(*r.Audit); err != nil {
+			return err
+		}
+	}
+	if r.Change != nil {
+		return s.ar.AddChange(*r.Change)
 	}
 	return nil
 }

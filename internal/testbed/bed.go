@@ -29,6 +29,23 @@ type Bed struct {
 }
 
 var _ backend.Bed = (*Bed)(nil)
+var _ backend.ChangeLog = (*Bed)(nil)
+
+// Changes lists the links' changes after a time, from the test-bed's
+// state (the engine's daemon records each wanlab testbed set).
+func (b *Bed) Changes(after time.Time) ([]backend.LinkChange, error) {
+	st, err := ReadState(b.state.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out []backend.LinkChange
+	for _, c := range st.Changes {
+		if c.T.After(after) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
 
 // Attach reaches test-bed name, which is up; Close leaves it up.
 func Attach(name string) (*Bed, error) {

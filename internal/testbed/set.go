@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 )
@@ -82,6 +84,12 @@ func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
 		d.state.Dirs[i] = changed[k]
 	}
 	log.Printf("set %s: %s", req.Select, strings.Join(req.Settings, " "))
+	c := backend.LinkChange{T: time.Now().UTC(), What: req.Select + ": " + strings.Join(req.Settings, " ")}
+	for _, ch := range changed {
+		c.Dirs = append(c.Dirs, ch.Name)
+	}
+	d.state.Changes = append(d.state.Changes, c)
+	d.state.Changes = d.state.Changes[max(len(d.state.Changes)-maxChanges, 0):]
 	if err := writeState(d.state); err != nil {
 		log.Printf("recording the change: %v", err)
 	}

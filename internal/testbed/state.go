@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/proc"
@@ -34,7 +35,12 @@ type State struct {
 	Hosts    []Host               `json:"hosts"`
 	Dirs     []topology.Direction `json:"directions"`
 	Paths    []topology.Path      `json:"paths"`
+	// Changes are the links' changes while it ran, the last maxChanges.
+	Changes []backend.LinkChange `json:"changes,omitempty"`
 }
+
+// maxChanges bounds the changes a state keeps.
+const maxChanges = 1000
 
 // Topology is the test-bed's topology, as it was built.
 func (st *State) Topology() *topology.Topology {

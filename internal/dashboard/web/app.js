@@ -187,6 +187,19 @@
           if (a.ended) markers.push({ t: Date.parse(a.ended) / 1000, color: "#2e7d32" });
         }
       } catch (e) { /* alerts need the archive: charts still draw */ }
+      // Injected changes of the path's links (wanlab testbed set).
+      const list = document.getElementById("changes");
+      try {
+        const ch = (await getJSON(base + "/changes?from=" + range.from + "&to=" + range.to)).changes;
+        const rows = ch.map((c) => {
+          markers.push({ t: Date.parse(c.t) / 1000, color: "#7b1fa2" });
+          return el("tr", {}, el("td", {}, fmtTime(c.t)), el("td", {}, c.what), el("td", {}, c.directions.join(", ")));
+        });
+        list.replaceChildren(rows.length ? el("table", { class: "list" }, el("tr", {}, el("th", {}, "When"), el("th", {}, "Change"), el("th", {}, "Link directions")), ...rows)
+          : el("p", {}, "No change of the path's links in this range."));
+      } catch (e) {
+        list.replaceChildren(el("p", { class: "empty" }, "could not load: " + e.message));
+      }
       const fetchSeries = async (metric) =>
         (await getJSON(base + "/series?metric=" + metric + "&from=" + range.from + "&to=" + range.to + "&max=1500")).points;
       await drawCharts(document.getElementById("charts"), specs, fetchSeries, markers);
