@@ -606,10 +606,15 @@ interfaces: {every: 5s}
 	if !waitFor(90*time.Second, ready) {
 		t.Fatalf("not every path measured on the real hosts: %+v %+v\n%s", s.status().Tests, s.paths(), s.stderr)
 	}
-	var index struct{ API []string }
-	s.get("/", &index)
-	if len(index.API) < 6 {
-		t.Errorf("GET / lists %v", index.API)
+	// The dashboard of real hosts: the latency grid, every path measured.
+	resp, err := http.Get(s.base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Count(string(page), `<td class="ok"`) != 6 {
+		t.Errorf("GET /: %s, %d paths ok on the grid, want the 6 of three hosts", resp.Status, strings.Count(string(page), `<td class="ok"`))
 	}
 	if r := s.paths()["route a->b"]; len(r.Hops) != 1 || r.Hops[0] != l.host("b").addr {
 		t.Errorf("route a->b: %+v, want b's address as the one hop", r)

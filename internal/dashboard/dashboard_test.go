@@ -275,7 +275,13 @@ func TestInBrowser(t *testing.T) {
 	}
 
 	// Signed in, an alert is acknowledged from the page, with a note.
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.SendKeys(`input[name="token"]`, token),
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(`input[name="token"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testsupport.Screenshot(ctx, shots, "dashboard-login.png"); err != nil {
+		t.Error(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys(`input[name="token"]`, token),
 		chromedp.Submit(`input[name="token"]`), chromedp.WaitVisible("#who"),
 		chromedp.Navigate(base+pathURL("cern", "cnaf")), chromedp.WaitVisible("body[data-drawn]"),
 		chromedp.SendKeys("ul.alerts input.note", "on it"), chromedp.Click("ul.alerts button.act"),
