@@ -294,6 +294,9 @@ func TestInBrowser(t *testing.T) {
 	if v := eval(`document.querySelector("ul.alerts .acked").innerText`); v != "acknowledged by ops: on it" {
 		t.Errorf("after the acknowledgement: %q", v)
 	}
+	if err := chromedp.Do(ctx, chromedp.Click(`header .who button`), chromedp.WaitVisible(`header .who a[href="/login"]`)); err != nil {
+		t.Errorf("signing out: %v", err)
+	}
 
 	// The hostile host's own page: its name is text, and nothing ran.
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+pathURL(hostile, "cern")), chromedp.WaitVisible("body[data-drawn]")); err != nil {

@@ -36,7 +36,10 @@ const (
 	maxSessions     = 1000
 	failuresAllowed = 10 // wrong tokens per remote address per minute
 	actionsAllowed  = 30 // state changes per identity per minute
-	sessionCookie   = "wanlab_session"
+	// maxFailingAddresses is how many addresses' wrong tokens are kept
+	// before the stale ones are swept.
+	maxFailingAddresses = 10000
+	sessionCookie       = "wanlab_session"
 	// RequestHeader must come with a browser's state-changing request: a
 	// page of another site cannot send it without a CORS preflight, which
 	// this server never grants.
@@ -185,6 +188,14 @@ func (g *gate) identify(r *http.Request) (string, error) {
 	if len(g.failures[addr]) == 0 {
 		delete(g.failures, addr)
 	}
+	if len(g.failures) > maxFailingAddresses {
+		// Many addresses failing at once: forget those of over a minute ago.
+		for a, ts := range g.failures {
+			if len(recent(ts, now)) == 0 {
+				delete(g.failures, a)
+			}
+		}
+	}
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		if len(g.failures[addr]) >= failuresAllowed {
 			return "", errThrottled
@@ -306,7 +317,8 @@ func (s *Service) Guard(h http.Handler) http.Handler {
 			problem(w, http.StatusUnauthorized, err.Error())
 			return
 		}
-		open := strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/favicon.ico" || r.URL.Path == "/login"
+		// Signing in checks its own origin; signing out is harmless.
+		open := strings.HasPrefix(r.URL.Path, "/static/") || r.URL.Path == "/favicon.ico" || r.URL.Path == "/login" || r.URL.Path == "/logout"
 		// POST /api/v1/rank asks, it changes nothing: a read.
 		write := r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/api/v1/rank"
 		switch {

@@ -172,4 +172,11 @@ func TestBrowserSession(t *testing.T) {
 	if w := (call{"POST", "/api/v1/alerts/r1/ack", "", session}).do(h); w.Code != 200 {
 		t.Errorf("a session's state change with %s: %d %s", RequestHeader, w.Code, w.Body)
 	}
+	// Signing out (a plain form) ends the session.
+	logout := httptest.NewRequest("POST", "/logout", nil)
+	logout.Header.Set("Cookie", session["Cookie"])
+	s.Logout(httptest.NewRecorder(), logout)
+	if w := (call{"GET", "/api/v1/whoami", "", session}).do(h); w.Code != 401 {
+		t.Errorf("whoami after signing out: %d %s, want 401 (reading needs a token)", w.Code, w.Body)
+	}
 }
