@@ -407,6 +407,15 @@ func (a *Archive) AddChange(c Change) error {
 	return nil
 }
 
+// LastChange is the time of the newest link change stored (zero if none).
+func (a *Archive) LastChange(ctx context.Context) (time.Time, error) {
+	var t sql.NullFloat64
+	if err := a.db.QueryRowContext(ctx, `SELECT MAX(t) FROM mon_changes`).Scan(&t); err != nil || !t.Valid {
+		return time.Time{}, err
+	}
+	return fromUnix(t.Float64), nil
+}
+
 // Changes lists the link changes from one time to another, oldest first
 // (at most MaxPoints).
 func (a *Archive) Changes(ctx context.Context, from, to time.Time) ([]Change, error) {

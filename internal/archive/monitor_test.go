@@ -97,6 +97,9 @@ func testMonitoring(t *testing.T, path string) {
 	if ch, err := a.Changes(ctx, h0, h0.Add(time.Hour)); err != nil || len(ch) != 1 || len(ch[0].Dirs) != 2 || !ch[0].T.Equal(h0) {
 		t.Errorf("changes = %+v, %v", ch, err)
 	}
+	if last, err := a.LastChange(ctx); err != nil || !last.Equal(h0) {
+		t.Errorf("LastChange = %v, %v; want %v", last, err, h0)
+	}
 	if err := a.CloseAlert("r1", h0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -92,8 +92,6 @@ type page struct {
 	Who, Error string
 }
 
-func (d *dash) render(w http.ResponseWriter, name string, data any) { render(w, name, data) }
-
 // render executes a page whole before anything is written, so that an
 // error is a clean 500, not half a page.
 func render(w http.ResponseWriter, name string, data any) {
@@ -241,7 +239,7 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 		}
 		g.Rows = append(g.Rows, row)
 	}
-	d.render(w, "grid.html", g)
+	render(w, "grid.html", g)
 }
 
 // PathPage is a path page's data.
@@ -278,7 +276,7 @@ func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 			pg.Alerts = append(pg.Alerts, a)
 		}
 	}
-	d.render(w, "path.html", pg)
+	render(w, "path.html", pg)
 }
 
 // IfacePage is the interfaces' page data.
@@ -292,11 +290,11 @@ type IfacePage struct {
 
 func (d *dash) interfaces(w http.ResponseWriter, r *http.Request) {
 	ifaces, errs := d.svc.Interfaces()
-	d.render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs, page: page{Who: monitor.Identity(r)}})
+	render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs, page: page{Who: monitor.Identity(r)}})
 }
 
 func (d *dash) iface(w http.ResponseWriter, r *http.Request) {
-	d.render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface"), page: page{Who: monitor.Identity(r)}})
+	render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface"), page: page{Who: monitor.Identity(r)}})
 }
 
 func writeJSONTo(w http.ResponseWriter, v any) {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -154,21 +155,24 @@ func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
 					e.SingleS, e.Boundary, e.Throughput = f.Values["single_wallclock_s"], f.Values["boundary_concurrency"], f.Values["throughput_mbps"]
 				}
 			}
-			if i < len(c.Report.Workloads) {
-				for _, s := range c.Report.Workloads[i].Steps {
-					if e.Boundary > 0 && s.Bottleneck != "" {
-						e.Bottleneck = s.Bottleneck
+			// What limited the step where efficient running ends.
+			for _, s := range wl.Steps {
+				if e.Boundary == 0 || analysis.Concurrency(s) != e.Boundary || i >= len(c.Report.Workloads) {
+					continue
+				}
+				for _, v := range c.Report.Workloads[i].Steps {
+					if v.Index == s.Index {
+						e.Bottleneck = v.Bottleneck
 					}
 				}
 			}
 			if wl.Kind == results.EventDB {
 				eff = append(eff, e)
-				c.Efficient = append(c.Efficient, e)
 			}
 		}
 		all = append(all, c)
 	}
-	slices.SortStableFunc(eff, func(a, b Efficiency) int { return cmpFloat(b.Slowest, a.Slowest) })
+	slices.SortStableFunc(eff, func(a, b Efficiency) int { return cmp.Compare(b.Slowest, a.Slowest) })
 	render(w, "compare.html", map[string]any{"Runs": all, "Efficient": eff, "Conclusion": conclude(eff)})
 }
 
@@ -203,16 +207,6 @@ func conclude(eff []Efficiency) string {
 		text += fmt.Sprintf(" Slower links hold fewer: %v.", below)
 	}
 	return text
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // slowest is the lowest bottleneck of a workload's test-bed paths, bit/s.

@@ -699,7 +699,15 @@ func days(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+	// Zero seconds and zero minutes go, and nothing else: 1h30m0s is 1h30m.
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // For returns the thresholds of a pair: the last override naming the pair

@@ -126,3 +126,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestDays(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		24 * time.Hour: "1d", 30 * 24 * time.Hour: "30d", 90 * time.Minute: "1h30m", 10 * time.Minute: "10m",
+		time.Hour: "1h", 25 * time.Hour: "25h", 90 * time.Second: "1m30s", 10 * time.Second: "10s",
+	} {
+		if got := days(d); got != want {
+			t.Errorf("days(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

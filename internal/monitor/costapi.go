@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
@@ -258,5 +257,5 @@ func (s *Service) rank(w http.ResponseWriter, r *http.Request) {
 func (s *Service) window() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return strings.TrimSuffix(s.cfg.Baseline.Window.String(), "0m0s")
+	return days(s.cfg.Baseline.Window)
 }

@@ -42,14 +42,13 @@ type Service struct {
 	opts    Options
 	started time.Time
 
-	mu     sync.Mutex
-	cfg    *Config
-	sched  *Scheduler
-	det    *Detector
-	paths  map[PathKey]*PathState
-	down   map[string]*hostDown
-	last   map[[3]string]time.Time // when each exclusive test last started
-	latest map[PathKey]*PathState  // what the archive had of each path at start
+	mu    sync.Mutex
+	cfg   *Config
+	sched *Scheduler
+	det   *Detector
+	paths map[PathKey]*PathState
+	down  map[string]*hostDown
+	last  map[[3]string]time.Time // when each exclusive test last started
 	// changed is the time of the last link change recorded.
 	changed  time.Time
 	counts   map[[2]string]int64 // (type, status) -> tests
@@ -143,7 +142,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{opts: opts, cfg: cfg, det: NewDetector(cfg), paths: map[PathKey]*PathState{}, down: map[string]*hostDown{},
-		last: map[[3]string]time.Time{}, latest: map[PathKey]*PathState{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
+		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
 		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}, owner: newOwner()}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
@@ -153,25 +152,26 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s.gate = g
-	s.resume()
+	latest := s.resume()
 	s.sched = NewScheduler(cfg, time.Now(), s.last, opts.Seed)
 	s.addPaths(cfg)
-	for k, l := range s.latest {
+	for k, l := range latest {
 		if ps := s.paths[k]; ps != nil {
 			ps.At, ps.Values = l.At, l.Values
 		}
 	}
-	s.latest = nil
 	return s, nil
 }
 
 // resume reads what the archive remembers: when each exclusive test last
-// ran, the recent results that make the baselines, the alerts still active.
-func (s *Service) resume() {
+// ran, the recent results that make the baselines, the alerts still active,
+// the interfaces' latest rates; it returns each path's latest result.
+func (s *Service) resume() map[PathKey]*PathState {
+	latest := map[PathKey]*PathState{}
 	ar := s.opts.Store.Archive()
 	if ar == nil {
 		s.logf("archive unreachable at start: the schedule starts afresh and baselines are learnt anew")
-		return
+		return latest
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -208,10 +208,10 @@ func (s *Service) resume() {
 		// Each path's latest result is its state until a new one comes,
 		// shown while fresh: a restart does not blank the grid.
 		k := PathKey{p.Src, p.Dst, p.Test}
-		ps := s.latest[k]
+		ps := latest[k]
 		if ps == nil || p.T.After(ps.At) {
 			ps = &PathState{At: p.T, Values: map[string]float64{}}
-			s.latest[k] = ps
+			latest[k] = ps
 		}
 		if p.T.Equal(ps.At) {
 			ps.Values[p.Metric] = p.Value
@@ -224,12 +224,13 @@ func (s *Service) resume() {
 	if active, err := ar.Alerts(ctx, time.Now(), true); err == nil {
 		s.det.Resume(active)
 	}
-	if ch, err := ar.Changes(ctx, time.Time{}, time.Now()); err == nil && len(ch) > 0 {
-		s.changed = ch[len(ch)-1].T
+	if t, err := ar.LastChange(ctx); err == nil {
+		s.changed = t
 	}
 	if n > 0 || len(s.last) > 0 {
 		s.logf("resumed from the archive: %d recent results for the baselines, %d pairs' last tests", n, len(s.last))
 	}
+	return latest
 }
 
 func (s *Service) addPaths(cfg *Config) {
