@@ -57,7 +57,7 @@ type Report struct {
 
 // Finding is one conclusion, in a sentence and in figures.
 type Finding struct {
-	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed
+	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change
 	Workload string `json:"workload,omitempty"`
 	Text     string `json:"text"`
 	// Bottleneck is set on bottleneck findings.
@@ -222,9 +222,31 @@ func Analyze(ctx context.Context, a *archive.Archive, id int64, o Options) (*Rep
 	if err != nil {
 		return nil, err
 	}
+	rep, _, err := OfRun(ctx, a, r, workloads, o)
+	return rep, err
+}
+
+// OfRun analyses a loaded run: its workloads and the timeline of its
+// links' changes, which it returns too.
+func OfRun(ctx context.Context, a *archive.Archive, r archive.Run, workloads []Workload, o Options) (*Report, *Timeline, error) {
 	rep := Of(workloads, o)
 	rep.Run, rep.Scenario, rep.Status = r.ID, r.Name, r.Status
-	return rep, nil
+	tl, err := LoadTimeline(ctx, a, r.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %d: reading its link changes: %w", r.ID, err)
+	}
+	rep.Findings = append(rep.Findings, PathChanges(tl, workloadsTestbed(workloads))...)
+	return rep, tl, nil
+}
+
+// workloadsTestbed is the workloads' test-bed, nil if none says.
+func workloadsTestbed(workloads []Workload) *scenario.Testbed {
+	for _, w := range workloads {
+		if w.Testbed != nil {
+			return w.Testbed
+		}
+	}
+	return nil
 }
 
 // Of analyses workloads.

@@ -761,17 +761,24 @@ func (a *Archive) Jobs(ctx context.Context, step int64, fn func(job.Record) erro
 
 func fromUnix(t float64) time.Time { return time.Unix(0, int64(t*1e9)).UTC() }
 
-// Event levels.
+// Event levels. Link is a change made to the test-bed's links (an event
+// of the scenario's timeline, or wanlab testbed set) while the run ran.
 const (
 	Info    = "info"
 	Warning = "warning"
 	Failure = "error"
+	Link    = "link"
 )
 
-// AddEvent records something that happened during a run (and one of its
-// steps, unless step is 0).
+// AddEvent records something that happens now during a run (and one of
+// its steps, unless step is 0).
 func (a *Archive) AddEvent(run, step int64, level, message string) error {
-	_, err := a.db.Exec(a.q(`INSERT INTO events (run_id, step_id, t, level, message) VALUES (?, ?, ?, ?, ?)`), run, nullID(step), unixSeconds(time.Now()), level, message)
+	return a.AddEventAt(run, step, time.Now(), level, message)
+}
+
+// AddEventAt records something that happened at t during a run.
+func (a *Archive) AddEventAt(run, step int64, t time.Time, level, message string) error {
+	_, err := a.db.Exec(a.q(`INSERT INTO events (run_id, step_id, t, level, message) VALUES (?, ?, ?, ?, ?)`), run, nullID(step), unixSeconds(t), level, message)
 	if err != nil {
 		return fmt.Errorf("recording an event of run %d: %w", run, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 )
 
@@ -134,6 +135,18 @@ type LinkChange struct {
 	What string `json:"what"`
 	// Dirs are the link directions it changed.
 	Dirs []string `json:"directions"`
+	// Due is when a timed change was to take effect (T is when it did);
+	// zero for a change made at once.
+	Due time.Time `json:"due,omitzero"`
+}
+
+// Timeline is a bed whose links follow a scenario's timeline: Schedule
+// starts one under a tag, its times counted from start; EndTimeline
+// cancels what has not happened yet and puts the directions it changed
+// back as they were before it began.
+type Timeline interface {
+	Schedule(tag string, start time.Time, changes []scenario.TimedChange) error
+	EndTimeline(tag string) error
 }
 
 // ChangeLog is a bed that records its links' changes; Changes lists those

@@ -130,11 +130,19 @@ resumed run of real hosts needs --inventory again.`,
 					fmt.Fprintf(c.ErrOrStderr(), "wanlab: analysing run %d: %v\n", res.Run, aerr)
 				}
 			}
+			var report string
+			if reportDir != "" && len(res.Steps) > 0 {
+				var rerr error
+				if report, rerr = writeReport(context.WithoutCancel(ctx), ar, res.Run, reportDir); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
 			if asJSON {
 				doc := struct {
 					*controller.Result
 					Analysis *analysis.Report `json:"analysis,omitempty"`
-				}{res, rep}
+					Report   string           `json:"report,omitempty"`
+				}{res, rep, report}
 				if werr := writeJSON(c.OutOrStdout(), doc); werr != nil {
 					return werr
 				}
@@ -146,12 +154,8 @@ resumed run of real hosts needs --inventory again.`,
 				printAnalysis(c.OutOrStdout(), rep, false)
 				fmt.Fprintf(c.OutOrStdout(), "(per-step bottlenecks: wanlab analyze %d --db %s)\n", res.Run, res.Archive)
 			}
-			if reportDir != "" && len(res.Steps) > 0 {
-				path, rerr := writeReport(context.WithoutCancel(ctx), ar, res.Run, reportDir)
-				if rerr != nil {
-					return errors.Join(err, rerr)
-				}
-				fmt.Fprintf(c.OutOrStdout(), "\nreport: %s\n", path)
+			if report != "" {
+				fmt.Fprintf(c.OutOrStdout(), "\nreport: %s\n", report)
 			}
 			return err
 		},

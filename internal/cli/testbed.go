@@ -257,17 +257,25 @@ func newSetCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "set NAME DIRECTION KEY=VALUE...",
-		Short: "Change a live link of a running test-bed: rate, delay, jitter, loss, queue",
+		Short: "Change a live link of a running test-bed: rate, delay, jitter, loss, queue, MTU, routers, down",
 		Long: `Change link directions of a running test-bed while it carries traffic. DIRECTION is a
 link direction as testbed status lists it (a->b, "site cern up"), both directions of a
 link (a<->b) or of a site's access ("site cern"). Settings are written as in a scenario:
 rate=10Mbit delay=20ms jitter=1ms loss=0.5% queue=100 (packets) or queue=64KiB,
-reorder=true; those not given stay as they are. The engine applies the change between
-two packets: packets already on the link keep their timing and none is dropped by the
-change; the new queue limit and loss apply to packets that arrive after it.`,
+reorder=true, mtu=1400 (larger packets are answered with ICMP "fragmentation needed",
+or dropped silently with blackhole=true), hops=NAME@ADDR,ADDR (the routers traceroute
+sees; hops=none for none), down=true or down=false; those not given stay as they are.
+The engine applies the change between two packets: packets already on the link keep
+their timing and none is dropped by the change; the new queue limit, loss, MTU and
+down apply to packets that arrive after it. Each change is recorded in the test-bed's
+state (and by a run or wanlab serve as a link event). A scenario's events: make the same
+changes at set times (docs/scenario.md).`,
 		Example: `  wanlab testbed set wan a->b rate=2Mbit
   wanlab testbed set wan a<->b delay=150ms loss=1%
-  wanlab testbed set grid "site cern" rate=100Mbit`,
+  wanlab testbed set grid "site cern" rate=100Mbit
+  wanlab testbed set grid "site taipei" delay=175ms hops=geant@192.0.2.1,asnet@192.0.2.9
+  wanlab testbed set wan a->b mtu=1280 blackhole=true
+  wanlab testbed set wan a<->b down=true`,
 		Args: args(cobra.MinimumNArgs(3)),
 		RunE: func(c *cobra.Command, a []string) error {
 			// Settings that could not apply to any link are a usage error.

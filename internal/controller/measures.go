@@ -88,7 +88,6 @@ func runProbe(ctx context.Context, env *stepEnv, p *scenario.Probe) (*outcome, e
 func runImpact(ctx context.Context, env *stepEnv, i *scenario.Impact) (*outcome, error) {
 	spec := measure.ImpactSpec{Phase: i.Phase, Interval: i.Interval, Size: probe.HeaderLen,
 		Load: throughput.Spec{Protocol: throughput.TCP, Streams: i.Streams, Duration: i.Duration, Window: int(i.Window), Interval: time.Second}}
-	start := time.Now()
 	r, err := measure.Impact(ctx, env.hosts[i.ProbeFrom], env.hosts[i.ProbeTo], env.hosts[i.From], env.hosts[i.To], spec)
 	if r == nil {
 		return nil, err
@@ -108,7 +107,7 @@ func runImpact(ctx context.Context, env *stepEnv, i *scenario.Impact) (*outcome,
 	}
 	if r.Load != nil {
 		o.metrics[results.LoadMbps] = r.Load.End.SumReceived.BitsPerSecond / 1e6
-		o.samples = append(o.samples, r.Load.Samples(start)...)
+		o.samples = append(o.samples, r.Load.Samples(r.LoadStart)...)
 	}
 	return o, err
 }

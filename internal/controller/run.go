@@ -150,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	start := time.Now()
-	runErr := execute(ctx, o, f.Testbed.Seed, plan, done, res)
+	runErr := execute(ctx, o, f, plan, done, res)
 	res.Seconds = time.Since(start).Seconds()
 	res.Status, res.Reason = endStatus(runErr, res.Steps)
 	summary := map[string]any{"steps": len(plan), "seconds": res.Seconds}
@@ -215,7 +215,7 @@ func endStatus(runErr error, steps []StepResult) (status, reason string) {
 
 // execute brings the hosts up, runs the steps not yet done and lets the
 // hosts go.
-func execute(ctx context.Context, o Options, seed uint64, plan []plannedStep, done map[int]archive.Step, res *Result) (err error) {
+func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedStep, done map[int]archive.Step, res *Result) (err error) {
 	bed, err := o.Start(ctx, o.Source, o.Text)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -233,7 +233,15 @@ func execute(ctx context.Context, o Options, seed uint64, plan []plannedStep, do
 		return err
 	}
 	defer measure.CloseAll(hosts)
-	r := &runner{o: o, bed: bed, hosts: hosts, run: res.Run, steps: len(plan), start: time.Now(), seed: seed}
+	r := &runner{o: o, bed: bed, hosts: hosts, run: res.Run, steps: len(plan), start: time.Now(), seed: f.Testbed.Seed, recorded: time.Now()}
+	if len(f.Events) > 0 {
+		stop, err := r.timeline("run", f.Events, r.start)
+		if err != nil {
+			return err
+		}
+		r.timed = true
+		defer func() { err = errors.Join(err, stop(), r.recordChanges(0, true)) }()
+	}
 	for _, p := range plan {
 		if prev, ok := done[p.index]; ok {
 			res.Steps = append(res.Steps, resumedStep(p, prev))

@@ -31,6 +31,10 @@ type runner struct {
 	start time.Time
 	// seed is the scenario's; a step's is this plus its place in the run.
 	seed uint64
+	// recorded is up to when the bed's link changes are in the archive.
+	recorded time.Time
+	// timed says the run has events: the bed changes its links on its own.
+	timed bool
 }
 
 // step runs one step under the sampler and stores it. Its error is only
@@ -55,7 +59,53 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 	sr.LimitedBy = smp.limits()
 	sr.TestbedLimited = len(sr.LimitedBy) > 0
 	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
-	return sr, r.store(stepID, &sr, out)
+	return sr, errors.Join(r.store(stepID, &sr, out), r.recordChanges(stepID, r.timed || len(p.workload.Events) > 0))
+}
+
+// timeline starts events on the bed's links, their times from start, and
+// returns what ends them. A bed whose links cannot change refuses.
+func (r *runner) timeline(tag string, events []scenario.Event, start time.Time) (func() error, error) {
+	tl, ok := r.bed.(backend.Timeline)
+	if !ok {
+		return nil, fmt.Errorf("the scenario's events change links, and these hosts' links cannot be changed (events need the emulated test-bed)")
+	}
+	if err := tl.Schedule(tag, start, scenario.Expand(events)); err != nil {
+		return nil, fmt.Errorf("starting the events of %s: %w", tag, err)
+	}
+	return func() error {
+		if err := tl.EndTimeline(tag); err != nil {
+			return fmt.Errorf("ending the events of %s: %w", tag, err)
+		}
+		return nil
+	}, nil
+}
+
+// recordChanges stores the bed's link changes since the last call as the
+// run's events (of step, or of none if 0), each at the time it took effect.
+// With timed events the last may have been made just now: the engine's
+// daemon writes what it did every 50 ms.
+func (r *runner) recordChanges(step int64, timed bool) error {
+	log, ok := r.bed.(backend.ChangeLog)
+	if !ok {
+		return nil
+	}
+	if timed {
+		time.Sleep(100 * time.Millisecond)
+	}
+	changes, err := log.Changes(r.recorded)
+	if err != nil {
+		return fmt.Errorf("reading the links' changes: %w", err)
+	}
+	var errs []error
+	for _, c := range changes {
+		msg := results.LinkEventMessage(c.What, c.Dirs)
+		if !c.Due.IsZero() {
+			msg += fmt.Sprintf(" (%.3f ms after it was due)", float64(c.T.Sub(c.Due))/1e6)
+		}
+		errs = append(errs, r.o.Archive.AddEventAt(r.run, step, c.T, archive.Link, msg))
+		r.recorded = c.T
+	}
+	return errors.Join(errs...)
 }
 
 // measure runs the step's workload while the sampler samples the bed, and
@@ -86,7 +136,20 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 			}
 		}
 	})
+	stopEvents := func() error { return nil }
+	if len(p.workload.Events) > 0 {
+		stop, err := r.timeline(fmt.Sprintf("step %d", p.index+1), p.workload.Events, began)
+		if err != nil {
+			ticker.Stop()
+			close(tickDone)
+			stopSampling()
+			wg.Wait()
+			return &outcome{metrics: results.Metrics{}}, smp, err
+		}
+		stopEvents = stop
+	}
 	out, err := execStep(ctx, env, p.step)
+	err = errors.Join(err, stopEvents())
 	ticker.Stop()
 	close(tickDone)
 	stopSampling()

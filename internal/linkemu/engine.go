@@ -85,16 +85,53 @@ type Engine struct {
 	stopOnce sync.Once
 	stopped  atomic.Bool
 
-	changeMu sync.Mutex
-	changes  []change // settings to apply before the next packet
-	changed  atomic.Bool
+	pathSrc  []int32 // source port of each path
+	local    []int32 // per port, an empty path: packets the engine makes for it
+	icmpSent atomic.Uint64
+
+	changeMu   sync.Mutex
+	pending    []change // in due order; immediate ones are due at 0
+	nextDue    atomic.Int64
+	applied    []Applied
+	changeLate latenessHist
 }
 
-// change is new settings for one direction.
+// change is new settings for one direction, due at an engine time.
 type change struct {
-	dir int
-	cfg DirConfig
+	due  int64
+	dir  int
+	cfg  DirConfig
+	what string
+	tag  string
+	ref  int
 }
+
+// TimedChange is new settings for direction Dir from time At on. Changes
+// with the same Tag can be cancelled together; What says what the change
+// is, in the words of whoever asked for it.
+type TimedChange struct {
+	At     time.Time
+	Dir    int
+	Config DirConfig
+	What   string
+	Tag    string
+	// Ref is the caller's, returned with the change once applied.
+	Ref int
+}
+
+// Applied is a change the engine made: when it was due and when it took
+// effect, on the engine's clock turned into wall-clock time.
+type Applied struct {
+	Dir  int
+	What string
+	Tag  string
+	Ref  int
+	Due  time.Time
+	At   time.Time
+}
+
+// maxApplied bounds the record of applied changes nobody has read.
+const maxApplied = 100000
 
 // spinMinWait is the shortest sleep before which the engine spins.
 const spinMinWait = int64(200 * time.Microsecond)
@@ -133,11 +170,13 @@ func New(cfg Config) (*Engine, error) {
 		pathOf:   make([]int32, n*n),
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		epoch:    time.Now(),
+		local:    make([]int32, n),
 		realtime: cfg.Realtime,
 		awake:    cfg.KeepCPUsAwake,
 		spin:     int64(cfg.Spin),
 	}
-	e.pool.init(cfg.MaxPacket, cfg.PoolBytes)
+	e.nextDue.Store(noneDue)
+	e.pool.init(max(cfg.MaxPacket, icmpMaxLen), cfg.PoolBytes)
 	for i, p := range cfg.Ports {
 		if !p.Addr.Is4() {
 			return nil, fmt.Errorf("linkemu: port %s: address %v is not IPv4", p.Name, p.Addr)
@@ -171,6 +210,13 @@ func New(cfg Config) (*Engine, error) {
 		e.pathOf[src*n+dst] = int32(len(e.paths))
 		e.paths = append(e.paths, p)
 		e.pathDst = append(e.pathDst, int32(dst))
+		e.pathSrc = append(e.pathSrc, int32(src))
+	}
+	for port := range n {
+		e.local[port] = int32(len(e.paths))
+		e.paths = append(e.paths, nil)
+		e.pathDst = append(e.pathDst, int32(port))
+		e.pathSrc = append(e.pathSrc, -1)
 	}
 	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -212,15 +258,15 @@ func (e *Engine) Run() error {
 	}()
 	const idleWait = int64(time.Second)
 	for !e.stopped.Load() {
-		if e.changed.Load() {
-			e.applyChanges()
+		now := e.now()
+		if now >= e.nextDue.Load() {
+			e.applyChanges(now)
 		}
 		e.reclaim()
-		now := e.now()
 		e.releaseDue(now)
-		wait := idleWait
+		wait := min(idleWait, max(0, e.nextDue.Load()-e.now()))
 		if e.events.len() > 0 {
-			wait = max(0, e.events.top().at-e.now())
+			wait = min(wait, max(0, e.events.top().at-e.now()))
 			// Before a long sleep, wake early and poll through the last
 			// stretch: waking from a long sleep is the least punctual. When
 			// packets are dense, sleeps are short and spinning would only
@@ -261,19 +307,77 @@ func (e *Engine) Run() error {
 // or reordered by the change; the queue limit and loss apply to arrivals.
 // It is safe to call from any goroutine while Run runs.
 func (e *Engine) Set(i int, cfg DirConfig) error {
-	if i < 0 || i >= len(e.dirs) {
-		return fmt.Errorf("linkemu: no direction %d", i)
-	}
-	if err := cfg.check(); err != nil {
-		return err
+	return e.Schedule([]TimedChange{{Dir: i, Config: cfg, What: "set"}})
+}
+
+// Schedule queues changes to take effect at their times (a zero or past
+// time is now), each between two packets, as Set does. The engine wakes for
+// each on its own clock, so a change is as punctual as a packet's release.
+func (e *Engine) Schedule(changes []TimedChange) error {
+	for _, c := range changes {
+		if c.Dir < 0 || c.Dir >= len(e.dirs) {
+			return fmt.Errorf("linkemu: no direction %d", c.Dir)
+		}
+		if err := c.Config.check(); err != nil {
+			return err
+		}
 	}
 	e.changeMu.Lock()
-	e.changes = append(e.changes, change{i, cfg})
+	for _, c := range changes {
+		due := int64(0)
+		if !c.At.IsZero() {
+			due = max(0, int64(c.At.Sub(e.epoch)))
+		}
+		e.pending = append(e.pending, change{due: due, dir: c.Dir, cfg: c.Config, what: c.What, tag: c.Tag, ref: c.Ref})
+	}
+	slices.SortStableFunc(e.pending, func(a, b change) int { return cmpInt64(a.due, b.due) })
+	e.publishDue()
 	e.changeMu.Unlock()
-	e.changed.Store(true)
 	var one = [8]byte{1}
 	unix.Write(e.wakeFD, one[:])
 	return nil
+}
+
+// Cancel drops the changes with tag that have not taken effect yet and says
+// how many there were.
+func (e *Engine) Cancel(tag string) int {
+	e.changeMu.Lock()
+	defer e.changeMu.Unlock()
+	n := len(e.pending)
+	e.pending = slices.DeleteFunc(e.pending, func(c change) bool { return c.tag == tag })
+	e.publishDue()
+	return n - len(e.pending)
+}
+
+// Applied returns the changes made since the last call, oldest first.
+func (e *Engine) Applied() []Applied {
+	e.changeMu.Lock()
+	defer e.changeMu.Unlock()
+	out := e.applied
+	e.applied = nil
+	return out
+}
+
+// noneDue is nextDue when no change is pending.
+const noneDue = int64(1<<63 - 1)
+
+// publishDue tells the engine thread when the next change is due; changeMu is held.
+func (e *Engine) publishDue() {
+	if len(e.pending) == 0 {
+		e.nextDue.Store(noneDue)
+		return
+	}
+	e.nextDue.Store(e.pending[0].due)
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // Settings are the directions' current settings, in Config order.
@@ -285,15 +389,33 @@ func (e *Engine) Settings() []DirConfig {
 	return out
 }
 
-// applyChanges runs on the engine's thread, between two packets.
-func (e *Engine) applyChanges() {
+// applyChanges makes the changes due by now; it runs on the engine's
+// thread, between two packets.
+func (e *Engine) applyChanges(now int64) {
 	e.changeMu.Lock()
-	todo := e.changes
-	e.changes = nil
-	e.changed.Store(false)
-	for _, c := range todo {
+	n := 0
+	for n < len(e.pending) && e.pending[n].due <= now {
+		n++
+	}
+	todo := slices.Clone(e.pending[:n])
+	e.pending = slices.Delete(e.pending, 0, n)
+	e.publishDue()
+	at := e.now()
+	for i := range todo {
+		c := &todo[i]
 		c.cfg.Name = e.current[c.dir].Name
 		e.current[c.dir] = c.cfg
+		if c.due > 0 {
+			e.changeLate.record(at - c.due)
+		}
+		if len(e.applied) < maxApplied {
+			due := c.due
+			if due == 0 {
+				due = at
+			}
+			e.applied = append(e.applied, Applied{Dir: c.dir, What: c.what, Tag: c.tag, Ref: c.ref,
+				Due: e.epoch.Add(time.Duration(due)), At: e.epoch.Add(time.Duration(at))})
+		}
 	}
 	e.changeMu.Unlock()
 	for _, c := range todo {
@@ -344,6 +466,10 @@ func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
 // readPort reads up to readBatch packets from port src and admits each to the
 // first direction of its path.
 func (e *Engine) readPort(src int) {
+	// A change due by now applies to what arrives now.
+	if now := e.now(); now >= e.nextDue.Load() {
+		e.applyChanges(now)
+	}
 	fd := e.ports[src].FD
 	st := &e.portStat[src]
 	for range readBatch {
@@ -374,11 +500,13 @@ func (e *Engine) readPort(src int) {
 			e.pool.put(slot)
 			continue
 		}
+		now := e.now()
 		e.pool.len[slot] = int32(n)
 		e.pool.path[slot] = path
 		e.pool.hop[slot] = 0
+		e.pool.born[slot] = now
 		e.inFlight.Add(1)
-		e.forward(slot, e.now())
+		e.forward(slot, now)
 	}
 }
 
@@ -401,6 +529,24 @@ func (e *Engine) forward(slot int32, t int64) {
 		return
 	}
 	d := &e.dirs[path[hop]]
+	if d.cfg.Down {
+		d.stats.DownDrops.Add(1)
+		e.drop(slot)
+		return
+	}
+	if d.cfg.MTU > 0 && int(e.pool.len[slot]) > d.cfg.MTU {
+		d.stats.MTUDrops.Add(1)
+		if !d.cfg.Blackhole {
+			e.fragNeeded(slot, d, t)
+		}
+		e.drop(slot)
+		return
+	}
+	if len(d.cfg.Hops) > 0 && !e.crossHops(slot, d, t) {
+		d.stats.Expired.Add(1)
+		e.drop(slot)
+		return
+	}
 	release, v := d.admit(t, int(e.pool.len[slot]), e.rng)
 	switch v {
 	case dropQueue:
@@ -422,10 +568,13 @@ func (e *Engine) releaseDue(now int64) {
 		ev := e.events.pop()
 		e.late.record(e.now() - ev.at)
 		slot := ev.slot
-		st := e.dirs[e.paths[e.pool.path[slot]][e.pool.hop[slot]]].stats
-		st.Packets.Add(1)
-		st.Bytes.Add(uint64(e.pool.len[slot]))
-		e.pool.hop[slot]++
+		// A packet the engine made (an ICMP error) crosses no direction.
+		if path, hop := e.paths[e.pool.path[slot]], e.pool.hop[slot]; int(hop) < len(path) {
+			st := e.dirs[path[hop]].stats
+			st.Packets.Add(1)
+			st.Bytes.Add(uint64(e.pool.len[slot]))
+			e.pool.hop[slot]++
+		}
 		// The next direction sees the packet arrive when the model says, not
 		// when this thread got round to it, so lateness does not accumulate.
 		e.forward(slot, ev.at)
@@ -469,6 +618,8 @@ func (e *Engine) Stats() Stats {
 		CPUsAwake: e.awakeOK.Load(),
 		InFlight:  e.inFlight.Load(),
 		Lateness:  e.late.summary(),
+		Changes:   e.changeLate.summary(),
+		ICMPSent:  e.icmpSent.Load(),
 		Uptime:    time.Since(e.epoch).Seconds(),
 	}
 	for i := range e.dirStats {
@@ -479,6 +630,9 @@ func (e *Engine) Stats() Stats {
 			Bytes:      st.Bytes.Load(),
 			QueueDrops: st.QueueDrops.Load(),
 			LossDrops:  st.LossDrops.Load(),
+			DownDrops:  st.DownDrops.Load(),
+			MTUDrops:   st.MTUDrops.Load(),
+			Expired:    st.Expired.Load(),
 		})
 	}
 	for i := range e.portStat {

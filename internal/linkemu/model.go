@@ -9,6 +9,7 @@ package linkemu
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"time"
 )
 
@@ -28,6 +29,16 @@ type DirConfig struct {
 	// neither the queue is unbounded.
 	QueuePackets int
 	QueueBytes   int64
+	// Down drops every packet that arrives; those already on the wire arrive.
+	Down bool
+	// MTU is the largest packet the direction carries; 0 is no limit. A
+	// larger packet is dropped and, unless Blackhole is set and if it
+	// forbids fragmentation, answered with ICMP "fragmentation needed".
+	MTU       int
+	Blackhole bool
+	// Hops are the routers along the direction, in order: each decrements
+	// a packet's TTL and answers one that expires with ICMP time exceeded.
+	Hops []netip.Addr
 }
 
 // LossConfig is Bernoulli loss with probability Random, or a Gilbert-Elliott
@@ -51,6 +62,9 @@ const (
 	dropQueue
 	dropLoss
 )
+
+// MaxHops bounds the routers of one direction: more than a TTL could cross.
+const MaxHops = 64
 
 // direction is the state of one link direction. admit is pure given the random
 // source, so the model is tested with a synthetic clock.
@@ -85,8 +99,14 @@ func (d *direction) set(cfg DirConfig) {
 // check refuses settings the engine's arithmetic cannot honour.
 func (d DirConfig) check() error {
 	if !(d.Rate >= 0 && d.Rate <= MaxRate) || d.Delay < 0 || d.Delay > MaxDelay || d.Jitter < 0 || d.Jitter > MaxDelay ||
-		!(d.Loss.Random >= 0 && d.Loss.Random <= 1) || d.QueueBytes < 0 || d.QueuePackets < 0 {
+		!(d.Loss.Random >= 0 && d.Loss.Random <= 1) || d.QueueBytes < 0 || d.QueuePackets < 0 ||
+		d.MTU < 0 || d.MTU > 0 && d.MTU < 68 || len(d.Hops) > MaxHops {
 		return fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
+	}
+	for _, h := range d.Hops {
+		if !h.Is4() {
+			return fmt.Errorf("linkemu: direction %s: hop %v is not an IPv4 address", d.Name, h)
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ type pool struct {
 	len      []int32 // packet length in each slot
 	path     []int32 // path index of the packet in each slot
 	hop      []int16 // how many directions of its path the packet has crossed
+	born     []int64 // when the engine read the packet
 	scratch  []byte  // drains a device when the pool is full
 	drops    atomic.Uint64
 }
@@ -54,6 +55,7 @@ func (p *pool) grow() bool {
 	p.len = append(p.len, make([]int32, chunkSlots)...)
 	p.path = append(p.path, make([]int32, chunkSlots)...)
 	p.hop = append(p.hop, make([]int16, chunkSlots)...)
+	p.born = append(p.born, make([]int64, chunkSlots)...)
 	for i := chunkSlots - 1; i >= 0; i-- {
 		p.free = append(p.free, int32(base+i))
 	}

@@ -12,6 +12,14 @@ type DirStats struct {
 	Bytes      atomic.Uint64
 	QueueDrops atomic.Uint64 // dropped by the drop-tail queue
 	LossDrops  atomic.Uint64 // dropped by the loss model
+	DownDrops  atomic.Uint64 // arrived while the direction was down
+	MTUDrops   atomic.Uint64 // larger than the direction's MTU
+	Expired    atomic.Uint64 // their TTL ran out at one of its hops
+}
+
+// Drops is every packet the direction's model dropped.
+func (d DirSnapshot) Drops() uint64 {
+	return d.QueueDrops + d.LossDrops + d.DownDrops + d.MTUDrops + d.Expired
 }
 
 // DirSnapshot is a copy of DirStats at one moment.
@@ -21,6 +29,9 @@ type DirSnapshot struct {
 	Bytes      uint64 `json:"bytes"`
 	QueueDrops uint64 `json:"queue_drops"`
 	LossDrops  uint64 `json:"loss_drops"`
+	DownDrops  uint64 `json:"down_drops,omitempty"`
+	MTUDrops   uint64 `json:"mtu_drops,omitempty"`
+	Expired    uint64 `json:"ttl_expired,omitempty"`
 	// Backlog is the number of packets queued or in serialisation.
 	Backlog int `json:"-"`
 }
@@ -58,6 +69,10 @@ type Stats struct {
 	// Lateness is how late the engine released packets compared with the
 	// model's schedule.
 	Lateness LatenessSummary `json:"lateness"`
+	// Changes is how late the engine applied timed changes to directions.
+	Changes LatenessSummary `json:"changes"`
+	// ICMPSent counts the ICMP errors the engine's routers sent.
+	ICMPSent uint64 `json:"icmp_sent"`
 	// CPU is the engine process's CPU time so far.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	Uptime     float64 `json:"uptime_seconds"`

@@ -16,6 +16,8 @@ type ImpactResult struct {
 	During *ProbeResult      `json:"during"`
 	After  *ProbeResult      `json:"after"`
 	Load   *ThroughputResult `json:"load"`
+	// LoadStart is when the load began, which its intervals count from.
+	LoadStart time.Time `json:"load_start"`
 	// Inflation during the load against before it.
 	RTTInflationMS     float64 `json:"rtt_inflation_ms"` // p50 during - p50 before
 	LossIncreasePoints float64 `json:"loss_increase_percent_points"`
@@ -51,6 +53,7 @@ func Impact(ctx context.Context, pFrom, pTo, lFrom, lTo Endpoint, spec ImpactSpe
 		return fail(err), err
 	}
 	loadDone := make(chan error, 1)
+	res.LoadStart = time.Now()
 	go func() {
 		var lerr error
 		res.Load, lerr = Throughput(ctx, lFrom, lTo, spec.Load)

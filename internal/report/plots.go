@@ -44,6 +44,20 @@ const (
 // linePlot draws series (with markers when points, as for a sweep) and
 // dashed levels, and returns the plot as inline SVG.
 func linePlot(title, xLabel, yLabel string, lines []series, levels []level, points bool) (template.HTML, error) {
+	return markedPlot(title, xLabel, yLabel, lines, levels, points, nil)
+}
+
+// mark is a moment drawn across a time plot: a change to the links,
+// numbered as the report's list of changes numbers it.
+type mark struct {
+	x     float64
+	label string
+}
+
+var markColor = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+
+// markedPlot is linePlot with marks: vertical dotted lines, labelled at the top.
+func markedPlot(title, xLabel, yLabel string, lines []series, levels []level, points bool, marks []mark) (template.HTML, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
@@ -90,6 +104,35 @@ func linePlot(title, xLabel, yLabel string, lines []series, levels []level, poin
 		legend.Add(lv.name, l)
 		entries++
 		p.Y.Max = math.Max(p.Y.Max, lv.y*1.08)
+	}
+	if len(marks) > 0 {
+		top := p.Y.Max * 1.1
+		labels := plotter.XYLabels{}
+		for _, m := range marks {
+			if m.x < xmin-pad || m.x > xmax+pad {
+				continue
+			}
+			l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: 0}, {X: m.x, Y: top}})
+			if err != nil {
+				return "", err
+			}
+			l.Color, l.Width, l.Dashes = markColor, vg.Points(0.8), []vg.Length{vg.Points(1.5), vg.Points(1.5)}
+			p.Add(l)
+			labels.XYs = append(labels.XYs, plotter.XY{X: m.x, Y: top})
+			labels.Labels = append(labels.Labels, m.label)
+		}
+		if len(labels.XYs) > 0 {
+			ls, err := plotter.NewLabels(labels)
+			if err != nil {
+				return "", err
+			}
+			for i := range ls.TextStyle {
+				ls.TextStyle[i].Color = markColor
+				ls.TextStyle[i].XAlign = draw.XCenter
+			}
+			p.Add(ls)
+			p.Y.Max = top * 1.06
+		}
 	}
 	return svg(p, legend, entries)
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/analysis"
@@ -46,10 +47,17 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 
 // view is what the template shows.
 type view struct {
-	Run       archive.Run
-	Started   string
-	Version   string
-	Analysis  *analysis.Report
+	Run      archive.Run
+	Started  string
+	Version  string
+	Analysis *analysis.Report
+	// Timeline are the changes made to the links during the run; Changes
+	// the same, numbered as the time plots mark them.
+	Timeline []analysis.LinkEvent
+	Changes  []changeView
+	// RTTPlot is the paths' probe round trips over time, for a run whose
+	// links changed.
+	RTTPlot   template.HTML
 	Workloads []workloadView
 	Links     []linkView
 	LinkPlots []template.HTML
@@ -104,9 +112,11 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	if err != nil {
 		return err
 	}
-	rep := analysis.Of(workloads, analysis.DefaultOptions)
-	rep.Run, rep.Scenario, rep.Status = run.ID, run.Name, run.Status
-	v := view{Run: run, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
+	rep, tl, err := analysis.OfRun(ctx, a, run, workloads, analysis.DefaultOptions)
+	if err != nil {
+		return err
+	}
+	v := view{Run: run, Timeline: tl.Events, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
 	v.Started = run.StartedAt
 	if len(workloads) > 0 && workloads[0].Testbed != nil {
 		if t, err := topology.New(workloads[0].Testbed); err == nil {
@@ -124,6 +134,14 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 		return err
 	}
 	return page.Execute(w, v)
+}
+
+// changeView is one change to the links, as the report lists it.
+type changeView struct {
+	N    int
+	At   float64 // seconds into the run
+	What string
+	Dirs string
 }
 
 // workloadPlots builds a workload's table and plots.
@@ -344,9 +362,15 @@ func heat(wl analysis.Workload) *heatView {
 // achieved per path, every link direction that carried traffic MRTG style,
 // and each host's disk.
 func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
-	ts, err := readSeries(ctx, a, id)
+	ts, err := readSeries(ctx, a, id, len(v.Timeline) > 0)
 	if err != nil {
 		return err
+	}
+	var marks []mark
+	for i, e := range v.Timeline {
+		t := float64(e.T.UnixNano())/1e9 - ts.t0
+		v.Changes = append(v.Changes, changeView{N: i + 1, At: t, What: e.What, Dirs: strings.Join(e.Dirs, ", ")})
+		marks = append(marks, mark{x: t, label: strconv.Itoa(i + 1)})
 	}
 	if len(ts.byPath) > 0 {
 		var lines []series
@@ -354,11 +378,24 @@ func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 			xs, ys := downsample(ts.byPath[name].t, ts.byPath[name].mega, 600)
 			lines = append(lines, series{name: name, xs: xs, ys: ys})
 		}
-		if v.Achieved, err = linePlot("throughput achieved, per interval", "seconds into the run", "Mbit/s", lines, nil, len(lines[0].xs) < 30); err != nil {
+		if v.Achieved, err = markedPlot("throughput achieved, per interval", "seconds into the run", "Mbit/s", lines, nil, len(lines[0].xs) < 30, marks); err != nil {
 			return err
 		}
 	}
-	if err := linkGraphs(ts.byLink, v); err != nil {
+	if len(ts.rtt) > 0 {
+		var lines []series
+		for _, name := range slices.Sorted(maps.Keys(ts.rtt)) {
+			xs, ys := downsample(ts.rtt[name].t, ts.rtt[name].mega, 1200)
+			for i := range ys {
+				ys[i] *= 1e9 // the samples are seconds, kept in millions: ms
+			}
+			lines = append(lines, series{name: name, xs: xs, ys: ys})
+		}
+		if v.RTTPlot, err = markedPlot("round trip per probe", "seconds into the run", "ms", lines, nil, false, marks); err != nil {
+			return err
+		}
+	}
+	if err := linkGraphs(ts.byLink, v, marks); err != nil {
 		return err
 	}
 	return diskGraphs(ts.diskRead, ts.diskWrite, v)
@@ -368,11 +405,15 @@ func timeGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) erro
 // a path's achieved throughput, a link direction's traffic, a host's disk.
 type timeSeries struct {
 	byPath, byLink, diskRead, diskWrite map[string]*points
+	// rtt are the paths' probe round trips, read for a run whose links changed.
+	rtt map[string]*points
+	t0  float64 // Unix seconds of the first sample
 }
 
-func readSeries(ctx context.Context, a *archive.Archive, id int64) (*timeSeries, error) {
-	ts := &timeSeries{byPath: map[string]*points{}, byLink: map[string]*points{}, diskRead: map[string]*points{}, diskWrite: map[string]*points{}}
+func readSeries(ctx context.Context, a *archive.Archive, id int64, withRTT bool) (*timeSeries, error) {
+	ts := &timeSeries{byPath: map[string]*points{}, byLink: map[string]*points{}, diskRead: map[string]*points{}, diskWrite: map[string]*points{}, rtt: map[string]*points{}}
 	var t0 float64
+	defer func() { ts.t0 = t0 }()
 	err := a.Samples(ctx, id, func(s archive.Sample) error {
 		sub, ok := results.ParseSubject(s.Subject)
 		var into map[string]*points
@@ -387,6 +428,8 @@ func readSeries(ctx context.Context, a *archive.Archive, id int64) (*timeSeries,
 			into = ts.diskRead // MB/s below: the samples are B/s
 		case s.Metric == results.DiskWrite && sub.Kind == results.OfHost:
 			into = ts.diskWrite
+		case withRTT && s.Metric == results.DelayRoundtrip && sub.Kind == results.OfPath && sub.Stream == 0:
+			into = ts.rtt
 		default:
 			return nil
 		}
@@ -407,7 +450,7 @@ func readSeries(ctx context.Context, a *archive.Archive, id int64) (*timeSeries,
 
 // linkGraphs draws every link direction that carried traffic, with its
 // capacity and its max, average and current, MRTG style.
-func linkGraphs(byLink map[string]*points, v *view) error {
+func linkGraphs(byLink map[string]*points, v *view, marks []mark) error {
 	names := make([]string, 0, len(byLink))
 	for n, p := range byLink {
 		if slices.Max(p.mega) > 0 {
@@ -434,7 +477,7 @@ func linkGraphs(byLink map[string]*points, v *view) error {
 		if lv.Capacity > 0 {
 			levels = append(levels, level{"capacity", lv.Capacity})
 		}
-		h, err := linePlot(results.LinkSubject(lv.Name), "seconds into the run", "Mbit/s", []series{{name: "", xs: xs, ys: ys}}, levels, false)
+		h, err := markedPlot(results.LinkSubject(lv.Name), "seconds into the run", "Mbit/s", []series{{name: "", xs: xs, ys: ys}}, levels, false, marks)
 		if err != nil {
 			return err
 		}

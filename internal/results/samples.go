@@ -101,3 +101,29 @@ func BusiestLink(m Metrics) (direction string, util float64) {
 	}
 	return direction, util
 }
+
+// TimelineEnd ends what a test-bed records when a timeline ends and its
+// links go back to what they were before it.
+const TimelineEnd = "back to its settings before"
+
+// LinkEventMessage is how a run's archive records a change to the links:
+// what it was, then the directions it changed in brackets.
+func LinkEventMessage(what string, dirs []string) string {
+	return what + " [" + strings.Join(dirs, ", ") + "]"
+}
+
+// ParseLinkEvent reads what LinkEventMessage wrote (with anything after
+// the brackets dropped).
+func ParseLinkEvent(msg string) (what string, dirs []string) {
+	i := strings.LastIndex(msg, " [")
+	j := strings.LastIndex(msg, "]")
+	if i < 0 || j < i {
+		return msg, nil
+	}
+	for _, d := range strings.Split(msg[i+2:j], ", ") {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return msg[:i], dirs
+}

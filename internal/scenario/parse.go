@@ -30,6 +30,8 @@ type rawFile struct {
 	Links  []rawLink                 `yaml:"links"`
 	Engine *rawEngine                `yaml:"engine"`
 	TLS    *pki.Files                `yaml:"tls"`
+	// Events are read by ParseFile, with the workloads.
+	Events yaml.Node `yaml:"events"`
 	// Workloads are read by ParseFile; the test-bed does not need them.
 	Workloads yaml.Node `yaml:"workloads"`
 }
@@ -61,6 +63,12 @@ type rawParams struct {
 	Queue   string  `yaml:"queue"`
 	MTU     *int    `yaml:"mtu"`
 	Reorder *bool   `yaml:"reorder"`
+	// Down is only a setting (testbed set, events): in a site "down" is
+	// its down direction.
+	Down      *bool    `yaml:"-"`
+	Blackhole *bool    `yaml:"blackhole"`
+	Hops      []string `yaml:"hops"`
+	hopsSet   bool
 }
 
 type rawLink struct {
@@ -143,6 +151,7 @@ func Parse(file string, data []byte, quick bool) (*File, error) {
 		return nil, err
 	}
 	f := &File{Testbed: tb, Quick: quick}
+	f.Events = v.events("events", &raw.Events, tb, 0, tb.Seed)
 	v.workloads(f, root)
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -303,6 +312,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		link.Reverse = v.override(field+".reverse", l.Reverse, base)
 		tb.Links = append(tb.Links, link)
 	}
+	v.routersOutside(tb)
 	return tb
 }
 
@@ -342,6 +352,15 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 	if raw.Reorder != nil {
 		d.Reorder = *raw.Reorder
 	}
+	if raw.Down != nil {
+		d.Down = *raw.Down
+	}
+	if raw.Blackhole != nil {
+		d.Blackhole = *raw.Blackhole
+	}
+	if raw.Hops != nil || raw.hopsSet {
+		d.Hops = v.hops(field+".hops", raw.Hops)
+	}
 	if raw.Loss.set {
 		d.Loss = v.loss(field+".loss", raw.Loss)
 	}
@@ -352,6 +371,45 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 		return d
 	}
 	return v.finish(field, d, raw.Queue != "")
+}
+
+// routersOutside refuses routers with addresses in the hosts' subnet:
+// an ICMP error from one would seem to come from a host.
+func (v *validator) routersOutside(tb *Testbed) {
+	check := func(field string, dirs ...Direction) {
+		for _, d := range dirs {
+			for _, h := range d.Hops {
+				if tb.Subnet.Contains(h.Addr) {
+					v.fail(field+".hops", "router %s is in the hosts' subnet %s: give routers addresses outside it (as 192.0.2.0/24)", h, tb.Subnet)
+					return
+				}
+			}
+		}
+	}
+	for _, s := range tb.Sites {
+		check("sites."+s.Name, s.Up, s.Down, s.LAN)
+	}
+	for i, l := range tb.Links {
+		check(fmt.Sprintf("links[%d]", i), l.Forward, l.Reverse)
+	}
+}
+
+// hops reads a direction's routers.
+func (v *validator) hops(field string, raw []string) []Hop {
+	if len(raw) > MaxHops {
+		v.fail(field, "%d routers: at most %d fit in a direction", len(raw), MaxHops)
+		return nil
+	}
+	var out []Hop
+	for i, s := range raw {
+		h, err := ParseHop(s)
+		if err != nil {
+			v.fail(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // delay parses a delay or jitter into into, if set: at most MaxDelay.
@@ -472,8 +530,18 @@ func CheckAgent(a string) error {
 	return nil
 }
 
+// ChangeKeys are the settings Change takes.
+var ChangeKeys = []string{"rate", "delay", "jitter", "loss", "queue", "reorder", "mtu", "down", "blackhole", "hops"}
+
+// isZero says whether a rate is written as zero ("0", "0Mbit").
+func isZero(rate string) bool {
+	r, err := units.ParseRate(rate)
+	return err == nil && r == 0 || strings.Trim(rate, "0.") == ""
+}
+
 // Change applies settings written key=value (rate, delay, jitter, loss,
-// queue, reorder: as in a scenario's link) over a direction's, with the
+// queue, reorder, mtu, down, blackhole, hops=ADDR,ADDR|none: as in a
+// scenario's link) over a direction's, with the
 // same validation as a scenario file; a change of rate or delay without a
 // queue keeps the queue in force.
 func Change(d Direction, settings []string) (Direction, error) {
@@ -481,7 +549,10 @@ func Change(d Direction, settings []string) (Direction, error) {
 	for _, s := range settings {
 		key, value, ok := strings.Cut(s, "=")
 		if !ok || value == "" {
-			return d, fmt.Errorf("%q: write settings as key=value (rate=10Mbit delay=20ms jitter=1ms loss=0.5%% queue=100 reorder=true)", s)
+			return d, fmt.Errorf("%q: write settings as key=value (rate=10Mbit delay=20ms jitter=1ms loss=0.5%% queue=100 mtu=1400 down=true)", s)
+		}
+		if key == "rate" && isZero(value) {
+			return d, fmt.Errorf("rate=%s: a rate of zero carries nothing; to cut the link use down=true", value)
 		}
 		switch key {
 		case "rate":
@@ -494,14 +565,32 @@ func Change(d Direction, settings []string) (Direction, error) {
 			raw.Loss = rawLoss{Random: value, set: true}
 		case "queue":
 			raw.Queue = value
-		case "reorder":
+		case "reorder", "down", "blackhole":
 			b, err := strconv.ParseBool(value)
 			if err != nil {
-				return d, fmt.Errorf("reorder=%s: give true or false", value)
+				return d, fmt.Errorf("%s=%s: give true or false", key, value)
 			}
-			raw.Reorder = &b
+			switch key {
+			case "reorder":
+				raw.Reorder = &b
+			case "down":
+				raw.Down = &b
+			default:
+				raw.Blackhole = &b
+			}
+		case "mtu":
+			m, err := strconv.Atoi(value)
+			if err != nil {
+				return d, fmt.Errorf("mtu=%s: give the MTU in bytes, as mtu=1400", value)
+			}
+			raw.MTU = &m
+		case "hops":
+			raw.hopsSet = true
+			if value != "none" {
+				raw.Hops = strings.Split(value, ",")
+			}
 		default:
-			return d, fmt.Errorf("%q: no setting %q (rate, delay, jitter, loss, queue, reorder)", s, key)
+			return d, fmt.Errorf("%q: no setting %q (%s)", s, key, strings.Join(ChangeKeys, ", "))
 		}
 	}
 	v := &validator{&yamlfile.Checker{File: "settings"}}

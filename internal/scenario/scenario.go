@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/netip"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/pki"
@@ -103,7 +104,52 @@ type Direction struct {
 	// Reorder lets jitter reorder packets; by default a packet never
 	// overtakes the one sent before it, as on a real serial link.
 	Reorder bool
+	// Down drops every packet: the link is cut.
+	Down bool `json:",omitempty"`
+	// Blackhole drops packets larger than the MTU silently instead of
+	// answering with ICMP "fragmentation needed": path-MTU discovery fails.
+	Blackhole bool `json:",omitempty"`
+	// Hops are the routers along the direction, in order: each decrements
+	// packets' TTL and answers one that expires with ICMP time exceeded.
+	Hops []Hop `json:",omitempty"`
 }
+
+// Hop is a router along a link direction: what traceroute shows.
+type Hop struct {
+	Name string     `json:"name,omitempty"`
+	Addr netip.Addr `json:"addr"`
+}
+
+// String is the hop as a scenario writes it: NAME@ADDR, or ADDR alone.
+func (h Hop) String() string {
+	if h.Name == "" {
+		return h.Addr.String()
+	}
+	return h.Name + "@" + h.Addr.String()
+}
+
+// ParseHop reads a hop written ADDR or NAME@ADDR, with an IPv4 address.
+func ParseHop(s string) (Hop, error) {
+	name, a, ok := strings.Cut(strings.TrimSpace(s), "@")
+	if !ok {
+		name, a = "", name
+	}
+	addr, err := netip.ParseAddr(a)
+	switch {
+	case err != nil || !addr.Is4():
+		return Hop{}, fmt.Errorf("hop %q: give an IPv4 address, or NAME@ADDRESS (as gw.geant@192.0.2.1)", s)
+	case addr.IsUnspecified() || addr.IsMulticast() || addr.IsLoopback() || addr == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return Hop{}, fmt.Errorf("hop %q: %v cannot be a router's address", s, addr)
+	case name != "" && !hopNameRE.MatchString(name):
+		return Hop{}, fmt.Errorf("hop %q: a router's name is 1-63 letters, digits, '.', '-' or '_'", s)
+	}
+	return Hop{Name: name, Addr: addr}, nil
+}
+
+var hopNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// MaxHops bounds the routers of one direction.
+const MaxHops = 30
 
 // Loss is a packet loss model: Bernoulli with probability Random, or, when
 // Gilbert is set, a two-state Gilbert-Elliott burst model.

@@ -24,6 +24,8 @@ import (
 type File struct {
 	Testbed   *Testbed
 	Workloads []Workload
+	// Events are the run's timeline, from its start.
+	Events []Event
 	// Quick says the steps are the shortened ones of the quick: blocks.
 	Quick bool
 }
@@ -33,6 +35,8 @@ type Workload struct {
 	Name  string
 	Kind  results.Kind
 	Steps []Step
+	// Events are the workload's timeline, from the start of each step.
+	Events []Event
 }
 
 // Step is one run of a workload with its sweep's values applied.
@@ -158,6 +162,7 @@ type rawWorkload struct {
 	Repeat *int      `yaml:"repeat"`
 	Sweep  yaml.Node `yaml:"sweep"`
 	Quick  yaml.Node `yaml:"quick"`
+	Events *yaml.Node
 }
 
 type rawEventDB struct {
@@ -290,6 +295,8 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			raw.Sweep = *val
 		case k == "quick":
 			raw.Quick = *val
+		case k == "events":
+			raw.Events = val
 		case slices.Contains(results.Kinds, results.Kind(k)):
 			if kind != "" {
 				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", kind, k)
@@ -297,7 +304,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			}
 			kind, body = results.Kind(k), val
 		default:
-			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick and one of %s)", k, kindNames())
+			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick, events and one of %s)", k, kindNames())
 			return Workload{}, false
 		}
 	}
@@ -373,7 +380,30 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			w.Steps = append(w.Steps, step)
 		}
 	}
-	return w, true
+	shortest := time.Duration(0)
+	for _, s := range w.Steps {
+		if l := s.Length(); l > 0 && (shortest == 0 || l < shortest) {
+			shortest = l
+		}
+	}
+	w.Events = v.events(field+".events", raw.Events, tb, shortest, tb.Seed)
+	return w, v.Count() == 0
+}
+
+// Length is how long the step lasts when its settings say (a duration, a
+// count of probes); 0 when it ends as its work is done.
+func (s Step) Length() time.Duration {
+	switch {
+	case s.Throughput != nil:
+		return s.Throughput.Duration
+	case s.Impact != nil:
+		return s.Impact.Duration
+	case s.Mesh != nil:
+		return s.Mesh.Duration
+	case s.Probe != nil:
+		return time.Duration(s.Probe.Count) * s.Probe.Interval
+	}
+	return 0
 }
 
 // decodeAs decodes a step's settings into the raw form R and validates

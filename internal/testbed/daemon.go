@@ -58,6 +58,7 @@ func RunDaemon(name, source string, owner int, ready *os.File) error {
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- d.engine.Run() }()
+	go d.recordChanges()
 	select {
 	case sig := <-sigs:
 		log.Printf("%v: taking test-bed %s down", sig, name)
@@ -110,6 +111,11 @@ type daemon struct {
 
 	setMu sync.Mutex // one change of links at a time
 	state *State     // as written for testbed status, with the links' settings in force
+	// before holds, per timeline tag, the directions' settings before it.
+	before map[string]map[int]topology.Direction
+	// pending are the settings each scheduled change brings, by ref.
+	pending map[int]topology.Direction
+	nextRef int
 }
 
 func (d *daemon) interrupted() bool {
@@ -314,6 +320,8 @@ func (d *daemon) serve() error {
 	// Profiles of the engine, for benchmarks and bug reports:
 	// curl --unix-socket /run/wanlab/NAME/sockets/engine.sock http://engine/debug/pprof/profile
 	mux.HandleFunc("POST /directions", d.setDirections)
+	mux.HandleFunc("POST /timeline", d.startTimeline)
+	mux.HandleFunc("POST /timeline/end", d.endTimeline)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

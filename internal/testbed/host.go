@@ -62,6 +62,10 @@ func dirConfig(d topology.Direction) linkemu.DirConfig {
 		Name: d.Name, Rate: float64(c.Rate), Delay: c.Delay, Jitter: c.Jitter, Reorder: c.Reorder,
 		QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
 		Loss: linkemu.LossConfig{Random: c.Loss.Random},
+		Down: c.Down, MTU: c.MTU, Blackhole: c.Blackhole,
+	}
+	for _, h := range c.Hops {
+		dc.Hops = append(dc.Hops, h.Addr)
 	}
 	if g := c.Loss.Gilbert; g != nil {
 		dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}

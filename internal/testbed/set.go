@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 )
@@ -24,34 +27,6 @@ type SetRequest struct {
 	Settings []string `json:"settings"`
 }
 
-// Select finds the directions a selector names: a direction as testbed
-// status lists it ("a->b", "site cern up"), both directions of a link
-// ("a<->b") or of a site's access ("site cern").
-func Select(dirs []topology.Direction, selector string) ([]int, error) {
-	var want []string
-	switch a, b, ok := strings.Cut(selector, "<->"); {
-	case ok:
-		want = []string{a + "->" + b, b + "->" + a}
-	case strings.HasPrefix(selector, "site ") && !strings.HasSuffix(selector, " up") && !strings.HasSuffix(selector, " down"):
-		want = []string{selector + " up", selector + " down"}
-	default:
-		want = []string{selector}
-	}
-	var out []int
-	for _, w := range want {
-		i := slices.IndexFunc(dirs, func(d topology.Direction) bool { return d.Name == w })
-		if i < 0 {
-			var names []string
-			for _, d := range dirs {
-				names = append(names, d.Name)
-			}
-			return nil, fmt.Errorf("no link direction %q (directions: %s; a<->b names both directions of a link, \"site NAME\" both of a site)", w, strings.Join(names, ", "))
-		}
-		out = append(out, i)
-	}
-	return out, nil
-}
-
 // setDirections applies a SetRequest to the engine, between two packets,
 // and records the new settings in the test-bed's state.
 func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +37,7 @@ func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
 	}
 	d.setMu.Lock()
 	defer d.setMu.Unlock()
-	idx, err := Select(d.state.Dirs, req.Select)
+	idx, err := topology.Select(d.state.Dirs, req.Select)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -76,23 +51,17 @@ func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
 		}
 		changed[k] = topology.Direction{Name: d.state.Dirs[i].Name, Config: c}
 	}
+	what := req.Select + ": " + strings.Join(req.Settings, " ")
+	var now []linkemu.TimedChange
 	for k, i := range idx {
-		if err := d.engine.Set(i, dirConfig(changed[k])); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+		now = append(now, d.timed(time.Time{}, i, changed[k], what, ""))
 		d.state.Dirs[i] = changed[k]
 	}
-	log.Printf("set %s: %s", req.Select, strings.Join(req.Settings, " "))
-	c := backend.LinkChange{T: time.Now().UTC(), What: req.Select + ": " + strings.Join(req.Settings, " ")}
-	for _, ch := range changed {
-		c.Dirs = append(c.Dirs, ch.Name)
+	if err := d.engine.Schedule(now); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	d.state.Changes = append(d.state.Changes, c)
-	d.state.Changes = d.state.Changes[max(len(d.state.Changes)-maxChanges, 0):]
-	if err := writeState(d.state); err != nil {
-		log.Printf("recording the change: %v", err)
-	}
+	log.Printf("set %s", what)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(changed)
 }
@@ -121,4 +90,165 @@ func Set(name string, req SetRequest) ([]topology.Direction, error) {
 		return nil, fmt.Errorf("reading the changed links of %q: %w", name, err)
 	}
 	return out, nil
+}
+
+// timed is a change for the engine whose settings are recorded in the
+// test-bed's state once the engine has made it; setMu is held.
+func (d *daemon) timed(at time.Time, dir int, to topology.Direction, what, tag string) linkemu.TimedChange {
+	if d.pending == nil {
+		d.pending = map[int]topology.Direction{}
+	}
+	d.nextRef++
+	d.pending[d.nextRef] = to
+	return linkemu.TimedChange{At: at, Dir: dir, Config: dirConfig(to), What: what, Tag: tag, Ref: d.nextRef}
+}
+
+// TimelineRequest starts a timeline: Changes at their times from Start,
+// under Tag, which ends it.
+type TimelineRequest struct {
+	Tag     string                 `json:"tag"`
+	Start   time.Time              `json:"start"`
+	Changes []scenario.TimedChange `json:"changes"`
+}
+
+// maxTimelineBody bounds a timeline request: MaxTimedChanges of a few
+// hundred bytes each.
+const maxTimelineBody = 64 << 20
+
+func (d *daemon) startTimeline(w http.ResponseWriter, r *http.Request) {
+	var req TimelineRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxTimelineBody)).Decode(&req); err != nil {
+		http.Error(w, "reading the timeline: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if req.Tag == "" || len(req.Changes) > scenario.MaxTimedChanges {
+		http.Error(w, fmt.Sprintf("a timeline needs a tag and at most %d changes", scenario.MaxTimedChanges), http.StatusBadRequest)
+		return
+	}
+	d.setMu.Lock()
+	defer d.setMu.Unlock()
+	if _, dup := d.before[req.Tag]; dup {
+		http.Error(w, fmt.Sprintf("timeline %q is already running", req.Tag), http.StatusConflict)
+		return
+	}
+	resolved, err := topology.Resolve(d.state.Dirs, req.Changes)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	before := map[int]topology.Direction{}
+	var timed []linkemu.TimedChange
+	for _, c := range resolved {
+		if _, ok := before[c.Dir]; !ok {
+			before[c.Dir] = d.state.Dirs[c.Dir]
+		}
+		to := topology.Direction{Name: d.state.Dirs[c.Dir].Name, Config: c.Config}
+		timed = append(timed, d.timed(req.Start.Add(c.At), c.Dir, to, c.What, req.Tag))
+	}
+	if err := d.engine.Schedule(timed); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if d.before == nil {
+		d.before = map[string]map[int]topology.Direction{}
+	}
+	d.before[req.Tag] = before
+	log.Printf("timeline %s: %d changes to %d directions from %s", req.Tag, len(timed), len(before), req.Start.Format(time.RFC3339Nano))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// endTimeline cancels what a timeline has not done yet and puts its
+// directions back.
+func (d *daemon) endTimeline(w http.ResponseWriter, r *http.Request) {
+	var req TimelineRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	d.setMu.Lock()
+	defer d.setMu.Unlock()
+	before, ok := d.before[req.Tag]
+	if !ok {
+		http.Error(w, fmt.Sprintf("no timeline %q is running", req.Tag), http.StatusNotFound)
+		return
+	}
+	d.engine.Cancel(req.Tag)
+	delete(d.before, req.Tag)
+	var back []linkemu.TimedChange
+	for _, i := range slices.Sorted(maps.Keys(before)) {
+		back = append(back, d.timed(time.Time{}, i, before[i], "end of "+req.Tag+": "+results.TimelineEnd, ""))
+		d.state.Dirs[i] = before[i]
+	}
+	if err := d.engine.Schedule(back); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// recordChanges writes the changes the engine has made into the test-bed's
+// state, with when each was due and when it took effect, until the daemon stops.
+func (d *daemon) recordChanges() {
+	for !d.stopping.Load() {
+		time.Sleep(50 * time.Millisecond)
+		applied := d.engine.Applied()
+		if len(applied) == 0 {
+			continue
+		}
+		d.setMu.Lock()
+		for _, a := range applied {
+			// In the order the engine made them, so the last one stands.
+			if to, ok := d.pending[a.Ref]; ok {
+				d.state.Dirs[a.Dir] = to
+				delete(d.pending, a.Ref)
+			}
+			name := d.state.Dirs[a.Dir].Name
+			n := len(d.state.Changes)
+			if last := n - 1; n > 0 && d.state.Changes[last].What == a.What && d.state.Changes[last].T.Equal(a.At.UTC()) {
+				d.state.Changes[last].Dirs = append(d.state.Changes[last].Dirs, name)
+				continue
+			}
+			c := backend.LinkChange{T: a.At.UTC(), What: a.What, Dirs: []string{name}}
+			if a.Tag != "" {
+				c.Due = a.Due.UTC()
+			}
+			d.state.Changes = append(d.state.Changes, c)
+		}
+		d.state.Changes = d.state.Changes[max(len(d.state.Changes)-maxChanges, 0):]
+		if err := writeState(d.state); err != nil {
+			log.Printf("recording the links' changes: %v", err)
+		}
+		d.setMu.Unlock()
+	}
+}
+
+// Schedule starts a timeline on test-bed name (backend.Timeline).
+func (b *Bed) Schedule(tag string, start time.Time, changes []scenario.TimedChange) error {
+	return b.engineRequest("/timeline", TimelineRequest{Tag: tag, Start: start, Changes: changes})
+}
+
+// EndTimeline ends timeline tag (backend.Timeline).
+func (b *Bed) EndTimeline(tag string) error {
+	return b.engineRequest("/timeline/end", TimelineRequest{Tag: tag})
+}
+
+var _ backend.Timeline = (*Bed)(nil)
+
+// engineRequest posts req to the test-bed's engine daemon.
+func (b *Bed) engineRequest(path string, req any) error {
+	name := b.state.Name
+	if daemonPID(name) == 0 {
+		return fmt.Errorf("test-bed %q is not running (its daemon is gone)", name)
+	}
+	body, _ := json.Marshal(req)
+	resp, err := NewStatsReader(name).client.Post("http://engine"+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("asking the engine of %q (%s): %w", name, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("test-bed %q: %s", name, strings.TrimSpace(string(msg)))
+	}
+	return nil
 }

@@ -40,7 +40,7 @@ type State struct {
 }
 
 // maxChanges bounds the changes a state keeps.
-const maxChanges = 1000
+const maxChanges = 5000
 
 // Topology is the test-bed's topology, as it was built.
 func (st *State) Topology() *topology.Topology {

@@ -1,17 +1,15 @@
-package testbed
+package topology
 
 import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/wanlab/wanlab/internal/topology"
 )
 
 func TestSelect(t *testing.T) {
-	var dirs []topology.Direction
+	var dirs []Direction
 	for _, n := range []string{"a->b", "b->a", "site cern up", "site cern down"} {
-		dirs = append(dirs, topology.Direction{Name: n})
+		dirs = append(dirs, Direction{Name: n})
 	}
 	tests := []struct {
 		selector string

@@ -1,0 +1,174 @@
+package linkemu
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// The engine's routers answer as real ones do (RFC 792, RFC 1191): a packet
+// whose TTL runs out at a hop gets ICMP time exceeded from that hop's
+// address, and one too large for a direction that forbids fragmentation
+// gets "fragmentation needed" with the direction's MTU, so traceroute,
+// tracepath and path-MTU discovery inside the test-bed see the declared path.
+
+const (
+	ipHeaderLen = 20
+	icmpHeader  = 8
+	// icmpMaxLen is the largest error the engine sends: 576 bytes, the
+	// size every IPv4 host must accept, as Linux's own ICMP errors are.
+	icmpMaxLen = 576
+
+	// icmpTTL is the TTL routers send their errors with, as Linux does.
+	icmpTTL = 64
+
+	icmpUnreachable  = 3
+	codeFragNeeded   = 4
+	icmpTimeExceeded = 11
+)
+
+// crossHops takes a packet over direction d's routers at time t: each
+// decrements its TTL. It reports false if the TTL ran out at one of them,
+// which then answered with ICMP time exceeded.
+func (e *Engine) crossHops(slot int32, d *direction, t int64) bool {
+	pkt := e.pool.buf(slot)
+	if len(pkt) < ipHeaderLen {
+		return true
+	}
+	ttl, n := int(pkt[8]), len(d.cfg.Hops)
+	if ttl > n {
+		pkt[8] = byte(ttl - n)
+		ipChecksum(pkt[:headerLen(pkt)])
+		return true
+	}
+	// The packet dies at hop ttl (1-based); routers sit evenly along the
+	// direction's delay, so each hop is further away than the one before.
+	k := max(ttl, 1)
+	at := t + int64(d.cfg.Delay)*int64(k)/int64(n+1)
+	e.sendError(slot, d.cfg.Hops[k-1], icmpTimeExceeded, 0, 0, at, e.hopsBefore(slot)+k-1)
+	return false
+}
+
+// fragNeeded answers a packet too large for direction d, if it forbids
+// fragmentation, from the direction's first router (or, with none
+// declared, from the packet's destination, as the last router before it).
+func (e *Engine) fragNeeded(slot int32, d *direction, t int64) {
+	pkt := e.pool.buf(slot)
+	if len(pkt) < ipHeaderLen || pkt[6]&0x40 == 0 {
+		return
+	}
+	from := netip.AddrFrom4([4]byte(pkt[16:20]))
+	if len(d.cfg.Hops) > 0 {
+		from = d.cfg.Hops[0]
+	}
+	e.sendError(slot, from, icmpUnreachable, codeFragNeeded, uint16(d.cfg.MTU), t, e.hopsBefore(slot))
+}
+
+// hopsBefore counts the routers the packet in slot crossed before the
+// direction it is entering.
+func (e *Engine) hopsBefore(slot int32) int {
+	n := 0
+	for _, d := range e.paths[e.pool.path[slot]][:e.pool.hop[slot]] {
+		n += len(e.dirs[d].cfg.Hops)
+	}
+	return n
+}
+
+// sendError makes an ICMP error about the packet in slot, from address
+// from, and schedules it into the packet's source host. The error travels
+// back as long as the packet took to get where it died (at), and arrives
+// with its TTL less the routers back (back), as if it had crossed them.
+func (e *Engine) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint16, at int64, back int) {
+	orig := e.pool.buf(slot)
+	if !answerable(orig) {
+		return
+	}
+	src := e.pathSrc[e.pool.path[slot]]
+	if src < 0 {
+		return
+	}
+	reply, buf := e.pool.get()
+	if reply < 0 {
+		return
+	}
+	n := icmpError(buf, from, typ, code, mtu, orig, byte(max(1, icmpTTL-back)))
+	e.pool.len[reply] = int32(n)
+	e.pool.path[reply] = e.local[src]
+	e.pool.hop[reply] = 0
+	e.pool.born[reply] = at
+	e.inFlight.Add(1)
+	e.icmpSent.Add(1)
+	e.seq++
+	e.events.push(event{at: at + max(0, at-e.pool.born[slot]), seq: e.seq, slot: reply})
+}
+
+// answerable says whether a router may answer a packet with an ICMP error:
+// never an ICMP error itself, nor a fragment other than the first (RFC 1122 3.2.2).
+func answerable(pkt []byte) bool {
+	if len(pkt) < ipHeaderLen || pkt[0]>>4 != 4 {
+		return false
+	}
+	if binary.BigEndian.Uint16(pkt[6:8])&0x1fff != 0 {
+		return false
+	}
+	if pkt[9] == 1 {
+		hl := headerLen(pkt)
+		if len(pkt) <= hl {
+			return false
+		}
+		switch pkt[hl] {
+		case 0, 8, 13, 14: // echo reply and request, timestamp and its reply
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// icmpError writes into buf an IPv4 packet carrying an ICMP error from
+// address from about packet orig, quoting as much of orig as fits in
+// icmpMaxLen, and returns its length.
+func icmpError(buf []byte, from netip.Addr, typ, code uint8, mtu uint16, orig []byte, ttl byte) int {
+	quote := min(len(orig), icmpMaxLen-ipHeaderLen-icmpHeader, len(buf)-ipHeaderLen-icmpHeader)
+	n := ipHeaderLen + icmpHeader + quote
+	ip := buf[:ipHeaderLen]
+	clear(ip)
+	ip[0] = 0x45
+	ip[1] = 0xc0 // internetwork control, as routers send their errors
+	binary.BigEndian.PutUint16(ip[2:], uint16(n))
+	ip[8] = ttl
+	ip[9] = 1 // ICMP
+	f4 := from.As4()
+	copy(ip[12:16], f4[:])
+	copy(ip[16:20], orig[12:16])
+	ipChecksum(ip)
+	icmp := buf[ipHeaderLen:n]
+	clear(icmp[:icmpHeader])
+	icmp[0], icmp[1] = typ, code
+	binary.BigEndian.PutUint16(icmp[6:], mtu)
+	copy(icmp[icmpHeader:], orig[:quote])
+	binary.BigEndian.PutUint16(icmp[2:], checksum(icmp))
+	return n
+}
+
+func headerLen(pkt []byte) int { return min(int(pkt[0]&0x0f)*4, len(pkt)) }
+
+// ipChecksum fills in the checksum of an IPv4 header.
+func ipChecksum(h []byte) {
+	h[10], h[11] = 0, 0
+	binary.BigEndian.PutUint16(h[10:], checksum(h))
+}
+
+// checksum is the Internet checksum (RFC 1071) of b.
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for ; len(b) >= 2; b = b[2:] {
+		sum += uint32(b[0])<<8 | uint32(b[1])
+	}
+	if len(b) == 1 {
+		sum += uint32(b[0]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}

@@ -1,0 +1,104 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestExpand(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name  string
+		event Event
+		want  []TimedChange
+	}{
+		{"once, for good", Event{Link: "a->b", At: 2 * s, Set: []string{"delay=50ms"}},
+			[]TimedChange{{At: 2 * s, Link: "a->b", Set: []string{"delay=50ms"}, What: "a->b: delay=50ms"}}},
+		{"for a while", Event{Name: "flap", Link: "a<->b", At: s, Set: []string{"down=true"}, For: 3 * s},
+			[]TimedChange{
+				{At: s, Link: "a<->b", Set: []string{"down=true"}, What: "flap (a<->b: down=true for 3s)"},
+				{At: 4 * s, Link: "a<->b", Restore: true, What: "end of flap (a<->b: down=true for 3s)"}}},
+		{"every", Event{Link: "a->b", At: s, Set: []string{"loss=5%"}, For: s, Every: 5 * s, Until: 11 * s},
+			[]TimedChange{
+				{At: s, Link: "a->b", Set: []string{"loss=5%"}, What: "a->b: loss=5% for 1s"},
+				{At: 2 * s, Link: "a->b", Restore: true, What: "end of a->b: loss=5% for 1s"},
+				{At: 6 * s, Link: "a->b", Set: []string{"loss=5%"}, Occurrence: 1, What: "a->b: loss=5% for 1s"},
+				{At: 7 * s, Link: "a->b", Restore: true, Occurrence: 1, What: "end of a->b: loss=5% for 1s"},
+				{At: 11 * s, Link: "a->b", Set: []string{"loss=5%"}, Occurrence: 2, What: "a->b: loss=5% for 1s"},
+				{At: 12 * s, Link: "a->b", Restore: true, Occurrence: 2, What: "end of a->b: loss=5% for 1s"}}},
+		{"ramp", Event{Link: "a->b", At: s, For: 2 * s, Ramp: &Ramp{Key: "rate", From: 10e6, To: 2e6, Step: s}},
+			[]TimedChange{
+				{At: s, Link: "a->b", Set: []string{"rate=10000000bit"}, What: "a->b: rate=10000000bit (a->b: rate ramp)"},
+				{At: 2 * s, Link: "a->b", Set: []string{"rate=6000000bit"}, What: "a->b: rate=6000000bit (a->b: rate ramp)"},
+				{At: 3 * s, Link: "a->b", Set: []string{"rate=2000000bit"}, What: "a->b: rate=2000000bit (a->b: rate ramp)"}}},
+	}
+	for _, tt := range tests {
+		if got := Expand([]Event{tt.event}); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Random failures are drawn from the seed: the same seed, the same
+// outages; each outage is a down and, later, a restore; their mean is
+// near the mean times asked for.
+func TestExpandFailures(t *testing.T) {
+	e := Event{Link: "a<->b", Until: time.Hour, Failures: &Failures{MTBF: 10 * time.Second, MTTR: time.Second, Seed: 7}}
+	a, b := Expand([]Event{e}), Expand([]Event{e})
+	if !reflect.DeepEqual(a, b) || len(a) < 100 || len(a)%2 != 0 {
+		t.Fatalf("failures: %d changes, same for the same seed: %v", len(a), reflect.DeepEqual(a, b))
+	}
+	var up, down time.Duration
+	last := time.Duration(0)
+	for i := 0; i < len(a); i += 2 {
+		if a[i].Set[0] != "down=true" || !a[i+1].Restore || a[i+1].Occurrence != a[i].Occurrence {
+			t.Fatalf("changes %d, %d: %+v %+v: want a down and its restore", i, i+1, a[i], a[i+1])
+		}
+		up += a[i].At - last
+		down += a[i+1].At - a[i].At
+		last = a[i+1].At
+	}
+	n := time.Duration(len(a) / 2)
+	if mtbf, mttr := up/n, down/n; mtbf < 8*time.Second || mtbf > 12*time.Second || mttr < 800*time.Millisecond || mttr > 1200*time.Millisecond {
+		t.Errorf("mean up %v, mean down %v over %d outages; want about 10s and 1s", mtbf, mttr, n)
+	}
+	e.Failures.Seed = 8
+	if reflect.DeepEqual(Expand([]Event{e}), a) {
+		t.Error("another seed gave the same outages")
+	}
+}
+
+func TestEventsParsed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ok.yaml")
+	os.WriteFile(path, []byte(`name: ok
+hosts: {a: {site: x}, b: {site: y}}
+sites:
+  x: {rate: 100Mbit, delay: 10ms}
+  y: {rate: 100Mbit, delay: 10ms, hops: [gw.y@192.0.2.1, 192.0.2.2]}
+events:
+  - {name: route change, at: 30s, link: site y, set: {delay: 40ms, hops: [gw.y@192.0.2.1, 198.51.100.7]}}
+workloads:
+  - throughput: {from: a, to: b, duration: 20s}
+    events:
+      - {at: 5s, link: site x up, ramp: {rate: [100Mbit, 10Mbit]}, for: 10s}
+      - {at: 16s, link: site x, set: {down: true}, for: 2s}
+`), 0o644)
+	f, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Events) != 1 || f.Events[0].Line != 7 || f.Events[0].What() != "route change (site y: delay=40ms hops=gw.y@192.0.2.1,198.51.100.7)" {
+		t.Errorf("run events %+v", f.Events)
+	}
+	w := f.Workloads[0]
+	if len(w.Events) != 2 || w.Events[0].Ramp == nil || w.Events[0].Ramp.Step != 500*time.Millisecond || w.Events[1].For != 2*time.Second {
+		t.Errorf("workload events %+v", w.Events)
+	}
+	if hops := f.Testbed.Sites[1].Down.Hops; len(hops) != 2 || hops[0].String() != "gw.y@192.0.2.1" || hops[1].String() != "192.0.2.2" {
+		t.Errorf("site y's routers %v", hops)
+	}
+}
