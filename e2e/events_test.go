@@ -107,6 +107,18 @@ sites:
 		t.Errorf("iperf3 got %.2f Mbit/s through a link set to 5 Mbit/s", mbps)
 	}
 
+	// Cross traffic at 30% of the link leaves a TCP flow the other 70%.
+	set("site y down", "rate=20Mbit", "cross=6Mbit", "cross_pattern=poisson")
+	ip, err = r.Iperf(ctx, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: b, Duration: 5 * time.Second, Omit: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// iperf3 counts TCP payload: 1448 of every 1500 bytes on the wire.
+	if wire := ip.ReceivedBPS / 1e6 * 1500 / 1448; wire < 14-0.6 || wire > 14+0.6 {
+		t.Errorf("beside 6 Mbit/s of cross traffic on 20 Mbit/s iperf3 got %.2f Mbit/s on the wire, want 14 +- 0.6", wire)
+	}
+	set("site y down", "cross=none")
+
 	// MTU: fragmentation needed, so path-MTU discovery works...
 	set("site y down", "mtu=1280")
 	if out := inA("ping", "-n", "-c", "2", "-M", "do", "-s", "1400", b); !strings.Contains(out, "mtu=1280") {
@@ -137,8 +149,8 @@ sites:
 		t.Fatal(err)
 	}
 	json.Unmarshal(data, &state)
-	if len(state.Changes) != 8 || !strings.HasPrefix(state.Changes[0].What, "site y: delay=35ms") || len(state.Changes[0].Dirs) != 2 {
-		t.Errorf("recorded changes %+v, want the 8 made", state.Changes)
+	if len(state.Changes) != 10 || !strings.HasPrefix(state.Changes[0].What, "site y: delay=35ms") || len(state.Changes[0].Dirs) != 2 {
+		t.Errorf("recorded changes %+v, want the 10 made", state.Changes)
 	}
 	if res := wanlab(t, "testbed", "set", "no-such-bed", "a->b", "delay=1ms"); res.code == 0 || !strings.Contains(res.stderr, "no-such-bed") {
 		t.Errorf("testbed set on a test-bed that is gone: exit %d: %s", res.code, res.stderr)

@@ -60,7 +60,8 @@ type DiskBytes struct{ Read, Written int64 }
 
 // LinkCounters are what a link direction carried and dropped.
 type LinkCounters struct {
-	Name           string
+	Name string
+	// Bytes and Packets include the cross traffic the engine made on it.
 	Bytes, Packets uint64
 	// Drops are the link model's: by its queue and its loss.
 	Drops uint64

@@ -85,7 +85,11 @@ type Engine struct {
 	stopOnce sync.Once
 	stopped  atomic.Bool
 
-	pathSrc  []int32 // source port of each path
+	seed    uint64
+	pathSrc []int32 // source port of each path
+	// crossDue is when the engine next brings every direction's cross
+	// traffic up to date, so that counters move while no real packet comes.
+	crossDue int64
 	local    []int32 // per port, an empty path: packets the engine makes for it
 	icmpSent atomic.Uint64
 
@@ -169,6 +173,7 @@ func New(cfg Config) (*Engine, error) {
 		portStat: make([]PortStats, n),
 		pathOf:   make([]int32, n*n),
 		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		seed:     cfg.Seed,
 		epoch:    time.Now(),
 		local:    make([]int32, n),
 		realtime: cfg.Realtime,
@@ -176,6 +181,7 @@ func New(cfg Config) (*Engine, error) {
 		spin:     int64(cfg.Spin),
 	}
 	e.nextDue.Store(noneDue)
+	e.crossDue = 0 // look once: directions may start with cross traffic
 	e.pool.init(max(cfg.MaxPacket, icmpMaxLen), cfg.PoolBytes)
 	for i, p := range cfg.Ports {
 		if !p.Addr.Is4() {
@@ -190,7 +196,7 @@ func New(cfg Config) (*Engine, error) {
 		if err := d.check(); err != nil {
 			return nil, err
 		}
-		e.dirs[i] = newDirection(d, &e.dirStats[i])
+		e.dirs[i] = newDirection(e.seeded(i, d), &e.dirStats[i])
 	}
 	for i := range e.pathOf {
 		e.pathOf[i] = -1
@@ -264,7 +270,10 @@ func (e *Engine) Run() error {
 		}
 		e.reclaim()
 		e.releaseDue(now)
-		wait := min(idleWait, max(0, e.nextDue.Load()-e.now()))
+		if now >= e.crossDue {
+			e.crossAll(now)
+		}
+		wait := min(idleWait, max(0, e.nextDue.Load()-e.now()), max(0, e.crossDue-e.now()))
 		if e.events.len() > 0 {
 			wait = min(wait, max(0, e.events.top().at-e.now()))
 			// Before a long sleep, wake early and poll through the last
@@ -358,6 +367,35 @@ func (e *Engine) Applied() []Applied {
 	return out
 }
 
+// seeded gives direction i's cross traffic its own random source from
+// the engine's seed, unless it has one.
+func (e *Engine) seeded(i int, cfg DirConfig) DirConfig {
+	if cfg.Cross != nil && cfg.Cross.Seed == 0 {
+		c := *cfg.Cross
+		c.Seed = e.seed + uint64(i) + 1
+		cfg.Cross = &c
+	}
+	return cfg
+}
+
+// crossTick is how often the engine brings cross traffic up to date.
+const crossTick = int64(10 * time.Millisecond)
+
+// crossAll brings every direction's cross traffic up to now.
+func (e *Engine) crossAll(now int64) {
+	any := false
+	for i := range e.dirs {
+		if d := &e.dirs[i]; d.cross != nil {
+			e.crossUpTo(d, now)
+			any = true
+		}
+	}
+	e.crossDue = noneDue
+	if any {
+		e.crossDue = now + crossTick
+	}
+}
+
 // noneDue is nextDue when no change is pending.
 const noneDue = int64(1<<63 - 1)
 
@@ -419,8 +457,9 @@ func (e *Engine) applyChanges(now int64) {
 	}
 	e.changeMu.Unlock()
 	for _, c := range todo {
-		e.dirs[c.dir].set(c.cfg)
+		e.dirs[c.dir].set(e.seeded(c.dir, c.cfg), at)
 	}
+	e.crossDue = 0 // a direction may have gained cross traffic
 }
 
 // keepCPUsAwake holds a PM QoS request for zero CPU wake-up latency; the
@@ -529,6 +568,9 @@ func (e *Engine) forward(slot int32, t int64) {
 		return
 	}
 	d := &e.dirs[path[hop]]
+	if d.cross != nil {
+		e.crossUpTo(d, t)
+	}
 	if d.cfg.Down {
 		d.stats.DownDrops.Add(1)
 		e.drop(slot)
@@ -625,14 +667,17 @@ func (e *Engine) Stats() Stats {
 	for i := range e.dirStats {
 		st := &e.dirStats[i]
 		s.Dirs = append(s.Dirs, DirSnapshot{
-			Name:       e.dirs[i].cfg.Name,
-			Packets:    st.Packets.Load(),
-			Bytes:      st.Bytes.Load(),
-			QueueDrops: st.QueueDrops.Load(),
-			LossDrops:  st.LossDrops.Load(),
-			DownDrops:  st.DownDrops.Load(),
-			MTUDrops:   st.MTUDrops.Load(),
-			Expired:    st.Expired.Load(),
+			Name:         e.dirs[i].cfg.Name,
+			Packets:      st.Packets.Load(),
+			Bytes:        st.Bytes.Load(),
+			QueueDrops:   st.QueueDrops.Load(),
+			LossDrops:    st.LossDrops.Load(),
+			DownDrops:    st.DownDrops.Load(),
+			MTUDrops:     st.MTUDrops.Load(),
+			Expired:      st.Expired.Load(),
+			CrossPackets: st.CrossPackets.Load(),
+			CrossBytes:   st.CrossBytes.Load(),
+			CrossDrops:   st.CrossDrops.Load(),
 		})
 	}
 	for i := range e.portStat {

@@ -39,6 +39,8 @@ type DirConfig struct {
 	// Hops are the routers along the direction, in order: each decrements
 	// a packet's TTL and answers one that expires with ICMP time exceeded.
 	Hops []netip.Addr
+	// Cross is background traffic sharing the direction; nil for none.
+	Cross *CrossConfig
 }
 
 // LossConfig is Bernoulli loss with probability Random, or a Gilbert-Elliott
@@ -76,16 +78,24 @@ type direction struct {
 	geBad     bool
 	backlog   finishRing // packets still being serialised, for the queue limit
 	stats     *DirStats
+	cross     *crossGen // nil without cross traffic
 }
 
 func newDirection(cfg DirConfig, stats *DirStats) direction {
 	d := direction{stats: stats}
-	d.set(cfg)
+	d.set(cfg, 0)
 	return d
 }
 
-// set changes the settings; what is being serialised finishes at the old rate.
-func (d *direction) set(cfg DirConfig) {
+// set changes the settings at time now; what is being serialised finishes
+// at the old rate. Cross traffic whose settings change starts again.
+func (d *direction) set(cfg DirConfig, now int64) {
+	switch {
+	case cfg.Cross == nil:
+		d.cross = nil
+	case d.cross == nil || d.cross.cfg != *cfg.Cross:
+		d.cross = newCrossGen(*cfg.Cross, now)
+	}
 	d.cfg = cfg
 	d.nsPerByte = 0
 	if cfg.Rate > 0 {
@@ -108,6 +118,9 @@ func (d DirConfig) check() error {
 			return fmt.Errorf("linkemu: direction %s: hop %v is not an IPv4 address", d.Name, h)
 		}
 	}
+	if err := d.Cross.check(); err != nil {
+		return fmt.Errorf("linkemu: direction %s: %w", d.Name, err)
+	}
 	return nil
 }
 
@@ -118,12 +131,7 @@ func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v v
 	if d.full(size) {
 		return 0, dropQueue
 	}
-	start := max(t, d.busyUntil)
-	finish := start + int64(float64(size)*d.nsPerByte)
-	d.busyUntil = finish
-	if finish > t {
-		d.backlog.push(finish, size)
-	}
+	finish := d.serialise(t, size)
 	// A lost packet still occupied the wire: it is lost in transit, after serialisation.
 	if d.lose(rng) {
 		return 0, dropLoss
@@ -138,6 +146,34 @@ func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v v
 		d.lastOut = release
 	}
 	return release, pass
+}
+
+// serialise puts size bytes arriving at t on the link after what it holds
+// and returns when their serialisation finishes.
+func (d *direction) serialise(t int64, size int) int64 {
+	start := max(t, d.busyUntil)
+	finish := start + int64(float64(size)*d.nsPerByte)
+	d.busyUntil = finish
+	if finish > t {
+		d.backlog.push(finish, size)
+	}
+	return finish
+}
+
+// admitCross takes a virtual packet of cross traffic at time t. It is what
+// other users' flows carried, their congestion control having settled
+// their share: it takes link time and queue space, but the queue drops it
+// only when it is twice over its limit (cross traffic alone beyond the
+// rate), and the loss model never does.
+func (d *direction) admitCross(t int64, size int) bool {
+	d.backlog.drain(t)
+	switch {
+	case d.cfg.QueuePackets > 0 && d.backlog.len() >= 2*d.cfg.QueuePackets,
+		d.cfg.QueuePackets == 0 && d.cfg.QueueBytes > 0 && d.backlog.bytes+int64(size) > 2*d.cfg.QueueBytes:
+		return false
+	}
+	d.serialise(t, size)
+	return true
 }
 
 func (d *direction) full(size int) bool {

@@ -15,6 +15,8 @@ type DirStats struct {
 	DownDrops  atomic.Uint64 // arrived while the direction was down
 	MTUDrops   atomic.Uint64 // larger than the direction's MTU
 	Expired    atomic.Uint64 // their TTL ran out at one of its hops
+	// Cross traffic's virtual packets: carried, and dropped by the model.
+	CrossPackets, CrossBytes, CrossDrops atomic.Uint64
 }
 
 // Drops is every packet the direction's model dropped.
@@ -32,6 +34,10 @@ type DirSnapshot struct {
 	DownDrops  uint64 `json:"down_drops,omitempty"`
 	MTUDrops   uint64 `json:"mtu_drops,omitempty"`
 	Expired    uint64 `json:"ttl_expired,omitempty"`
+	// Cross traffic: not counted in Packets, Bytes or Drops.
+	CrossPackets uint64 `json:"cross_packets,omitempty"`
+	CrossBytes   uint64 `json:"cross_bytes,omitempty"`
+	CrossDrops   uint64 `json:"cross_drops,omitempty"`
 	// Backlog is the number of packets queued or in serialisation.
 	Backlog int `json:"-"`
 }

@@ -69,6 +69,19 @@ type rawParams struct {
 	Blackhole *bool    `yaml:"blackhole"`
 	Hops      []string `yaml:"hops"`
 	hopsSet   bool
+	Cross     *rawCross `yaml:"cross"`
+	crossOff  bool
+}
+
+type rawCross struct {
+	Rate      string   `yaml:"rate"`
+	Pattern   string   `yaml:"pattern"`
+	Size      string   `yaml:"size"`
+	On        string   `yaml:"on"`
+	Off       string   `yaml:"off"`
+	FlowMean  string   `yaml:"flow_mean"`
+	FlowShape *float64 `yaml:"flow_shape"`
+	FlowRate  string   `yaml:"flow_rate"`
 }
 
 type rawLink struct {
@@ -364,6 +377,12 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 	if raw.Loss.set {
 		d.Loss = v.loss(field+".loss", raw.Loss)
 	}
+	switch {
+	case raw.crossOff:
+		d.Cross = nil
+	case raw.Cross != nil:
+		d.Cross = v.cross(field+".cross", *raw.Cross, d)
+	}
 	if raw.Queue != "" {
 		d.Queue = v.queue(field+".queue", raw.Queue)
 	}
@@ -392,6 +411,71 @@ func (v *validator) routersOutside(tb *Testbed) {
 	for i, l := range tb.Links {
 		check(fmt.Sprintf("links[%d]", i), l.Forward, l.Reverse)
 	}
+}
+
+// cross reads a direction's cross traffic over what it has.
+func (v *validator) cross(field string, raw rawCross, d Direction) *Cross {
+	c := &Cross{Pattern: "poisson", Size: min(d.MTU, DefaultMTU), On: time.Second, Off: time.Second, FlowMean: 1e6, FlowShape: 1.2}
+	if d.Cross != nil {
+		*c = *d.Cross
+	}
+	if raw.Rate != "" {
+		r, err := units.ParseRate(raw.Rate)
+		switch {
+		case err != nil:
+			v.fail(field+".rate", "%v", err)
+		case r < MinRate || r > MaxRate:
+			v.fail(field+".rate", "%s: give a rate from %s to %s (cross=none, or no cross:, for none)", raw.Rate, MinRate, MaxRate)
+		default:
+			c.Rate = r
+		}
+	}
+	if raw.Pattern != "" {
+		if !slices.Contains(CrossPatterns, raw.Pattern) {
+			v.fail(field+".pattern", "%q: cross traffic arrives as %s", raw.Pattern, strings.Join(CrossPatterns, ", "))
+		}
+		c.Pattern = raw.Pattern
+	}
+	if raw.Size != "" {
+		z, err := units.ParseSize(raw.Size)
+		if err != nil || z < 64 || int(z) > d.MTU {
+			v.fail(field+".size", "%q: give a packet size from 64B to the MTU (%d)", raw.Size, d.MTU)
+		}
+		c.Size = int(z)
+	}
+	v.delay(field+".on", raw.On, &c.On)
+	v.delay(field+".off", raw.Off, &c.Off)
+	if raw.FlowMean != "" {
+		z, err := units.ParseSize(raw.FlowMean)
+		if err != nil || int64(z) < int64(c.Size) {
+			v.fail(field+".flow_mean", "%q: give a mean flow size of at least one packet, as 1MB", raw.FlowMean)
+		}
+		c.FlowMean = int64(z)
+	}
+	if raw.FlowShape != nil {
+		if !(*raw.FlowShape > 1 && *raw.FlowShape <= 10) {
+			v.fail(field+".flow_shape", "%v: the Pareto shape of flow sizes is above 1 (1.2 is heavy-tailed, web-like) and at most 10", *raw.FlowShape)
+		}
+		c.FlowShape = *raw.FlowShape
+	}
+	if raw.FlowRate != "" {
+		r, err := units.ParseRate(raw.FlowRate)
+		if err != nil || r < MinRate || r > MaxRate {
+			v.fail(field+".flow_rate", "%q: give each flow's rate, as 100Mbit", raw.FlowRate)
+		}
+		c.FlowRate = r
+	}
+	switch {
+	case c.Rate == 0:
+		v.fail(field+".rate", "cross traffic needs its rate, as rate: 40Mbit")
+	case d.Rate == 0:
+		v.fail(field, "cross traffic shares a link's rate, and this direction has none (give it rate:)")
+	case c.Pattern == "onoff" && (c.On <= 0 || c.Off <= 0):
+		v.fail(field, "onoff cross traffic needs on and off mean times above 0")
+	case c.FlowRate == 0:
+		c.FlowRate = d.Rate
+	}
+	return c
 }
 
 // hops reads a direction's routers.
@@ -531,7 +615,7 @@ func CheckAgent(a string) error {
 }
 
 // ChangeKeys are the settings Change takes.
-var ChangeKeys = []string{"rate", "delay", "jitter", "loss", "queue", "reorder", "mtu", "down", "blackhole", "hops"}
+var ChangeKeys = []string{"rate", "delay", "jitter", "loss", "queue", "reorder", "mtu", "down", "blackhole", "hops", "cross", "cross_pattern"}
 
 // isZero says whether a rate is written as zero ("0", "0Mbit").
 func isZero(rate string) bool {
@@ -584,6 +668,20 @@ func Change(d Direction, settings []string) (Direction, error) {
 				return d, fmt.Errorf("mtu=%s: give the MTU in bytes, as mtu=1400", value)
 			}
 			raw.MTU = &m
+		case "cross":
+			if value == "none" {
+				raw.crossOff = true
+				continue
+			}
+			if raw.Cross == nil {
+				raw.Cross = &rawCross{}
+			}
+			raw.Cross.Rate = value
+		case "cross_pattern":
+			if raw.Cross == nil {
+				raw.Cross = &rawCross{}
+			}
+			raw.Cross.Pattern = value
 		case "hops":
 			raw.hopsSet = true
 			if value != "none" {

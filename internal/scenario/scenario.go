@@ -112,7 +112,26 @@ type Direction struct {
 	// Hops are the routers along the direction, in order: each decrements
 	// packets' TTL and answers one that expires with ICMP time exceeded.
 	Hops []Hop `json:",omitempty"`
+	// Cross is background traffic the engine makes on the direction.
+	Cross *Cross `json:",omitempty"`
 }
+
+// Cross is a direction's cross traffic: virtual packets that take their
+// share of its rate and queue (docs/scenario.md).
+type Cross struct {
+	Rate    units.Rate // the mean offered load; for onoff, the rate while on
+	Pattern string     // poisson, constant, onoff or flows
+	Size    int        // bytes per packet
+	// On and Off are the mean lengths of onoff's periods.
+	On, Off time.Duration `json:",omitempty"`
+	// Flows: the mean size in bytes, the Pareto shape, each flow's rate.
+	FlowMean  int64      `json:",omitempty"`
+	FlowShape float64    `json:",omitempty"`
+	FlowRate  units.Rate `json:",omitempty"`
+}
+
+// CrossPatterns are the ways cross traffic can arrive.
+var CrossPatterns = []string{"poisson", "constant", "onoff", "flows"}
 
 // Hop is a router along a link direction: what traceroute shows.
 type Hop struct {

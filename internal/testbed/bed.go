@@ -144,7 +144,7 @@ func (b *Bed) Counters() (backend.Counters, error) {
 	}
 	if st, err := b.stats.Read(); err == nil {
 		for _, d := range st.Dirs {
-			c.Links = append(c.Links, backend.LinkCounters{Name: d.Name, Bytes: d.Bytes, Packets: d.Packets, Drops: d.Drops()})
+			c.Links = append(c.Links, backend.LinkCounters{Name: d.Name, Bytes: d.Bytes + d.CrossBytes, Packets: d.Packets + d.CrossPackets, Drops: d.Drops()})
 		}
 		e := &backend.EngineCounters{CPUSeconds: st.CPUSeconds, OutsideModel: st.PoolDrops, LatenessP99us: st.Lateness.P99us,
 			Realtime: st.Realtime, CPUsAwake: st.CPUsAwake}

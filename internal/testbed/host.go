@@ -67,6 +67,10 @@ func dirConfig(d topology.Direction) linkemu.DirConfig {
 	for _, h := range c.Hops {
 		dc.Hops = append(dc.Hops, h.Addr)
 	}
+	if x := c.Cross; x != nil {
+		dc.Cross = &linkemu.CrossConfig{Rate: float64(x.Rate), Pattern: linkemu.CrossPatterns[x.Pattern], Size: x.Size,
+			On: x.On, Off: x.Off, FlowMean: float64(x.FlowMean), FlowShape: x.FlowShape, FlowRate: float64(x.FlowRate)}
+	}
 	if g := c.Loss.Gilbert; g != nil {
 		dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}
 	}
