@@ -129,7 +129,7 @@ func Load(ctx context.Context, a *archive.Archive, id int64) (archive.Run, []Wor
 		Backend string `json:"backend"`
 	}
 	json.Unmarshal(r.Params, &params)
-	f, err := scenario.Parse(params.Source, []byte(r.Scenario), params.Quick)
+	f, err := scenario.ParseStored(params.Source, []byte(r.Scenario), params.Quick)
 	if err != nil {
 		return r, nil, fmt.Errorf("run %d: reading its stored scenario: %w", id, err)
 	}

@@ -41,6 +41,8 @@ type DirConfig struct {
 	Hops []netip.Addr
 	// Cross is background traffic sharing the direction; nil for none.
 	Cross *CrossConfig
+	// Trace makes the rate (or deliveries) and delay follow a recording.
+	Trace *Trace
 }
 
 // LossConfig is Bernoulli loss with probability Random, or a Gilbert-Elliott
@@ -79,10 +81,15 @@ type direction struct {
 	backlog   finishRing // packets still being serialised, for the queue limit
 	stats     *DirStats
 	cross     *crossGen // nil without cross traffic
+	// opp is the next delivery opportunity of a mahimahi trace, counted
+	// from the engine's start over its repeats (-1: none yet), and
+	// oppLeft the bytes it still carries.
+	opp     int64
+	oppLeft int
 }
 
 func newDirection(cfg DirConfig, stats *DirStats) direction {
-	d := direction{stats: stats}
+	d := direction{stats: stats, opp: -1}
 	d.set(cfg, 0)
 	return d
 }
@@ -97,6 +104,7 @@ func (d *direction) set(cfg DirConfig, now int64) {
 		d.cross = newCrossGen(*cfg.Cross, now)
 	}
 	d.cfg = cfg
+	d.opp = -1
 	d.nsPerByte = 0
 	if cfg.Rate > 0 {
 		d.nsPerByte = 8e9 / cfg.Rate
@@ -121,6 +129,9 @@ func (d DirConfig) check() error {
 	if err := d.Cross.check(); err != nil {
 		return fmt.Errorf("linkemu: direction %s: %w", d.Name, err)
 	}
+	if err := d.Trace.check(); err != nil {
+		return fmt.Errorf("linkemu: direction %s: %w", d.Name, err)
+	}
 	return nil
 }
 
@@ -136,7 +147,7 @@ func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v v
 	if d.lose(rng) {
 		return 0, dropLoss
 	}
-	release = finish + int64(d.cfg.Delay)
+	release = finish + d.delayAt(finish)
 	if j := int64(d.cfg.Jitter); j > 0 {
 		release += int64((rng.Float64()*2 - 1) * float64(j))
 		release = max(release, finish)
@@ -152,7 +163,12 @@ func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v v
 // and returns when their serialisation finishes.
 func (d *direction) serialise(t int64, size int) int64 {
 	start := max(t, d.busyUntil)
-	finish := start + int64(float64(size)*d.nsPerByte)
+	var finish int64
+	if tr := d.cfg.Trace; tr != nil && len(tr.Deliveries) > 0 {
+		finish = d.deliver(start, size)
+	} else {
+		finish = start + int64(float64(size)*d.nsPerByteAt(start))
+	}
 	d.busyUntil = finish
 	if finish > t {
 		d.backlog.push(finish, size)

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,5 +101,47 @@ workloads:
 	}
 	if hops := f.Testbed.Sites[1].Down.Hops; len(hops) != 2 || hops[0].String() != "gw.y@192.0.2.1" || hops[1].String() != "192.0.2.2" {
 		t.Errorf("site y's routers %v", hops)
+	}
+}
+
+func TestTraceParsed(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bw.csv"), []byte("time,rate\n0,20Mbit\n1.5s,4Mbit\n2500ms,10Mbit\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "cell.down"), []byte("0\n1\n1\n3\n4\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "d.csv"), []byte("0,20ms\n1,80ms\n"), 0o644)
+	path := filepath.Join(dir, "s.yaml")
+	text := []byte(`name: tr
+hosts: {a: {site: x}, b: {site: y}}
+sites:
+  x: {delay: 5ms, trace: {rate: bw.csv, delay: d.csv, loop: false}}
+  y: {delay: 5ms, trace: {mahimahi: cell.down}}
+`)
+	os.WriteFile(path, text, 0o644)
+	f, err := Load(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := f.Testbed.Sites[0].Up
+	if tr := up.Trace; tr == nil || len(tr.Rate) != 3 || tr.Rate[1].At != 1500*time.Millisecond || tr.Rate[1].Value != 4e6 || tr.Loop || len(tr.Delay) != 2 {
+		t.Fatalf("rate trace %+v", up.Trace)
+	}
+	// The direction's rate is the trace's mean over its steps, its delay the first.
+	if want := (20e6*1.5 + 4e6*1) / 2.5; math.Abs(float64(up.Rate)-want) > 1 || up.Delay != 20*time.Millisecond {
+		t.Errorf("rate %v (want %v), delay %v", up.Rate, want, up.Delay)
+	}
+	down := f.Testbed.Sites[1].Down
+	if tr := down.Trace; tr == nil || len(tr.Deliveries) != 5 || tr.Period != 4*time.Millisecond || !tr.Loop {
+		t.Fatalf("mahimahi trace %+v", down.Trace)
+	}
+	if want := 5 * 1504 * 8 / 0.004; math.Abs(float64(down.Rate)-want) > 1 {
+		t.Errorf("mahimahi rate %v, want %v", down.Rate, want)
+	}
+	// A run's stored copy parses without its files.
+	os.Remove(filepath.Join(dir, "bw.csv"))
+	if _, err := ParseStored(path, text, false); err != nil {
+		t.Errorf("a stored scenario whose trace is gone: %v", err)
+	}
+	if _, err := Parse(path, text, false); err == nil {
+		t.Error("a scenario whose trace is gone was accepted")
 	}
 }

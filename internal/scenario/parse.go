@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ type rawParams struct {
 	hopsSet   bool
 	Cross     *rawCross `yaml:"cross"`
 	crossOff  bool
+	Trace     *rawTrace `yaml:"trace"`
 }
 
 type rawCross struct {
@@ -153,12 +155,22 @@ func Load(path string, quick bool) (*File, error) {
 // that a run never starts with an impossible step in it. file names the
 // source in errors. A returned error is an *Error listing every problem found.
 func Parse(file string, data []byte, quick bool) (*File, error) {
+	return parse(file, data, quick, false)
+}
+
+// ParseStored reads a scenario as a run stored it: as Parse, but the files
+// it names (traces) are not read, since they may be gone or changed.
+func ParseStored(file string, data []byte, quick bool) (*File, error) {
+	return parse(file, data, quick, true)
+}
+
+func parse(file string, data []byte, quick, stored bool) (*File, error) {
 	var raw rawFile
 	c, root, err := yamlfile.Decode(file, data, &raw, "the file is empty: a scenario needs at least name and hosts")
 	if err != nil {
 		return nil, err
 	}
-	v := &validator{c}
+	v := &validator{Checker: c, dir: filepath.Dir(file), stored: stored}
 	tb := v.testbed(&raw)
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -172,7 +184,14 @@ func Parse(file string, data []byte, quick bool) (*File, error) {
 	return f, nil
 }
 
-type validator struct{ *yamlfile.Checker }
+type validator struct {
+	*yamlfile.Checker
+	// dir is the scenario's folder, which files it names are relative to.
+	dir string
+	// stored says the scenario is a run's copy from the archive: the
+	// files it names are not read (they may have gone since).
+	stored bool
+}
 
 func (v *validator) fail(field, format string, args ...any) { v.Fail(field, format, args...) }
 
@@ -376,6 +395,9 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 	}
 	if raw.Loss.set {
 		d.Loss = v.loss(field+".loss", raw.Loss)
+	}
+	if raw.Trace != nil {
+		d.Trace = v.trace(field+".trace", *raw.Trace, &d)
 	}
 	switch {
 	case raw.crossOff:
@@ -691,7 +713,7 @@ func Change(d Direction, settings []string) (Direction, error) {
 			return d, fmt.Errorf("%q: no setting %q (%s)", s, key, strings.Join(ChangeKeys, ", "))
 		}
 	}
-	v := &validator{&yamlfile.Checker{File: "settings"}}
+	v := &validator{Checker: &yamlfile.Checker{File: "settings"}}
 	out := v.params("", raw, d, true)
 	if err := v.Err(); err != nil {
 		var msgs []string

@@ -114,6 +114,8 @@ type Direction struct {
 	Hops []Hop `json:",omitempty"`
 	// Cross is background traffic the engine makes on the direction.
 	Cross *Cross `json:",omitempty"`
+	// Trace makes the rate (or delivery) and delay follow recorded ones.
+	Trace *Trace `json:",omitempty"`
 }
 
 // Cross is a direction's cross traffic: virtual packets that take their

@@ -113,6 +113,12 @@ func UpFor(ctx context.Context, source string, text []byte, owner int, progress 
 		return nil, err
 	}
 	data, abs := text, source
+	// The daemon reads the files the scenario names (traces) relative to it.
+	if _, err := os.Stat(source); err == nil {
+		if a, err := filepath.Abs(source); err == nil {
+			abs = a
+		}
+	}
 	unlock, err := lockRun()
 	if err != nil {
 		return nil, err

@@ -129,7 +129,12 @@ func (d *daemon) interrupted() bool {
 }
 
 func (d *daemon) build() error {
-	f, err := scenario.Load(scenarioCopy(d.name), false)
+	text, err := os.ReadFile(scenarioCopy(d.name))
+	if err != nil {
+		return fmt.Errorf("reading the scenario's copy: %w", err)
+	}
+	// Parsed as from where it was read, so that the files it names are found.
+	f, err := scenario.Parse(d.source, text, false)
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,19 @@ func dirConfig(d topology.Direction) linkemu.DirConfig {
 	for _, h := range c.Hops {
 		dc.Hops = append(dc.Hops, h.Addr)
 	}
+	if tr := c.Trace; tr != nil {
+		lt := &linkemu.Trace{Loop: tr.Loop, Period: int64(tr.Period)}
+		for _, s := range tr.Rate {
+			lt.RateAt, lt.Rates = append(lt.RateAt, int64(s.At)), append(lt.Rates, float64(s.Value))
+		}
+		for _, s := range tr.Delay {
+			lt.DelayAt, lt.Delays = append(lt.DelayAt, int64(s.At)), append(lt.Delays, int64(s.Value))
+		}
+		for _, at := range tr.Deliveries {
+			lt.Deliveries = append(lt.Deliveries, int64(at))
+		}
+		dc.Trace = lt
+	}
 	if x := c.Cross; x != nil {
 		dc.Cross = &linkemu.CrossConfig{Rate: float64(x.Rate), Pattern: linkemu.CrossPatterns[x.Pattern], Size: x.Size,
 			On: x.On, Off: x.Off, FlowMean: float64(x.FlowMean), FlowShape: x.FlowShape, FlowRate: float64(x.FlowRate)}
