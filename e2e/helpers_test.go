@@ -157,7 +157,7 @@ func assertNothingLeft(t testing.TB, name string) {
 }
 
 // status returns the test-bed's status JSON.
-func status(t *testing.T, name string) statusDoc {
+func status(t testing.TB, name string) statusDoc {
 	t.Helper()
 	r := wanlab(t, "testbed", "status", name, "--json")
 	if r.code != 0 {

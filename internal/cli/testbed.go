@@ -279,7 +279,7 @@ changes at set times (docs/scenario.md).`,
 		Args: args(cobra.MinimumNArgs(3)),
 		RunE: func(c *cobra.Command, a []string) error {
 			// Settings that could not apply to any link are a usage error.
-			if _, err := scenario.Change(scenario.Direction{MTU: scenario.MinMTU}, a[2:]); err != nil {
+			if _, err := scenario.Change(scenario.Direction{MTU: scenario.MinMTU, Rate: scenario.MaxRate}, a[2:]); err != nil {
 				return usageError{err}
 			}
 			if err := testbed.CheckEnvironment(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +50,12 @@ type dirView struct {
 	QueueBytes   int64   `json:"queue_bytes,omitempty"`
 	MTU          int     `json:"mtu"`
 	Reorder      bool    `json:"reorder"`
+	// What else the direction does (paths that change, docs/scenario.md).
+	Down      bool     `json:"down,omitempty"`
+	Blackhole bool     `json:"blackhole,omitempty"`
+	Hops      []string `json:"hops,omitempty"`  // NAME@ADDR or ADDR
+	Cross     string   `json:"cross,omitempty"` // e.g. "6Mbit poisson"
+	Trace     []string `json:"trace,omitempty"` // the files it follows
 	// Counters are live, in status only.
 	Counters *linkemu.DirSnapshot `json:"counters,omitempty"`
 }
@@ -104,7 +111,42 @@ func newDirView(d topology.Direction) dirView {
 	case c.Loss.Random > 0:
 		v.LossModel = "bernoulli"
 	}
+	v.Down, v.Blackhole = c.Down, c.Blackhole
+	for _, h := range c.Hops {
+		v.Hops = append(v.Hops, h.String())
+	}
+	if x := c.Cross; x != nil {
+		v.Cross = x.Rate.String() + " " + x.Pattern
+	}
+	if tr := c.Trace; tr != nil {
+		for _, f := range []string{tr.RateFile, tr.MahimahiFile, tr.DelayFile} {
+			if f != "" {
+				v.Trace = append(v.Trace, f)
+			}
+		}
+	}
 	return v
+}
+
+// also is what else a direction does, in words, for the tables.
+func (d dirView) also() string {
+	var out []string
+	if d.Down {
+		out = append(out, "DOWN")
+	}
+	if d.Blackhole {
+		out = append(out, "black hole above the MTU")
+	}
+	if len(d.Hops) > 0 {
+		out = append(out, "routers "+strings.Join(d.Hops, " "))
+	}
+	if d.Cross != "" {
+		out = append(out, "cross traffic "+d.Cross)
+	}
+	if len(d.Trace) > 0 {
+		out = append(out, "trace "+strings.Join(d.Trace, " "))
+	}
+	return strings.Join(out, "; ")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -266,15 +308,22 @@ func printPlan(w io.Writer, v planView) {
 		}
 		t := table(w)
 		counters := len(v.Links) > 0 && v.Links[0].Counters != nil
+		also := slices.ContainsFunc(v.Links, func(d dirView) bool { return d.also() != "" })
 		head := "LINK DIRECTION\tRATE\tDELAY\tJITTER\tLOSS\tQUEUE\tMTU"
 		if counters {
 			head += "\tPACKETS\tBYTES\tQUEUE DROPS\tLOSS DROPS"
+		}
+		if also {
+			head += "\tALSO"
 		}
 		fmt.Fprintln(t, head)
 		for _, d := range v.Links {
 			fmt.Fprintf(t, "%s\t%s\t%sms\t%sms\t%s\t%s\t%d", d.Name, rateText(d.RateBPS), trim(d.DelayMS), trim(d.JitterMS), lossText(d), queueText(d), d.MTU)
 			if c := d.Counters; c != nil {
 				fmt.Fprintf(t, "\t%d\t%s\t%d\t%d", c.Packets, units.Size(c.Bytes), c.QueueDrops, c.LossDrops)
+			}
+			if also {
+				fmt.Fprintf(t, "\t%s", orDash(d.also()))
 			}
 			fmt.Fprintln(t)
 		}

@@ -86,6 +86,7 @@ type direction struct {
 	// oppLeft the bytes it still carries.
 	opp     int64
 	oppLeft int
+	traced  bool // the settings have a trace
 }
 
 func newDirection(cfg DirConfig, stats *DirStats) direction {
@@ -104,6 +105,7 @@ func (d *direction) set(cfg DirConfig, now int64) {
 		d.cross = newCrossGen(*cfg.Cross, now)
 	}
 	d.cfg = cfg
+	d.traced = cfg.Trace != nil
 	d.opp = -1
 	d.nsPerByte = 0
 	if cfg.Rate > 0 {
@@ -147,7 +149,10 @@ func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v v
 	if d.lose(rng) {
 		return 0, dropLoss
 	}
-	release = finish + d.delayAt(finish)
+	release = finish + int64(d.cfg.Delay)
+	if d.traced {
+		release = finish + d.delayAt(finish)
+	}
 	if j := int64(d.cfg.Jitter); j > 0 {
 		release += int64((rng.Float64()*2 - 1) * float64(j))
 		release = max(release, finish)
@@ -163,11 +168,9 @@ func (d *direction) admit(t int64, size int, rng *rand.Rand) (release int64, v v
 // and returns when their serialisation finishes.
 func (d *direction) serialise(t int64, size int) int64 {
 	start := max(t, d.busyUntil)
-	var finish int64
-	if tr := d.cfg.Trace; tr != nil && len(tr.Deliveries) > 0 {
-		finish = d.deliver(start, size)
-	} else {
-		finish = start + int64(float64(size)*d.nsPerByteAt(start))
+	finish := start + int64(float64(size)*d.nsPerByte)
+	if d.traced {
+		finish = d.tracedFinish(start, size)
 	}
 	d.busyUntil = finish
 	if finish > t {

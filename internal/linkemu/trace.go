@@ -76,6 +76,15 @@ func stepAt(at []int64, t int64, loop bool) int {
 	return max(0, i-1)
 }
 
+// tracedFinish is when a traced direction finishes sending size bytes it
+// starts at start.
+func (d *direction) tracedFinish(start int64, size int) int64 {
+	if len(d.cfg.Trace.Deliveries) > 0 {
+		return d.deliver(start, size)
+	}
+	return start + int64(float64(size)*d.nsPerByteAt(start))
+}
+
 // nsPerByteAt is the direction's serialisation time per byte at time t.
 func (d *direction) nsPerByteAt(t int64) float64 {
 	tr := d.cfg.Trace

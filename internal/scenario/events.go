@@ -217,6 +217,7 @@ func (v *validator) events(field string, n *yaml.Node, tb *Testbed, length time.
 		return nil
 	}
 	selectors := tb.LinkSelectors()
+	v.tb = tb
 	var out []Event
 	for i, item := range n.Content {
 		f := fmt.Sprintf("%s[%d]", field, i)
@@ -293,7 +294,7 @@ func (v *validator) event(f string, n *yaml.Node, selectors map[string][]string,
 	}
 	switch {
 	case vals["set"] != nil:
-		e.Set = v.settings(f+".set", vals["set"])
+		e.Set = v.settings(f+".set", vals["set"], v.tb.directionsOf(e.Link))
 	case vals["ramp"] != nil:
 		e.Ramp = v.ramp(f+".ramp", vals["ramp"])
 		if e.For <= 0 {
@@ -332,7 +333,7 @@ func (v *validator) event(f string, n *yaml.Node, selectors map[string][]string,
 
 // settings reads an event's set: mapping into key=value settings, checked
 // as Change checks them.
-func (v *validator) settings(f string, n *yaml.Node) []string {
+func (v *validator) settings(f string, n *yaml.Node, dirs []Direction) []string {
 	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
 		v.fail(f, "expected settings such as {delay: 200ms, loss: 1%%}")
 		return nil
@@ -356,8 +357,11 @@ func (v *validator) settings(f string, n *yaml.Node) []string {
 		}
 		out = append(out, k+"="+s)
 	}
-	if _, err := Change(Direction{MTU: DefaultMTU}, out); err != nil {
-		v.fail(f, "%v", err)
+	for _, d := range dirs {
+		if _, err := Change(d, out); err != nil {
+			v.fail(f, "%v", err)
+			break
+		}
 	}
 	return out
 }
@@ -509,6 +513,34 @@ func (t *Testbed) LinkSelectors() map[string][]string {
 	for _, s := range t.Sites {
 		for _, x := range []string{"site " + s.Name, "site " + s.Name + " up", "site " + s.Name + " down"} {
 			add(x)
+		}
+	}
+	return out
+}
+
+// directionsOf are the directions a link selector names, as the scenario
+// configures them.
+func (t *Testbed) directionsOf(selector string) []Direction {
+	if t == nil {
+		return nil
+	}
+	var out []Direction
+	for _, name := range SelectorDirs(selector) {
+		for _, l := range t.Links {
+			switch name {
+			case l.A + "->" + l.B:
+				out = append(out, l.Forward)
+			case l.B + "->" + l.A:
+				out = append(out, l.Reverse)
+			}
+		}
+		for _, s := range t.Sites {
+			switch name {
+			case "site " + s.Name + " up":
+				out = append(out, s.Up)
+			case "site " + s.Name + " down":
+				out = append(out, s.Down)
+			}
 		}
 	}
 	return out

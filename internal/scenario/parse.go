@@ -191,6 +191,8 @@ type validator struct {
 	// stored says the scenario is a run's copy from the archive: the
 	// files it names are not read (they may have gone since).
 	stored bool
+	// tb is the test-bed, once read: events check their settings on it.
+	tb *Testbed
 }
 
 func (v *validator) fail(field, format string, args ...any) { v.Fail(field, format, args...) }
