@@ -60,7 +60,7 @@ unit:
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
 	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
-	./internal/monitor:FuzzParse ./internal/monitor:FuzzAPI
+	./internal/monitor:FuzzParse ./internal/monitor:FuzzAPI ./internal/scenario:FuzzTrace ./internal/linkemu:FuzzRouterAnswer
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \

@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/scenario"
 )
 
 // The links of a running test-bed change with wanlab testbed set, and the
@@ -220,5 +222,64 @@ func TestPathChangesScenario(t *testing.T) {
 	html, _ := os.ReadFile(filepath.Join(dir, "wanlab-run-1.html"))
 	if !strings.Contains(string(html), `id="changes"`) || !strings.Contains(string(html), "round trip per probe") {
 		t.Error("the report has no list of link changes or no round-trip plot")
+	}
+}
+
+// Every kind of timed event through a run: a ramp, a repeating event and
+// random failures; the archive holds each change the timeline expands to,
+// and the probes see the ramp and the repeated loss.
+func TestTimelineKinds(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "e2e-timeline.yaml")
+	text := `name: e2e-timeline
+hosts: {a: {}, b: {}}
+links:
+  - between: [a, b]
+    rate: 50Mbit
+    delay: 10ms
+workloads:
+  - probe: {from: a, to: b, count: 110, interval: 50ms}
+    events:
+      - {name: slower, at: 500ms, link: a->b, ramp: {delay: [10ms, 50ms], step: 250ms}, for: 2s}
+      - {name: drops, at: 3s, link: b->a, set: {loss: 100%}, for: 200ms, every: 500ms, until: 4s}
+      - {name: flaky, at: 2600ms, link: a->b, failures: {mtbf: 400ms, mttr: 100ms, seed: 3}, until: 5s}
+`
+	os.WriteFile(path, []byte(text), 0o644)
+	f, err := scenario.Parse(path, []byte(text), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(scenario.Expand(f.Workloads[0].Events))
+	db := filepath.Join(dir, "run.db")
+	if r := wanlab(t, "run", path, "--db", db); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	q := func(sql string) string {
+		out, err := exec.Command("sqlite3", db, sql).Output()
+		if err != nil {
+			t.Fatalf("sqlite3: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// Changes at the same time to both directions are one event; here each is one direction.
+	if got := q(`SELECT COUNT(*) FROM events WHERE level = 'link' AND message NOT LIKE 'end of step%'`); got != strconv.Itoa(want) {
+		t.Errorf("%s link events stored, want the %d the timeline expands to:\n%s", got, want, q(`SELECT message FROM events WHERE level = 'link'`))
+	}
+	// Round trips by when the probe was sent, from the first.
+	rtt := func(from, to float64) (n int, mean float64) {
+		out := q(fmt.Sprintf(`SELECT COUNT(*), COALESCE(AVG(value), 0) FROM samples WHERE metric = 'delay.roundtrip' AND subject = 'a->b'
+			AND t - (SELECT MIN(t) FROM samples WHERE metric = 'loss.roundtrip') BETWEEN %g AND %g`, from, to))
+		fmt.Sscanf(strings.ReplaceAll(out, "|", " "), "%d %g", &n, &mean)
+		return n, mean * 1000
+	}
+	if n, ms := rtt(0, 0.4); n < 5 || ms < 19 || ms > 22 {
+		t.Errorf("before the ramp %d probes, mean RTT %.1f ms, want about 20", n, ms)
+	}
+	if n, ms := rtt(2.52, 2.58); n < 1 || ms < 58 || ms > 63 {
+		t.Errorf("after the ramp %d probes, mean RTT %.1f ms, want about 60", n, ms)
+	}
+	lost := q(`SELECT COUNT(*) FROM samples WHERE metric = 'loss.roundtrip' AND value > 0`)
+	if n, _ := strconv.Atoi(lost); n < 6 {
+		t.Errorf("%d probes lost, want at least the 6 of the three 200 ms loss windows", n)
 	}
 }

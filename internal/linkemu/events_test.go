@@ -202,3 +202,29 @@ func TestEngineHops(t *testing.T) {
 		t.Errorf("expired %d, ICMP sent %d; want 3 and 2", st.Dirs[0].Expired, st.ICMPSent)
 	}
 }
+
+// FuzzRouterAnswer makes routers' answers to any packet a host could
+// send: an ICMP error only where RFC 1122 allows one, always well formed.
+func FuzzRouterAnswer(f *testing.F) {
+	f.Add(withTTL(packet(0, 1, 100, 1), 1, true))
+	f.Add([]byte{0x45, 0, 0, 20})
+	e := withTTL(packet(0, 1, 60, 2), 1, false)
+	e[9], e[20] = 1, 8
+	f.Add(e)
+	buf := make([]byte, icmpMaxLen)
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		if len(pkt) > 9000 {
+			return
+		}
+		if headerLen(pkt) > len(pkt) {
+			t.Fatalf("header of %d bytes in a packet of %d", headerLen(pkt), len(pkt))
+		}
+		if !answerable(pkt) {
+			return
+		}
+		n := icmpError(buf, netip.MustParseAddr("192.0.2.1"), icmpTimeExceeded, 0, 0, pkt, 63)
+		if n > icmpMaxLen || n < ipHeaderLen+icmpHeader+ipHeaderLen || checksum(buf[:20]) != 0 || checksum(buf[20:n]) != 0 {
+			t.Fatalf("answer of %d bytes, checksums %v %v", n, checksum(buf[:20]), checksum(buf[20:n]))
+		}
+	})
+}

@@ -150,7 +150,14 @@ func icmpError(buf []byte, from netip.Addr, typ, code uint8, mtu uint16, orig []
 	return n
 }
 
-func headerLen(pkt []byte) int { return min(int(pkt[0]&0x0f)*4, len(pkt)) }
+// headerLen is the IPv4 header's length as the packet says (at least the
+// 20 bytes of a header without options), within the packet.
+func headerLen(pkt []byte) int {
+	if len(pkt) == 0 {
+		return 0
+	}
+	return min(max(int(pkt[0]&0x0f)*4, ipHeaderLen), len(pkt))
+}
 
 // ipChecksum fills in the checksum of an IPv4 header.
 func ipChecksum(h []byte) {

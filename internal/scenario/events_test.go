@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
 func TestExpand(t *testing.T) {
@@ -144,4 +147,32 @@ sites:
 	if _, err := Parse(path, text, false); err == nil {
 		t.Error("a scenario whose trace is gone was accepted")
 	}
+}
+
+// FuzzTrace reads any trace file, both ways: it is refused with a message
+// or gives steps whose times increase and values are in bounds.
+func FuzzTrace(f *testing.F) {
+	for _, s := range []string{"0,10Mbit\n1,5Mbit\n", "time,rate\n0.5,1Gbit\n", "1\n1\n2\n", "0,25ms\n", "x\n", "0,10Mbit\n0,5Mbit\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "t")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		v := &validator{Checker: &yamlfile.Checker{File: "fuzz"}}
+		steps := readSteps(v, "rate", path, func(s string) (units.Rate, error) { return units.ParseRate(s) })
+		for i, s := range steps {
+			if s.At < 0 || i > 0 && s.At <= steps[i-1].At {
+				t.Fatalf("accepted steps out of order: %+v", steps)
+			}
+		}
+		if steps == nil && v.Count() == 0 {
+			t.Fatal("no steps and no problem")
+		}
+		opps, period := readMahimahi(v, "mahimahi", path)
+		if opps != nil && (period <= 0 || period != opps[len(opps)-1]) {
+			t.Fatalf("accepted opportunities %v with period %v", opps, period)
+		}
+	})
 }

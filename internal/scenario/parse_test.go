@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,13 @@ func FuzzParse(f *testing.F) {
 		if tb.Name == "" || len(tb.Hosts) == 0 {
 			t.Fatalf("accepted a test-bed without name or hosts: %+v", tb)
 		}
+		// An accepted timeline expands, in time order, within its bound.
+		for _, events := range append([][]Event{sf.Events}, workloadEvents(sf)...) {
+			changes := Expand(events)
+			if len(changes) > MaxTimedChanges+1 || !slices.IsSortedFunc(changes, func(a, b TimedChange) int { return cmpDuration(a.At, b.At) }) {
+				t.Fatalf("timeline of %d changes, sorted %v", len(changes), slices.IsSortedFunc(changes, func(a, b TimedChange) int { return cmpDuration(a.At, b.At) }))
+			}
+		}
 		for _, l := range tb.Links {
 			for _, d := range []Direction{l.Forward, l.Reverse} {
 				if d.Rate < 0 || d.Delay < 0 || d.MTU < MinMTU || d.Loss.Mean() > 1 {
@@ -198,4 +206,12 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+func workloadEvents(f *File) [][]Event {
+	var out [][]Event
+	for _, w := range f.Workloads {
+		out = append(out, w.Events)
+	}
+	return out
 }

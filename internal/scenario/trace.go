@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,27 +137,28 @@ func meanRate(steps []TraceStep[units.Rate]) units.Rate {
 // readTrace reads a trace file's lines, with its size bounded; nil (and
 // the problem recorded) if it cannot.
 func readTrace(v *validator, field, path string) []string {
+	// Only a regular file: a FIFO or a device would block or never end.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		v.fail(field, "%s is not a regular file", path)
+		return nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		v.fail(field, "reading the trace: %v", err)
 		return nil
 	}
 	defer f.Close()
-	data := make([]byte, maxTraceBytes+1)
-	n, _ := f.Read(data)
-	for n < len(data) {
-		m, err := f.Read(data[n:])
-		n += m
-		if err != nil || m == 0 {
-			break
-		}
+	data, err := io.ReadAll(io.LimitReader(f, maxTraceBytes+1))
+	if err != nil {
+		v.fail(field, "reading the trace: %v", err)
+		return nil
 	}
-	if n > maxTraceBytes {
+	if len(data) > maxTraceBytes {
 		v.fail(field, "%s is larger than %d MiB", path, maxTraceBytes>>20)
 		return nil
 	}
 	lines := []string{}
-	sc := bufio.NewScanner(bytes.NewReader(data[:n]))
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if len(lines) > maxTraceLines {
