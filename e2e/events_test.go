@@ -180,9 +180,9 @@ func TestPathChangesScenario(t *testing.T) {
 		t.Fatalf("analyze --json: %v\n%s", err, rep.stdout)
 	}
 	want := map[string]*regexp.Regexp{
-		"route change": regexp.MustCompile(`^At 6\.0 s route change .*: probe->taipei RTT rose from \d+\.\d to \d+\.\d ms`),
-		"loss burst":   regexp.MustCompile(`^At 12\.0 s loss burst .*: .*(throughput fell|loss rose)`),
-		"outage":       regexp.MustCompile(`^At 19\.0 s outage .*: .*probe->taipei loss rose from [\d.]+ to 100 %`),
+		"route change": regexp.MustCompile(`^At 5\.0 s route change .*: probe->taipei RTT rose from \d+\.\d to \d+\.\d ms`),
+		"loss burst":   regexp.MustCompile(`^At 9\.0 s loss burst .*: .*(throughput fell|loss rose)`),
+		"outage":       regexp.MustCompile(`^At 15\.0 s outage .*: .*probe->taipei loss rose from [\d.]+ to 100 %`),
 	}
 	var texts []string
 	for _, f := range a.Findings {

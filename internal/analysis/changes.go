@@ -17,7 +17,7 @@ import (
 // A run whose links changed (the scenario's events, or wanlab testbed set)
 // is read as a timeline: the changes, and each path's throughput, round
 // trip and loss over time. Change points in those series are found by
-// binary segmentation on the mean, and each is matched to the link change
+// circular binary segmentation on the mean, and each is matched to the link change
 // that explains it, or said to have no injected cause.
 
 // LinkEvent is a change made to the links while a run ran.
@@ -62,7 +62,7 @@ type measureRule struct {
 var watched = map[string]measureRule{
 	results.BandwidthAchievable: {"throughput", 2, 0.3, 0, "Mbit/s", 1e-6, 6 * time.Second, 1},
 	results.DelayRoundtrip:      {"RTT", 3, 0.1, 0.005, "ms", 1e3, 1500 * time.Millisecond, 1},
-	results.LossRoundtrip:       {"loss", 8, 0, 0.1, "%", 100, 1500 * time.Millisecond, 8},
+	results.LossRoundtrip:       {"loss", 8, 0, 0.1, "%", 100, 1500 * time.Millisecond, 12},
 }
 
 // LoadTimeline reads a run's link changes and, if there are any, its
@@ -135,6 +135,10 @@ type ChangePoint struct {
 	Before, After float64
 }
 
+// maxSegment bounds the inner segments the search tries, so that it stays
+// quadratic in a burst's length, not the series'.
+const maxSegment = 3000
+
 // ChangePoints finds where a series changes level.
 func ChangePoints(s Series) []ChangePoint {
 	w, ok := watched[s.Metric]
@@ -149,26 +153,54 @@ func ChangePoints(s Series) []ChangePoint {
 		sigma := noise(s.V)
 		penalty = 3 * sigma * sigma * math.Log(float64(len(s.V)))
 	}
+	// Circular binary segmentation: in each stretch, the single cut or the
+	// inner segment that sets the most apart from the rest (a burst or an
+	// outage in the middle of a steady series is one segment, which a single
+	// cut would not find), then again on each part.
+	sum := make([]float64, len(s.V)+1)
+	for i, x := range s.V {
+		sum[i+1] = sum[i] + x
+	}
+	meanOf := func(i, j int) float64 { return (sum[j] - sum[i]) / float64(j-i) }
 	var cuts []int
 	var split func(a, b int)
 	split = func(a, b int) {
-		if b-a < 2*w.minSeg || len(cuts) >= 50 {
+		n := b - a
+		if n < 2*w.minSeg || len(cuts) >= 50 {
 			return
 		}
-		best, gain := -1, 0.0
-		for k := a + w.minSeg; k <= b-w.minSeg; k++ {
-			m1, m2 := mean(s.V[a:k]), mean(s.V[k:b])
-			n1, n2 := float64(k-a), float64(b-k)
-			if g := n1 * n2 / (n1 + n2) * (m1 - m2) * (m1 - m2); g > gain {
-				best, gain = k, g
+		total := sum[b] - sum[a]
+		bi, bj, gain := -1, -1, 0.0
+		for i := a; i <= b-w.minSeg; i++ {
+			if i > a && i-a < w.minSeg {
+				continue
+			}
+			for j := i + w.minSeg; j <= b && j-i <= maxSegment; j++ {
+				if j < b && b-j < w.minSeg || i == a && j == b {
+					continue
+				}
+				in, out := float64(j-i), float64(n-(j-i))
+				d := (sum[j]-sum[i])/in - (total-(sum[j]-sum[i]))/out
+				if g := in * out / float64(n) * d * d; g > gain {
+					bi, bj, gain = i, j, g
+				}
 			}
 		}
-		if best < 0 || gain <= penalty || !w.counts(mean(s.V[a:best]), mean(s.V[best:b])) {
+		if bi < 0 || gain <= penalty {
 			return
 		}
-		cuts = append(cuts, best)
-		split(a, best)
-		split(best, b)
+		rest := (total - (sum[bj] - sum[bi])) / float64(n-(bj-bi))
+		if !w.counts(meanOf(bi, bj), rest) {
+			return
+		}
+		for _, c := range []int{bi, bj} {
+			if c > a && c < b {
+				cuts = append(cuts, c)
+			}
+		}
+		split(a, bi)
+		split(bi, bj)
+		split(bj, b)
 	}
 	split(0, len(s.V))
 	slices.Sort(cuts)

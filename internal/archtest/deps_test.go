@@ -55,11 +55,13 @@ var allowed = map[string][]string{
 		"internal/workload/disk", "internal/workload/eventdb", "internal/workload/job", "internal/workload/mesh",
 		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer",
 		"internal/workload/bind", "internal/workload/token", "internal/pki", "internal/policy", "internal/proc"},
-	"internal/backend": {"internal/agent", "internal/topology"},
+	// A bed with a timeline takes the scenario's expanded events.
+	"internal/backend": {"internal/agent", "internal/scenario", "internal/topology"},
 
 	// Backends: the emulated test-bed.
+	// results: the words a link change is recorded with, which the analysis reads back.
 	"internal/testbed": {"internal/agent", "internal/backend", "internal/cgroup", "internal/datadir", "internal/linkemu",
-		"internal/proc", "internal/scenario", "internal/topology", "internal/unixsock"},
+		"internal/proc", "internal/results", "internal/scenario", "internal/topology", "internal/unixsock"},
 
 	// Backends: real hosts, agents on the network named by an inventory.
 	"internal/realhosts": {"internal/agent", "internal/agent/agentpb", "internal/backend", "internal/pki", "internal/scenario",

@@ -1,6 +1,7 @@
 package linkemu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -339,7 +340,7 @@ func (e *Engine) Schedule(changes []TimedChange) error {
 		}
 		e.pending = append(e.pending, change{due: due, dir: c.Dir, cfg: c.Config, what: c.What, tag: c.Tag, ref: c.Ref})
 	}
-	slices.SortStableFunc(e.pending, func(a, b change) int { return cmpInt64(a.due, b.due) })
+	slices.SortStableFunc(e.pending, func(a, b change) int { return cmp.Compare(a.due, b.due) })
 	e.publishDue()
 	e.changeMu.Unlock()
 	var one = [8]byte{1}
@@ -406,16 +407,6 @@ func (e *Engine) publishDue() {
 		return
 	}
 	e.nextDue.Store(e.pending[0].due)
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Settings are the directions' current settings, in Config order.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -102,18 +103,8 @@ func Expand(events []Event) []TimedChange {
 			break
 		}
 	}
-	slices.SortStableFunc(out, func(a, b TimedChange) int { return cmpDuration(a.At, b.At) })
+	slices.SortStableFunc(out, func(a, b TimedChange) int { return cmp.Compare(a.At, b.At) })
 	return out
-}
-
-func cmpDuration(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // expand is the changes of event i.

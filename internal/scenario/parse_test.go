@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"os"
@@ -164,8 +165,8 @@ func FuzzParse(f *testing.F) {
 		// An accepted timeline expands, in time order, within its bound.
 		for _, events := range append([][]Event{sf.Events}, workloadEvents(sf)...) {
 			changes := Expand(events)
-			if len(changes) > MaxTimedChanges+1 || !slices.IsSortedFunc(changes, func(a, b TimedChange) int { return cmpDuration(a.At, b.At) }) {
-				t.Fatalf("timeline of %d changes, sorted %v", len(changes), slices.IsSortedFunc(changes, func(a, b TimedChange) int { return cmpDuration(a.At, b.At) }))
+			if len(changes) > MaxTimedChanges+1 || !slices.IsSortedFunc(changes, func(a, b TimedChange) int { return cmp.Compare(a.At, b.At) }) {
+				t.Fatalf("timeline of %d changes, sorted %v", len(changes), slices.IsSortedFunc(changes, func(a, b TimedChange) int { return cmp.Compare(a.At, b.At) }))
 			}
 		}
 		for _, l := range tb.Links {

@@ -55,11 +55,18 @@ func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
 	var now []linkemu.TimedChange
 	for k, i := range idx {
 		now = append(now, d.timed(time.Time{}, i, changed[k], what, ""))
-		d.state.Dirs[i] = changed[k]
 	}
 	if err := d.engine.Schedule(now); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
+	}
+	for k, i := range idx {
+		d.state.Dirs[i] = changed[k]
+	}
+	// testbed status shows the new settings at once; the change itself is
+	// recorded once the engine has made it.
+	if err := writeState(d.state); err != nil {
+		log.Printf("recording the new settings: %v", err)
 	}
 	log.Printf("set %s", what)
 	w.Header().Set("Content-Type", "application/json")
@@ -69,27 +76,8 @@ func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
 // Set changes link directions of running test-bed name and returns their
 // new settings.
 func Set(name string, req SetRequest) ([]topology.Direction, error) {
-	if daemonPID(name) == 0 {
-		if _, err := ReadState(name); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("test-bed %q is not running (its daemon is gone): wanlab testbed down %s", name, name)
-	}
-	body, _ := json.Marshal(req)
-	resp, err := NewStatsReader(name).client.Post("http://engine/directions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("asking the engine of %q to change links: %w", name, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("test-bed %q: %s", name, strings.TrimSpace(string(msg)))
-	}
 	var out []topology.Direction
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("reading the changed links of %q: %w", name, err)
-	}
-	return out, nil
+	return out, engineRequest(name, "/directions", req, &out)
 }
 
 // timed is a change for the engine whose settings are recorded in the
@@ -222,23 +210,26 @@ func (d *daemon) recordChanges() {
 	}
 }
 
-// Schedule starts a timeline on test-bed name (backend.Timeline).
+// Schedule starts a timeline on the test-bed (backend.Timeline).
 func (b *Bed) Schedule(tag string, start time.Time, changes []scenario.TimedChange) error {
-	return b.engineRequest("/timeline", TimelineRequest{Tag: tag, Start: start, Changes: changes})
+	return engineRequest(b.state.Name, "/timeline", TimelineRequest{Tag: tag, Start: start, Changes: changes}, nil)
 }
 
 // EndTimeline ends timeline tag (backend.Timeline).
 func (b *Bed) EndTimeline(tag string) error {
-	return b.engineRequest("/timeline/end", TimelineRequest{Tag: tag})
+	return engineRequest(b.state.Name, "/timeline/end", TimelineRequest{Tag: tag}, nil)
 }
 
 var _ backend.Timeline = (*Bed)(nil)
 
-// engineRequest posts req to the test-bed's engine daemon.
-func (b *Bed) engineRequest(path string, req any) error {
-	name := b.state.Name
+// engineRequest posts req to test-bed name's engine daemon and decodes its
+// answer into out, unless out is nil.
+func engineRequest(name, path string, req, out any) error {
 	if daemonPID(name) == 0 {
-		return fmt.Errorf("test-bed %q is not running (its daemon is gone)", name)
+		if _, err := ReadState(name); err != nil {
+			return err
+		}
+		return fmt.Errorf("test-bed %q is not running (its daemon is gone): wanlab testbed down %s", name, name)
 	}
 	body, _ := json.Marshal(req)
 	resp, err := NewStatsReader(name).client.Post("http://engine"+path, "application/json", bytes.NewReader(body))
@@ -249,6 +240,12 @@ func (b *Bed) engineRequest(path string, req any) error {
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("test-bed %q: %s", name, strings.TrimSpace(string(msg)))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading the answer of the engine of %q: %w", name, err)
 	}
 	return nil
 }
