@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"internal/testsupport":         {"internal/proc"},
 	"internal/agent/agentpb":       {},
 	"internal/linkemu":             {}, // the packet engine: a config struct in, counters out
+	"internal/pcapng":              {}, // capture files, written by the engine's daemon
 	"internal/workload/job":        {},
 	"internal/workload/diskio":     {},
 	"internal/workload/token":      {}, // the per-test secret of the data plane
@@ -61,7 +62,7 @@ var allowed = map[string][]string{
 	// Backends: the emulated test-bed.
 	// results: the words a link change is recorded with, which the analysis reads back.
 	"internal/testbed": {"internal/agent", "internal/backend", "internal/cgroup", "internal/datadir", "internal/linkemu",
-		"internal/proc", "internal/results", "internal/scenario", "internal/topology", "internal/unixsock"},
+		"internal/pcapng", "internal/proc", "internal/results", "internal/scenario", "internal/topology", "internal/unixsock"},
 
 	// Backends: real hosts, agents on the network named by an inventory.
 	"internal/realhosts": {"internal/agent", "internal/agent/agentpb", "internal/backend", "internal/pki", "internal/scenario",

@@ -21,7 +21,7 @@ func newTestbedCmd() *cobra.Command {
 namespace) and CPU quota (a cgroup), joined by links that a userspace engine emulates
 packet by packet: rate, drop-tail queue, delay, jitter and loss, per direction.`,
 	}
-	c.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newSetCmd(), newExecCmd(), newValidateCmd(), newCheckCmd(), newDaemonCmd())
+	c.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newSetCmd(), newCaptureCmd(), newExecCmd(), newValidateCmd(), newCheckCmd(), newDaemonCmd())
 	return c
 }
 

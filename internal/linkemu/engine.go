@@ -99,16 +99,20 @@ type Engine struct {
 	nextDue    atomic.Int64
 	applied    []Applied
 	changeLate latenessHist
+	captured   []bool // directions with a capture, under changeMu
 }
 
-// change is new settings for one direction, due at an engine time.
+// change is new settings for one direction, due at an engine time; or,
+// with captureSet, the start (capture set) or end (nil) of a capture.
 type change struct {
-	due  int64
-	dir  int
-	cfg  DirConfig
-	what string
-	tag  string
-	ref  int
+	due        int64
+	dir        int
+	cfg        DirConfig
+	what       string
+	tag        string
+	ref        int
+	capture    *Capture
+	captureSet bool
 }
 
 // TimedChange is new settings for direction Dir from time At on. Changes
@@ -170,6 +174,7 @@ func New(cfg Config) (*Engine, error) {
 		portOf:   make(map[netip.Addr]int, n),
 		dirs:     make([]direction, len(cfg.Dirs)),
 		current:  slices.Clone(cfg.Dirs),
+		captured: make([]bool, len(cfg.Dirs)),
 		dirStats: make([]DirStats, len(cfg.Dirs)),
 		portStat: make([]PortStats, n),
 		pathOf:   make([]int32, n*n),
@@ -332,20 +337,27 @@ func (e *Engine) Schedule(changes []TimedChange) error {
 			return err
 		}
 	}
-	e.changeMu.Lock()
+	todo := make([]change, 0, len(changes))
 	for _, c := range changes {
 		due := int64(0)
 		if !c.At.IsZero() {
 			due = max(0, int64(c.At.Sub(e.epoch)))
 		}
-		e.pending = append(e.pending, change{due: due, dir: c.Dir, cfg: c.Config, what: c.What, tag: c.Tag, ref: c.Ref})
+		todo = append(todo, change{due: due, dir: c.Dir, cfg: c.Config, what: c.What, tag: c.Tag, ref: c.Ref})
 	}
+	e.changeMu.Lock()
+	e.queue(todo)
+	e.changeMu.Unlock()
+	return nil
+}
+
+// queue adds changes to those pending and wakes the engine; changeMu is held.
+func (e *Engine) queue(changes []change) {
+	e.pending = append(e.pending, changes...)
 	slices.SortStableFunc(e.pending, func(a, b change) int { return cmp.Compare(a.due, b.due) })
 	e.publishDue()
-	e.changeMu.Unlock()
 	var one = [8]byte{1}
 	unix.Write(e.wakeFD, one[:])
-	return nil
 }
 
 // Cancel drops the changes with tag that have not taken effect yet and says
@@ -432,6 +444,9 @@ func (e *Engine) applyChanges(now int64) {
 	at := e.now()
 	for i := range todo {
 		c := &todo[i]
+		if c.captureSet {
+			continue
+		}
 		c.cfg.Name = e.current[c.dir].Name
 		e.current[c.dir] = c.cfg
 		if c.due > 0 {
@@ -448,6 +463,10 @@ func (e *Engine) applyChanges(now int64) {
 	}
 	e.changeMu.Unlock()
 	for _, c := range todo {
+		if c.captureSet {
+			e.dirs[c.dir].capture = c.capture
+			continue
+		}
 		e.dirs[c.dir].set(e.seeded(c.dir, c.cfg), at)
 	}
 	e.crossDue = 0 // a direction may have gained cross traffic
@@ -558,13 +577,14 @@ func (e *Engine) forward(slot int32, t int64) {
 		e.deliver(slot)
 		return
 	}
-	d := &e.dirs[path[hop]]
+	dir := path[hop]
+	d := &e.dirs[dir]
 	if d.cross != nil {
 		e.crossUpTo(d, t)
 	}
 	if d.cfg.Down {
 		d.stats.DownDrops.Add(1)
-		e.drop(slot)
+		e.dropAt(d, dir, slot, ByDown, t)
 		return
 	}
 	if d.cfg.MTU > 0 && int(e.pool.len[slot]) > d.cfg.MTU {
@@ -572,22 +592,22 @@ func (e *Engine) forward(slot int32, t int64) {
 		if !d.cfg.Blackhole {
 			e.fragNeeded(slot, d, t)
 		}
-		e.drop(slot)
+		e.dropAt(d, dir, slot, ByMTU, t)
 		return
 	}
 	if len(d.cfg.Hops) > 0 && !e.crossHops(slot, d, t) {
 		d.stats.Expired.Add(1)
-		e.drop(slot)
+		e.dropAt(d, dir, slot, ByTTL, t)
 		return
 	}
 	release, v := d.admit(t, int(e.pool.len[slot]), e.rng)
 	switch v {
 	case dropQueue:
 		d.stats.QueueDrops.Add(1)
-		e.drop(slot)
+		e.dropAt(d, dir, slot, ByQueue, t)
 	case dropLoss:
 		d.stats.LossDrops.Add(1)
-		e.drop(slot)
+		e.dropAt(d, dir, slot, ByLoss, t)
 	default:
 		e.seq++
 		e.events.push(event{at: release, seq: e.seq, slot: slot})
@@ -603,9 +623,12 @@ func (e *Engine) releaseDue(now int64) {
 		slot := ev.slot
 		// A packet the engine made (an ICMP error) crosses no direction.
 		if path, hop := e.paths[e.pool.path[slot]], e.pool.hop[slot]; int(hop) < len(path) {
-			st := e.dirs[path[hop]].stats
-			st.Packets.Add(1)
-			st.Bytes.Add(uint64(e.pool.len[slot]))
+			d := &e.dirs[path[hop]]
+			d.stats.Packets.Add(1)
+			d.stats.Bytes.Add(uint64(e.pool.len[slot]))
+			if d.capture != nil {
+				e.capture(d, path[hop], slot, Passed, ev.at)
+			}
 			e.pool.hop[slot]++
 		}
 		// The next direction sees the packet arrive when the model says, not
@@ -636,6 +659,15 @@ func (e *Engine) reclaim() {
 		}
 		e.pool.put(slot)
 	}
+}
+
+// dropAt drops the packet in slot, which direction dir's model refused at
+// time t for reason, capturing it if the direction is captured.
+func (e *Engine) dropAt(d *direction, dir int32, slot int32, reason string, t int64) {
+	if d.capture != nil {
+		e.capture(d, dir, slot, reason, t)
+	}
+	e.drop(slot)
 }
 
 func (e *Engine) drop(slot int32) {

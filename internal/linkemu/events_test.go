@@ -228,3 +228,45 @@ func FuzzRouterAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A capture sees what leaves a direction and what its model drops, with why.
+func TestEngineCapture(t *testing.T) {
+	tn := twoHosts(t, DirConfig{})
+	c, err := tn.eng.StartCapture([]int{0}, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tn.eng.StartCapture([]int{0}, 64); err == nil {
+		t.Error("a second capture of one direction was started")
+	}
+	tn.send(t, 0, packet(0, 1, 200, 1))
+	if _, ok := tn.recv(1, 2*time.Second); !ok {
+		t.Fatal("packet 1 never arrived")
+	}
+	tn.eng.Set(0, DirConfig{Loss: LossConfig{Random: 1}})
+	tn.send(t, 0, packet(0, 1, 100, 2))
+	tn.send(t, 1, packet(1, 0, 100, 3)) // the other direction is not captured
+	time.Sleep(50 * time.Millisecond)
+	var got []CapturedPacket
+	c.Read(func(p CapturedPacket) error {
+		p.Data = append([]byte(nil), p.Data...)
+		got = append(got, p)
+		return nil
+	})
+	if len(got) != 2 {
+		t.Fatalf("captured %d packets, want 2: %+v", len(got), got)
+	}
+	if got[0].Reason != Passed || got[0].OrigLen != 200 || len(got[0].Data) != 64 || binary.BigEndian.Uint32(got[0].Data[20:]) != 1 {
+		t.Errorf("first: %+v", got[0])
+	}
+	if got[1].Reason != ByLoss || got[1].OrigLen != 100 || got[1].At.Before(got[0].At) {
+		t.Errorf("second: %+v", got[1])
+	}
+	tn.eng.StopCapture(c, []int{0})
+	if _, err := tn.eng.StartCapture([]int{0}, 10); err == nil {
+		t.Error("a snap length of 10 was accepted")
+	}
+	if _, err := tn.eng.StartCapture([]int{0}, 64); err != nil {
+		t.Errorf("after the capture stopped another could not start: %v", err)
+	}
+}

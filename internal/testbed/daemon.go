@@ -116,6 +116,8 @@ type daemon struct {
 	// pending are the settings each scheduled change brings, by ref.
 	pending map[int]topology.Direction
 	nextRef int
+	// captures are the captures streaming now.
+	captures captures
 }
 
 func (d *daemon) interrupted() bool {
@@ -327,6 +329,8 @@ func (d *daemon) serve() error {
 	mux.HandleFunc("POST /directions", d.setDirections)
 	mux.HandleFunc("POST /timeline", d.startTimeline)
 	mux.HandleFunc("POST /timeline/end", d.endTimeline)
+	mux.HandleFunc("GET /capture", d.captureLinks)
+	mux.HandleFunc("POST /capture/stop", d.stopCapture)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
