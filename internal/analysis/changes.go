@@ -32,6 +32,9 @@ type Timeline struct {
 	Events []LinkEvent
 	// Series are each path's throughput, round-trip time and loss.
 	Series []Series
+	// Steps are when the run's steps started, in order: a finding's times
+	// are from the start of its step, as a workload's events are written.
+	Steps []time.Time
 }
 
 // Series is one measure of one path over time.
@@ -73,6 +76,16 @@ func LoadTimeline(ctx context.Context, a *archive.Archive, id int64) (*Timeline,
 		return nil, err
 	}
 	tl := &Timeline{}
+	steps, err := a.Steps(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range steps {
+		if t, err := time.Parse(time.RFC3339Nano, s.StartedAt); err == nil {
+			tl.Steps = append(tl.Steps, t)
+		}
+	}
+	slices.SortFunc(tl.Steps, func(a, b time.Time) int { return a.Compare(b) })
 	for _, e := range evs {
 		if e.Level != archive.Link {
 			continue
@@ -111,6 +124,32 @@ func LoadTimeline(ctx context.Context, a *archive.Archive, id int64) (*Timeline,
 		tl.Series = append(tl.Series, *byKey[k])
 	}
 	return tl, err
+}
+
+// clock says a time in seconds from the start of the step it falls in
+// (with the step's number when the run has several), or from the
+// timeline's first moment when no step is known.
+func (tl *Timeline) clock() func(time.Time) string {
+	t0 := tl.Events[0].T
+	for _, s := range tl.Series {
+		if len(s.T) > 0 && s.T[0].Before(t0) {
+			t0 = s.T[0]
+		}
+	}
+	return func(t time.Time) string {
+		// i is how many steps had started by t.
+		i, found := slices.BinarySearchFunc(tl.Steps, t, func(a, b time.Time) int { return a.Compare(b) })
+		if found {
+			i++
+		}
+		if i == 0 || len(tl.Steps) == 0 {
+			return fmt.Sprintf("%.1f s", t.Sub(t0).Seconds())
+		}
+		if len(tl.Steps) == 1 {
+			return fmt.Sprintf("%.1f s", t.Sub(tl.Steps[0]).Seconds())
+		}
+		return fmt.Sprintf("%.1f s of step %d", t.Sub(tl.Steps[i-1]).Seconds(), i)
+	}
 }
 
 // spacing is the median time between a series' samples.
@@ -283,13 +322,7 @@ func PathChanges(tl *Timeline, tb *scenario.Testbed) []Finding {
 		}
 		return false
 	}
-	t0 := tl.Events[0].T
-	for _, s := range tl.Series {
-		if len(s.T) > 0 && s.T[0].Before(t0) {
-			t0 = s.T[0]
-		}
-	}
-	at := func(t time.Time) float64 { return t.Sub(t0).Seconds() }
+	at := tl.clock()
 	explained := make([][]ChangePoint, len(tl.Events))
 	var unexplained []ChangePoint
 	for _, s := range tl.Series {
@@ -322,29 +355,31 @@ func PathChanges(tl *Timeline, tb *scenario.Testbed) []Finding {
 			if strings.HasSuffix(e.What, results.TimelineEnd) {
 				continue
 			}
-			out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %.1f s %s: no visible change in the paths' throughput, round trip or loss.", at(e.T), e.What),
-				Values: map[string]float64{"t_s": at(e.T)}})
+			out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %s %s: no visible change in the paths' throughput, round trip or loss.", at(e.T), e.What),
+				Values: map[string]float64{"t_unix": unix(e.T)}})
 			continue
 		}
 		var parts []string
-		vals := map[string]float64{"t_s": at(e.T)}
+		vals := map[string]float64{"t_unix": unix(e.T)}
 		for _, cp := range cps {
 			w := watched[cp.Metric]
-			parts = append(parts, fmt.Sprintf("%s %s %s from %s to %s %s at %.1f s", cp.Path, w.name, direction(cp), format(cp.Before*w.scale), format(cp.After*w.scale), w.unit, at(cp.T)))
+			parts = append(parts, fmt.Sprintf("%s %s %s from %s to %s %s at %s", cp.Path, w.name, direction(cp), format(cp.Before*w.scale), format(cp.After*w.scale), w.unit, at(cp.T)))
 			vals[cp.Path+" "+w.name+" before"] = cp.Before * w.scale
 			vals[cp.Path+" "+w.name+" after"] = cp.After * w.scale
 			vals[cp.Path+" "+w.name+" lag_s"] = cp.T.Sub(e.T).Seconds()
 		}
-		out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %.1f s %s: %s.", at(e.T), e.What, strings.Join(parts, "; ")), Values: vals})
+		out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %s %s: %s.", at(e.T), e.What, strings.Join(parts, "; ")), Values: vals})
 	}
 	for _, cp := range unexplained {
 		w := watched[cp.Metric]
-		out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %.1f s %s %s %s from %s to %s %s with no injected cause: no link change was made to its directions just before.",
+		out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %s %s %s %s from %s to %s %s with no injected cause: no link change was made to its directions just before.",
 			at(cp.T), cp.Path, w.name, direction(cp), format(cp.Before*w.scale), format(cp.After*w.scale), w.unit),
-			Values: map[string]float64{"t_s": at(cp.T), "before": cp.Before * w.scale, "after": cp.After * w.scale}})
+			Values: map[string]float64{"t_unix": unix(cp.T), "before": cp.Before * w.scale, "after": cp.After * w.scale}})
 	}
 	return out
 }
+
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 func direction(cp ChangePoint) string {
 	if cp.After > cp.Before {

@@ -103,3 +103,22 @@ func TestPathChangesMatchesEvents(t *testing.T) {
 		t.Errorf("the timeline's end, which changed nothing visible, has a finding:\n%s", got)
 	}
 }
+
+// Times are from the start of the step they fall in, as events are written.
+func TestTimelineClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tl := &Timeline{Events: []LinkEvent{{T: t0}}}
+	if got := tl.clock()(t0.Add(1500 * time.Millisecond)); got != "1.5 s" {
+		t.Errorf("without steps: %q", got)
+	}
+	tl.Steps = []time.Time{t0.Add(-time.Second)}
+	if got := tl.clock()(t0.Add(1500 * time.Millisecond)); got != "2.5 s" {
+		t.Errorf("one step: %q", got)
+	}
+	tl.Steps = append(tl.Steps, t0.Add(time.Second))
+	for at, want := range map[time.Duration]string{500 * time.Millisecond: "1.5 s of step 1", time.Second: "0.0 s of step 2", 3 * time.Second: "2.0 s of step 2"} {
+		if got := tl.clock()(t0.Add(at)); got != want {
+			t.Errorf("two steps, %v: %q, want %q", at, got, want)
+		}
+	}
+}

@@ -89,10 +89,12 @@ type Engine struct {
 	seed    uint64
 	pathSrc []int32 // source port of each path
 	// crossDue is when the engine next brings every direction's cross
-	// traffic up to date, so that counters move while no real packet comes.
-	crossDue int64
-	local    []int32 // per port, an empty path: packets the engine makes for it
-	icmpSent atomic.Uint64
+	// traffic up to date, so that counters move while no real packet comes;
+	// crossDirs are the directions with cross traffic, as it last found.
+	crossDue  int64
+	crossDirs []int
+	local     []int32 // per port, an empty path: packets the engine makes for it
+	icmpSent  atomic.Uint64
 
 	changeMu   sync.Mutex
 	pending    []change // in due order; immediate ones are due at 0
@@ -396,15 +398,15 @@ const crossTick = int64(10 * time.Millisecond)
 
 // crossAll brings every direction's cross traffic up to now.
 func (e *Engine) crossAll(now int64) {
-	any := false
+	e.crossDirs = e.crossDirs[:0]
 	for i := range e.dirs {
 		if d := &e.dirs[i]; d.cross != nil {
 			e.crossUpTo(d, now)
-			any = true
+			e.crossDirs = append(e.crossDirs, i)
 		}
 	}
 	e.crossDue = noneDue
-	if any {
+	if len(e.crossDirs) > 0 {
 		e.crossDue = now + crossTick
 	}
 }
@@ -515,9 +517,16 @@ func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
 // readPort reads up to readBatch packets from port src and admits each to the
 // first direction of its path.
 func (e *Engine) readPort(src int) {
-	// A change due by now applies to what arrives now.
+	// A change due by now applies to what arrives now, and cross traffic
+	// that arrived before it is in the queues first (the engine may have
+	// been kept from running for a while).
 	if now := e.now(); now >= e.nextDue.Load() {
 		e.applyChanges(now)
+	}
+	for _, i := range e.crossDirs {
+		if d := &e.dirs[i]; d.cross != nil { // a change may just have ended it
+			e.crossUpTo(d, e.now())
+		}
 	}
 	fd := e.ports[src].FD
 	st := &e.portStat[src]
