@@ -133,3 +133,52 @@ func BenchmarkCapture(b *testing.B) {
 		b.ReportMetric(100*float64(res.Missed)/float64(max(1, res.Packets+res.Missed)), "missed_snaplen"+snaplen+"_%")
 	}
 }
+
+// A workload's capture: writes each step's capture next to the run, and
+// the run records what it held; a capture that cannot be written leaves
+// the step done and says why.
+func TestRunWithCapture(t *testing.T) {
+	if err := crosscheck.Require("tshark"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "e2e-runcap.yaml")
+	os.WriteFile(path, []byte(`name: e2e-runcap
+hosts: {a: {}, b: {}}
+links:
+  - between: [a, b]
+    rate: 20Mbit
+    delay: 2ms
+    forward: {loss: 10%}
+workloads:
+  - probe: {from: a, to: b, count: 100, interval: 10ms}
+    capture: {links: [a->b], snaplen: 96}
+`), 0o644)
+	db := filepath.Join(dir, "run.db")
+	if r := wanlab(t, "run", path, "--db", db, "--captures", dir); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	file := filepath.Join(dir, "wanlab-run-1-step-1-a-b.pcapng")
+	out, err := exec.Command("tshark", "-r", file, "-Y", "udp", "-T", "fields", "-e", "frame.comment").Output()
+	if err != nil {
+		t.Fatalf("tshark -r %s: %v", file, err)
+	}
+	// One line a packet, empty for those without a comment.
+	packets := strings.Count(string(out), "\n")
+	dropped := strings.Count(string(out), "dropped by the link model: loss")
+	if packets < 100 || dropped == 0 {
+		t.Errorf("the capture holds %d UDP packets, %d dropped by the loss model; want the 100 probes, some lost", packets, dropped)
+	}
+	msg, _ := exec.Command("sqlite3", db, "SELECT message FROM events WHERE level = 'info'").Output()
+	if !strings.Contains(string(msg), "packets of a->b") || !strings.Contains(string(msg), file) {
+		t.Errorf("the run did not record its capture: %s", msg)
+	}
+	// Into a folder that is not there: the step is done, the run says why.
+	if r := wanlab(t, "run", path, "--db", db, "--captures", filepath.Join(dir, "missing")); r.code != 0 {
+		t.Fatalf("run with captures into a missing folder: exit %d: %s", r.code, r.stderr)
+	}
+	msg, _ = exec.Command("sqlite3", db, "SELECT message FROM events WHERE level = 'warning' AND run_id = 2").Output()
+	if !strings.Contains(string(msg), "capture of a->b") || !strings.Contains(string(msg), "no such file or directory") {
+		t.Errorf("a capture that could not be written was not said: %q", msg)
+	}
+}

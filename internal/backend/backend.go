@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"runtime"
 	"time"
@@ -139,6 +140,15 @@ type LinkChange struct {
 	// Due is when a timed change was to take effect (T is when it did);
 	// zero for a change made at once.
 	Due time.Time `json:"due,omitzero"`
+}
+
+// Capturer is a bed that can capture its links where they are emulated:
+// Capture writes a pcapng capture of the directions selector names into w
+// until ctx is done (then the file ends cleanly) or count packets, and
+// returns how many packets it wrote, how many of them the link model
+// dropped, and how many it missed.
+type Capturer interface {
+	Capture(ctx context.Context, selector string, snaplen, count int, w io.Writer) (packets, dropped, missed int, err error)
 }
 
 // Timeline is a bed whose links follow a scenario's timeline: Schedule

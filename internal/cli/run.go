@@ -26,7 +26,7 @@ import (
 )
 
 func newRunCmd() *cobra.Command {
-	var db, reportDir, inventory string
+	var db, reportDir, inventory, captureDir string
 	var asJSON, quick bool
 	var resume int64
 	c := &cobra.Command{
@@ -60,7 +60,7 @@ resumed run of real hosts needs --inventory again.`,
 			if resume < 0 {
 				return usagef("--resume %d: give a run number, as wanlab runs lists them", resume)
 			}
-			opts := controller.Options{Quick: quick, Resume: resume, Version: Version}
+			opts := controller.Options{Quick: quick, Resume: resume, Version: Version, CaptureDir: captureDir}
 			var inv *realhosts.Inventory
 			if resume == 0 {
 				var err error
@@ -165,6 +165,7 @@ resumed run of real hosts needs --inventory again.`,
 	c.Flags().BoolVar(&quick, "quick", false, "use the workloads' quick: settings (short steps)")
 	c.Flags().Int64Var(&resume, "resume", 0, "continue run `RUN` from its first unfinished step")
 	c.Flags().StringVar(&reportDir, "report", "", "also write the HTML report into `DIR`")
+	c.Flags().StringVar(&captureDir, "captures", ".", "where the pcapng files of workloads' capture: go (`DIR`)")
 	c.Flags().StringVar(&inventory, "inventory", "", "run on the real hosts of this inventory, not on an emulated test-bed")
 	return c
 }

@@ -42,6 +42,8 @@ type Options struct {
 	Backend string
 	// Progress, if set, is called as steps start and jobs end, and every second.
 	Progress func(Progress)
+	// CaptureDir is where the pcapng files of workloads' capture: go.
+	CaptureDir string
 }
 
 // Progress is where a run stands.

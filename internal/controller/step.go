@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +82,79 @@ func (r *runner) timeline(tag string, events []scenario.Event, start time.Time) 
 	}, nil
 }
 
+// captures starts the workload's captures of this step, each into its own
+// file, and returns what stops them and says, for the step's events, what
+// each wrote. A capture that fails (a full disk) stops and says so; the
+// step goes on.
+func (r *runner) captures(p plannedStep) func() (notes, warnings []string) {
+	c := p.workload.Capture
+	capturer, ok := r.bed.(backend.Capturer)
+	if c == nil {
+		return func() ([]string, []string) { return nil, nil }
+	}
+	if !ok {
+		return func() ([]string, []string) {
+			return nil, []string{"capture: these hosts' links cannot be captured (the emulated test-bed's can)"}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	said := make([]string, len(c.Links))
+	failed := make([]bool, len(c.Links))
+	for i, link := range c.Links {
+		name := fmt.Sprintf("wanlab-run-%d-step-%d-%s.pcapng", r.run, p.index+1, fileSafe(link))
+		path := filepath.Join(r.o.CaptureDir, name)
+		wg.Go(func() {
+			f, err := os.Create(path)
+			if err != nil {
+				said[i], failed[i] = fmt.Sprintf("capture of %s: %v", link, err), true
+				return
+			}
+			packets, dropped, missed, err := capturer.Capture(ctx, link, c.Snaplen, c.Count, f)
+			err = errors.Join(err, f.Close())
+			if err != nil {
+				said[i], failed[i] = fmt.Sprintf("capture of %s stopped: %v; %d packets are kept in %s", link, err, packets, path), true
+				return
+			}
+			said[i] = fmt.Sprintf("captured %d packets of %s (%d dropped by the link model) into %s", packets, link, dropped, path)
+			if missed > 0 {
+				said[i] += fmt.Sprintf("; %d missed (the capture fell behind: a smaller snaplen keeps up)", missed)
+			}
+		})
+	}
+	// The captures attach between two packets; give them that moment.
+	time.Sleep(50 * time.Millisecond)
+	return func() (notes, warnings []string) {
+		// Packets still crossing the links leave them a moment later.
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+		wg.Wait()
+		for i, s := range said {
+			if failed[i] {
+				warnings = append(warnings, s)
+			} else {
+				notes = append(notes, s)
+			}
+		}
+		return notes, warnings
+	}
+}
+
+// fileSafe turns a link selector into a file name part: a->b as a-b,
+// "site cern up" as site-cern-up.
+func fileSafe(link string) string {
+	var b strings.Builder
+	for _, r := range strings.ReplaceAll(strings.ReplaceAll(link, "<->", "-"), "->", "-") {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
 // recordChanges stores the bed's link changes since the last call as the
 // run's events (of step, or of none if 0), each at the time it took effect.
 // With timed events the last may have been made just now: the engine's
@@ -148,17 +223,20 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 		}
 		stopEvents = stop
 	}
+	stopCaptures := r.captures(p)
 	out, err := execStep(ctx, env, p.step)
 	err = errors.Join(err, stopEvents())
+	if out == nil {
+		out = &outcome{metrics: results.Metrics{}}
+	}
+	notes, warnings := stopCaptures()
+	out.notes, out.events = append(out.notes, notes...), append(out.events, warnings...)
 	ticker.Stop()
 	close(tickDone)
 	stopSampling()
 	wg.Wait()
 	report()
 	sr.Seconds = time.Since(began).Seconds()
-	if out == nil {
-		out = &outcome{metrics: results.Metrics{}}
-	}
 	return out, smp, err
 }
 
@@ -235,6 +313,9 @@ func (r *runner) store(stepID int64, sr *StepResult, out *outcome) error {
 	err := errors.Join(a.AddSamples(r.run, stepID, out.samples), a.AddJobs(r.run, stepID, out.jobs))
 	for _, e := range events {
 		err = errors.Join(err, a.AddEvent(r.run, stepID, archive.Warning, e))
+	}
+	for _, n := range out.notes {
+		err = errors.Join(err, a.AddEvent(r.run, stepID, archive.Info, n))
 	}
 	if err != nil {
 		sr.Status, sr.Reason = archive.StatusFailed, fmt.Sprintf("storing what it measured: %v", err)

@@ -23,6 +23,7 @@ type outcome struct {
 	jobs    []job.Record
 	samples []archive.Sample
 	events  []string // warnings worth keeping
+	notes   []string // what else happened (captures written)
 }
 
 // stepEnv is what a step runs with.

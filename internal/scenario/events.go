@@ -322,6 +322,57 @@ func (v *validator) event(f string, n *yaml.Node, selectors map[string][]string,
 	return e, true
 }
 
+// capture reads a workload's capture: {links: [a->b], snaplen: 128, count: 100000}.
+func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
+	if n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if tb.RealHosts() {
+		v.fail(f, "a capture is made inside the emulated engine: on real hosts there is none (capture there with tcpdump)")
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		v.fail(f, "expected {links: [a->b], snaplen: 128, count: 100000}")
+		return nil
+	}
+	c := &Capture{}
+	selectors := tb.LinkSelectors()
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i].Value, n.Content[i+1]
+		switch k {
+		case "links":
+			if val.Kind != yaml.SequenceNode || len(val.Content) == 0 {
+				v.fail(f+".links", "give the links to capture, as [a->b, site cern]")
+				continue
+			}
+			for j, l := range val.Content {
+				if _, ok := selectors[l.Value]; !ok {
+					v.fail(fmt.Sprintf("%s.links[%d]", f, j), "no link %q in this test-bed (links: %s)", l.Value, strings.Join(sortedKeys(selectors), ", "))
+				}
+				c.Links = append(c.Links, l.Value)
+			}
+		case "snaplen", "count":
+			x, err := strconv.Atoi(val.Value)
+			switch {
+			case err != nil || x < 0:
+				v.fail(f+"."+k, "%q: give a whole number", val.Value)
+			case k == "snaplen" && x != 0 && (x < 20 || x > 65535):
+				v.fail(f+".snaplen", "%d: give 20 to 65535 bytes (0: whole packets)", x)
+			case k == "snaplen":
+				c.Snaplen = x
+			default:
+				c.Count = x
+			}
+		default:
+			v.fail(f+"."+k, "unknown field %q (a capture has links, snaplen and count)", k)
+		}
+	}
+	if len(c.Links) == 0 {
+		v.fail(f+".links", "give the links to capture, as [a->b, site cern]")
+	}
+	return c
+}
+
 // settings reads an event's set: mapping into key=value settings, checked
 // as Change checks them.
 func (v *validator) settings(f string, n *yaml.Node, dirs []Direction) []string {

@@ -37,6 +37,17 @@ type Workload struct {
 	Steps []Step
 	// Events are the workload's timeline, from the start of each step.
 	Events []Event
+	// Capture captures links inside the engine during each step.
+	Capture *Capture
+}
+
+// Capture is a workload's packet capture: the link directions (as testbed
+// capture names them) captured during each of its steps into a pcapng
+// file, at most Snaplen bytes of each packet (0: whole) and Count packets
+// (0: all).
+type Capture struct {
+	Links          []string
+	Snaplen, Count int
 }
 
 // Step is one run of a workload with its sweep's values applied.
@@ -163,6 +174,8 @@ type rawWorkload struct {
 	Sweep  yaml.Node `yaml:"sweep"`
 	Quick  yaml.Node `yaml:"quick"`
 	Events *yaml.Node
+	// Capture is read as a mapping: {links: [...], snaplen: N, count: N}.
+	Capture *yaml.Node
 }
 
 type rawEventDB struct {
@@ -297,6 +310,8 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			raw.Quick = *val
 		case k == "events":
 			raw.Events = val
+		case k == "capture":
+			raw.Capture = val
 		case slices.Contains(results.Kinds, results.Kind(k)):
 			if kind != "" {
 				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", kind, k)
@@ -304,7 +319,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			}
 			kind, body = results.Kind(k), val
 		default:
-			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick, events and one of %s)", k, kindNames())
+			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick, events, capture and one of %s)", k, kindNames())
 			return Workload{}, false
 		}
 	}
@@ -387,6 +402,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 		}
 	}
 	w.Events = v.events(field+".events", raw.Events, tb, shortest, tb.Seed)
+	w.Capture = v.capture(field+".capture", raw.Capture, tb)
 	return w, v.Count() == 0
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/pcapng"
 	"github.com/wanlab/wanlab/internal/topology"
@@ -260,3 +261,11 @@ func (r *recordingWriter) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Capture captures the test-bed's links (backend.Capturer).
+func (b *Bed) Capture(ctx context.Context, selector string, snaplen, count int, w io.Writer) (packets, dropped, missed int, err error) {
+	res, err := Capture(ctx, b.state.Name, selector, CaptureOptions{Count: count, Snaplen: snaplen}, w)
+	return res.Packets, res.Dropped, res.Lost, err
+}
+
+var _ backend.Capturer = (*Bed)(nil)
