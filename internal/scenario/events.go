@@ -196,7 +196,7 @@ var eventKeys = []string{"name", "link", "at", "set", "for", "every", "until", "
 // how long a step lasts (0 if it is not known: the run's timeline, or a
 // step that ends when its work is done).
 func (v *validator) events(field string, n *yaml.Node, tb *Testbed, length time.Duration, seed uint64) []Event {
-	if n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if absent(n) {
 		return nil
 	}
 	if tb.RealHosts() {
@@ -268,9 +268,9 @@ func (v *validator) event(f string, n *yaml.Node, selectors map[string][]string,
 	e.Name = scalar("name")
 	e.Link = scalar("link")
 	e.At, e.For, e.Every, e.Until = duration("at"), duration("for"), duration("every"), duration("until")
-	if _, ok := selectors[e.Link]; !ok && e.Link != "" {
-		v.fail(f+".link", "no link %q in this test-bed (links: %s)", e.Link, strings.Join(sortedKeys(selectors), ", "))
-	} else if e.Link == "" {
+	if e.Link != "" {
+		v.link(f+".link", e.Link, selectors)
+	} else {
 		v.fail(f+".link", "missing: name the link, as a->b, a<->b (both directions), \"site x\" or \"site x up\"")
 	}
 	kinds := 0
@@ -324,7 +324,7 @@ func (v *validator) event(f string, n *yaml.Node, selectors map[string][]string,
 
 // capture reads a workload's capture: {links: [a->b], snaplen: 128, count: 100000}.
 func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
-	if n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if absent(n) {
 		return nil
 	}
 	if tb.RealHosts() {
@@ -346,9 +346,7 @@ func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
 				continue
 			}
 			for j, l := range val.Content {
-				if _, ok := selectors[l.Value]; !ok {
-					v.fail(fmt.Sprintf("%s.links[%d]", f, j), "no link %q in this test-bed (links: %s)", l.Value, strings.Join(sortedKeys(selectors), ", "))
-				}
+				v.link(fmt.Sprintf("%s.links[%d]", f, j), l.Value, selectors)
 				c.Links = append(c.Links, l.Value)
 			}
 		case "snaplen", "count":
@@ -542,20 +540,43 @@ func SelectorDirs(selector string) []string {
 	return []string{selector}
 }
 
+// absent says a key is missing or empty (key: with nothing after it).
+func absent(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// link checks a link selector against the test-bed's.
+func (v *validator) link(field, selector string, selectors map[string][]string) {
+	if _, ok := selectors[selector]; !ok {
+		v.fail(field, "no link %q in this test-bed (links: %s)", selector, strings.Join(sortedKeys(selectors), ", "))
+	}
+}
+
 // LinkSelectors maps each way to name links of the test-bed in events to
 // the directions it selects: a->b, a<->b, "site x", "site x up", "site x down".
 func (t *Testbed) LinkSelectors() map[string][]string {
 	out := map[string][]string{}
-	add := func(s string) { out[s] = SelectorDirs(s) }
-	for _, l := range t.Links {
-		for _, s := range []string{l.A + "->" + l.B, l.B + "->" + l.A, l.A + "<->" + l.B, l.B + "<->" + l.A} {
-			add(s)
+	for name := range t.namedDirections() {
+		out[name] = []string{name}
+		if a, b, ok := strings.Cut(name, "->"); ok {
+			out[a+"<->"+b] = SelectorDirs(a + "<->" + b)
+		}
+		if site, ok := strings.CutSuffix(name, " up"); ok {
+			out[site] = SelectorDirs(site)
 		}
 	}
+	return out
+}
+
+// namedDirections are the test-bed's link and site directions by the names
+// the topology gives them (a->b, "site x up"), as the scenario configures them.
+func (t *Testbed) namedDirections() map[string]Direction {
+	out := map[string]Direction{}
+	for _, l := range t.Links {
+		out[l.A+"->"+l.B], out[l.B+"->"+l.A] = l.Forward, l.Reverse
+	}
 	for _, s := range t.Sites {
-		for _, x := range []string{"site " + s.Name, "site " + s.Name + " up", "site " + s.Name + " down"} {
-			add(x)
-		}
+		out["site "+s.Name+" up"], out["site "+s.Name+" down"] = s.Up, s.Down
 	}
 	return out
 }
@@ -563,26 +584,11 @@ func (t *Testbed) LinkSelectors() map[string][]string {
 // directionsOf are the directions a link selector names, as the scenario
 // configures them.
 func (t *Testbed) directionsOf(selector string) []Direction {
-	if t == nil {
-		return nil
-	}
+	named := t.namedDirections()
 	var out []Direction
 	for _, name := range SelectorDirs(selector) {
-		for _, l := range t.Links {
-			switch name {
-			case l.A + "->" + l.B:
-				out = append(out, l.Forward)
-			case l.B + "->" + l.A:
-				out = append(out, l.Reverse)
-			}
-		}
-		for _, s := range t.Sites {
-			switch name {
-			case "site " + s.Name + " up":
-				out = append(out, s.Up)
-			case "site " + s.Name + " down":
-				out = append(out, s.Down)
-			}
+		if d, ok := named[name]; ok {
+			out = append(out, d)
 		}
 	}
 	return out
