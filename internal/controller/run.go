@@ -241,8 +241,7 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 		if err != nil {
 			return err
 		}
-		r.timed = true
-		defer func() { err = errors.Join(err, stop(), r.recordChanges(0, true)) }()
+		defer func() { err = errors.Join(err, stop(), r.recordChanges(0)) }()
 	}
 	for _, p := range plan {
 		if prev, ok := done[p.index]; ok {

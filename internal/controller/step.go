@@ -35,8 +35,6 @@ type runner struct {
 	seed uint64
 	// recorded is up to when the bed's link changes are in the archive.
 	recorded time.Time
-	// timed says the run has events: the bed changes its links on its own.
-	timed bool
 }
 
 // step runs one step under the sampler and stores it. Its error is only
@@ -61,7 +59,7 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 	sr.LimitedBy = smp.limits()
 	sr.TestbedLimited = len(sr.LimitedBy) > 0
 	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
-	return sr, errors.Join(r.store(stepID, &sr, out), r.recordChanges(stepID, r.timed || len(p.workload.Events) > 0))
+	return sr, errors.Join(r.store(stepID, &sr, out), r.recordChanges(stepID))
 }
 
 // timeline starts events on the bed's links, their times from start, and
@@ -157,15 +155,10 @@ func fileSafe(link string) string {
 
 // recordChanges stores the bed's link changes since the last call as the
 // run's events (of step, or of none if 0), each at the time it took effect.
-// With timed events the last may have been made just now: the engine's
-// daemon writes what it did every 50 ms.
-func (r *runner) recordChanges(step int64, timed bool) error {
+func (r *runner) recordChanges(step int64) error {
 	log, ok := r.bed.(backend.ChangeLog)
 	if !ok {
 		return nil
-	}
-	if timed {
-		time.Sleep(100 * time.Millisecond)
 	}
 	changes, err := log.Changes(r.recorded)
 	if err != nil {

@@ -34,6 +34,13 @@ var _ backend.ChangeLog = (*Bed)(nil)
 // Changes lists the links' changes after a time, from the test-bed's
 // state (the engine's daemon records each wanlab testbed set).
 func (b *Bed) Changes(after time.Time) ([]backend.LinkChange, error) {
+	// The daemon records what the engine made every 50 ms; have it record
+	// what is due by now first. A daemon that is gone recorded what it made.
+	if daemonPID(b.state.Name) != 0 {
+		if err := engineRequest(b.state.Name, "/changes/flush", struct{}{}, nil); err != nil {
+			return nil, err
+		}
+	}
 	st, err := ReadState(b.state.Name)
 	if err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ type daemon struct {
 	// before holds, per timeline tag, the directions' settings before it.
 	before map[string]map[int]topology.Direction
 	// pending are the settings each scheduled change brings, by ref.
-	pending map[int]topology.Direction
+	pending map[int]pendingChange
 	nextRef int
 	// captures are the captures streaming now.
 	captures captures
@@ -329,6 +329,7 @@ func (d *daemon) serve() error {
 	mux.HandleFunc("POST /directions", d.setDirections)
 	mux.HandleFunc("POST /timeline", d.startTimeline)
 	mux.HandleFunc("POST /timeline/end", d.endTimeline)
+	mux.HandleFunc("POST /changes/flush", d.flushChanges)
 	mux.HandleFunc("GET /capture", d.captureLinks)
 	mux.HandleFunc("POST /capture/stop", d.stopCapture)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)

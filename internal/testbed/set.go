@@ -84,10 +84,10 @@ func Set(name string, req SetRequest) ([]topology.Direction, error) {
 // test-bed's state once the engine has made it; setMu is held.
 func (d *daemon) timed(at time.Time, dir int, to topology.Direction, what, tag string) linkemu.TimedChange {
 	if d.pending == nil {
-		d.pending = map[int]topology.Direction{}
+		d.pending = map[int]pendingChange{}
 	}
 	d.nextRef++
-	d.pending[d.nextRef] = to
+	d.pending[d.nextRef] = pendingChange{to: to, due: at}
 	return linkemu.TimedChange{At: at, Dir: dir, Config: dirConfig(to), What: what, Tag: tag, Ref: d.nextRef}
 }
 
@@ -174,40 +174,74 @@ func (d *daemon) endTimeline(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// pendingChange is a change given to the engine and not yet recorded: the
+// settings it brings, and when it is due (zero: at once).
+type pendingChange struct {
+	to  topology.Direction
+	due time.Time
+}
+
 // recordChanges writes the changes the engine has made into the test-bed's
 // state, with when each was due and when it took effect, until the daemon stops.
 func (d *daemon) recordChanges() {
 	for !d.stopping.Load() {
 		time.Sleep(50 * time.Millisecond)
-		applied := d.engine.Applied()
-		if len(applied) == 0 {
-			continue
-		}
 		d.setMu.Lock()
-		for _, a := range applied {
-			// In the order the engine made them, so the last one stands.
-			if to, ok := d.pending[a.Ref]; ok {
-				d.state.Dirs[a.Dir] = to
-				delete(d.pending, a.Ref)
-			}
-			name := d.state.Dirs[a.Dir].Name
-			n := len(d.state.Changes)
-			if last := n - 1; n > 0 && d.state.Changes[last].What == a.What && d.state.Changes[last].T.Equal(a.At.UTC()) {
-				d.state.Changes[last].Dirs = append(d.state.Changes[last].Dirs, name)
-				continue
-			}
-			c := backend.LinkChange{T: a.At.UTC(), What: a.What, Dirs: []string{name}}
-			if a.Tag != "" {
-				c.Due = a.Due.UTC()
-			}
-			d.state.Changes = append(d.state.Changes, c)
-		}
-		d.state.Changes = d.state.Changes[max(len(d.state.Changes)-maxChanges, 0):]
-		if err := writeState(d.state); err != nil {
-			log.Printf("recording the links' changes: %v", err)
-		}
+		d.recordApplied()
 		d.setMu.Unlock()
 	}
+}
+
+// recordApplied records the changes the engine has made since the last
+// call; setMu is held.
+func (d *daemon) recordApplied() {
+	applied := d.engine.Applied()
+	if len(applied) == 0 {
+		return
+	}
+	for _, a := range applied {
+		// In the order the engine made them, so the last one stands.
+		if p, ok := d.pending[a.Ref]; ok {
+			d.state.Dirs[a.Dir] = p.to
+			delete(d.pending, a.Ref)
+		}
+		name := d.state.Dirs[a.Dir].Name
+		n := len(d.state.Changes)
+		if last := n - 1; n > 0 && d.state.Changes[last].What == a.What && d.state.Changes[last].T.Equal(a.At.UTC()) {
+			d.state.Changes[last].Dirs = append(d.state.Changes[last].Dirs, name)
+			continue
+		}
+		c := backend.LinkChange{T: a.At.UTC(), What: a.What, Dirs: []string{name}}
+		if a.Tag != "" {
+			c.Due = a.Due.UTC()
+		}
+		d.state.Changes = append(d.state.Changes, c)
+	}
+	d.state.Changes = d.state.Changes[max(len(d.state.Changes)-maxChanges, 0):]
+	if err := writeState(d.state); err != nil {
+		log.Printf("recording the links' changes: %v", err)
+	}
+}
+
+// flushChanges records every change due by now, waiting (a moment: the
+// engine makes a due change before its next packet) until the engine has
+// made them, so that whoever reads the state next finds them.
+func (d *daemon) flushChanges(w http.ResponseWriter, r *http.Request) {
+	d.setMu.Lock()
+	defer d.setMu.Unlock()
+	now := time.Now()
+	for deadline := now.Add(time.Second); ; time.Sleep(time.Millisecond) {
+		d.recordApplied()
+		waiting := slices.ContainsFunc(slices.Collect(maps.Values(d.pending)), func(p pendingChange) bool { return !p.due.After(now) })
+		if !waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			http.Error(w, "the engine has not made the changes due by now within a second", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Schedule starts a timeline on the test-bed (backend.Timeline).
