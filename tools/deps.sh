@@ -66,10 +66,19 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 echo "make deps: installing $todo"
 export DEBIAN_FRONTEND=noninteractive
+# The packages' system services (nginx on port 80, PostgreSQL, snmpd) are
+# not wanted: tests start private instances. Where nothing says otherwise,
+# a policy-rc.d keeps the installs from starting them.
+policy=/usr/sbin/policy-rc.d
+ours=""
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\n# made by wanlab make deps while it installs; removed after\nexit 101\n' >"$policy" && chmod 755 "$policy" && ours=1
+fi
 if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends $todo >/dev/null; }; then
 	echo "make deps: could not install $todo (offline, or no such package here?)"
 	echo "make deps: the tests that need them are skipped; to retry: $advice"
 fi
+[ -z "$ours" ] || rm -f "$policy"
 record
 still=$(missing | sed "s/ *$//")
 [ -z "$still" ] || echo "make deps: still missing: $still"

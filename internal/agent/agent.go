@@ -63,6 +63,8 @@ type Server struct {
 	// DiskCapped says the host's disk has a rate cap (a test-bed host's
 	// disk:), so that workloads read and write the disk, not the page cache.
 	DiskCapped bool
+	// DiskReadBps is the host's disk read cap (bytes/s; 0: none).
+	DiskReadBps int64
 	// HostCPU, if set, reads the CPU time the agent's host (its cgroup)
 	// has used, for the CPU figures of each test.
 	HostCPU func() (time.Duration, error)

@@ -277,6 +277,10 @@ func workloadRequest(r *agentpb.WorkloadRequest) request {
 		req.kind = policy.TaskFarm
 	case RoleMeshNode:
 		req.kind = policy.Mesh
+	case RoleWatch:
+		req.kind = policy.Watch
+	case RoleTrainReceiver, RoleTrainSender:
+		req.kind = policy.Bandwidth
 	default:
 		return req
 	}

@@ -18,11 +18,11 @@ import (
 
 // TransferSpecToPB converts a transfer spec to its wire form.
 func TransferSpecToPB(s transfer.Spec) *agentpb.TransferSpec {
-	return &agentpb.TransferSpec{Streams: uint32(s.Streams), WindowBytes: uint64(s.Window), Block: uint32(s.Block), Compress: s.Compress}
+	return &agentpb.TransferSpec{Streams: uint32(s.Streams), WindowBytes: uint64(s.Window), Block: uint32(s.Block), Compress: s.Compress, Serial: s.Serial}
 }
 
 func transferSpecFromPB(p *agentpb.TransferSpec) transfer.Spec {
-	return transfer.Spec{Streams: int(p.GetStreams()), Window: int(p.GetWindowBytes()), Block: int(p.GetBlock()), Compress: p.GetCompress()}
+	return transfer.Spec{Streams: int(p.GetStreams()), Window: int(p.GetWindowBytes()), Block: int(p.GetBlock()), Compress: p.GetCompress(), Serial: p.GetSerial()}
 }
 
 // Files the agent names itself, in its data folder.
@@ -69,6 +69,7 @@ func (k *keptFiles) take(name string) bool {
 func (s *Server) transferSpec(ctx context.Context, p *agentpb.TransferSpec) (transfer.Spec, func(), error) {
 	spec := transferSpecFromPB(p)
 	spec.Uncached = s.DiskCapped
+	spec.ReadRate = s.DiskReadBps
 	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return spec, nil, s.refusal("the transfer", err)
 	}

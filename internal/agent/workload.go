@@ -18,16 +18,21 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/job"
 	"github.com/wanlab/wanlab/internal/workload/mesh"
 	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
 	"github.com/wanlab/wanlab/internal/workload/token"
+	"github.com/wanlab/wanlab/internal/workload/train"
 )
 
 // Workload roles and the spec type each takes as JSON.
 const (
-	RoleEventServer = "eventdb-server"   // eventdb.ServerSpec
-	RoleEventClient = "eventdb-client"   // eventdb.ClientSpec
-	RoleFarmMaster  = "taskfarm-master"  // taskfarm.MasterSpec
-	RoleFarmWorkers = "taskfarm-workers" // taskfarm.WorkerSpec
-	RoleMeshNode    = "mesh-node"        // MeshNodeSpec
+	RoleEventServer   = "eventdb-server"   // eventdb.ServerSpec
+	RoleEventClient   = "eventdb-client"   // eventdb.ClientSpec
+	RoleFarmMaster    = "taskfarm-master"  // taskfarm.MasterSpec
+	RoleFarmWorkers   = "taskfarm-workers" // taskfarm.WorkerSpec
+	RoleMeshNode      = "mesh-node"        // MeshNodeSpec
+	RoleWatch         = "tcp-watch"        // tcpwatch.Spec
+	RoleTrainReceiver = "train-receiver"   // train.ReceiverSpec
+	RoleTrainSender   = "train-sender"     // train.SenderSpec
 )
 
 // MeshNodeSpec is a mesh node: the port it serves on, whether its
@@ -109,6 +114,15 @@ func (w *workloadStream) job(r job.Record) {
 	w.send(&agentpb.WorkloadEvent{Event: &agentpb.WorkloadEvent_Job{Job: JobToPB(r)}})
 }
 
+// data sends a batch of a streaming role's data.
+func (w *workloadStream) data(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return w.send(&agentpb.WorkloadEvent{Event: &agentpb.WorkloadEvent_DataJson{DataJson: b}})
+}
+
 func (w *workloadStream) summary(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -134,7 +148,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 	if err := datadir.ValidName(req.GetId()); err != nil {
 		return refuse(fmt.Errorf("workload id: %w", err))
 	}
-	decode := func(v interface{ Validate(limits.Limits) error }) error {
+	decodeSpec := func(v interface{ Validate(limits.Limits) error }) error {
 		dec := json.NewDecoder(bytes.NewReader(req.GetSpecJson()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(v); err != nil {
@@ -143,9 +157,15 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		if err := v.Validate(lim); err != nil {
 			return refuse(err)
 		}
-		// Every role's connections open with the test's token, which the
-		// controller draws for the step: a role without one would serve or
-		// greet anyone who guessed the zero token.
+		return nil
+	}
+	decode := func(v interface{ Validate(limits.Limits) error }) error {
+		if err := decodeSpec(v); err != nil {
+			return err
+		}
+		// Every role that opens connections does so with the test's
+		// token, which the controller draws for the step: a role without
+		// one would serve or greet anyone who guessed the zero token.
 		var t struct {
 			Token token.Token `json:"token"`
 		}
@@ -257,6 +277,49 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		}
 		<-served
 		return nil
+	case RoleTrainReceiver:
+		var spec train.ReceiverSpec
+		if err := decode(&spec); err != nil {
+			return err
+		}
+		r, err := train.Listen(spec, s.Test)
+		if err != nil {
+			return refuse(err)
+		}
+		if err := w.listening(r.Port()); err != nil {
+			return err
+		}
+		got, err := r.Receive(ctx)
+		if err != nil {
+			return refuse(err)
+		}
+		return w.summary(got)
+	case RoleTrainSender:
+		var spec train.SenderSpec
+		if err := decode(&spec); err != nil {
+			return err
+		}
+		sent, err := train.Send(ctx, spec)
+		if err != nil {
+			return refuse(err)
+		}
+		return w.summary(sent)
+	case RoleWatch:
+		// A watch opens no connection: it reads the host's own.
+		var spec tcpwatch.Spec
+		if err := decodeSpec(&spec); err != nil {
+			return err
+		}
+		sctx, done, err := serving()
+		if err != nil {
+			return err
+		}
+		defer done()
+		sum, err := tcpwatch.Run(sctx, spec, func(b tcpwatch.Batch) error { return w.data(b) })
+		if err != nil && sum.Ticks == 0 {
+			return refuse(err)
+		}
+		return w.summary(sum)
 	}
 	return status.Errorf(codes.InvalidArgument, "agent on %s: unknown workload role %q", s.Host, req.GetRole())
 }

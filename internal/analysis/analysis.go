@@ -29,6 +29,9 @@ const (
 	Disk      = "disk"
 	Latency   = "latency"
 	Testbed   = "testbed"
+	// Application is a sender that left its socket empty: its own design,
+	// as watched inside TCP, held the step.
+	Application = "application"
 )
 
 // Options tune the analysis.
@@ -57,7 +60,7 @@ type Report struct {
 
 // Finding is one conclusion, in a sentence and in figures.
 type Finding struct {
-	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change
+	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change, application_limited
 	Workload string `json:"workload,omitempty"`
 	Text     string `json:"text"`
 	// Bottleneck is set on bottleneck findings.
@@ -236,6 +239,11 @@ func OfRun(ctx context.Context, a *archive.Archive, r archive.Run, workloads []W
 		return nil, nil, fmt.Errorf("run %d: reading its link changes: %w", r.ID, err)
 	}
 	rep.Findings = append(rep.Findings, PathChanges(tl, workloadsTestbed(workloads))...)
+	watched, err := LoadWatched(ctx, a, r.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %d: reading its watched connections: %w", r.ID, err)
+	}
+	rep.Findings = append(rep.Findings, InsideTCP(watched)...)
 	return rep, tl, nil
 }
 

@@ -130,6 +130,12 @@ func resources(w Workload, s Step) []resource {
 // notFull decides a step none of whose resources was full.
 func notFull(w Workload, s Step, res []resource, o Options, v StepVerdict) StepVerdict {
 	top := fmt.Sprintf("%s at %.0f%%", res[0].what, res[0].util)
+	if idle, ok := s.Metrics[results.AppLimitedPct]; ok && idle >= 100*appLimitedShare {
+		v.Bottleneck, v.Confidence = Application, "high"
+		v.Why = fmt.Sprintf("a watched sender had nothing to send %.0f%% of the time (application-limited, from TCP_INFO), and no resource was full (busiest: %s)", idle, top)
+		v.Evidence["application_limited_pct"] = idle
+		return v
+	}
 	if w.Kind == results.TaskFarm && s.Metrics[results.Efficiency] >= 0.95 {
 		v.Bottleneck, v.Confidence = ClientCPU, "medium"
 		v.Why = fmt.Sprintf("the workers were busy with the tasks %.0f%% of the ideal time (busiest other resource: %s)", 100*s.Metrics[results.Efficiency], top)
@@ -207,4 +213,5 @@ func sampledDisks(m map[string]float64, hosts []string) []resource {
 var bottleneckWords = map[string]string{
 	ClientCPU: "the clients' CPU", ServerCPU: "the server's CPU", Network: "the network", Disk: "the disk",
 	Latency: "latency (round trips, not capacity)", Testbed: "the test-bed itself (this machine)",
+	Application: "the application (its sender left the socket empty)",
 }

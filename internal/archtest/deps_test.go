@@ -38,6 +38,8 @@ var allowed = map[string][]string{
 	"internal/archtest":            {},
 	"e2e":                          {}, // drives the wanlab binary only
 	"internal/workload/probe":      {"internal/limits", "internal/workload/bind", "internal/workload/token"},
+	"internal/workload/train":      {"internal/limits", "internal/workload/bind", "internal/workload/token"},
+	"internal/workload/tcpwatch":   {"internal/limits"},
 	"internal/workload/disk":       {"internal/limits", "internal/workload/diskio"},
 	"internal/workload/transfer":   {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/token"},
 	"internal/workload/throughput": {"internal/limits", "internal/workload/bind", "internal/workload/job", "internal/workload/token"},
@@ -46,7 +48,7 @@ var allowed = map[string][]string{
 	"internal/workload/mesh":       {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/job", "internal/workload/token"},
 
 	// The scenario and what it resolves into.
-	"internal/scenario": {"internal/limits", "internal/pki", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/transfer", "internal/yamlfile"},
+	"internal/scenario": {"internal/datadir", "internal/limits", "internal/pki", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/tcpwatch", "internal/workload/transfer", "internal/yamlfile"},
 	"internal/topology": {"internal/scenario"},
 	"internal/policy":   {"internal/limits", "internal/units", "internal/yamlfile"},
 	"internal/archive":  {"internal/workload/job"},
@@ -55,7 +57,7 @@ var allowed = map[string][]string{
 	"internal/agent": {"internal/agent/agentpb", "internal/datadir", "internal/limits", "internal/unixsock",
 		"internal/workload/disk", "internal/workload/eventdb", "internal/workload/job", "internal/workload/mesh",
 		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer",
-		"internal/workload/bind", "internal/workload/token", "internal/pki", "internal/policy", "internal/proc"},
+		"internal/workload/bind", "internal/workload/token", "internal/workload/tcpwatch", "internal/workload/train", "internal/pki", "internal/policy", "internal/proc"},
 	// A bed with a timeline takes the scenario's expanded events.
 	"internal/backend": {"internal/agent", "internal/scenario", "internal/topology"},
 
@@ -69,12 +71,13 @@ var allowed = map[string][]string{
 		"internal/topology", "internal/units", "internal/yamlfile"},
 
 	// Controllers: measurements between hosts, and scenario runs.
-	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/units",
-		"internal/workload/probe", "internal/workload/throughput", "internal/workload/transfer"},
+	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/results", "internal/units",
+		"internal/workload/job", "internal/workload/probe", "internal/workload/tcpwatch", "internal/workload/throughput", "internal/workload/token",
+		"internal/workload/train", "internal/workload/transfer"},
 	"internal/controller": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/measure",
 		"internal/results", "internal/scenario", "internal/topology", "internal/workload/eventdb", "internal/workload/job",
 		"internal/workload/mesh", "internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput",
-		"internal/workload/transfer", "internal/workload/token"},
+		"internal/workload/transfer", "internal/workload/token", "internal/workload/diskio", "internal/workload/tcpwatch"},
 	"internal/crosscheck": {"internal/topology"},
 	// The dashboard: pages over the monitoring service.
 	"internal/dashboard": {"internal/analysis", "internal/archive", "internal/monitor", "internal/report", "internal/results", "internal/topology", "internal/units"},

@@ -160,6 +160,12 @@ type Timeline interface {
 	EndTimeline(tag string) error
 }
 
+// HostFiles is a bed whose hosts' data directories are on this machine:
+// the folder each host's programs run in.
+type HostFiles interface {
+	DataDir(host string) (string, error)
+}
+
 // ChangeLog is a bed that records its links' changes; Changes lists those
 // after a time, oldest first.
 type ChangeLog interface {

@@ -34,6 +34,7 @@ func newAgentCmd() *cobra.Command {
 		maxRate, maxBytes     string
 		lim                   = limits.Default
 		diskCapped            bool
+		diskRead              int64
 	)
 	c := &cobra.Command{
 		Use:   "agent --socket PATH | --listen ADDR:PORT --cert FILE --key FILE --ca FILE [--policy FILE]",
@@ -91,7 +92,7 @@ audit log's file without ending the tests running. See docs/security.md and docs
 			}
 			defer data.Close()
 			ctx := c.Context()
-			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped, Data: data, HostCPU: ownCgroupCPU()}
+			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped || diskRead > 0, DiskReadBps: diskRead, Data: data, HostCPU: ownCgroupCPU()}
 			if socket != "" {
 				srv.Test = test
 				fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s, data folder %s\n", host, socket, data.Path())
@@ -118,6 +119,7 @@ audit log's file without ending the tests running. See docs/security.md and docs
 	c.Flags().IntVar(&lim.MaxConnections, "max-connections", limits.Default.MaxConnections, "refuse workload roles with more connections, clients or workers")
 	c.Flags().IntVar(&lim.MaxTests, "max-tests", limits.Default.MaxTests, "refuse a test while this many run")
 	c.Flags().BoolVar(&diskCapped, "disk-capped", false, "the host's disk is rate-capped: transfers bypass the page cache and disk tests fsync")
+	c.Flags().Int64Var(&diskRead, "disk-read-rate", 0, "the host's disk read cap in bytes/s, which a serial transfer's reads each take their time at (implies --disk-capped)")
 	return c
 }
 

@@ -30,7 +30,7 @@ test-bed (--testbed NAME: testbed up starts an agent in every host) or real host
 (--inventory FILE: agents on the network, over TLS 1.3; see README, real hosts). Results
 print as a table, or as JSON with --json (see docs/measure-json.md).`,
 	}
-	c.AddCommand(newThroughputCmd(), newProbeCmd(), newTraceCmd(), newImpactCmd(), newTuneCmd(), newTransferCmd(), newDiskCmd())
+	c.AddCommand(newThroughputCmd(), newProbeCmd(), newTraceCmd(), newImpactCmd(), newTuneCmd(), newTransferCmd(), newDiskCmd(), newCapacityCmd(), newAvailableCmd())
 	return c
 }
 

@@ -16,11 +16,11 @@ import (
 
 func newTransferCmd() *cobra.Command {
 	var (
-		pair                        hostPair
-		file, size, window, block   string
-		streams                     int
-		compress, roundtrip, asJSON bool
-		corruptAt                   int64
+		pair                                hostPair
+		file, size, window, block           string
+		streams                             int
+		compress, roundtrip, asJSON, serial bool
+		corruptAt                           int64
 	)
 	c := &cobra.Command{
 		Use:   "transfer --testbed NAME|--inventory FILE --from A --to B --file NAME | --size SIZE",
@@ -39,7 +39,7 @@ that the check catches it.`,
   wanlab measure transfer --testbed wan-lan --from lanclient --to server --size 50MB --compress --roundtrip --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
-			spec := measure.TransferSpec{Spec: transfer.Spec{Streams: streams, Compress: compress}, File: file, Roundtrip: roundtrip, CorruptAt: corruptAt}
+			spec := measure.TransferSpec{Spec: transfer.Spec{Streams: streams, Compress: compress, Serial: serial}, File: file, Roundtrip: roundtrip, CorruptAt: corruptAt}
 			if (file == "") == (size == "") {
 				return usagef("give --file or --size")
 			}
@@ -90,6 +90,7 @@ that the check catches it.`,
 	c.Flags().StringVarP(&window, "window", "w", "", "socket buffer size (default: autotuning)")
 	c.Flags().StringVar(&block, "block", units.Size(transfer.DefaultBlock).String(), "bytes read, sent and written at a time")
 	c.Flags().BoolVar(&compress, "compress", false, "compress each block with zstd")
+	c.Flags().BoolVar(&serial, "serial", false, "alternate reading a block and sending it, with no read-ahead (GridFTP's pattern of 2004)")
 	c.Flags().BoolVar(&roundtrip, "roundtrip", false, "send the copy back and check it against the original")
 	c.Flags().Int64Var(&corruptAt, "inject-corruption", -1, "self-test: flip the byte at this offset at the receiver before the checksum")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -19,32 +19,32 @@ import (
 
 // runEventDB runs the event server and its clients' jobs at once.
 func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcome, error) {
-	srv, err := startRole(ctx, env.hosts[e.Server], env.id+"-server", agent.RoleEventServer,
+	srv, err := measure.StartRole(ctx, env.hosts[e.Server], env.id+"-server", agent.RoleEventServer,
 		eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage, Token: env.token}, true)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.drain()
+	defer srv.Drain()
 	env.expected.add(e.Jobs * len(e.Clients))
 	c := &collect{env: env}
 	errs := make([]error, len(e.Clients))
 	var wg sync.WaitGroup
 	for i, host := range e.Clients {
 		wg.Go(func() {
-			spec := eventdb.ClientSpec{Store: e.Store, Address: srv.address(), Jobs: e.Jobs, EventsPerJob: e.EventsPerJob,
+			spec := eventdb.ClientSpec{Store: e.Store, Address: srv.Address(), Jobs: e.Jobs, EventsPerJob: e.EventsPerJob,
 				FirstJob: i * e.Jobs, CPUPerEvent: e.ClientCPUPerEvent, Timeout: e.Timeout, Seed: env.seed, Token: env.token}
-			r, err := startRole(ctx, env.hosts[host], fmt.Sprintf("%s-client%d", env.id, i), agent.RoleEventClient, spec, false)
+			r, err := measure.StartRole(ctx, env.hosts[host], fmt.Sprintf("%s-client%d", env.id, i), agent.RoleEventClient, spec, false)
 			if err == nil {
-				err = r.summary(c.add, &struct{}{})
+				err = r.Summary(c.add, &struct{}{})
 			}
 			errs[i] = err
 		})
 	}
 	wg.Wait()
 	var totals eventdb.ServerTotals
-	stopErr := srv.stop(ctx)
+	stopErr := srv.Stop(ctx)
 	if stopErr == nil {
-		stopErr = srv.summary(c.add, &totals)
+		stopErr = srv.Summary(c.add, &totals)
 	}
 	o := &outcome{jobs: c.jobs, metrics: jobMetrics(c.jobs)}
 	o.metrics[results.Jobs] = float64(e.Jobs * len(e.Clients))
@@ -60,18 +60,18 @@ func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcom
 // runTaskFarm runs the master and its workers, spread over the worker hosts.
 func runTaskFarm(ctx context.Context, env *stepEnv, t *scenario.TaskFarm) (*outcome, error) {
 	env.expected.add(t.Tasks)
-	master, err := startRole(ctx, env.hosts[t.Master], env.id+"-master", agent.RoleFarmMaster, taskfarm.MasterSpec{
+	master, err := measure.StartRole(ctx, env.hosts[t.Master], env.id+"-master", agent.RoleFarmMaster, taskfarm.MasterSpec{
 		Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count,
 		ConnectTimeout: 30 * time.Second, Token: env.token}, true)
 	if err != nil {
 		return nil, err
 	}
-	defer master.drain()
-	workers := startWorkers(ctx, env, t, master.address())
+	defer master.Drain()
+	workers := startWorkers(ctx, env, t, master.Address())
 	c := &collect{env: env}
 	var res taskfarm.Result
 	var errs []error
-	if err := master.summary(c.add, &res); err != nil {
+	if err := master.Summary(c.add, &res); err != nil {
 		errs = append(errs, err)
 	}
 	idle, busy, werrs := workers()
@@ -99,10 +99,10 @@ func startWorkers(ctx context.Context, env *stepEnv, t *scenario.TaskFarm, maste
 		}
 		wg.Go(func() {
 			var res taskfarm.WorkerResult
-			r, err := startRole(ctx, env.hosts[host], fmt.Sprintf("%s-workers%d", env.id, i), agent.RoleFarmWorkers,
+			r, err := measure.StartRole(ctx, env.hosts[host], fmt.Sprintf("%s-workers%d", env.id, i), agent.RoleFarmWorkers,
 				taskfarm.WorkerSpec{Address: master, Workers: n, Token: env.token}, false)
 			if err == nil {
-				err = r.summary(func(job.Record) {}, &res)
+				err = r.Summary(func(job.Record) {}, &res)
 			}
 			mu.Lock()
 			defer mu.Unlock()

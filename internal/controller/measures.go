@@ -44,7 +44,7 @@ func runThroughput(ctx context.Context, env *stepEnv, t *scenario.Throughput) (*
 }
 
 func runTransfer(ctx context.Context, env *stepEnv, t *scenario.Transfer) (*outcome, error) {
-	spec := measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block, Compress: t.Compress}, Size: t.Size, Roundtrip: t.Roundtrip, CorruptAt: -1}
+	spec := measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block, Compress: t.Compress, Serial: t.Serial}, Size: t.Size, Roundtrip: t.Roundtrip, CorruptAt: -1}
 	r, err := measure.Transfer(ctx, env.hosts[t.From], env.hosts[t.To], spec)
 	if r == nil || r.There == nil {
 		return nil, err

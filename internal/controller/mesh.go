@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/job"
@@ -16,14 +17,14 @@ import (
 // runMesh starts a node on every host of the mesh and collects their
 // transfers until every loop is done.
 func runMesh(ctx context.Context, env *stepEnv, m *scenario.Mesh) (*outcome, error) {
-	nodes := make([]*role, len(m.Hosts))
+	nodes := make([]*measure.Role, len(m.Hosts))
 	var errs []error
 	for i, host := range m.Hosts {
 		spec := agent.MeshNodeSpec{Port: m.Port, Disk: m.Disk, NodeSpec: mesh.NodeSpec{
 			Peers: meshPeers(env, host, m), Sizes: m.Sizes, Streams: m.Streams, MaxWait: m.MaxWait, Duration: m.Duration,
 			Seed: env.seed + uint64(i), FirstJob: i * 1_000_000, Token: env.token,
 		}}
-		r, err := startRole(ctx, env.hosts[host], fmt.Sprintf("%s-node%d", env.id, i), agent.RoleMeshNode, spec, true)
+		r, err := measure.StartRole(ctx, env.hosts[host], fmt.Sprintf("%s-node%d", env.id, i), agent.RoleMeshNode, spec, true)
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -39,7 +40,7 @@ func runMesh(ctx context.Context, env *stepEnv, m *scenario.Mesh) (*outcome, err
 		}
 		wg.Go(func() {
 			var sum mesh.Summary
-			if err := n.summary(func(r job.Record) { env.expected.add(1); c.add(r) }, &sum); err != nil {
+			if err := n.Summary(func(r job.Record) { env.expected.add(1); c.add(r) }, &sum); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -50,8 +51,8 @@ func runMesh(ctx context.Context, env *stepEnv, m *scenario.Mesh) (*outcome, err
 	// Every node serves the others until all have finished their loops.
 	for _, n := range nodes {
 		if n != nil {
-			n.stop(ctx)
-			n.drain()
+			n.Stop(ctx)
+			n.Drain()
 		}
 	}
 	o := &outcome{jobs: c.jobs, metrics: jobMetrics(c.jobs)}

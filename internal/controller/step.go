@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
@@ -50,7 +52,7 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 		sr.Status, sr.Reason = archive.StatusFailed, err.Error()
 		return sr, errors.Join(a.AddEvent(r.run, stepID, archive.Failure, sr.Reason), a.EndStep(stepID, sr.Status, sr.Reason, sr.stored()))
 	}
-	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index), token: token.New(),
+	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), bed: r.bed, seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index), token: token.New(),
 		expected: &counter{}, finished: &counter{}, failed: &counter{}}
 	out, smp, stepErr := r.measure(ctx, p, env, &sr)
 	out.samples = append(out.samples, smp.samples...)
@@ -138,6 +140,60 @@ func (r *runner) captures(p plannedStep) func() (notes, warnings []string) {
 	}
 }
 
+// watches starts the workload's watches of hosts' TCP connections for
+// this step and returns what stops them, with what they add to the step:
+// their samples, the most a watched sender was application-limited, and
+// how each went (a note, or a warning for a watch that failed: the step
+// goes on).
+func (r *runner) watches(ctx context.Context, p plannedStep) func() *outcome {
+	specs := p.workload.Watch
+	if len(specs) == 0 {
+		return func() *outcome { return &outcome{metrics: results.Metrics{}} }
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	got := make([]*measure.WatchResult, len(specs))
+	errs := make([]error, len(specs))
+	for i, w := range specs {
+		wg.Go(func() {
+			spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Interval: w.Interval}
+			if h, ok := r.bed.Topology().Host(w.Peer); ok {
+				spec.Peer = h.Addr
+			}
+			got[i], errs[i] = measure.Watch(wctx, r.hosts[w.Host], spec, nil)
+		})
+	}
+	// The watches look for connections as they start: give them that moment.
+	time.Sleep(20 * time.Millisecond)
+	return func() *outcome {
+		cancel()
+		wg.Wait()
+		o := &outcome{metrics: results.Metrics{}}
+		for i, res := range got {
+			w := specs[i]
+			if res == nil {
+				o.events = append(o.events, fmt.Sprintf("watch of %s: %v", w.Host, errs[i]))
+				continue
+			}
+			o.samples = append(o.samples, res.Samples()...)
+			for _, c := range res.Connections {
+				if c.Sender && c.Seconds > 0 {
+					o.metrics[results.AppLimitedPct] = max(o.metrics[results.AppLimitedPct], 100*c.Limited.App)
+				}
+			}
+			s := res.Summary
+			note := fmt.Sprintf("watched %d connections on %s every %v: %d samples, %d intervals missed (achieved p99 %.1f ms), sampling used %.2f%% of a core",
+				len(res.Connections), w.Host, w.Interval, s.Ticks, s.Missed, s.IntervalP99, s.CPUPercent)
+			if errs[i] != nil {
+				o.events = append(o.events, note+"; stopped early: "+errs[i].Error())
+			} else {
+				o.notes = append(o.notes, note)
+			}
+		}
+		return o
+	}
+}
+
 // fileSafe turns a link selector into a file name part: a->b as a-b,
 // "site cern up" as site-cern-up.
 func fileSafe(link string) string {
@@ -217,6 +273,7 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 		stopEvents = stop
 	}
 	stopCaptures := r.captures(p)
+	stopWatches := r.watches(ctx, p)
 	out, err := execStep(ctx, env, p.step)
 	err = errors.Join(err, stopEvents())
 	if out == nil {
@@ -224,6 +281,10 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 	}
 	notes, warnings := stopCaptures()
 	out.notes, out.events = append(out.notes, notes...), append(out.events, warnings...)
+	watched := stopWatches()
+	out.samples = append(out.samples, watched.samples...)
+	out.notes, out.events = append(out.notes, watched.notes...), append(out.events, watched.events...)
+	maps.Copy(out.metrics, watched.metrics)
 	ticker.Stop()
 	close(tickDone)
 	stopSampling()
@@ -356,5 +417,14 @@ func roleCPU(m results.Metrics, s scenario.Step) {
 	case s.TaskFarm != nil:
 		alias("master", s.TaskFarm.Master)
 		alias("worker", s.TaskFarm.Workers...)
+	case s.Command != nil:
+		if s.Command.Server != nil {
+			alias("server", s.Command.Server.Host)
+		}
+		var clients []string
+		for _, c := range s.Command.Clients {
+			clients = append(clients, c.Host)
+		}
+		alias("client", clients...)
 	}
 }

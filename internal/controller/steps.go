@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/workload/token"
 
 	"github.com/wanlab/wanlab/internal/archive"
@@ -30,6 +31,7 @@ type outcome struct {
 type stepEnv struct {
 	hosts map[string]measure.Endpoint
 	topo  *topology.Topology
+	bed   backend.Bed
 	seed  uint64
 	id    string // unique among the run's steps, for role ids
 	// token opens the connections of the step's application roles.
@@ -90,6 +92,8 @@ func execStep(ctx context.Context, env *stepEnv, s scenario.Step) (*outcome, err
 		return runProbe(ctx, env, s.Probe)
 	case s.Impact != nil:
 		return runImpact(ctx, env, s.Impact)
+	case s.Command != nil:
+		return runCommand(ctx, env, s.Command)
 	}
 	return nil, errors.New("a step with no workload")
 }

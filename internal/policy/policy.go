@@ -29,17 +29,23 @@ const (
 	EventDB    = "eventdb"
 	TaskFarm   = "taskfarm"
 	Mesh       = "mesh"
+	// Bandwidth is the capacity and available-bandwidth estimates: short
+	// trains of UDP packets.
+	Bandwidth = "bandwidth"
+	// Watch reads the TCP state of every connection on the host, other
+	// users' included: never granted unless a rule names it.
+	Watch = "watch"
 )
 
 // Kinds are every kind, in the order docs list them.
-var Kinds = []string{Throughput, Probe, Transfer, Disk, EventDB, TaskFarm, Mesh}
+var Kinds = []string{Throughput, Probe, Transfer, Disk, Bandwidth, EventDB, TaskFarm, Mesh, Watch}
 
 // MeasureKinds are what a rule allows unless it says: the measurements.
-var MeasureKinds = []string{Throughput, Probe, Transfer, Disk}
+var MeasureKinds = []string{Throughput, Probe, Transfer, Disk, Bandwidth}
 
 // ThroughputClass are the kinds that fill a path or a disk: two of them on
 // one host would measure each other.
-var ThroughputClass = map[string]bool{Throughput: true, Transfer: true, Disk: true, EventDB: true, TaskFarm: true, Mesh: true}
+var ThroughputClass = map[string]bool{Throughput: true, Transfer: true, Disk: true, Bandwidth: true, EventDB: true, TaskFarm: true, Mesh: true}
 
 // Anyone matches every controller whose certificate the agent's CA signed.
 const Anyone = "*"

@@ -7,6 +7,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -43,6 +44,8 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	},
+	"mbit": func(v float64) float64 { return v / 1e6 },
+	"pct":  func(v float64) float64 { return 100 * v },
 }).Parse(pageText))
 
 // view is what the template shows.
@@ -64,11 +67,15 @@ type view struct {
 	// DiskPlots are the hosts' disk reads and writes over time, with their caps.
 	DiskPlots []template.HTML
 	// Achieved plots what throughput tests achieved, per path, over time.
-	Achieved  template.HTML
-	Hosts     []topology.Host
-	Dirs      []topology.Direction
-	Scenario  string
-	Generated string
+	Achieved template.HTML
+	// Watched are the connections workloads' watches saw, per step, and
+	// WatchPlots their throughput and application-limited time.
+	Watched    []*analysis.WatchedConn
+	WatchPlots []template.HTML
+	Hosts      []topology.Host
+	Dirs       []topology.Direction
+	Scenario   string
+	Generated  string
 }
 
 type workloadView struct {
@@ -133,7 +140,68 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	if err := timeGraphs(ctx, a, id, &v); err != nil {
 		return err
 	}
+	if err := watchGraphs(ctx, a, id, &v); err != nil {
+		return err
+	}
 	return page.Execute(w, v)
+}
+
+// maxWatchedLines bounds the connections one plot shows.
+const maxWatchedLines = 8
+
+// watchGraphs plots, per step, each watched connection's throughput at the
+// watch's interval and its sender's application-limited share: a GridFTP
+// that alternates between full rate and nothing beside a server that keeps
+// its socket fed.
+func watchGraphs(ctx context.Context, a *archive.Archive, id int64, v *view) error {
+	conns, err := analysis.LoadWatched(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	v.Watched = conns
+	byStep := map[int][]*analysis.WatchedConn{}
+	for _, c := range conns {
+		byStep[c.Step] = append(byStep[c.Step], c)
+	}
+	for _, step := range slices.Sorted(maps.Keys(byStep)) {
+		cs := byStep[step]
+		slices.SortFunc(cs, func(a, b *analysis.WatchedConn) int { return cmp.Compare(b.MeanBPS, a.MeanBPS) })
+		var rate, idle []series
+		for _, c := range cs[:min(len(cs), maxWatchedLines)] {
+			xs, ys := downsample(c.T, mega(c.BPS), 1500)
+			rate = append(rate, series{name: c.Conn, xs: xs, ys: ys})
+			if c.Sender && len(c.App1) == len(c.T) {
+				pct := make([]float64, len(c.App1))
+				for i, x := range c.App1 {
+					pct[i] = 100 * x
+				}
+				xs, ys := downsample(c.T, pct, 1500)
+				idle = append(idle, series{name: c.Conn, xs: xs, ys: ys})
+			}
+		}
+		title := fmt.Sprintf("step %d, %s: throughput", step, strings.TrimSpace(cs[0].Workload+" "+cs[0].Label))
+		p, err := linePlot(title, "seconds into the step", "Mbit/s", rate, nil, false)
+		if err != nil {
+			return err
+		}
+		v.WatchPlots = append(v.WatchPlots, p)
+		if len(idle) > 0 {
+			p, err := linePlot(fmt.Sprintf("step %d: sender with nothing to send", step), "seconds into the step", "% of each interval", idle, nil, false)
+			if err != nil {
+				return err
+			}
+			v.WatchPlots = append(v.WatchPlots, p)
+		}
+	}
+	return nil
+}
+
+func mega(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x / 1e6
+	}
+	return out
 }
 
 // changeView is one change to the links, as the report lists it.

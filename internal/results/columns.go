@@ -44,6 +44,10 @@ var Columns = map[Kind][]Column{
 	Probe: {
 		{"RTT p50 ms", RTTP50Ms, "%.2f"}, {"RTT p99 ms", RTTP99Ms, "%.2f"}, {"JITTER ms", JitterMs, "%.3f"}, {"LOSS%", LostPercent, "%.2f"},
 	},
+	Command: {
+		{"CLIENTS", Jobs, "%.0f"}, {"OK", JobsEnded("ok"), "%.0f"}, {"TIMEOUT", JobsEnded("timeout"), "%.0f"}, {"FAILED", JobsEnded("failed"), "%.0f"},
+		{"MEAN WCT s", MeanWallclockS, "%.2f"}, {"SERVER CPU%", RoleCPU("server"), "%.0f"}, {"CLIENT CPU%", RoleCPU("client"), "%.0f"},
+	},
 	Impact: {
 		{"IDLE RTT ms", Phase("idle", RTTP50Ms), "%.1f"}, {"LOADED RTT ms", Phase("loaded", RTTP50Ms), "%.1f"}, {"LOSS pts", LossIncreasePts, "%.2f"},
 		{"LOAD MBIT/S", LoadMbps, "%.2f"},

@@ -25,10 +25,11 @@ const (
 	Transfer   Kind = "transfer"
 	Probe      Kind = "probe"
 	Impact     Kind = "impact"
+	Command    Kind = "command"
 )
 
 // Kinds lists every kind, in the order documentation lists them.
-var Kinds = []Kind{EventDB, TaskFarm, Mesh, Throughput, Transfer, Probe, Impact}
+var Kinds = []Kind{EventDB, TaskFarm, Mesh, Throughput, Transfer, Probe, Impact, Command}
 
 // Metrics are a step's figures by name.
 type Metrics map[string]float64
@@ -96,6 +97,9 @@ const (
 	SenderCPUPct    = "sender_cpu_pct"
 	ReceiverCPUPct  = "receiver_cpu_pct"
 	Jobs            = "jobs"
+	// AppLimitedPct is the largest share of time a watched sender had
+	// nothing to send (%), over a step's watches.
+	AppLimitedPct = "tcp_application_limited_pct"
 	JobsPerClient   = "jobs_per_client"
 	ServerPages     = "server_pages"
 	MeanWallclockS  = "mean_wallclock_s"

@@ -11,6 +11,8 @@ import (
 const (
 	BandwidthAchievable = "bandwidth.achievable" // bit/s a test moved
 	BandwidthUtilized   = "bandwidth.utilized"   // bit/s a link direction carried
+	BandwidthCapacity   = "bandwidth.capacity"   // bit/s of a path's narrowest link, estimated
+	BandwidthAvailable  = "bandwidth.available"  // bit/s a path has spare, estimated
 	DelayRoundtrip      = "delay.roundtrip"      // s
 	DelayOneway         = "delay.oneway"         // s
 	LossRoundtrip       = "loss.roundtrip"       // ratio
@@ -18,7 +20,18 @@ const (
 	Jitter              = "jitter"               // s
 	TCPCwnd             = "tcp.cwnd"             // bytes
 	TCPRetransmitsTotal = "tcp.retransmits"      // segments, since the connection began
-	CPUUtilization      = "cpu.utilization"      // % of one core (machine: of all cores)
+	TCPSsthresh         = "tcp.ssthresh"         // bytes
+	TCPRTTVar           = "tcp.rttvar"           // s
+	TCPPacingRate       = "tcp.pacing_rate"      // bit/s
+	TCPDeliveryRate     = "tcp.delivery_rate"    // bit/s, the kernel's latest estimate
+	// Shares (ratio) of a sender's time over an interval: with nothing to
+	// send, and sending but held by the congestion window, the receiver's
+	// window or the send buffer (web100's SndLim* times).
+	TCPLimitedApp       = "tcp.limited.application"
+	TCPLimitedCwnd      = "tcp.limited.cwnd"
+	TCPLimitedRwnd      = "tcp.limited.rwnd"
+	TCPLimitedSndbuf    = "tcp.limited.sndbuf"
+	CPUUtilization      = "cpu.utilization" // % of one core (machine: of all cores)
 	CPUQuotaUtilization = "cpu.quota_utilization"
 	DiskRead            = "disk.read"    // B/s
 	DiskWrite           = "disk.write"   // B/s
@@ -27,8 +40,8 @@ const (
 )
 
 // A sample's subject says what it is about: "host NAME", "link DIRECTION",
-// a path "A->B", a stream of a path "A->B stream N", the "engine" or the
-// "machine".
+// a path "A->B", a stream of a path "A->B stream N", a watched connection
+// "tcp HOST LOCAL->REMOTE", the "engine" or the "machine".
 type Subject struct {
 	Kind SubjectKind
 	// Name is the host, the link direction or the path (A->B).
@@ -47,10 +60,17 @@ const (
 	OfPath
 	OfEngine
 	OfMachine
+	OfConn
 )
 
 // HostSubject is a sample about a host.
 func HostSubject(host string) string { return "host " + host }
+
+// ConnSubject is a sample about a TCP connection watched on a host, by its
+// local and remote address:port.
+func ConnSubject(host, local, remote string) string {
+	return "tcp " + host + " " + local + "->" + remote
+}
 
 // LinkSubject is a sample about a link direction, such as a->b.
 func LinkSubject(direction string) string { return "link " + direction }
@@ -73,6 +93,9 @@ func ParseSubject(s string) (sub Subject, ok bool) {
 	}
 	if h, ok := strings.CutPrefix(s, "host "); ok {
 		return Subject{Kind: OfHost, Name: h}, true
+	}
+	if c, ok := strings.CutPrefix(s, "tcp "); ok && strings.Contains(c, " ") && strings.Contains(c, "->") {
+		return Subject{Kind: OfConn, Name: c}, true
 	}
 	if d, ok := strings.CutPrefix(s, "link "); ok {
 		return Subject{Kind: OfLink, Name: d}, true

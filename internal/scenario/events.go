@@ -12,7 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
 )
 
 // Event is one entry of a timeline: a change to link directions at a time
@@ -369,6 +371,63 @@ func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
 		v.fail(f+".links", "give the links to capture, as [a->b, site cern]")
 	}
 	return c
+}
+
+// watches reads a workload's watch: {host: h, port: 8080, peer: 10.0.0.0/8,
+// interval: 10ms}, or a list of them.
+func (v *validator) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
+	if absent(n) {
+		return nil
+	}
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	var out []Watch
+	for i, item := range items {
+		g := f
+		if n.Kind == yaml.SequenceNode {
+			g = fmt.Sprintf("%s[%d]", f, i)
+		}
+		if item.Kind != yaml.MappingNode {
+			v.fail(g, "expected {host: NAME, port: 8080, interval: 10ms}")
+			continue
+		}
+		w := Watch{Interval: 10 * time.Millisecond}
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			k, val := item.Content[j].Value, item.Content[j+1]
+			switch k {
+			case "host":
+				w.Host = val.Value
+			case "port":
+				p, err := strconv.Atoi(val.Value)
+				if err != nil || p < 1 || p > 65535 {
+					v.fail(g+".port", "%q: give a port, 1-65535", val.Value)
+				}
+				w.Port = p
+			case "peer":
+				w.Peer = val.Value
+			case "interval":
+				d, err := units.ParseDuration(val.Value)
+				if err != nil {
+					v.fail(g+".interval", "%v", err)
+				}
+				w.Interval = d
+			default:
+				v.fail(g+"."+k, "unknown field %q (a watch has host, port, peer and interval)", k)
+			}
+		}
+		v.host(g+".host", w.Host, tb)
+		spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Interval: w.Interval}
+		if _, ok := tb.Host(w.Peer); ok {
+			spec.Peer = "" // a host, whose address the run knows
+		}
+		if err := spec.Validate(limits.Default); err != nil {
+			v.fail(g, "%v", err)
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // settings reads an event's set: mapping into key=value settings, checked

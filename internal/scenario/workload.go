@@ -39,6 +39,19 @@ type Workload struct {
 	Events []Event
 	// Capture captures links inside the engine during each step.
 	Capture *Capture
+	// Watch samples the TCP state of hosts' connections during each step.
+	Watch []Watch
+}
+
+// Watch is a workload's watch of one host's TCP connections (as wanlab
+// watch does it): those with Port (local or remote; 0, any) and to Peer
+// (a host of the test-bed, an address or a prefix; "", any), every
+// Interval.
+type Watch struct {
+	Host     string
+	Port     int
+	Peer     string
+	Interval time.Duration
 }
 
 // Capture is a workload's packet capture: the link directions (as testbed
@@ -63,6 +76,7 @@ type Step struct {
 	Transfer   *Transfer
 	Probe      *Probe
 	Impact     *Impact
+	Command    *Command
 }
 
 // Param is one swept parameter of a step.
@@ -146,6 +160,8 @@ type Transfer struct {
 	Block     int
 	Compress  bool
 	Roundtrip bool
+	// Serial alternates reading and sending each block (read_ahead: false).
+	Serial bool
 }
 
 // Probe is a round of TWAMP-light probes.
@@ -176,6 +192,8 @@ type rawWorkload struct {
 	Events *yaml.Node
 	// Capture is read as a mapping: {links: [...], snaplen: N, count: N}.
 	Capture *yaml.Node
+	// Watch is a mapping {host, port, peer, interval} or a list of them.
+	Watch *yaml.Node
 }
 
 type rawEventDB struct {
@@ -234,6 +252,7 @@ type rawTransfer struct {
 	Block     string `yaml:"block"`
 	Compress  bool   `yaml:"compress"`
 	Roundtrip bool   `yaml:"roundtrip"`
+	ReadAhead *bool  `yaml:"read_ahead"`
 }
 
 type rawProbe struct {
@@ -312,6 +331,8 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			raw.Events = val
 		case k == "capture":
 			raw.Capture = val
+		case k == "watch":
+			raw.Watch = val
 		case slices.Contains(results.Kinds, results.Kind(k)):
 			if kind != "" {
 				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", kind, k)
@@ -319,7 +340,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			}
 			kind, body = results.Kind(k), val
 		default:
-			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick, events, capture and one of %s)", k, kindNames())
+			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick, events, capture, watch and one of %s)", k, kindNames())
 			return Workload{}, false
 		}
 	}
@@ -403,6 +424,7 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 	}
 	w.Events = v.events(field+".events", raw.Events, tb, shortest, tb.Seed)
 	w.Capture = v.capture(field+".capture", raw.Capture, tb)
+	w.Watch = v.watches(field+".watch", raw.Watch, tb)
 	return w, v.Count() == 0
 }
 
@@ -589,6 +611,8 @@ func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, t
 		s.Probe = decodeAs(decode, func(r rawProbe) *Probe { return v.probe(field, r, tb) })
 	case results.Impact:
 		s.Impact = decodeAs(decode, func(r rawImpact) *Impact { return v.impact(field, r, tb) })
+	case results.Command:
+		s.Command = decodeAs(decode, func(r rawCommand) *Command { return v.command(field, r, tb) })
 	}
 	return s, v.Count() == before
 }
@@ -811,7 +835,7 @@ func (v *validator) throughput(field string, r rawThroughput, tb *Testbed) *Thro
 
 func (v *validator) transfer(field string, r rawTransfer, tb *Testbed) *Transfer {
 	t := &Transfer{
-		From: r.From, To: r.To, Compress: r.Compress, Roundtrip: r.Roundtrip,
+		From: r.From, To: r.To, Compress: r.Compress, Roundtrip: r.Roundtrip, Serial: r.ReadAhead != nil && !*r.ReadAhead,
 		Size:    v.size(field+".size", r.Size, 100_000_000),
 		Streams: v.count(field+".streams", r.Streams, 1, 1, 256),
 		Window:  v.size(field+".window", r.Window, 0),

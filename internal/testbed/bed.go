@@ -120,6 +120,16 @@ func (b *Bed) Command(ctx context.Context, host string, argv ...string) *exec.Cm
 	return exec.CommandContext(ctx, b.exe, append([]string{"testbed", "exec", b.state.Name, host, "--"}, argv...)...)
 }
 
+// DataDir is a host's data directory: its agent's folder, and the TMPDIR
+// of what runs in it.
+func (b *Bed) DataDir(host string) (string, error) {
+	h, err := b.state.Host(host)
+	if err != nil {
+		return "", err
+	}
+	return h.DataDir, nil
+}
+
 // Close takes the test-bed down if this Bed brought it up.
 func (b *Bed) Close() error {
 	if !b.owned {

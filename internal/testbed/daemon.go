@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -223,6 +224,9 @@ func (d *daemon) superviseAgent(exe string, h Host) error {
 	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir, "--test-address", h.Addr}
 	if h.DiskCapped() {
 		argv = append(argv, "--disk-capped")
+	}
+	if h.DiskReadBps > 0 {
+		argv = append(argv, "--disk-read-rate", strconv.FormatInt(h.DiskReadBps, 10))
 	}
 	start := func() (*exec.Cmd, error) {
 		cmd := exec.Command(exe, argv...)

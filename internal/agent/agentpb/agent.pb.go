@@ -2075,11 +2075,14 @@ func (x *DiskResult) GetAlongside() uint32 {
 }
 
 type TransferSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Streams       uint32                 `protobuf:"varint,1,opt,name=streams,proto3" json:"streams,omitempty"`
-	WindowBytes   uint64                 `protobuf:"varint,2,opt,name=window_bytes,json=windowBytes,proto3" json:"window_bytes,omitempty"`
-	Block         uint32                 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
-	Compress      bool                   `protobuf:"varint,4,opt,name=compress,proto3" json:"compress,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Streams     uint32                 `protobuf:"varint,1,opt,name=streams,proto3" json:"streams,omitempty"`
+	WindowBytes uint64                 `protobuf:"varint,2,opt,name=window_bytes,json=windowBytes,proto3" json:"window_bytes,omitempty"`
+	Block       uint32                 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	Compress    bool                   `protobuf:"varint,4,opt,name=compress,proto3" json:"compress,omitempty"`
+	// Alternate reading a block from disk and sending it, with no read
+	// ahead: the GridFTP of 2004, which left the path idle while it read.
+	Serial        bool `protobuf:"varint,5,opt,name=serial,proto3" json:"serial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2138,6 +2141,13 @@ func (x *TransferSpec) GetBlock() uint32 {
 func (x *TransferSpec) GetCompress() bool {
 	if x != nil {
 		return x.Compress
+	}
+	return false
+}
+
+func (x *TransferSpec) GetSerial() bool {
+	if x != nil {
+		return x.Serial
 	}
 	return false
 }
@@ -2564,6 +2574,7 @@ type WorkloadEvent struct {
 	//	*WorkloadEvent_Listening
 	//	*WorkloadEvent_Job
 	//	*WorkloadEvent_SummaryJson
+	//	*WorkloadEvent_DataJson
 	Event         isWorkloadEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2633,6 +2644,15 @@ func (x *WorkloadEvent) GetSummaryJson() []byte {
 	return nil
 }
 
+func (x *WorkloadEvent) GetDataJson() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*WorkloadEvent_DataJson); ok {
+			return x.DataJson
+		}
+	}
+	return nil
+}
+
 type isWorkloadEvent_Event interface {
 	isWorkloadEvent_Event()
 }
@@ -2649,11 +2669,19 @@ type WorkloadEvent_SummaryJson struct {
 	SummaryJson []byte `protobuf:"bytes,3,opt,name=summary_json,json=summaryJson,proto3,oneof"`
 }
 
+type WorkloadEvent_DataJson struct {
+	// A batch of a streaming role's data (JSON; tcp-watch: its samples),
+	// sent as it is taken, before the summary.
+	DataJson []byte `protobuf:"bytes,4,opt,name=data_json,json=dataJson,proto3,oneof"`
+}
+
 func (*WorkloadEvent_Listening) isWorkloadEvent_Event() {}
 
 func (*WorkloadEvent_Job) isWorkloadEvent_Event() {}
 
 func (*WorkloadEvent_SummaryJson) isWorkloadEvent_Event() {}
+
+func (*WorkloadEvent_DataJson) isWorkloadEvent_Event() {}
 
 // Job is one job as it ran: a client session, a file transfer.
 type Job struct {
@@ -3032,12 +3060,13 @@ const file_agent_proto_rawDesc = "" +
 	"\rcache_dropped\x18\x06 \x01(\bR\fcacheDropped\x12\x10\n" +
 	"\x03dir\x18\a \x01(\tR\x03dir\x12\x14\n" +
 	"\x05fsync\x18\b \x01(\bR\x05fsync\x12\x1c\n" +
-	"\talongside\x18\t \x01(\rR\talongside\"}\n" +
+	"\talongside\x18\t \x01(\rR\talongside\"\x95\x01\n" +
 	"\fTransferSpec\x12\x18\n" +
 	"\astreams\x18\x01 \x01(\rR\astreams\x12!\n" +
 	"\fwindow_bytes\x18\x02 \x01(\x04R\vwindowBytes\x12\x14\n" +
 	"\x05block\x18\x03 \x01(\rR\x05block\x12\x1a\n" +
-	"\bcompress\x18\x04 \x01(\bR\bcompress\"\xab\x01\n" +
+	"\bcompress\x18\x04 \x01(\bR\bcompress\x12\x16\n" +
+	"\x06serial\x18\x05 \x01(\bR\x06serial\"\xab\x01\n" +
 	"\x12ReceiveFileRequest\x121\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1d.wanlab.agent.v1.TransferSpecR\x04spec\x12\x12\n" +
 	"\x04keep\x18\x03 \x01(\bR\x04keep\x12\x1d\n" +
@@ -3069,11 +3098,12 @@ const file_agent_proto_rawDesc = "" +
 	"\x0fWorkloadRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1b\n" +
-	"\tspec_json\x18\x03 \x01(\fR\bspecJson\"\xa3\x01\n" +
+	"\tspec_json\x18\x03 \x01(\fR\bspecJson\"\xc2\x01\n" +
 	"\rWorkloadEvent\x12:\n" +
 	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x12(\n" +
 	"\x03job\x18\x02 \x01(\v2\x14.wanlab.agent.v1.JobH\x00R\x03job\x12#\n" +
-	"\fsummary_json\x18\x03 \x01(\fH\x00R\vsummaryJsonB\a\n" +
+	"\fsummary_json\x18\x03 \x01(\fH\x00R\vsummaryJson\x12\x1d\n" +
+	"\tdata_json\x18\x04 \x01(\fH\x00R\bdataJsonB\a\n" +
 	"\x05event\"\x80\x02\n" +
 	"\x03Job\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x18\n" +
@@ -3238,6 +3268,7 @@ func file_agent_proto_init() {
 		(*WorkloadEvent_Listening)(nil),
 		(*WorkloadEvent_Job)(nil),
 		(*WorkloadEvent_SummaryJson)(nil),
+		(*WorkloadEvent_DataJson)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -67,8 +67,9 @@ type AgentClient interface {
 	SendFile(ctx context.Context, in *SendFileRequest, opts ...grpc.CallOption) (*TransferResult, error)
 	// Workload runs one role of an application workload. The role's spec is
 	// the JSON of its Go spec type (see internal/agent/workload.go): roles
-	// eventdb-server, eventdb-client, taskfarm-master, taskfarm-workers and
-	// mesh-node. A role that listens sends Listening first; every job it ends
+	// eventdb-server, eventdb-client, taskfarm-master, taskfarm-workers,
+	// mesh-node, and the instruments tcp-watch, train-receiver and
+	// train-sender. A role that listens sends Listening first; every job it ends
 	// is a Job event; its Summary (JSON) comes last. A serving role
 	// (eventdb-server, mesh-node) serves until StopWorkload names its id.
 	Workload(ctx context.Context, in *WorkloadRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WorkloadEvent], error)
@@ -273,8 +274,9 @@ type AgentServer interface {
 	SendFile(context.Context, *SendFileRequest) (*TransferResult, error)
 	// Workload runs one role of an application workload. The role's spec is
 	// the JSON of its Go spec type (see internal/agent/workload.go): roles
-	// eventdb-server, eventdb-client, taskfarm-master, taskfarm-workers and
-	// mesh-node. A role that listens sends Listening first; every job it ends
+	// eventdb-server, eventdb-client, taskfarm-master, taskfarm-workers,
+	// mesh-node, and the instruments tcp-watch, train-receiver and
+	// train-sender. A role that listens sends Listening first; every job it ends
 	// is a Job event; its Summary (JSON) comes last. A serving role
 	// (eventdb-server, mesh-node) serves until StopWorkload names its id.
 	Workload(*WorkloadRequest, grpc.ServerStreamingServer[WorkloadEvent]) error

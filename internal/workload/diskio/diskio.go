@@ -32,6 +32,13 @@ func DropCached(f *os.File) error {
 	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
+// NoReadAhead turns the kernel's read-ahead off for f: each read waits
+// for exactly what it asks of the disk, as in a program that alternates
+// reading and sending on a kernel without read-ahead to hide it.
+func NoReadAhead(f *os.File) error {
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM)
+}
+
 // Prefetch asks for length bytes at off to be read into the page cache
 // without waiting, so that the disk works while the caller sends what it
 // read before (double buffering through the page cache).

@@ -46,6 +46,13 @@ type Spec struct {
 	// disk is capped needs it, since reads from the cache and the kernel's
 	// later write-back escape the cap.
 	Uncached bool
+	// Serial alternates reading a block and sending it, with neither it
+	// nor the kernel reading ahead meanwhile: the path idles while the
+	// disk reads (GridFTP's pattern in ../shared/seeds/004).
+	Serial bool
+	// ReadRate is the host's disk read rate (bytes/s; 0: none), which a
+	// serial reader's blocks each take their time at.
+	ReadRate int64
 }
 
 // Validate checks a spec against itself and the limits.
@@ -128,6 +135,11 @@ func Send(ctx context.Context, spec Spec, f *os.File, addr string, t token.Token
 	if spec.Uncached {
 		if err := diskio.DropCached(f); err != nil {
 			return Result{}, fmt.Errorf("dropping %s from the page cache: %w", f.Name(), err)
+		}
+	}
+	if spec.Serial {
+		if err := diskio.NoReadAhead(f); err != nil {
+			return Result{}, fmt.Errorf("turning read-ahead off for %s: %w", f.Name(), err)
 		}
 	}
 	res := Result{Bytes: size, Streams: make([]int64, spec.Streams)}
@@ -235,17 +247,33 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, t token.Token, f 
 	var packed []byte
 	var sent int64
 	off, length := h.off, h.length
+
 	for sent < length {
 		n := min(int64(len(buf)), length-sent)
 		// Ask for the next block while this one is sent, so that the disk
 		// is not idle while the network is busy (double buffering through
 		// the page cache, as disk-to-disk movers do).
-		if next := sent + n; next < length {
+		if next := sent + n; next < length && !spec.Serial {
 			diskio.Prefetch(f, off+next, min(int64(len(buf)), length-next))
 		}
+		began := time.Now()
 		k, err := f.ReadAt(buf[:n], off+sent)
 		if err != nil && !(err == io.EOF && int64(k) == n) {
 			return sent, fmt.Errorf("reading at %d: %w", off+sent, err)
+		}
+		if spec.Serial && spec.ReadRate > 0 {
+			// A block costs what the disk's rate says. The kernel's cap
+			// lets a reader idle for a while take a slice of it at once
+			// (blk-throttle's 100 ms), which a serial reader, idle while
+			// it sends, would always get.
+			took := time.Duration(float64(k) / float64(spec.ReadRate) * float64(time.Second))
+			if wait := took - time.Since(began); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return sent, ctx.Err()
+				case <-time.After(wait):
+				}
+			}
 		}
 		out := buf[:k]
 		if enc != nil {
