@@ -60,7 +60,7 @@ unit:
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
 	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
-	./internal/monitor:FuzzParse ./internal/monitor:FuzzAPI ./internal/scenario:FuzzTrace ./internal/linkemu:FuzzRouterAnswer
+	./internal/monitor:FuzzParse ./internal/monitor:FuzzAPI ./internal/scenario:FuzzTrace ./internal/linkemu:FuzzRouterAnswer ./internal/workload/tcpwatch:FuzzSockDiag
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
@@ -94,7 +94,7 @@ bench: build
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
-	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture' -benchtime 1x -timeout 40m ./e2e
+	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch' -benchtime 1x -timeout 40m ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

@@ -176,4 +176,3 @@ func printWatch(w io.Writer, r *measure.WatchResult) {
 		fmt.Fprintf(w, "PARTIAL: %s\n", r.Error)
 	}
 }
-

@@ -76,6 +76,8 @@ type AvailableResult struct {
 // Fleet is one rate the search tried, and what its streams said.
 type Fleet struct {
 	RateBPS float64 `json:"rate_bps"`
+	// Size is the UDP payload of its packets: smaller at low rates.
+	Size int `json:"size"`
 	// Verdict is increasing (the rate is above the available bandwidth),
 	// non-increasing (below it) or grey (it varies around the rate).
 	Verdict       string  `json:"verdict"`
@@ -224,7 +226,6 @@ func Available(ctx context.Context, from, to Endpoint, spec BandwidthSpec) (*Ava
 		return nil, fmt.Errorf("measuring the capacity first: %w", err)
 	}
 	res := &AvailableResult{From: from.Host, To: to.Host, Size: spec.Size, CapacityBPS: capRes.CapacityBPS, Bytes: capRes.Bytes}
-	bits := spec.wireBits()
 	lo, hi := 0.0, capRes.CapacityBPS
 	greyLo, greyHi := math.Inf(1), math.Inf(-1)
 	resolution := 0.04 * capRes.CapacityBPS
@@ -243,7 +244,10 @@ func Available(ctx context.Context, from, to Endpoint, spec BandwidthSpec) (*Ava
 		} else if hi-lo < resolution {
 			break
 		}
-		f, sent, err := fleet(ctx, from, to, spec.Size, bits, rate)
+		f, sent, err := fleet(ctx, from, to, spec.Size, rate)
+		if errors.Is(err, errTooSlow) {
+			break // the bounds so far are the answer
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -268,15 +272,28 @@ func Available(ctx context.Context, from, to Endpoint, spec BandwidthSpec) (*Ava
 	return res, nil
 }
 
-// fleet sends six periodic streams at rate and judges them.
-func fleet(ctx context.Context, from, to Endpoint, size int, bits, rate float64) (Fleet, int64, error) {
+// errTooSlow says a rate is below what periodic streams can probe.
+var errTooSlow = errors.New("a rate too low to probe")
+
+// minFleetSize is the smallest UDP payload a fleet shrinks its packets to.
+const minFleetSize = 100
+
+// fleet sends six periodic streams at rate and judges them. At low rates
+// its packets shrink (down to minFleetSize) so that a stream of 20 lasts
+// about 100 ms, not seconds.
+func fleet(ctx context.Context, from, to Endpoint, size int, rate float64) (Fleet, int64, error) {
 	f := Fleet{RateBPS: rate}
+	size = max(min(size, int(rate*0.1/20/8)-udpIPv4Overhead), min(size, minFleetSize))
+	f.Size = size
+	bits := BandwidthSpec{Size: size}.wireBits()
 	gap := time.Duration(bits / rate * 1e9)
 	if gap > train.MaxGap {
-		return f, 0, fmt.Errorf("a rate of %.0f bit/s is too low to probe with %d-byte packets", rate, size)
+		return f, 0, errTooSlow
 	}
 	// About 20 ms of stream, 20-1000 packets: long enough for a queue
-	// that a rate 4% above the spare room fills to rise above the noise.
+	// that a rate a few % above the spare room fills to rise above the
+	// hosts' timer noise, short enough that the cross traffic's own
+	// swings do not pass for a trend (longer streams measured worse).
 	count := int(min(max(0.02*rate/bits, 20), 1000))
 	lasts := time.Duration(count) * gap
 	streams := make([]train.Stream, 6)

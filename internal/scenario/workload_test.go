@@ -95,6 +95,17 @@ func TestWorkloadErrors(t *testing.T) {
 		{"master is worker", "  - taskfarm: {master: server, workers: [server]}\n", `"server" is the master`},
 		{"huge sweep", "  - probe: {from: c1, to: server}\n    repeat: 100\n    sweep: {count: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}\n", "the sweep has more than 1000 steps"},
 		{"udp without rate", "  - throughput: {from: c1, to: server, protocol: udp}\n", "a udp test needs a target rate"},
+		{"command without clients", "  - command: {server: {host: server, run: [nginx]}}\n", "workloads[0].command.clients: give at least one client"},
+		{"command on an unknown host", "  - command: {clients: [{host: c9, run: [curl]}]}\n", `workloads[0].command.clients[0].host: unknown host "c9"`},
+		{"command without a program", "  - command: {clients: [{host: c1, run: []}]}\n", "workloads[0].command.clients[0].run: give the program"},
+		{"unknown placeholder", "  - command: {clients: [{host: c1, run: [curl, \"{home}\"]}]}\n", "unknown placeholder {home}"},
+		{"placeholder of an unknown host", "  - command: {clients: [{host: c1, run: [curl, \"http://{addr:c9}/\"]}]}\n", `run[1]: unknown host "c9"`},
+		{"client waits for a port", "  - command: {clients: [{host: c1, run: [curl], ready: 80}]}\n", "only the server waits for a port"},
+		{"file outside its folder", "  - command: {files: [{host: server, name: ../x, text: a}], clients: [{host: c1, run: [curl]}]}\n", "files[0].name"},
+		{"file with size and text", "  - command: {files: [{host: server, name: x, size: 1MB, text: a}], clients: [{host: c1, run: [curl]}]}\n", "give a size (generated data) or a text, one of them"},
+		{"watch of an unknown host", "  - probe: {from: c1, to: server}\n    watch: {host: c9}\n", `workloads[0].watch.host: unknown host "c9"`},
+		{"watch too often", "  - probe: {from: c1, to: server}\n    watch: {host: c1, interval: 10us}\n", "interval 10µs"},
+		{"watch with an unknown field", "  - probe: {from: c1, to: server}\n    watch: [{host: c1, pid: 3}]\n", `workloads[0].watch[0].pid: unknown field "pid"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("s.yaml", []byte(farmBed+"workloads:\n"+tc.workloads), false)
@@ -136,5 +147,42 @@ func TestBillionLaughsRefused(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a billion laughs took more than 10 s to refuse")
+	}
+}
+
+func TestCommandAndWatch(t *testing.T) {
+	src := farmBed + `workloads:
+  - name: web
+    command:
+      files:
+        - {host: server, name: conf, text: "listen {addr}:8080; root {dir};"}
+        - {host: server, name: data.bin, size: 10MB}
+      server: {host: server, run: [nginx, -c, "{dir}/conf"], ready: 8080}
+      clients:
+        - {host: c1, run: [curl, -o, "{dir}/data.bin", "http://{addr:server}:8080/data.bin"]}
+      timeout: 1m
+    watch: [{host: server, port: 8080}, {host: c1, peer: server, interval: 5ms}]
+  - transfer: {from: server, to: c1, size: 10MB, read_ahead: false}
+`
+	f, err := Parse("s.yaml", []byte(src), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.Workloads[0]
+	c := w.Steps[0].Command
+	if c == nil || c.Server.Ready != 8080 || len(c.Clients) != 1 || c.Timeout != time.Minute || c.Files[1].Size != 10_000_000 {
+		t.Fatalf("command %+v", c)
+	}
+	if len(w.Watch) != 2 || w.Watch[0] != (Watch{Host: "server", Port: 8080, Interval: 10 * time.Millisecond}) || w.Watch[1].Peer != "server" || w.Watch[1].Interval != 5*time.Millisecond {
+		t.Errorf("watches %+v", w.Watch)
+	}
+	if !f.Workloads[1].Steps[0].Transfer.Serial {
+		t.Error("read_ahead: false is not a serial transfer")
+	}
+	dir := func(h string) string { return "/data/" + h }
+	addr := func(h string) string { return map[string]string{"server": "10.0.0.1", "c1": "10.0.0.2"}[h] }
+	got := ExpandPlaceholders("http://{addr:server}:8080/ from {addr} in {dir} {left}", "c1", dir, addr)
+	if want := "http://10.0.0.1:8080/ from 10.0.0.2 in /data/c1 {left}"; got != want {
+		t.Errorf("expanded %q, want %q", got, want)
 	}
 }

@@ -1,0 +1,78 @@
+package measure
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/train"
+)
+
+// stream makes n arrivals 1 ms apart whose one-way delay is owd(i).
+func stream(n int, owd func(i int) time.Duration) []train.Arrival {
+	out := make([]train.Arrival, n)
+	for i := range out {
+		sent := int64(i) * int64(time.Millisecond)
+		out[i] = train.Arrival{Seq: i, Sent: sent, Recv: sent + int64(owd(i))}
+	}
+	return out
+}
+
+func TestTrend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	noise := func(d time.Duration) time.Duration { return time.Duration(rng.NormFloat64() * float64(d)) }
+	tests := []struct {
+		name string
+		owd  func(i int) time.Duration
+		want string
+	}{
+		{"a queue that fills", func(i int) time.Duration {
+			return 5*time.Millisecond + time.Duration(i)*50*time.Microsecond + noise(20*time.Microsecond)
+		}, Increasing},
+		{"flat", func(int) time.Duration { return 5 * time.Millisecond }, NonIncreasing},
+		{"flat with timer noise", func(int) time.Duration { return 5*time.Millisecond + noise(30*time.Microsecond) }, NonIncreasing},
+		{"a queue that drains", func(i int) time.Duration { return 10*time.Millisecond - time.Duration(i)*40*time.Microsecond }, NonIncreasing},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := trend(stream(100, tc.owd)); got != tc.want {
+				t.Errorf("trend %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMode(t *testing.T) {
+	// Trains that cross traffic joined spread below the capacity; the
+	// others agree on it.
+	xs := []float64{100e6, 99.5e6, 100.2e6, 99.8e6, 100.1e6, 71e6, 64e6, 83e6, 90e6, 55e6}
+	if m := mode(xs, 0.02); math.Abs(m-100e6) > 0.5e6 {
+		t.Errorf("mode %.3g, want about 100e6", m)
+	}
+	if m := mode([]float64{42}, 0.02); m != 42 {
+		t.Errorf("mode of one value %v", m)
+	}
+}
+
+func TestTrainEstimates(t *testing.T) {
+	// Two trains of 1500-byte IP packets 120 us apart: 100 Mbit/s; the
+	// second lost its third packet, which never crossed the narrow link.
+	bits := BandwidthSpec{Size: 1472}.wireBits()
+	var got train.Received
+	for s := range 2 {
+		for q := range 8 {
+			if s == 1 && q == 2 {
+				continue
+			}
+			got.Arrivals = append(got.Arrivals, train.Arrival{Stream: s, Seq: q, Recv: int64(s)*1e9 + int64(len(got.Arrivals)%8)*120_000})
+		}
+	}
+	trains, pairs := trainEstimates(got, bits)
+	if len(trains) != 2 || math.Abs(trains[0]-100e6) > 1e5 || math.Abs(trains[1]-100e6) > 1e5 {
+		t.Errorf("train estimates %v, want two of 100e6", trains)
+	}
+	if len(pairs) != 12 {
+		t.Errorf("%d pair estimates, want 12 (7, and 5 beside the gap)", len(pairs))
+	}
+}

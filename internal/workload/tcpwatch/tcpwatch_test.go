@@ -1,0 +1,168 @@
+package tcpwatch
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/limits"
+)
+
+func TestSpecValidate(t *testing.T) {
+	ok := Spec{Interval: 10 * time.Millisecond}
+	tests := []struct {
+		name string
+		edit func(*Spec)
+		want string
+	}{
+		{"defaults", func(*Spec) {}, ""},
+		{"port and prefix", func(s *Spec) { s.Port, s.Peer = 8080, "10.0.0.0/8" }, ""},
+		{"an address", func(s *Spec) { s.Peer = "10.250.0.1" }, ""},
+		{"port too high", func(s *Spec) { s.Port = 70000 }, "port 70000"},
+		{"not an address", func(s *Spec) { s.Peer = "cern" }, `peer "cern"`},
+		{"negative process", func(s *Spec) { s.PID = -1 }, "process -1"},
+		{"interval too short", func(s *Spec) { s.Interval = time.Microsecond }, "interval 1µs"},
+		{"interval too long", func(s *Spec) { s.Interval = time.Minute }, "interval 1m0s"},
+		{"shorter than an interval", func(s *Spec) { s.Duration = time.Millisecond }, "duration 1ms"},
+		{"above the limit", func(s *Spec) { s.Duration = 48 * time.Hour }, "above the limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ok
+			tc.edit(&s)
+			err := s.Validate(limits.Default)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunSeesALoopbackTransfer watches a real connection on this host's
+// loopback (no privilege needed): the watch finds it by port, follows its
+// bytes, and keeps to its interval.
+func TestRunSeesALoopbackTransfer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	sent := make(chan int64, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		var n int64
+		for {
+			select {
+			case <-stop:
+				sent <- n
+				return
+			default:
+			}
+			k, err := c.Write(buf)
+			n += int64(k)
+			if err != nil {
+				sent <- n
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var batches []Batch
+	sum, err := Run(context.Background(), Spec{Port: port, Interval: 10 * time.Millisecond, Duration: 600 * time.Millisecond}, func(b Batch) error {
+		batches = append(batches, b)
+		return nil
+	})
+	close(stop)
+	<-sent
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if sum.Ticks < 30 || sum.Conns != 2 {
+		t.Fatalf("summary %+v: want about 60 samples of the 2 ends of the connection", sum)
+	}
+	local := c.LocalAddr().String()
+	var client []Sample
+	id := 0
+	for _, b := range batches {
+		for _, cn := range b.Conns {
+			if cn.Local == local {
+				id = cn.ID
+			}
+		}
+		for _, s := range b.Samples {
+			if s.Conn == id && id != 0 {
+				client = append(client, s)
+			}
+		}
+	}
+	if len(client) < 30 {
+		t.Fatalf("%d samples of the client's end %s, want about 60", len(client), local)
+	}
+	first, last := client[0], client[len(client)-1]
+	if last.BytesAcked <= first.BytesAcked || last.MSS == 0 || last.Cwnd == 0 {
+		t.Errorf("the client's end did not move: first %+v, last %+v", first, last)
+	}
+	if sum.IntervalP50 < 5 || sum.IntervalP50 > 20 {
+		t.Errorf("achieved interval p50 %.2f ms, want about 10", sum.IntervalP50)
+	}
+}
+
+func TestRunRefusesAMissingProcess(t *testing.T) {
+	_, err := Run(context.Background(), Spec{PID: 1 << 30, Interval: 10 * time.Millisecond, Duration: 20 * time.Millisecond}, func(Batch) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "no such process") {
+		t.Fatalf("got %v, want no such process", err)
+	}
+}
+
+// TestRunSelectsByProcess finds a connection by the process that holds it.
+func TestRunSelectsByProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	conns := map[string]bool{}
+	_, err = Run(context.Background(), Spec{PID: os.Getpid(), Interval: 10 * time.Millisecond, Duration: 150 * time.Millisecond}, func(b Batch) error {
+		for _, cn := range b.Conns {
+			conns[cn.Local] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !conns[c.LocalAddr().String()] {
+		t.Errorf("the watch of process %d saw %v, not its connection from %s", os.Getpid(), conns, c.LocalAddr())
+	}
+}
