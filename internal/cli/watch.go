@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ func newWatchCmd() *cobra.Command {
 	var (
 		where              hosts
 		host, peer, db     string
+		cgroup             string
 		port, pid          int
 		interval, duration time.Duration
 		asJSON             bool
@@ -33,8 +35,9 @@ each interval the sender spent with nothing to send (application-limited), held 
 congestion window, the receiver's window or its send buffer (web100's SndLim times, from
 the kernel's busy, rwnd_limited and sndbuf_limited, counted in jiffies: a few ms).
 
-Select by --port (local or remote), --peer (an address or prefix) and --pid (connections
-that process holds open); with none, every connection. Prints each active connection
+Select by --port (local or remote), --peer (an address or prefix), --pid (connections
+that process holds open) and --cgroup (those the processes of a control group hold
+open); with none, every connection. A connection is found within 100 ms of its start. Prints each active connection
 once a second, then a summary per connection and how the sampling went (intervals
 missed, achieved intervals, CPU used); --json prints the whole series instead. Runs
 for --duration, or until Ctrl-C. --db stores every point as NMWG-named samples
@@ -48,7 +51,7 @@ the watch kind: it shows every user's connections.`,
 			if host == "" {
 				return usagef("give --host, the host whose connections to watch")
 			}
-			spec := tcpwatch.Spec{Port: port, Peer: peer, PID: pid, Interval: interval, Duration: duration}
+			spec := tcpwatch.Spec{Port: port, Peer: peer, PID: pid, Cgroup: cgroup, Interval: interval, Duration: duration}
 			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
 			}
@@ -85,6 +88,7 @@ the watch kind: it shows every user's connections.`,
 	c.Flags().IntVarP(&port, "port", "p", 0, "only connections with this local or remote port")
 	c.Flags().StringVar(&peer, "peer", "", "only connections to this address or prefix, e.g. 10.250.0.1 or 10.250.0.0/24")
 	c.Flags().IntVar(&pid, "pid", 0, "only connections this process holds open")
+	c.Flags().StringVar(&cgroup, "cgroup", "", "only connections the processes of this control group hold open, e.g. system.slice/nginx.service")
 	interval = 10 * time.Millisecond
 	c.Flags().Var(seconds{&interval}, "interval", "time between samples, e.g. 10ms (1ms-10s)")
 	c.Flags().Var(seconds{&duration}, "duration", "how long to watch, e.g. 30s (default: until Ctrl-C)")
@@ -104,10 +108,13 @@ func describeWatch(s tcpwatch.Spec) string {
 	if s.PID != 0 {
 		what = append(what, fmt.Sprintf("process %d", s.PID))
 	}
+	if s.Cgroup != "" {
+		what = append(what, "cgroup "+s.Cgroup)
+	}
 	if len(what) == 0 {
 		return "all"
 	}
-	return fmt.Sprint(what)
+	return strings.Join(what, ", ")
 }
 
 // liveWatch prints, about once a second, each connection that moved data

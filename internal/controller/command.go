@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/diskio"
@@ -188,16 +189,22 @@ func (t *tailBuffer) String() string {
 }
 
 // makeFile writes a command workload's file into its host's data
-// directory: text with its placeholders filled in, or generated data
+// directory, never through a link (what runs in the host could have left
+// one there): text with its placeholders filled in, or generated data
 // dropped from the page cache.
 func makeFile(dir string, f scenario.CommandFile, expand func(string) string) error {
-	path := filepath.Join(dir, f.Name)
-	if f.Size == 0 {
-		return os.WriteFile(path, []byte(expand(f.Text)), 0o644)
-	}
-	out, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	d, err := datadir.Open(dir)
 	if err != nil {
 		return err
+	}
+	defer d.Close()
+	out, err := d.OpenFile(f.Name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	if f.Size == 0 {
+		_, err := out.WriteString(expand(f.Text))
+		return errors.Join(err, out.Close())
 	}
 	err = transfer.MakeFile(out, f.Size)
 	if err == nil {

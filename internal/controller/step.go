@@ -156,7 +156,7 @@ func (r *runner) watches(ctx context.Context, p plannedStep) func() *outcome {
 	errs := make([]error, len(specs))
 	for i, w := range specs {
 		wg.Go(func() {
-			spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Interval: w.Interval}
+			spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Cgroup: w.Cgroup, Interval: w.Interval}
 			if h, ok := r.bed.Topology().Host(w.Peer); ok {
 				spec.Peer = h.Addr
 			}

@@ -203,9 +203,10 @@ func Capacity(ctx context.Context, from, to Endpoint, spec BandwidthSpec) (*Capa
 		return nil, fmt.Errorf("no train from %s reached %s whole enough to measure", from.Host, to.Host)
 	}
 	slices.Sort(trains)
-	// Trains that cross traffic joined on the way spread below the
-	// capacity; those it did not cluster at it.
-	res.CapacityBPS = mode(trains, 0.02)
+	// Trains that cross traffic joined on the way read below the capacity,
+	// in clusters (one cross packet joined, two, ...) that can outnumber
+	// the untouched trains; those cluster at the capacity, the highest.
+	res.CapacityBPS = highestCluster(trains, 0.02, max(3, len(trains)/10))
 	res.LowBPS, res.HighBPS = trains[len(trains)/4], trains[len(trains)*3/4]
 	res.PairModeBPS = mode(pairs, 0.02)
 	res.Seconds = time.Since(start).Seconds()
@@ -394,6 +395,22 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// highestCluster is the median of the highest window of sorted xs that
+// spans width (a ratio of its lower end) and holds at least n of them; the
+// densest window where none does.
+func highestCluster(xs []float64, width float64, n int) float64 {
+	sort.Float64s(xs)
+	for i, j := len(xs)-1, len(xs)-1; i >= 0; i-- {
+		for j > i && xs[j] > xs[i]*(1+width) {
+			j--
+		}
+		if j-i+1 >= n {
+			return median(slices.Clone(xs[i : j+1]))
+		}
+	}
+	return mode(xs, width)
 }
 
 // mode is the median of the densest window of xs that spans width (a

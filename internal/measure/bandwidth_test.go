@@ -76,3 +76,26 @@ func TestTrainEstimates(t *testing.T) {
 		t.Errorf("%d pair estimates, want 12 (7, and 5 beside the gap)", len(pairs))
 	}
 }
+
+func TestHighestCluster(t *testing.T) {
+	// 30 trains of 25 packets at 100 Mbit/s: 4 untouched, 10 joined by
+	// one cross packet (96.2), 12 by two (92.6), 4 by three (89.3).
+	var xs []float64
+	for _, c := range []struct {
+		n int
+		v float64
+	}{{4, 100e6}, {10, 96.2e6}, {12, 92.6e6}, {4, 89.3e6}} {
+		for i := range c.n {
+			xs = append(xs, c.v*(1+0.001*float64(i%3)))
+		}
+	}
+	if got := highestCluster(xs, 0.02, 3); math.Abs(got-100e6) > 0.5e6 {
+		t.Errorf("highest cluster %.4g, want 100e6", got)
+	}
+	if got := mode(xs, 0.02); math.Abs(got-92.6e6) > 0.5e6 {
+		t.Errorf("the densest window %.4g: this test's premise (the interfered trains outnumber the untouched) is wrong", got)
+	}
+	if got := highestCluster([]float64{1, 50, 100}, 0.02, 3); got != mode([]float64{1, 50, 100}, 0.02) {
+		t.Errorf("with no cluster of 3, the densest window: got %v", got)
+	}
+}

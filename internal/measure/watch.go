@@ -10,6 +10,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
 	"gonum.org/v1/gonum/stat"
@@ -98,7 +99,8 @@ func Watch(ctx context.Context, ep Endpoint, spec tcpwatch.Spec, progress func(*
 	res := &WatchResult{Host: ep.Host, IntervalMS: float64(spec.Interval) / 1e6, Spec: spec, Start: time.Now()}
 	call, cancel := context.WithCancel(context.WithoutCancel(AsTest(ctx)))
 	defer cancel()
-	r, err := StartRole(call, ep, "watch", agent.RoleWatch, spec, false)
+	// Its own id, so that one controller may watch a host twice at once.
+	r, err := StartRole(call, ep, datadir.NewName("watch"), agent.RoleWatch, spec, false)
 	if err != nil {
 		return nil, err
 	}

@@ -407,6 +407,8 @@ func (v *validator) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
 				w.Port = p
 			case "peer":
 				w.Peer = val.Value
+			case "cgroup":
+				w.Cgroup = val.Value
 			case "interval":
 				d, err := units.ParseDuration(val.Value)
 				if err != nil {
@@ -414,11 +416,11 @@ func (v *validator) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
 				}
 				w.Interval = d
 			default:
-				v.fail(g+"."+k, "unknown field %q (a watch has host, port, peer and interval)", k)
+				v.fail(g+"."+k, "unknown field %q (a watch has host, port, peer, cgroup and interval)", k)
 			}
 		}
 		v.host(g+".host", w.Host, tb)
-		spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Interval: w.Interval}
+		spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Cgroup: w.Cgroup, Interval: w.Interval}
 		if _, ok := tb.Host(w.Peer); ok {
 			spec.Peer = "" // a host, whose address the run knows
 		}

@@ -51,6 +51,7 @@ type Watch struct {
 	Host     string
 	Port     int
 	Peer     string
+	Cgroup   string // processes of this control group (its path below the root)
 	Interval time.Duration
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -43,7 +44,11 @@ type Spec struct {
 	// in this prefix.
 	Peer string `json:"peer,omitempty"`
 	// PID selects connections whose socket this process holds open.
-	PID      int           `json:"pid,omitempty"`
+	PID int `json:"pid,omitempty"`
+	// Cgroup selects connections whose socket a process of this control
+	// group holds open: its path below the cgroup root, as
+	// /proc/PID/cgroup shows it (system.slice/nginx.service).
+	Cgroup   string        `json:"cgroup,omitempty"`
 	Interval time.Duration `json:"interval"`
 	// Duration is how long to watch; 0, until stopped (within the agent's
 	// limit on a test's duration).
@@ -62,6 +67,11 @@ func (s Spec) Validate(l limits.Limits) error {
 	}
 	if s.PID < 0 {
 		return fmt.Errorf("process %d: give a process id above 0", s.PID)
+	}
+	if s.Cgroup != "" {
+		if _, err := cgroupPath(s.Cgroup); err != nil {
+			return err
+		}
 	}
 	if s.Interval < MinInterval || s.Interval > MaxInterval {
 		return fmt.Errorf("interval %v: give %v to %v", s.Interval, MinInterval, MaxInterval)
@@ -164,6 +174,11 @@ func Run(ctx context.Context, spec Spec, emit func(Batch) error) (Summary, error
 	if spec.PID > 0 {
 		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(spec.PID))); err != nil {
 			return sum, fmt.Errorf("process %d: no such process on this host", spec.PID)
+		}
+	}
+	if spec.Cgroup != "" {
+		if _, err := cgroupProcs(spec.Cgroup); err != nil {
+			return sum, err
 		}
 	}
 	if spec.Duration > 0 {
@@ -290,8 +305,8 @@ const discoverEvery = 100 * time.Millisecond
 
 // sample takes one sample of every selected connection into b.
 func (w *watcher) sample(now time.Time, b *Batch, sum *Summary) error {
-	if w.spec.PID > 0 && now.Sub(w.seen) >= time.Second {
-		inodes, err := socketInodes(w.spec.PID)
+	if w.byProcess() && now.Sub(w.seen) >= time.Second {
+		inodes, err := w.processInodes()
 		if err != nil {
 			return err
 		}
@@ -350,7 +365,7 @@ func (w *watcher) selects(c *diagConn) bool {
 	if w.peer.IsValid() && !w.peer.Contains(c.Remote.Addr()) {
 		return false
 	}
-	if w.spec.PID > 0 && !w.inodes[c.Inode] {
+	if w.byProcess() && !w.inodes[c.Inode] {
 		return false
 	}
 	return true
@@ -372,6 +387,69 @@ func (w *watcher) sampleOf(now time.Time, c *diagConn, b *Batch) Sample {
 		AppLimited: c.AppLimited, BytesAcked: i.Bytes_acked, BytesReceived: i.Bytes_received,
 		Busy: i.Busy_time, RwndLimited: i.Rwnd_limited, SndbufLimited: i.Sndbuf_limited, NotSent: i.Notsent_bytes, Delivered: i.Delivered,
 	}
+}
+
+// byProcess says the watch selects by the processes holding sockets.
+func (w *watcher) byProcess() bool { return w.spec.PID > 0 || w.spec.Cgroup != "" }
+
+// processInodes are the socket inodes of the selected process, or of every
+// process of the selected cgroup.
+func (w *watcher) processInodes() (map[uint32]bool, error) {
+	if w.spec.PID > 0 {
+		return socketInodes(w.spec.PID)
+	}
+	pids, err := cgroupProcs(w.spec.Cgroup)
+	if err != nil {
+		return nil, err
+	}
+	all := map[uint32]bool{}
+	for _, pid := range pids {
+		inodes, err := socketInodes(pid)
+		if err != nil {
+			continue // ended since the cgroup was read
+		}
+		maps.Copy(all, inodes)
+	}
+	return all, nil
+}
+
+// cgroupRoot is where the control groups are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupPath checks a cgroup path (relative to the cgroup root, no ..).
+func cgroupPath(p string) (string, error) {
+	clean := filepath.Clean(strings.TrimPrefix(p, "/"))
+	if clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || !filepath.IsLocal(clean) {
+		return "", fmt.Errorf("cgroup %q: give its path below the cgroup root, as /proc/PID/cgroup shows it", p)
+	}
+	return clean, nil
+}
+
+// cgroupProcs lists the processes of a cgroup: of the unified hierarchy,
+// else of the first v1 hierarchy that has it.
+func cgroupProcs(p string) ([]int, error) {
+	rel, err := cgroupPath(p)
+	if err != nil {
+		return nil, err
+	}
+	candidates := []string{filepath.Join(cgroupRoot, rel, "cgroup.procs")}
+	for _, c := range []string{"pids", "cpu", "memory", "systemd"} {
+		candidates = append(candidates, filepath.Join(cgroupRoot, c, rel, "cgroup.procs"))
+	}
+	for _, file := range candidates {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		var pids []int
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return pids, nil
+	}
+	return nil, fmt.Errorf("cgroup %q: no such control group on this host", p)
 }
 
 // socketInodes are the inodes of the sockets a process holds open.

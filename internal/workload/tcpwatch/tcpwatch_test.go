@@ -152,17 +152,53 @@ func TestRunSelectsByProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	conns := map[string]bool{}
-	_, err = Run(context.Background(), Spec{PID: os.Getpid(), Interval: 10 * time.Millisecond, Duration: 150 * time.Millisecond}, func(b Batch) error {
-		for _, cn := range b.Conns {
-			conns[cn.Local] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	specs := []Spec{{PID: os.Getpid()}}
+	if cg := ownCgroup(); cg != "" {
+		specs = append(specs, Spec{Cgroup: cg})
 	}
-	if !conns[c.LocalAddr().String()] {
-		t.Errorf("the watch of process %d saw %v, not its connection from %s", os.Getpid(), conns, c.LocalAddr())
+	for _, spec := range specs {
+		spec.Interval, spec.Duration = 10*time.Millisecond, 150*time.Millisecond
+		conns := map[string]bool{}
+		_, err = Run(context.Background(), spec, func(b Batch) error {
+			for _, cn := range b.Conns {
+				conns[cn.Local] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !conns[c.LocalAddr().String()] {
+			t.Errorf("the watch of %+v saw %v, not its connection from %s", spec, conns, c.LocalAddr())
+		}
+	}
+}
+
+// ownCgroup is this process's control group below the root, "" when it
+// is the root.
+func ownCgroup() string {
+	data, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && parts[2] != "/" && parts[2] != "" {
+			if _, err := cgroupProcs(parts[2]); err == nil {
+				return parts[2]
+			}
+		}
+	}
+	return ""
+}
+
+func TestCgroupPath(t *testing.T) {
+	for _, bad := range []string{"", "/", "..", "../etc", "a/../../b"} {
+		if _, err := cgroupPath(bad); err == nil {
+			t.Errorf("cgroup path %q accepted", bad)
+		}
+	}
+	if p, err := cgroupPath("/system.slice/nginx.service"); err != nil || p != "system.slice/nginx.service" {
+		t.Errorf("got %q, %v", p, err)
+	}
+	if _, err := cgroupProcs("no/such/group/here"); err == nil || !strings.Contains(err.Error(), "no such control group") {
+		t.Errorf("a missing cgroup: %v", err)
 	}
 }
