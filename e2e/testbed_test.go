@@ -516,3 +516,102 @@ func TestCheckVerb(t *testing.T) {
 	}
 	assertNothingLeft(t, "e2e-check")
 }
+
+// TestMachineSettings: a test-bed's machine: section raises machine-wide
+// settings for its life and no longer; a second test-bed that needs the
+// same keeps it; a killed one's are put back by the cleanup; with
+// WANLAB_MACHINE=fixed a test-bed that needs a change does not come up.
+func TestMachineSettings(t *testing.T) {
+	testsupport.NeedRoot(t)
+	read := func(key string) int {
+		b, err := os.ReadFile("/proc/sys/net/core/" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	orig := read("rmem_max")
+	want := orig + 1<<20
+	bed := func(name string, need int) string {
+		return fmt.Sprintf("name: %s\nmachine:\n  sysctl: {net.core.rmem_max: %d, net.core.wmem_max: 1000}\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - between: [a, b]\n", name, need)
+	}
+	dir := t.TempDir()
+	write := func(name, yaml string) string {
+		p := filepath.Join(dir, name+".yaml")
+		os.WriteFile(p, []byte(yaml), 0o644)
+		return p
+	}
+	t.Cleanup(func() {
+		wanlab(t, "testbed", "down", "e2e-mach1")
+		wanlab(t, "testbed", "down", "e2e-mach2")
+		if got := read("rmem_max"); got != orig {
+			t.Errorf("net.core.rmem_max is %d after the tests, was %d", got, orig)
+		}
+	})
+	r := wanlab(t, "testbed", "up", write("e2e-mach1", bed("e2e-mach1", want)))
+	if r.code != 0 {
+		t.Fatalf("up: %s", r.stderr)
+	}
+	if got := read("rmem_max"); got != want {
+		t.Errorf("rmem_max while up: %d, want %d", got, want)
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf(`net.core.rmem_max was "%d", needed "%d": set to "%d"`, orig, want, want)) ||
+		!strings.Contains(r.stdout, "net.core.wmem_max was") || !strings.Contains(r.stdout, "left as it was") {
+		t.Errorf("up did not say what it changed:\n%s", r.stdout)
+	}
+	var st struct {
+		Machine struct {
+			Sysctl []struct{ Key, Before, After string }
+		}
+	}
+	json.Unmarshal([]byte(wanlab(t, "testbed", "status", "e2e-mach1", "--json").stdout), &st)
+	if len(st.Machine.Sysctl) != 2 || st.Machine.Sysctl[0].Before != strconv.Itoa(orig) || st.Machine.Sysctl[0].After != strconv.Itoa(want) {
+		t.Errorf("status --json machine: %+v", st.Machine)
+	}
+	// A second test-bed content with less keeps the value until it goes.
+	if r := wanlab(t, "testbed", "up", write("e2e-mach2", bed("e2e-mach2", orig+1))); r.code != 0 {
+		t.Fatalf("second up: %s", r.stderr)
+	}
+	wanlab(t, "testbed", "down", "e2e-mach1")
+	if got := read("rmem_max"); got != want {
+		t.Errorf("rmem_max with the second test-bed still up: %d, want %d", got, want)
+	}
+	pid, _ := os.ReadFile("/run/wanlab/e2e-mach2/pid")
+	daemon, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	syscall.Kill(daemon, syscall.SIGKILL)
+	time.Sleep(200 * time.Millisecond)
+	if got := read("rmem_max"); got != want {
+		t.Errorf("rmem_max after the daemon was killed: %d, want %d until the cleanup", got, want)
+	}
+	if r := wanlab(t, "testbed", "down", "e2e-mach2"); r.code != 0 {
+		t.Errorf("down of the killed test-bed: %s", r.stderr)
+	}
+	if got := read("rmem_max"); got != orig {
+		t.Errorf("rmem_max after the cleanup: %d, want %d", got, orig)
+	}
+	assertNothingLeft(t, "e2e-mach2")
+
+	fixed := func(yaml string) (string, int) {
+		cmd := exec.Command(wanlabBin, "testbed", "up", write("e2e-mach1", yaml))
+		cmd.Env = append(os.Environ(), "WANLAB_MACHINE=fixed")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	if out, code := fixed(bed("e2e-mach1", want)); code != 1 || !strings.Contains(out, "WANLAB_MACHINE=fixed forbids changing this machine") ||
+		!strings.Contains(out, fmt.Sprintf("sysctl -w net.core.rmem_max=\"%d\"", want)) {
+		t.Errorf("fixed machine, change needed: exit %d, %s", code, out)
+	}
+	assertNothingLeft(t, "e2e-mach1")
+	if got := read("rmem_max"); got != orig {
+		t.Errorf("rmem_max changed on a fixed machine: %d", got)
+	}
+	if out, code := fixed(bed("e2e-mach1", orig)); code != 0 {
+		t.Errorf("fixed machine that already has enough: exit %d, %s", code, out)
+	}
+	wanlab(t, "testbed", "down", "e2e-mach1")
+}

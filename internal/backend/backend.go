@@ -172,6 +172,13 @@ type ChangeLog interface {
 	Changes(after time.Time) ([]LinkChange, error)
 }
 
+// MachineNotes is a bed that needed machine-wide settings for its life
+// (socket buffer limits, congestion controls); MachineNotes says, a line
+// each, what it found and what it changed, for the run's record.
+type MachineNotes interface {
+	MachineNotes() []string
+}
+
 // ErrOffline is what an offline bed's hosts answer.
 var ErrOffline = errors.New("no agent: the hosts are read from an archive, not measured")
 

@@ -90,7 +90,11 @@ removed first. Ctrl-C while it comes up tears down what was built. Needs root.`,
 				return writeJSON(c.OutOrStdout(), newStatusView(&testbed.Status{State: st, Alive: true}))
 			}
 			w := c.OutOrStdout()
-			fmt.Fprintf(w, "test-bed %s is up (engine pid %d)\n\n", st.Name, st.PID)
+			fmt.Fprintf(w, "test-bed %s is up (engine pid %d)\n", st.Name, st.PID)
+			for _, line := range st.Machine.Lines() {
+				fmt.Fprintln(w, line)
+			}
+			fmt.Fprintln(w)
 			printPlan(w, planViewOf(st))
 			host := st.Hosts[0]
 			peer := host

@@ -67,6 +67,8 @@ type statusView struct {
 	Created  time.Time `json:"created"`
 	Scenario string    `json:"scenario"`
 	Cgroup   string    `json:"cgroup_version"`
+	// Machine is what the test-bed needed of the machine and changed there.
+	Machine *testbed.MachineState `json:"machine,omitempty"`
 	// OtherDrops are drops the link model did not decide: they mean the
 	// test-bed itself fell short, and should be zero.
 	OtherDrops *otherDrops `json:"other_drops,omitempty"`
@@ -177,7 +179,7 @@ func buildPlanView(name string, hosts []testbed.Host, dirs []topology.Direction,
 func newStatusView(s *testbed.Status) statusView {
 	v := statusView{
 		planView: planViewOf(s.State), PID: s.PID, Alive: s.Alive,
-		Created: s.Created, Scenario: s.Scenario, Cgroup: s.Cgroup, TUN: s.TUN,
+		Created: s.Created, Scenario: s.Scenario, Cgroup: s.Cgroup, TUN: s.TUN, Machine: s.Machine,
 	}
 	if e := s.Engine; e != nil {
 		for i := range v.Links {
@@ -361,6 +363,9 @@ func printStatus(w io.Writer, v statusView) {
 	fmt.Fprintf(w, "test-bed %s: %s, engine pid %d, created %s, cgroup %s\n", v.Name, state, v.PID, v.Created.Local().Format(time.DateTime), v.Cgroup)
 	if v.Scenario != "" {
 		fmt.Fprintf(w, "scenario: %s\n", v.Scenario)
+	}
+	for _, line := range v.Machine.Lines() {
+		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w)
 	printPlan(w, v.planView)

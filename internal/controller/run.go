@@ -226,6 +226,13 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 		return fmt.Errorf("bringing up test-bed %q: %w", res.Testbed, err)
 	}
 	defer func() { err = errors.Join(err, bed.Close()) }()
+	if mn, ok := bed.(backend.MachineNotes); ok {
+		for _, line := range mn.MachineNotes() {
+			if err := o.Archive.AddEvent(res.Run, 0, archive.Info, line); err != nil {
+				return err
+			}
+		}
+	}
 	var names []string
 	for _, h := range bed.Topology().Hosts {
 		names = append(names, h.Name)
@@ -293,6 +300,9 @@ func machineFacts() map[string]any {
 	facts := map[string]any{"hostname": host, "cpus": runtime.NumCPU(), "go": runtime.Version()}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		facts["kernel"] = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); err == nil {
+		facts["congestion_controls"] = strings.Fields(string(b))
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		if line, _, ok := strings.Cut(string(b), "\n"); ok {

@@ -23,14 +23,15 @@ import (
 // rawFile is the YAML as written; quantities stay strings until validation so
 // that every error can name its field.
 type rawFile struct {
-	Name   string                    `yaml:"name"`
-	Subnet string                    `yaml:"subnet"`
-	Seed   *uint64                   `yaml:"seed"`
-	Hosts  yamlfile.Ordered[rawHost] `yaml:"hosts"`
-	Sites  yamlfile.Ordered[rawSite] `yaml:"sites"`
-	Links  []rawLink                 `yaml:"links"`
-	Engine *rawEngine                `yaml:"engine"`
-	TLS    *pki.Files                `yaml:"tls"`
+	Name    string                    `yaml:"name"`
+	Subnet  string                    `yaml:"subnet"`
+	Seed    *uint64                   `yaml:"seed"`
+	Hosts   yamlfile.Ordered[rawHost] `yaml:"hosts"`
+	Sites   yamlfile.Ordered[rawSite] `yaml:"sites"`
+	Links   []rawLink                 `yaml:"links"`
+	Engine  *rawEngine                `yaml:"engine"`
+	Machine *rawMachine               `yaml:"machine"`
+	TLS     *pki.Files                `yaml:"tls"`
 	// Events are read by ParseFile, with the workloads.
 	Events yaml.Node `yaml:"events"`
 	// Workloads are read by ParseFile; the test-bed does not need them.
@@ -41,6 +42,11 @@ type rawEngine struct {
 	Realtime      *bool  `yaml:"realtime"`
 	Spin          string `yaml:"spin"`
 	KeepCPUsAwake *bool  `yaml:"keep_cpus_awake"`
+}
+
+type rawMachine struct {
+	Sysctl  map[string]string `yaml:"sysctl"`
+	Modules []string          `yaml:"modules"`
 }
 
 type rawHost struct {
@@ -224,6 +230,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 			}
 		}
 	}
+	tb.Machine = v.machine(raw.Machine)
 	if raw.Name == "" {
 		v.fail("name", "missing: every test-bed needs a name")
 	} else {
@@ -280,7 +287,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 			if !sysctlRE.MatchString(key) {
 				v.fail(field+".sysctl", "%q is not a network sysctl: give a dotted name under net., e.g. net.ipv4.tcp_rmem", key)
 			} else if machineWide[key] {
-				v.fail(field+".sysctl", "%s is machine-wide, not per host: a network namespace cannot set it (it reads the machine's). Set it on the machine before testbed up (sysctl -w %s=%s); large TCP windows need net.core.rmem_max and wmem_max raised there", key, key, h.Value.Sysctl[key])
+				v.fail(field+".sysctl", "%s is machine-wide, not per host: a network namespace cannot set it (it reads the machine's). Declare it once for the test-bed instead: machine: {sysctl: {%s: %s}}", key, key, h.Value.Sysctl[key])
 			}
 		}
 		if c := h.Value.CPUs; c != nil {

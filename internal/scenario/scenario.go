@@ -25,6 +25,8 @@ type Testbed struct {
 	Sites  []Site // in file order
 	Links  []Link // in file order
 	Engine Engine
+	// Machine are the machine-wide settings the test-bed needs for its life.
+	Machine Machine
 	// TLS are the controller's files for hosts that name agents (relative
 	// to the scenario's folder); nil for the controller's default.
 	TLS *pki.Files
@@ -43,6 +45,20 @@ type Engine struct {
 	// KeepCPUsAwake keeps CPUs out of deep idle states while the test-bed is
 	// up, so that an idle machine does not delay packets (default true).
 	KeepCPUsAwake bool
+}
+
+// Machine is what a test-bed needs of the machine it runs on, beyond its
+// own namespaces: machine-wide sysctls (socket buffer limits for large
+// windows, the congestion controls a host may choose) and kernel modules
+// (congestion controls). The test-bed applies them for its life, never
+// lowering a limit, and puts back what it changed when it goes.
+type Machine struct {
+	// Sysctl are machine-wide network sysctls: a number (or numbers) is a
+	// floor, a list of congestion controls is added to.
+	Sysctl map[string]string
+	// Modules are kernel modules to load, e.g. tcp_htcp; one that does not
+	// load is recorded, not an error.
+	Modules []string
 }
 
 // DefaultSpin is the engine's default spin margin before a long sleep ends:
@@ -249,6 +265,9 @@ var machineWide = map[string]bool{
 	"net.ipv4.tcp_mem": true, "net.ipv4.udp_mem": true, "net.ipv4.tcp_max_orphans": true, "net.ipv4.tcp_low_latency": true,
 	"net.ipv4.tcp_allowed_congestion_control": true, "net.ipv4.tcp_available_congestion_control": true,
 }
+
+// MachineWide says whether key is a machine-wide network sysctl.
+func MachineWide(key string) bool { return machineWide[key] }
 
 // ValidName says whether s is a valid name of a host, site, link or workload.
 func ValidName(s string) bool { return nameRE.MatchString(s) }

@@ -30,6 +30,10 @@ type Bed struct {
 
 var _ backend.Bed = (*Bed)(nil)
 var _ backend.ChangeLog = (*Bed)(nil)
+var _ backend.MachineNotes = (*Bed)(nil)
+
+// MachineNotes says what the test-bed needed of the machine and changed.
+func (b *Bed) MachineNotes() []string { return b.state.Machine.Lines() }
 
 // Changes lists the links' changes after a time, from the test-bed's
 // state (the engine's daemon records each wanlab testbed set).

@@ -145,6 +145,12 @@ func (d *daemon) build() error {
 		return err
 	}
 	d.hosts = Hosts(d.topo)
+	// The machine first: hosts' sysctls may need it (a congestion control
+	// a namespace defaults to must be allowed machine-wide).
+	machine, err := applyMachine(d.name, f.Testbed.Machine)
+	if err != nil {
+		return fmt.Errorf("machine-wide settings: %w", err)
+	}
 	if err := shareNetnsDir(); err != nil {
 		return err
 	}
@@ -183,7 +189,7 @@ func (d *daemon) build() error {
 	fmt.Fprintf(d.ready, "%s%d %d starting the agents\n", progressPrefix, len(d.hosts)+1, len(d.hosts)+1)
 	d.state = &State{
 		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
-		Cgroup: cg.Version.String(), Hosts: d.hosts, Dirs: slices.Clone(d.topo.Dirs), Paths: d.topo.Paths,
+		Cgroup: cg.Version.String(), Machine: machine, Hosts: d.hosts, Dirs: slices.Clone(d.topo.Dirs), Paths: d.topo.Paths,
 	}
 	if err := writeState(d.state); err != nil {
 		return err

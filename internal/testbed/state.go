@@ -35,6 +35,8 @@ type State struct {
 	Hosts    []Host               `json:"hosts"`
 	Dirs     []topology.Direction `json:"directions"`
 	Paths    []topology.Path      `json:"paths"`
+	// Machine is what it needed of the machine, and what it changed there.
+	Machine *MachineState `json:"machine,omitempty"`
 	// Changes are the links' changes while it ran, the last maxChanges.
 	Changes []backend.LinkChange `json:"changes,omitempty"`
 }
@@ -232,6 +234,9 @@ func Names() []string {
 			}
 		}
 	}
+	for _, u := range machineUsers() {
+		set[u] = true
+	}
 	names := make([]string, 0, len(set))
 	for n := range set {
 		names = append(names, n)
@@ -284,6 +289,9 @@ func Teardown(name string) error {
 		if len(cg.Children("wanlab")) == 0 {
 			cg.Remove("wanlab")
 		}
+	}
+	if err := restoreMachine(name); err != nil {
+		errs = append(errs, fmt.Errorf("putting back machine-wide settings: %w", err))
 	}
 	if err := os.RemoveAll(stateDir(name)); err != nil {
 		errs = append(errs, err)
