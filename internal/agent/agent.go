@@ -322,7 +322,7 @@ func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_Recei
 	defer release()
 	r, err := throughput.Listen(spec, s.Test)
 	if err != nil {
-		return status.Error(codes.Unavailable, err.Error())
+		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	if err := stream.Send(&agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Listening{Listening: s.listening(stream.Context(), r.Port, r.Token)}}); err != nil {
 		return err

@@ -23,7 +23,7 @@ func (s *Server) Reflect(req *agentpb.ReflectRequest, stream agentpb.Agent_Refle
 	}
 	r, err := probe.NewReflector(s.Test)
 	if err != nil {
-		return status.Error(codes.Unavailable, err.Error())
+		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	if err := stream.Send(&agentpb.ProbeEvent{Event: &agentpb.ProbeEvent_Listening{Listening: s.listening(stream.Context(), r.Port, r.Token)}}); err != nil {
 		return err

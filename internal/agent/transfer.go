@@ -106,7 +106,7 @@ func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Age
 	}()
 	r, err := transfer.Listen(spec, s.Test, lim.MaxBytes)
 	if err != nil {
-		return status.Error(codes.Unavailable, err.Error())
+		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	r.CorruptAt, r.ExpectedSize = req.GetCorruptAt(), int64(expected)
 	if err := stream.Send(&agentpb.TransferEvent{Event: &agentpb.TransferEvent_Listening{Listening: s.listening(ctx, r.Port, r.Token)}}); err != nil {

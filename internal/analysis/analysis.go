@@ -60,7 +60,7 @@ type Report struct {
 
 // Finding is one conclusion, in a sentence and in figures.
 type Finding struct {
-	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change, application_limited
+	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change, application_limited, limiting_factor
 	Workload string `json:"workload,omitempty"`
 	Text     string `json:"text"`
 	// Bottleneck is set on bottleneck findings.
@@ -285,6 +285,7 @@ func Of(workloads []Workload, o Options) *Report {
 			found = append(found, tuning(w)...)
 			if !w.RealHosts { // the model is of the scenario's path, which real hosts do not have
 				found = append(found, modelFit(w)...)
+				found = append(found, limitingFactor(w, ws)...)
 			}
 		case results.Impact:
 			found = append(found, impact(w)...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/golden"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
@@ -321,5 +322,52 @@ func TestImpact(t *testing.T) {
 	f := find(t, Of([]Workload{w}, DefaultOptions), "impact")
 	if f.Values["rtt_inflation_ms"] != 68 || !strings.Contains(f.Text, "from 221.0 to 289.0 ms (+68.0 ms)") || !strings.Contains(f.Text, "15 streams") {
 		t.Errorf("impact %+v %q", f.Values, f.Text)
+	}
+}
+
+// TestLimitingFactor: a step that reached what its path allows was held by
+// the path (the link or the window); one well short of it on a busy
+// machine by the test-bed; one short on an idle machine by TCP; a failed
+// step says why.
+func TestLimitingFactor(t *testing.T) {
+	tb := testbedOf(t, "name: t\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Gbit, delay: 8.5ms, mtu: 9000}\n")
+	w := Workload{Name: "paix", Kind: results.Throughput, Testbed: tb}
+	step := func(label string, window int64, mbps, machine, engine float64, status string) Step {
+		return Step{Label: label, Status: status, Reason: "no such congestion control",
+			Config:  scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Protocol: "tcp", Streams: 1, Window: window, Duration: 30 * time.Second}},
+			Metrics: map[string]float64{results.ThroughputMbps: mbps, "cpu_pct.machine": machine, "cpu_pct.engine": engine, "link_utilization_pct.a->b": mbps / 100}}
+	}
+	w.Steps = []Step{
+		step("link", 30e6, 9500, 50, 60, "done"),
+		step("window", 1e6, 460, 10, 10, "done"),
+		step("testbed", 30e6, 6000, 93, 150, "done"),
+		step("tcp", 30e6, 3000, 20, 30, "done"),
+		step("missing", 30e6, 0, 0, 0, "failed"),
+	}
+	var ws WorkloadSteps
+	for _, s := range w.Steps {
+		ws.Steps = append(ws.Steps, verdict(w, s, DefaultOptions))
+	}
+	if ws.Steps[2].Bottleneck != Testbed || ws.Steps[3].Bottleneck == Testbed {
+		t.Errorf("verdicts: testbed step %q, tcp step %q", ws.Steps[2].Bottleneck, ws.Steps[3].Bottleneck)
+	}
+	f := limitingFactor(w, ws)
+	if len(f) != 1 {
+		t.Fatalf("%d findings, want 1", len(f))
+	}
+	text := f[0].Text
+	for _, want := range []string{
+		"link: 9.5 Gbit/s, 96% of the 9.94 Gbit/s the path allows (the link, 10 Gbit/s): the path held it",
+		"window: 460 Mbit/s, 98% of the 470.6 Mbit/s the path allows (the window, 1 stream x 1MB over 17 ms): the path held it",
+		"testbed: 6 Gbit/s, 60% of the 9.94 Gbit/s the path allows (the link, 10 Gbit/s): the test-bed held it, not the path (the machine's CPUs were 93% busy",
+		"tcp: 3 Gbit/s, 30% of the 9.94 Gbit/s the path allows (the link, 10 Gbit/s): TCP itself fell short",
+		"missing failed (no such congestion control)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("finding lacks %q:\n%s", want, text)
+		}
+	}
+	if f[0].Values["link_steps"] != 1 || f[0].Values["window_steps"] != 1 || f[0].Values["testbed_steps"] != 1 || f[0].Values["tcp_steps"] != 1 || f[0].Values["failed_steps"] != 1 {
+		t.Errorf("values %v", f[0].Values)
 	}
 }

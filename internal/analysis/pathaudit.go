@@ -96,6 +96,9 @@ func rateText(bps float64) string {
 	if bps <= 0 {
 		return "an unlimited rate"
 	}
+	if bps >= 1e9 {
+		return fmt.Sprintf("%.3g Gbit/s", bps/1e9)
+	}
 	return fmt.Sprintf("%.4g Mbit/s", bps/1e6)
 }
 

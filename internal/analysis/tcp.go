@@ -6,6 +6,8 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"strings"
+	"time"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -79,42 +81,69 @@ func tuning(w Workload) []Finding {
 // delayed ACKs off: throughput <= MSS/RTT x sqrt(3/2)/sqrt(p).
 var MathisC = math.Sqrt(1.5)
 
+// allowance is what a TCP throughput step's path allows it, by the model:
+// the link's TCP ceiling, the streams' windows over the round trip, and
+// the Mathis bound at the path's loss, the least of them; by names which.
+type allowance struct {
+	bps  float64
+	by   string // "link", "window" or "loss"
+	what string // the limit in words
+	path topology.Path
+}
+
+// allowed is the allowance of step s of workload w; false when the path is
+// unknown or nothing bounds it.
+func allowed(w Workload, s Step) (allowance, bool) {
+	t := s.Config.Throughput
+	if t == nil || t.Protocol != "tcp" {
+		return allowance{}, false
+	}
+	p, ok := path(w.Testbed, t.From, t.To)
+	if !ok || p.BaseRTTms <= 0 {
+		return allowance{}, false
+	}
+	rtt := p.BaseRTTms / 1000
+	a := allowance{bps: math.Inf(1), path: p}
+	if c := p.TCPCeiling(); c > 0 {
+		a.bps, a.by = c, "link"
+		a.what = "the link, " + rateText(p.Bottleneck)
+	}
+	if t.Window > 0 {
+		if b := float64(t.Window) * 8 / rtt * float64(t.Streams); b < a.bps {
+			a.bps, a.by = b, "window"
+			a.what = fmt.Sprintf("the window, %s x %s over %.0f ms", plural(float64(t.Streams), "stream"), units.Size(t.Window), p.BaseRTTms)
+		}
+	}
+	if p.Loss > 0 {
+		mss := float64(p.MTU - topology.TCPIPHeader)
+		if b := mss * 8 / rtt * MathisC / math.Sqrt(p.Loss) * float64(t.Streams); b < a.bps {
+			a.bps, a.by = b, "loss"
+			a.what = fmt.Sprintf("the Mathis bound at its %s loss", units.FormatPercent(p.Loss))
+		}
+	}
+	return a, !math.IsInf(a.bps, 1)
+}
+
+// reachedShare is how much of its allowance a step must reach for the
+// allowance to be what limited it.
+const reachedShare = 0.85
+
 // modelFit compares TCP throughput with the Mathis bound and the window
 // limit of each step's path.
 func modelFit(w Workload) []Finding {
 	var residuals []float64
 	var worst Finding
 	for _, s := range w.Steps {
-		t := s.Config.Throughput
-		if t == nil || t.Protocol != "tcp" || s.Metrics[results.ThroughputMbps] <= 0 {
+		a, ok := allowed(w, s)
+		if !ok || s.Metrics[results.ThroughputMbps] <= 0 {
 			continue
 		}
-		p, ok := path(w.Testbed, t.From, t.To)
-		if !ok || p.BaseRTTms <= 0 {
-			continue
-		}
-		loss := p.Loss
-		rtt := p.BaseRTTms / 1000
-		mss := float64(p.MTU - topology.TCPIPHeader)
-		perStream := math.Inf(1)
-		if t.Window > 0 {
-			perStream = float64(t.Window) * 8 / rtt
-		}
-		if loss > 0 {
-			perStream = min(perStream, mss*8/rtt*MathisC/math.Sqrt(loss))
-		}
-		predicted := perStream * float64(t.Streams)
-		if c := p.TCPCeiling(); c > 0 {
-			predicted = min(predicted, c)
-		}
-		if math.IsInf(predicted, 1) {
-			continue
-		}
+		predicted := a.bps
 		measured := s.Metrics[results.ThroughputMbps] * 1e6
 		res := (measured - predicted) / predicted
 		residuals = append(residuals, math.Abs(res))
 		if worst.Values == nil || math.Abs(res) > math.Abs(worst.Values["residual"]) {
-			worst = Finding{Values: map[string]float64{"predicted_mbps": predicted / 1e6, "measured_mbps": measured / 1e6, "residual": res, "loss": loss, "rtt_ms": p.BaseRTTms}}
+			worst = Finding{Values: map[string]float64{"predicted_mbps": predicted / 1e6, "measured_mbps": measured / 1e6, "residual": res, "loss": a.path.Loss, "rtt_ms": a.path.BaseRTTms}}
 			worst.Text = s.Label
 		}
 	}
@@ -129,6 +158,73 @@ func modelFit(w Workload) []Finding {
 	worst.Text = fmt.Sprintf("Against the TCP model (window / RTT, the Mathis bound MSS/RTT x 1.22/sqrt(p) for Reno-like TCP at the path's loss, and the link ceiling), the mean absolute residual over %d steps is %.0f%%; the largest is %+.0f%% at %s (%.2f measured, %.2f predicted Mbit/s).",
 		len(residuals), 100*mean, 100*worst.Values["residual"], orDash(label), worst.Values["measured_mbps"], worst.Values["predicted_mbps"])
 	return []Finding{worst}
+}
+
+// limitingFactor says, for each step of a TCP throughput workload on an
+// emulated path, what limited it: the path (its link, the window over the
+// round trip, its loss) when the step reached what that allows; else the
+// test-bed when the step's verdict says so; else TCP itself. A step that
+// failed says why.
+func limitingFactor(w Workload, ws WorkloadSteps) []Finding {
+	var parts []string
+	counts := map[string]int{}
+	for i, s := range w.Steps {
+		a, ok := allowed(w, s)
+		if !ok {
+			continue
+		}
+		label := orStep(s)
+		if s.Status == "failed" {
+			parts = append(parts, fmt.Sprintf("%s failed (%s)", label, s.Reason))
+			counts["failed"]++
+			continue
+		}
+		mbps := s.Metrics[results.ThroughputMbps]
+		share := mbps * 1e6 / a.bps
+		part := fmt.Sprintf("%s: %s, %.0f%% of the %s the path allows (%s): ", label, rateText(mbps*1e6), 100*share, rateText(a.bps), a.what)
+		switch {
+		case share >= reachedShare:
+			part += "the path held it"
+			counts[a.by]++
+		case i < len(ws.Steps) && ws.Steps[i].Bottleneck == Testbed:
+			signs := s.LimitedBy
+			if !s.TestbedLimited {
+				signs = strainedSigns(s)
+			}
+			part += "the test-bed held it, not the path (" + strings.Join(signs, "; ") + ")"
+			counts["testbed"]++
+		default:
+			part += fmt.Sprintf("TCP itself fell short (%.0f retransmits%s)", s.Metrics[results.Retransmits], slowStartNote(s, a))
+			counts["tcp"]++
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	values := map[string]float64{}
+	for k, n := range counts {
+		values[k+"_steps"] = float64(n)
+	}
+	t := w.Steps[0].Config.Throughput
+	return []Finding{{Kind: "limiting_factor", Workload: w.Name, Values: values,
+		Text: fmt.Sprintf("What limited %s->%s: %s.", t.From, t.To, strings.Join(parts, "; "))}}
+}
+
+// slowStartNote says how much of a short step slow start took: about one
+// round trip per doubling of the window up to what the path allows.
+func slowStartNote(s Step, a allowance) string {
+	mss := float64(a.path.MTU - topology.TCPIPHeader)
+	segments := a.bps * a.path.BaseRTTms / 1000 / 8 / mss
+	d := s.Config.Throughput.Duration
+	if segments <= 1 || d <= 0 {
+		return ""
+	}
+	ss := time.Duration(math.Log2(segments) * a.path.BaseRTTms * float64(time.Millisecond))
+	if ss*10 < d {
+		return ""
+	}
+	return fmt.Sprintf("; slow start alone takes about %s of this %s step", ss.Round(100*time.Millisecond), d)
 }
 
 func orDash(s string) string {

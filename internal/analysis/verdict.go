@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
@@ -69,6 +70,11 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 	if s.TestbedLimited {
 		v.Bottleneck, v.Confidence = Testbed, "high"
 		v.Why = "the test-bed itself was saturated: " + strings.Join(s.LimitedBy, "; ")
+		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Machine)], "engine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Engine)]}
+		return v
+	}
+	if why := strainedShort(w, s); why != "" {
+		v.Bottleneck, v.Confidence, v.Why = Testbed, "medium", why
 		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Machine)], "engine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Engine)]}
 		return v
 	}
@@ -214,4 +220,36 @@ var bottleneckWords = map[string]string{
 	ClientCPU: "the clients' CPU", ServerCPU: "the server's CPU", Network: "the network", Disk: "the disk",
 	Latency: "latency (round trips, not capacity)", Testbed: "the test-bed itself (this machine)",
 	Application: "the application (its sender left the socket empty)",
+}
+
+// strainedShort explains a TCP throughput step on an emulated path that
+// fell well short of what its path allows while the test-bed was close to
+// its limits: the test-bed is the likelier cause. Empty otherwise.
+func strainedShort(w Workload, s Step) string {
+	if w.RealHosts {
+		return ""
+	}
+	a, ok := allowed(w, s)
+	mbps := s.Metrics[results.ThroughputMbps]
+	if !ok || mbps*1e6 >= reachedShare*a.bps {
+		return ""
+	}
+	strained := strainedSigns(s)
+	if len(strained) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the step carried %s, %.0f%% of the %s its path allows, while the test-bed was near its limits (%s): this machine, not the path, most likely held it",
+		rateText(mbps*1e6), 100*mbps*1e6/a.bps, rateText(a.bps), strings.Join(strained, "; "))
+}
+
+// strainedSigns are the step's signs of a test-bed near its limits.
+func strainedSigns(s Step) []string {
+	signs := backend.Signs{MachineBusyPct: -1, EngineCPUPct: -1, LatenessP99us: -1}
+	if v, ok := s.Metrics[results.CPUPct.Of(results.Machine)]; ok {
+		signs.MachineBusyPct = v
+	}
+	if v, ok := s.Metrics[results.CPUPct.Of(results.Engine)]; ok {
+		signs.EngineCPUPct = v
+	}
+	return signs.Strained()
 }

@@ -106,18 +106,31 @@ const (
 
 // Limits is the one rule of "limited by the test-bed": each sign past its
 // limit, in words; none when the test-bed held.
-func (s Signs) Limits() []string {
+func (s Signs) Limits() []string { return s.past(1) }
+
+// StrainShare is the share of a limit from which a sign explains a result
+// that falls well short of what its path allows: the test-bed, close to
+// its limits, is then the likelier cause than the path.
+const StrainShare = 0.8
+
+// Strained lists the load signs (CPU, lateness) past StrainShare of their
+// limits, in words.
+func (s Signs) Strained() []string {
+	return Signs{MachineBusyPct: s.MachineBusyPct, EngineCPUPct: s.EngineCPUPct, LatenessP99us: s.LatenessP99us}.past(StrainShare)
+}
+
+func (s Signs) past(share float64) []string {
 	var why []string
-	if s.MachineBusyPct >= MachineBusyLimit {
+	if s.MachineBusyPct >= share*MachineBusyLimit {
 		why = append(why, fmt.Sprintf("the machine's CPUs were %.0f%% busy (%d cores)", s.MachineBusyPct, runtime.NumCPU()))
 	}
-	if s.EngineCPUPct >= EngineCPULimit {
+	if s.EngineCPUPct >= share*EngineCPULimit {
 		why = append(why, fmt.Sprintf("the packet engine used %.0f%% of a core", s.EngineCPUPct))
 	}
 	if s.OutsideModel > 0 {
 		why = append(why, fmt.Sprintf("%d packets were dropped outside the link model", s.OutsideModel))
 	}
-	if s.LatenessP99us > LatenessLimitUs {
+	if s.LatenessP99us > share*LatenessLimitUs {
 		why = append(why, fmt.Sprintf("the engine released 1%% of packets more than %.1f ms late (the machine's CPUs were saturated?)", s.LatenessP99us/1000))
 	}
 	if s.NoRealtime {

@@ -55,12 +55,16 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), bed: r.bed, seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index), token: token.New(),
 		expected: &counter{}, finished: &counter{}, failed: &counter{}}
 	out, smp, stepErr := r.measure(ctx, p, env, &sr)
+	// Judged by what the workload measured: the sampler's figures alone
+	// do not make a failed step partial.
+	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
 	out.samples = append(out.samples, smp.samples...)
 	sr.Metrics = out.metrics
 	figures(sr.Metrics, smp, r.bed, p.step)
-	sr.LimitedBy = smp.limits()
-	sr.TestbedLimited = len(sr.LimitedBy) > 0
-	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
+	if sr.Status != archive.StatusFailed {
+		sr.LimitedBy = smp.limits()
+		sr.TestbedLimited = len(sr.LimitedBy) > 0
+	}
 	return sr, errors.Join(r.store(stepID, &sr, out), r.recordChanges(stepID))
 }
 

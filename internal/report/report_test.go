@@ -150,10 +150,14 @@ func TestArchiveOfAnEarlierRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The report's text as a223ce5 wrote it (reportText of its HTML), with
-	// the one intended change since: a single-step transfer workload's
-	// finding names its step ("step 7"), where it had a gap.
+	// the intended changes since: a single-step transfer workload's finding
+	// names its step ("step 7"), where it had a gap; a throughput
+	// workload's steps say what limited each.
 	want, _ := os.ReadFile(base + ".report.txt")
 	fixed := strings.Replace(string(want), "1 transfer:  (the path", "1 transfer: step 7 (the path", 1)
+	fixed = strings.Replace(fixed, "predicted Mbit/s).\ncopy\n", "predicted Mbit/s).\nbulk\n"+
+		": What limited a-&gt;b: streams=1: 19.31 Mbit/s, 100% of the 19.31 Mbit/s the path allows (the link, 20 Mbit/s): the path held it; "+
+		"streams=4: 18.81 Mbit/s, 97% of the 19.31 Mbit/s the path allows (the link, 20 Mbit/s): the path held it.\ncopy\n", 1)
 	if g := reportText(b.String()); g != fixed {
 		t.Errorf("the report's text differs from what a223ce5 wrote:\n%s", firstDifference(g, fixed))
 	}

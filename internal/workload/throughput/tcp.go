@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -48,7 +49,7 @@ func socketControl(spec Spec) func(network, address string, c syscall.RawConn) e
 			}
 			if spec.Congestion != "" && spec.Protocol == TCP {
 				if e := unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, spec.Congestion); e != nil {
-					serr = fmt.Errorf("congestion control %q: %w (see /proc/sys/net/ipv4/tcp_available_congestion_control)", spec.Congestion, e)
+					serr = congestionError(spec.Congestion, e)
 				}
 			}
 		})
@@ -499,4 +500,18 @@ func payloadFile() (*os.File, error) {
 		return nil, fmt.Errorf("writing the payload: %w", err)
 	}
 	return f, nil
+}
+
+// congestionError says why a congestion control could not be had: not in
+// this kernel (and which are), or not allowed to this process.
+func congestionError(name string, err error) error {
+	have, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("congestion control %q is not in this kernel (it has %s; the module tcp_%s would add it): %w", name, strings.TrimSpace(string(have)), name, err)
+	case errors.Is(err, unix.EPERM):
+		allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+		return fmt.Errorf("congestion control %q is not allowed here (net.ipv4.tcp_allowed_congestion_control is %q): %w", name, strings.TrimSpace(string(allowed)), err)
+	}
+	return fmt.Errorf("congestion control %q: %w (see /proc/sys/net/ipv4/tcp_available_congestion_control)", name, err)
 }
