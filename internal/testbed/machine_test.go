@@ -14,7 +14,7 @@ func TestMachineTarget(t *testing.T) {
 	first := strings.Fields(have)[0]
 	for _, c := range []struct {
 		key, cur, wanted, want string
-		missing              []string
+		missing                []string
 	}{
 		{"net.core.rmem_max", "4194304", "400000000", "400000000", nil},
 		{"net.core.rmem_max", "4194304", "1000", "4194304", nil}, // never lowered
