@@ -96,7 +96,13 @@ type engineView struct {
 	UptimeSeconds float64                 `json:"uptime_seconds"`
 	InFlight      int64                   `json:"in_flight"`
 	Lateness      linkemu.LatenessSummary `json:"lateness"`
-	Ports         []linkemu.PortSnapshot  `json:"ports"`
+	// Coalescing and EngineLateness split Lateness: the wait of a wire
+	// segment for the rest of its run, and the engine's share after it.
+	Coalescing     linkemu.LatenessSummary `json:"coalescing"`
+	EngineLateness linkemu.LatenessSummary `json:"engine_lateness"`
+	Offloads       bool                    `json:"offloads"`
+	IO             linkemu.IOSnapshot      `json:"io"`
+	Ports          []linkemu.PortSnapshot  `json:"ports"`
 }
 
 func newDirView(d topology.Direction) dirView {
@@ -198,7 +204,8 @@ func newStatusView(s *testbed.Status) statusView {
 		}
 		v.OtherDrops = od
 		v.TestbedLimits = testbedLimits(od, e)
-		v.Engine = &engineView{Realtime: e.Realtime, CPUsAwake: e.CPUsAwake, CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness, Ports: e.Ports}
+		v.Engine = &engineView{Realtime: e.Realtime, CPUsAwake: e.CPUsAwake, CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness,
+			Coalescing: e.Coalescing, EngineLateness: e.EngineLateness, Offloads: e.Offloads, IO: e.IO, Ports: e.Ports}
 	}
 	return v
 }
@@ -373,9 +380,15 @@ func printStatus(w io.Writer, v statusView) {
 		d := v.OtherDrops
 		fmt.Fprintf(w, "\ndrops outside the link model: TUN queues %d, TUN receive %d, engine pool %d, write %d; unroutable packets %d\n",
 			d.TUNQueue, d.TUNRx, d.EnginePool, d.Write, d.Unroutable)
-		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, release lateness p50 %sus p99 %sus max %sus over %d releases\n",
-			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9),
-			e.InFlight, trim(e.Lateness.P50us), trim(e.Lateness.P99us), trim(e.Lateness.Maxus), e.Lateness.Count)
+		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, offloads %s\n",
+			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9), e.InFlight, onOff(e.Offloads))
+		fmt.Fprintf(w, "lateness of %d wire segments at write completion: p50 %sus p99 %sus p99.9 %sus max %sus (coalescing p99 %sus, engine p99 %sus)\n",
+			e.Lateness.Count, trim(e.Lateness.P50us), trim(e.Lateness.P99us), trim(e.Lateness.P999us), trim(e.Lateness.Maxus),
+			trim(e.Coalescing.P99us), trim(e.EngineLateness.P99us))
+		if io := e.IO; io.Reads > 0 && io.Writes > 0 {
+			fmt.Fprintf(w, "engine I/O: %d reads (%.0f bytes each), %d writes (%.0f bytes each)\n",
+				io.Reads, float64(io.ReadBytes)/float64(io.Reads), io.Writes, float64(io.WriteBytes)/float64(io.Writes))
+		}
 	}
 	printLimits(w, v.TestbedLimits)
 }
@@ -420,4 +433,11 @@ func printList(w io.Writer, list []listEntry) {
 		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%s\n", e.Name, state, e.Hosts, e.PID, created)
 	}
 	t.Flush()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

@@ -116,16 +116,37 @@ func (c *Capture) Read(fn func(CapturedPacket) error) error {
 	}
 }
 
-// capture copies the packet in slot, which direction dir passed (or dropped,
-// for reason) at time t, if the direction is being captured.
-func (e *Engine) capture(d *direction, dir int32, slot int32, reason string, t int64) {
+// captureSegment copies wire segment k of the packet in slot, which
+// direction dir passed (or dropped, for reason) at time t, as the wire
+// carried it: a super-packet's segment gets the headers segmentation
+// would give it (its checksum stays partial, as a host's own capture of
+// offloaded traffic shows it).
+func (e *Engine) captureSegment(d *direction, dir int32, slot int32, k int, reason string, t int64) {
 	c := d.capture
 	b, ok := c.free.pop()
 	if !ok {
 		c.lost.Add(1)
 		return
 	}
-	pkt := e.pool.buf(slot)
+	pkt, payload := e.segment(slot, k)
 	n := copy(c.bufs[b], pkt)
-	c.full.push(captured{slot: b, dir: dir, reason: reason, at: t, n: int32(n), orig: int32(len(pkt))})
+	n += copy(c.bufs[b][n:], payload)
+	c.full.push(captured{slot: b, dir: dir, reason: reason, at: t, n: int32(n), orig: int32(len(pkt) + len(payload))})
+}
+
+// segment returns wire segment k of the packet in slot as the wire carries
+// it: its headers and the payload after them (nil when pkt is all of it).
+// A super-packet's segment gets its headers in the engine's scratch,
+// valid until the next call.
+func (e *Engine) segment(slot int32, k int) (pkt, payload []byte) {
+	sh := e.pool.shapes[slot]
+	head, payload := e.pool.frame(slot)
+	if sh.segs == 1 {
+		return e.pool.buf(slot), payload
+	}
+	if payload == nil {
+		head, payload = head[:VnetHdrLen+sh.hdr], head[VnetHdrLen+sh.hdr:]
+	}
+	n := cutHeader(e.hdrScratch, head, sh, k, 1)
+	return e.hdrScratch[VnetHdrLen:n], payload[k*sh.mss : k*sh.mss+sh.payloadOf(k, 1)]
 }

@@ -86,19 +86,24 @@ func (e *Engine) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uin
 	if src < 0 {
 		return
 	}
-	reply, buf := e.pool.get()
+	reply, buf := e.pool.get(classPacket)
 	if reply < 0 {
 		return
 	}
-	n := icmpError(buf, from, typ, code, mtu, orig, byte(max(1, icmpTTL-back)))
-	e.pool.len[reply] = int32(n)
+	off := e.frameOff()
+	clear(buf[:off]) // a plain packet: no offload, checksums complete
+	n := icmpError(buf[off:], from, typ, code, mtu, orig, byte(max(1, icmpTTL-back)))
+	e.pool.len[reply] = int32(off + n)
+	e.pool.off[reply] = int16(off)
+	e.pool.shapes[reply] = single(n)
 	e.pool.path[reply] = e.local[src]
 	e.pool.hop[reply] = 0
 	e.pool.born[reply] = at
 	e.inFlight.Add(1)
 	e.icmpSent.Add(1)
 	e.seq++
-	e.events.push(event{at: at + max(0, at-e.pool.born[slot]), seq: e.seq, slot: reply})
+	arrive := at + max(0, at-e.pool.born[slot])
+	e.events.push(event{at: arrive, first: arrive, seq: e.seq, slot: reply})
 }
 
 // answerable says whether a router may answer a packet with an ICMP error:

@@ -172,26 +172,47 @@ func TestEventHeapOrder(t *testing.T) {
 	}
 }
 
+// TestPoolCap: the pool gives slots of each class up to its byte cap,
+// reuses a freed one, and frees a parent only when its last piece goes.
 func TestPoolCap(t *testing.T) {
 	var p pool
-	p.init(1500, 2*chunkSlots*1500)
-	got := 0
+	per := chunkBytes / 1500
+	smallChunk := int64(chunkBytes / smallSlot * smallSlot)
+	p.init(1500, smallChunk+2*int64(per)*1500, false)
+	got, last := 0, int32(-1)
 	for {
-		s, buf := p.get()
+		s, buf := p.get(classPacket)
 		if s < 0 {
 			break
 		}
+		last = s
 		if len(buf) != 1500 {
 			t.Fatalf("slot buffer of %d bytes, want 1500", len(buf))
 		}
 		got++
 	}
-	if got != 2*chunkSlots {
-		t.Errorf("pool gave %d slots, want %d", got, 2*chunkSlots)
+	if got != 2*per {
+		t.Errorf("pool gave %d slots, want %d", got, 2*per)
 	}
-	p.put(0)
-	if s, _ := p.get(); s != 0 {
-		t.Errorf("freed slot not reused: got %d", s)
+	p.put(last)
+	if s, _ := p.get(classPacket); s != last {
+		t.Errorf("freed slot not reused: got %d, want %d", s, last)
+	}
+
+	var q pool
+	q.init(1500, 1<<30, true)
+	parent, _ := q.get(classSuper)
+	piece, _ := q.get(classSmall)
+	superFree := len(q.free[classSuper])
+	q.parent[piece] = parent
+	q.refs[parent]++
+	q.put(parent) // the packet is done; its piece still reads its payload
+	if len(q.free[classSuper]) != superFree {
+		t.Fatalf("the parent was freed while its piece holds it")
+	}
+	q.put(piece)
+	if len(q.free[classSuper]) != superFree+1 || q.free[classSuper][len(q.free[classSuper])-1] != parent {
+		t.Errorf("the parent was not freed with its last piece")
 	}
 }
 

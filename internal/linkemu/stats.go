@@ -72,9 +72,18 @@ type Stats struct {
 	CPUsAwake bool `json:"cpus_awake"`
 	// InFlight is the number of packets the engine holds now.
 	InFlight int64 `json:"in_flight"`
-	// Lateness is how late the engine released packets compared with the
-	// model's schedule.
+	// Lateness is how late each wire segment reached its host, when its
+	// write completed, compared with the model's schedule.
 	Lateness LatenessSummary `json:"lateness"`
+	// Coalescing is the share of Lateness that wire segments spent waiting
+	// for the rest of their run (offloads), and EngineLateness the share
+	// after it: the engine's and the write's.
+	Coalescing     LatenessSummary `json:"coalescing"`
+	EngineLateness LatenessSummary `json:"engine_lateness"`
+	// IO counts the engine's reads and writes of packets.
+	IO IOSnapshot `json:"io"`
+	// Offloads says whether the hosts hand over super-packets.
+	Offloads bool `json:"offloads"`
 	// Changes is how late the engine applied timed changes to directions.
 	Changes LatenessSummary `json:"changes"`
 	// ICMPSent counts the ICMP errors the engine's routers sent.
@@ -86,10 +95,29 @@ type Stats struct {
 
 // LatenessSummary summarises the release lateness histogram.
 type LatenessSummary struct {
-	Count uint64  `json:"count"`
-	P50us float64 `json:"p50_us"`
-	P99us float64 `json:"p99_us"`
-	Maxus float64 `json:"max_us"`
+	Count  uint64  `json:"count"`
+	P50us  float64 `json:"p50_us"`
+	P99us  float64 `json:"p99_us"`
+	P999us float64 `json:"p999_us"`
+	Maxus  float64 `json:"max_us"`
+}
+
+// ioCounters count the engine's system calls on its ports.
+type ioCounters struct {
+	reads, readBytes, writes, writeBytes atomic.Uint64
+}
+
+// IOSnapshot is the engine's reads and writes so far: system calls (an
+// empty read included) and bytes, with virtio-net headers.
+type IOSnapshot struct {
+	Reads      uint64 `json:"reads"`
+	ReadBytes  uint64 `json:"read_bytes"`
+	Writes     uint64 `json:"writes"`
+	WriteBytes uint64 `json:"write_bytes"`
+}
+
+func (c *ioCounters) snapshot() IOSnapshot {
+	return IOSnapshot{Reads: c.reads.Load(), ReadBytes: c.readBytes.Load(), Writes: c.writes.Load(), WriteBytes: c.writeBytes.Load()}
 }
 
 // latenessHist has 1 us buckets below 2 ms and 1 ms buckets up to 1 s.
@@ -103,7 +131,10 @@ const (
 	coarseBuckets = 1000
 )
 
-func (h *latenessHist) record(ns int64) {
+func (h *latenessHist) record(ns int64) { h.recordN(ns, 1) }
+
+// recordN records n events of the same lateness.
+func (h *latenessHist) recordN(ns int64, n uint64) {
 	if ns < 0 {
 		ns = 0
 	}
@@ -113,7 +144,7 @@ func (h *latenessHist) record(ns int64) {
 	} else {
 		i = fineBuckets + min(ns/int64(time.Millisecond), coarseBuckets-1)
 	}
-	h.buckets[i].Add(1)
+	h.buckets[i].Add(n)
 	if ns > h.max.Load() {
 		h.max.Store(ns)
 	}
@@ -132,6 +163,7 @@ func (h *latenessHist) summary() LatenessSummary {
 	}
 	s.P50us = quantileUS(counts[:], total, 0.50)
 	s.P99us = quantileUS(counts[:], total, 0.99)
+	s.P999us = quantileUS(counts[:], total, 0.999)
 	return s
 }
 

@@ -3,6 +3,7 @@ package linkemu
 import (
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,11 +15,29 @@ import (
 // reading and timing. The hand-over costs a wake-up of the writer when it
 // was idle: a few microseconds, measured in docs/benchmarks.md.
 
-// delivery is one packet handed to the writer.
+// delivery is one packet handed to the writer: everything the write
+// needs, since the writer never reads the pool (the engine grows it).
 type delivery struct {
-	data []byte // in a pool chunk, which never moves
-	dst  int32
-	slot int32
+	head    []byte // virtio-net header and packet, or a piece's headers; in pool memory, which never moves
+	payload []byte // a piece's payload, in its parent's slot; nil for a packet
+	dst     int32
+	slot    int32
+	segs    int32 // wire segments
+	// first and last are when the first and last wire segment were due.
+	first, last int64
+}
+
+// writev2 writes a piece, its headers and its payload, in one system call
+// and without allocating.
+func writev2(fd int, head, payload []byte) error {
+	iov := [2]unix.Iovec{{Base: &head[0]}, {Base: &payload[0]}}
+	iov[0].SetLen(len(head))
+	iov[1].SetLen(len(payload))
+	_, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 2)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // ring is a single-producer, single-consumer queue of fixed capacity.
@@ -71,6 +90,7 @@ type writer struct {
 	back *ring[int32]    // written slots, writer -> engine
 	wake int             // eventfd the idle writer sleeps on
 	idle atomic.Bool
+	quit atomic.Bool // set by stop: the engine is done, even by a panic
 	done chan struct{}
 }
 
@@ -107,7 +127,7 @@ func (w *writer) run() {
 			w.idle.Store(false)
 			continue
 		}
-		if w.e.stopped.Load() {
+		if w.quit.Load() {
 			return
 		}
 		unix.Read(w.wake, buf[:])
@@ -133,6 +153,7 @@ func (w *writer) kick() {
 
 // stop waits for the writer to drain its queue and exit.
 func (w *writer) stop() {
+	w.quit.Store(true)
 	w.kick()
 	<-w.done
 	unix.Close(w.wake)

@@ -42,6 +42,8 @@ type rawEngine struct {
 	Realtime      *bool  `yaml:"realtime"`
 	Spin          string `yaml:"spin"`
 	KeepCPUsAwake *bool  `yaml:"keep_cpus_awake"`
+	Offloads      *bool  `yaml:"offloads"`
+	Coalesce      string `yaml:"coalesce"`
 }
 
 type rawMachine struct {
@@ -210,13 +212,27 @@ func (v *validator) name(field, kind, s string) {
 }
 
 func (v *validator) testbed(raw *rawFile) *Testbed {
-	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1, Engine: Engine{Realtime: true, Spin: DefaultSpin, KeepCPUsAwake: true}}
+	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1, Engine: Engine{Realtime: true, Spin: DefaultSpin, KeepCPUsAwake: true, Offloads: true}}
 	if e := raw.Engine; e != nil {
 		if e.Realtime != nil {
 			tb.Engine.Realtime = *e.Realtime
 		}
 		if e.KeepCPUsAwake != nil {
 			tb.Engine.KeepCPUsAwake = *e.KeepCPUsAwake
+		}
+		if e.Offloads != nil {
+			tb.Engine.Offloads = *e.Offloads
+		}
+		if e.Coalesce != "" {
+			d, err := units.ParseDuration(e.Coalesce)
+			switch {
+			case err != nil:
+				v.fail("engine.coalesce", "%v", err)
+			case d > time.Millisecond:
+				v.fail("engine.coalesce", "%s would delay packets past the engine's lateness target: keep it at 1ms or less (default 50us)", e.Coalesce)
+			default:
+				tb.Engine.Coalesce = d
+			}
 		}
 		if e.Spin != "" {
 			d, err := units.ParseDuration(e.Spin)

@@ -45,6 +45,14 @@ type Engine struct {
 	// KeepCPUsAwake keeps CPUs out of deep idle states while the test-bed is
 	// up, so that an idle machine does not delay packets (default true).
 	KeepCPUsAwake bool
+	// Offloads lets hosts hand the engine TCP (and UDP) super-packets of up
+	// to 64 KB, modelled per wire segment (default true); false makes each
+	// host segment and checksum every packet itself, as a host without TSO
+	// and GRO of the seeds' era did.
+	Offloads bool
+	// Coalesce bounds how long a wire segment may wait for the rest of its
+	// run to move in one write; 0 is the engine's default.
+	Coalesce time.Duration
 }
 
 // Machine is what a test-bed needs of the machine it runs on, beyond its

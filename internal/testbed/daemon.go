@@ -170,7 +170,7 @@ func (d *daemon) build() error {
 		if err := setUpDisk(cg, h); err != nil {
 			return fmt.Errorf("host %s: %w", h.Name, err)
 		}
-		fd, err := buildHost(*h)
+		fd, err := buildHost(*h, f.Testbed.Engine.Offloads)
 		if err != nil {
 			return fmt.Errorf("host %s: %w", h.Name, err)
 		}
@@ -179,6 +179,7 @@ func (d *daemon) build() error {
 	tb := f.Testbed
 	cfg := engineConfig(d.topo, d.fds, tb.Seed)
 	cfg.Realtime, cfg.Spin, cfg.KeepCPUsAwake = tb.Engine.Realtime, tb.Engine.Spin, tb.Engine.KeepCPUsAwake
+	cfg.Offloads, cfg.Coalesce = tb.Engine.Offloads, tb.Engine.Coalesce
 	d.engine, err = linkemu.New(cfg)
 	if err != nil {
 		return err
@@ -301,13 +302,13 @@ func (d *daemon) startAgents() error {
 }
 
 // buildHost creates a host's namespace and TUN device and configures them.
-func buildHost(h Host) (int, error) {
+func buildHost(h Host, offloads bool) (int, error) {
 	ns, err := createNetns(h.Netns)
 	if err != nil {
 		return -1, err
 	}
 	defer ns.Close()
-	fd, err := openTUN(ns)
+	fd, err := openTUN(ns, offloads)
 	if err != nil {
 		return -1, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/proc"
 )
 
@@ -108,7 +109,11 @@ func deleteNetns(name string) error {
 
 // openTUN creates the TUN device inside ns and returns its non-blocking fd.
 // The device lives as long as the fd: if the engine dies, so does the device.
-func openTUN(ns netns.NsHandle) (int, error) {
+// With offloads, each packet on the fd has a virtio-net header and the
+// host hands over TCP (and, where the kernel has it, UDP) super-packets
+// of up to 64 KB, unsegmented and with partial checksums; without, whole IP
+// packets no larger than the MTU, segmented and checksummed.
+func openTUN(ns netns.NsHandle, offloads bool) (int, error) {
 	fd := -1
 	err := inNetns(ns, func() error {
 		var err error
@@ -120,11 +125,18 @@ func openTUN(ns netns.NsHandle) (int, error) {
 		if err != nil {
 			return err
 		}
-		// No packet-information header and no virtio header: the kernel hands
-		// us whole IP packets no larger than the MTU, segmented and checksummed.
-		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		flags := uint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		if offloads {
+			flags |= unix.IFF_VNET_HDR
+		}
+		ifr.SetUint16(flags)
 		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 			return fmt.Errorf("creating TUN device %s: %w", Device, err)
+		}
+		if offloads {
+			if err := setOffloads(fd); err != nil {
+				return err
+			}
 		}
 		// IPv6 would only add router solicitations the engine cannot route.
 		os.WriteFile("/proc/sys/net/ipv6/conf/"+Device+"/disable_ipv6", []byte("1"), 0o644)
@@ -135,6 +147,19 @@ func openTUN(ns netns.NsHandle) (int, error) {
 		fd = -1
 	}
 	return fd, err
+}
+
+// setOffloads lets the host hand over checksum-partial TCP super-packets,
+// and UDP ones where the kernel segments UDP (Linux 6.2 and later).
+func setOffloads(fd int) error {
+	tcp := linkemu.TunCsum | linkemu.TunTSO4 | linkemu.TunTSO6
+	if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tcp|linkemu.TunUSO4|linkemu.TunUSO6); err == nil {
+		return nil
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tcp); err != nil {
+		return fmt.Errorf("setting offloads on TUN device %s: %w", Device, err)
+	}
+	return nil
 }
 
 // configureHost sets up loopback and the TUN device of a host: MTU, queue,
