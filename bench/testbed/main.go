@@ -25,6 +25,7 @@ import (
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/crosscheck"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
@@ -32,7 +33,7 @@ import (
 var (
 	wanlabBin = flag.String("wanlab", "bin/wanlab", "the wanlab binary")
 	quick     = flag.Bool("quick", false, "shorter tests, fewer cases")
-	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams,probe,disk)")
+	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams,probe,disk,engine)")
 )
 
 // bigBuffers lets one TCP stream fill a 1 Gbit/s path with a 100 ms round trip
@@ -63,7 +64,7 @@ func run() error {
 	sections := []struct {
 		name string
 		fn   func() error
-	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}, {"probe", probeAgreement}, {"disk", diskCaps}}
+	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}, {"probe", probeAgreement}, {"disk", diskCaps}, {"engine", engineScale}}
 	for _, s := range sections {
 		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
 			continue
@@ -324,9 +325,7 @@ func loss() error {
 		if err = errors.Join(err, serr, rerr); err != nil {
 			return err
 		}
-		n := float64(res.Packets)
-		sd := math.Sqrt(n * p * (1 - p))
-		lo, hi := n*p-2.576*sd, n*p+2.576*sd
+		lo, hi := binomial99(res.Packets, p)
 		engine := st.Engine.Dirs[0].LossDrops
 		in := func(x float64) string {
 			if x < lo || x > hi {
@@ -335,7 +334,7 @@ func loss() error {
 			return "yes"
 		}
 		fmt.Printf("| %g%% | %d | %d | %.3f%% | %.0f-%.0f | %d | %s / %s | %d |\n", p*100, res.Packets, res.LostPackets,
-			100*float64(res.LostPackets)/n, lo, hi, engine, in(float64(engine)), in(float64(res.LostPackets)), rcvbuf)
+			100*float64(res.LostPackets)/float64(res.Packets), lo, hi, engine, in(float64(engine)), in(float64(res.LostPackets)), rcvbuf)
 	}
 	fmt.Println()
 	return nil
@@ -347,25 +346,14 @@ func udpRcvbufErrors(b *bed, host string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var head []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if head == nil {
-			head = f
-			continue
-		}
-		for i, name := range head {
-			if name == "RcvbufErrors" && i < len(f) {
-				var v int
-				fmt.Sscan(f[i], &v)
-				return v, nil
-			}
-		}
-	}
-	return 0, errors.New("no Udp RcvbufErrors in /proc/net/snmp")
+	n, err := proc.ParseSNMP(strings.NewReader(string(out)), "Udp", "RcvbufErrors")
+	return int(n), err
+}
+
+// binomial99 is the 99% interval of the number of n packets lost with probability p.
+func binomial99(n int, p float64) (lo, hi float64) {
+	sd := math.Sqrt(float64(n) * p * (1 - p))
+	return float64(n)*p - 2.576*sd, float64(n)*p + 2.576*sd
 }
 
 // aggregate runs four pairs of hosts at once, each on its own 1 Gbit/s link.

@@ -51,6 +51,10 @@ type Counters struct {
 	Links []LinkCounters
 	// Engine is the packet engine's; nil where none carries the packets.
 	Engine *EngineCounters
+	// HostRcvbufErrors are the datagrams the hosts' UDP sockets refused
+	// because their receive buffers were full, in all hosts: lost in a
+	// host, not on the path.
+	HostRcvbufErrors uint64
 	// MachineBusy and MachineTotal are the CPU seconds of the machine the
 	// bed runs on, over all cores: busy, and in all.
 	MachineBusy, MachineTotal float64
@@ -86,6 +90,7 @@ type Signs struct {
 	MachineBusyPct float64 // the machine's CPUs, over all cores
 	EngineCPUPct   float64 // the engine, % of one core
 	OutsideModel   uint64  // packets dropped outside the link model
+	HostRcvbuf     uint64  // datagrams the receiving hosts' full sockets refused
 	LatenessP99us  float64 // the engine's release lateness
 	NoRealtime     bool    // the engine runs without realtime scheduling
 	CPUsMaySleep   bool    // CPUs may sleep deeply between packets
@@ -129,6 +134,9 @@ func (s Signs) past(share float64) []string {
 	}
 	if s.OutsideModel > 0 {
 		why = append(why, fmt.Sprintf("%d packets were dropped outside the link model", s.OutsideModel))
+	}
+	if s.HostRcvbuf > 0 {
+		why = append(why, fmt.Sprintf("%d datagrams were dropped by receiving hosts' full socket buffers (UDP RcvbufErrors): lost in the hosts, not on the path", s.HostRcvbuf))
 	}
 	if s.LatenessP99us > share*LatenessLimitUs {
 		why = append(why, fmt.Sprintf("the engine released 1%% of packets more than %.1f ms late (the machine's CPUs were saturated?)", s.LatenessP99us/1000))

@@ -32,6 +32,7 @@ type sampler struct {
 	dirBytes   map[string]uint64
 	dirDrops   map[string]uint64
 	outside    uint64 // drops outside the link model
+	rcvbuf     uint64 // datagrams the hosts' full UDP sockets refused
 	seconds    float64
 }
 
@@ -156,6 +157,9 @@ func (s *sampler) totals(a, b backend.Counters) {
 		s.engineCPU = 100 * (b.Engine.CPUSeconds - a.Engine.CPUSeconds) / dt
 		s.outside = b.Engine.OutsideModel - a.Engine.OutsideModel
 	}
+	if b.HostRcvbufErrors >= a.HostRcvbufErrors {
+		s.rcvbuf = b.HostRcvbufErrors - a.HostRcvbufErrors
+	}
 	for i, d := range b.Links {
 		if i < len(a.Links) {
 			s.dirBytes[d.Name] = d.Bytes - a.Links[i].Bytes
@@ -170,5 +174,5 @@ func (s *sampler) totals(a, b backend.Counters) {
 // limits says whether the test-bed itself limited the step, and how: the
 // one rule of backend.Signs, on what a step's samples tell.
 func (s *sampler) limits() []string {
-	return backend.Signs{MachineBusyPct: s.machine, EngineCPUPct: s.engineCPU, OutsideModel: s.outside, LatenessP99us: -1}.Limits()
+	return backend.Signs{MachineBusyPct: s.machine, EngineCPUPct: s.engineCPU, OutsideModel: s.outside, HostRcvbuf: s.rcvbuf, LatenessP99us: -1}.Limits()
 }

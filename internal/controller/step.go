@@ -327,6 +327,9 @@ func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) 
 	roleCPU(m, s)
 	m[results.CPUPct.Of(results.Engine)] = smp.engineCPU
 	m[results.CPUPct.Of(results.Machine)] = smp.machine
+	if smp.rcvbuf > 0 {
+		m[results.HostRcvbufErrors] = float64(smp.rcvbuf)
+	}
 	for _, d := range topo.Dirs {
 		if b, ok := smp.dirBytes[d.Name]; ok && smp.seconds > 0 {
 			m[results.LinkMbps.Of(d.Name)] = float64(b) * 8 / smp.seconds / 1e6

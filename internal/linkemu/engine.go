@@ -820,8 +820,16 @@ func (e *Engine) releaseDue(now int64) {
 // segments were due from first to last.
 func (e *Engine) deliver(slot int32, first, last int64) {
 	head, payload := e.pool.frame(slot)
-	e.writer.submit(delivery{head: head, payload: payload, dst: e.pathDst[e.pool.path[slot]], slot: slot,
-		segs: int32(e.pool.shapes[slot].segs), first: first, last: last})
+	d := delivery{head: head, payload: payload, dst: e.pathDst[e.pool.path[slot]], slot: slot,
+		segs: int32(e.pool.shapes[slot].segs), first: first, last: last}
+	// An idle writer with nothing queued would have to be woken: a light
+	// load is cheaper written here, and nothing queued can be overtaken.
+	if e.writer.idle.Load() && e.writer.out.empty() {
+		e.write(d)
+		e.drop(slot)
+		return
+	}
+	e.writer.submit(d)
 }
 
 // write puts a packet into its destination host; the engine or the writer
@@ -881,18 +889,18 @@ func (e *Engine) drop(slot int32) {
 // Stats returns a snapshot of every counter.
 func (e *Engine) Stats() Stats {
 	s := Stats{
-		PoolDrops: e.pool.drops.Load(),
-		Realtime:  e.rtActive.Load(),
-		CPUsAwake: e.awakeOK.Load(),
-		InFlight:  e.inFlight.Load(),
-		Lateness:  e.late.summary(),
-		Coalescing: e.lateCoalesce.summary(),
+		PoolDrops:      e.pool.drops.Load(),
+		Realtime:       e.rtActive.Load(),
+		CPUsAwake:      e.awakeOK.Load(),
+		InFlight:       e.inFlight.Load(),
+		Lateness:       e.late.summary(),
+		Coalescing:     e.lateCoalesce.summary(),
 		EngineLateness: e.lateEngine.summary(),
-		IO:        e.io.snapshot(),
-		Offloads:  e.vnet,
-		Changes:   e.changeLate.summary(),
-		ICMPSent:  e.icmpSent.Load(),
-		Uptime:    time.Since(e.epoch).Seconds(),
+		IO:             e.io.snapshot(),
+		Offloads:       e.vnet,
+		Changes:        e.changeLate.summary(),
+		ICMPSent:       e.icmpSent.Load(),
+		Uptime:         time.Since(e.epoch).Seconds(),
 	}
 	for i := range e.dirStats {
 		st := &e.dirStats[i]

@@ -22,7 +22,12 @@ func addr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 250, 0, byte(i 
 
 func startNet(t *testing.T, nPorts int, dirs []DirConfig, paths map[[2]int][]int) *testNet {
 	t.Helper()
-	cfg := Config{Dirs: dirs, Paths: paths, Seed: 1, MaxPacket: 1500}
+	return startNetWith(t, Config{Dirs: dirs, Paths: paths, Seed: 1, MaxPacket: 1500}, nPorts)
+}
+
+// startNetWith is startNet with the engine's configuration given, but its ports.
+func startNetWith(t *testing.T, cfg Config, nPorts int) *testNet {
+	t.Helper()
 	tn := &testNet{done: make(chan error, 1)}
 	for i := range nPorts {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -66,7 +71,7 @@ func packet(src, dst, size int, seq uint32) []byte {
 
 // recv waits up to timeout for a packet at host i.
 func (tn *testNet) recv(i int, timeout time.Duration) ([]byte, bool) {
-	buf := make([]byte, 2048)
+	buf := make([]byte, superSlot)
 	fds := []unix.PollFd{{Fd: int32(tn.hosts[i]), Events: unix.POLLIN}}
 	// The Go runtime's preemption signal interrupts poll (EINTR): an
 	// interrupted wait goes on for what is left of the timeout.

@@ -87,7 +87,7 @@ func shapeOf(vnet, pkt []byte) shape {
 	ihl := int(pkt[0]&0x0f) * 4
 	var hdr int
 	switch {
-	case typ == gsoTCPv4 && pkt[9] == 6 && len(pkt) >= ihl+20:
+	case typ == gsoTCPv4 && pkt[9] == 6 && len(pkt) >= ihl+20 && pkt[ihl+12]>>4 >= 5:
 		hdr = ihl + int(pkt[ihl+12]>>4)*4
 	case typ == gsoUDPL4 && pkt[9] == 17:
 		hdr = ihl + 8

@@ -44,3 +44,17 @@ func FuzzParseNetDev(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSNMP(t *testing.T) {
+	text := "Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 10 0 7 12 5 0\n"
+	for _, c := range []struct {
+		proto, name string
+		want        uint64
+		ok          bool
+	}{{"Udp", "RcvbufErrors", 5, true}, {"Ip", "DefaultTTL", 64, true}, {"Udp", "Nothing", 0, false}, {"Tcp", "RtoMin", 0, false}} {
+		got, err := ParseSNMP(strings.NewReader(text), c.proto, c.name)
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("%s %s: %d, %v", c.proto, c.name, got, err)
+		}
+	}
+}

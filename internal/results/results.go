@@ -92,11 +92,14 @@ const (
 	Streams        = "streams"
 	WindowBytes    = "window_bytes"
 	Retransmits    = "retransmits"
-	LostPercent    = "lost_percent"
-	JitterMs       = "jitter_ms"
-	SenderCPUPct   = "sender_cpu_pct"
-	ReceiverCPUPct = "receiver_cpu_pct"
-	Jobs           = "jobs"
+	// HostRcvbufErrors are datagrams the hosts' full UDP sockets refused
+	// during a step: a test-bed artefact, never the path's loss.
+	HostRcvbufErrors = "host_rcvbuf_errors"
+	LostPercent      = "lost_percent"
+	JitterMs         = "jitter_ms"
+	SenderCPUPct     = "sender_cpu_pct"
+	ReceiverCPUPct   = "receiver_cpu_pct"
+	Jobs             = "jobs"
 	// AppLimitedPct is the largest share of time a watched sender had
 	// nothing to send (%), over a step's watches.
 	AppLimitedPct   = "tcp_application_limited_pct"

@@ -13,6 +13,7 @@ import (
 	"github.com/wanlab/wanlab/internal/agent"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/cgroup"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/topology"
 )
 
@@ -155,6 +156,13 @@ func (b *Bed) Counters() (backend.Counters, error) {
 			if u, err := b.cg.Usage(h.Cgroup); err == nil {
 				c.HostCPU[h.Name] = u
 			}
+			// A process of the host (its agent) shows the host's own
+			// network counters.
+			if pids, err := b.cg.Procs(h.Cgroup); err == nil && len(pids) > 0 {
+				if n, err := proc.UDPRcvbufErrors(pids[0]); err == nil {
+					c.HostRcvbufErrors += n
+				}
+			}
 			if h.DiskDev == "" || !b.cg.HasIO() {
 				continue
 			}
@@ -174,12 +182,12 @@ func (b *Bed) Counters() (backend.Counters, error) {
 		}
 		c.Engine = e
 	}
-	c.MachineBusy, c.MachineTotal = machineCPU()
+	c.MachineBusy, c.MachineTotal = MachineCPU()
 	return c, nil
 }
 
-// machineCPU returns the machine's busy and total CPU seconds from /proc/stat.
-func machineCPU() (busy, total float64) {
+// MachineCPU returns the machine's busy and total CPU seconds from /proc/stat.
+func MachineCPU() (busy, total float64) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
 		return 0, 0

@@ -1,0 +1,317 @@
+package main
+
+// The engine at multi-gigabit speed and at mesh scale (issue 16): one TCP
+// stream at 10 Gbit/s, many flows on many links, many slow links, UDP near
+// the rate, each with the engine's offloads on and off, beside the
+// kernel's own veth path.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/crosscheck"
+	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/testbed"
+)
+
+// bigMachine lets hosts ask for the windows of long 10 Gbit/s paths.
+const bigMachine = "machine: {sysctl: {net.core.rmem_max: 1GiB, net.core.wmem_max: 1GiB}}\n"
+
+// engineRun is what one case measured. Lateness covers the whole test-bed's
+// life: each case has a test-bed of its own.
+type engineRun struct {
+	gbit                       float64 // received, Gbit/s
+	retransmits                int
+	engineCores, machineCores  float64
+	late, coalesce, engineLate linkemu.LatenessSummary
+	io                         linkemu.IOSnapshot
+	outside                    uint64
+	forwardedGbit              float64 // through the engine's directions
+	rcvbuf                     int     // receiving hosts' UDP RcvbufErrors
+}
+
+// measureEngine runs fn on bed b and reads what the engine and the
+// machine did meanwhile.
+func measureEngine(b *bed, fn func() (gbit float64, retrans int, err error)) (engineRun, error) {
+	before, err := b.status()
+	if err != nil {
+		return engineRun{}, err
+	}
+	busy0, _ := testbed.MachineCPU()
+	start := time.Now()
+	gbit, retrans, err := fn()
+	if err != nil {
+		return engineRun{}, err
+	}
+	wall := time.Since(start).Seconds()
+	busy1, _ := testbed.MachineCPU()
+	after, err := b.status()
+	if err != nil {
+		return engineRun{}, err
+	}
+	e := after.Engine
+	return engineRun{gbit: gbit, retransmits: retrans,
+		engineCores: (e.CPUSeconds - before.Engine.CPUSeconds) / wall, machineCores: (busy1 - busy0) / wall,
+		late: e.Lateness, coalesce: e.Coalescing, engineLate: e.EngineLateness, io: e.IO,
+		outside:       otherDrops(after) - otherDrops(before),
+		forwardedGbit: float64(forwardedBytes(after)-forwardedBytes(before)) * 8 / 1e9}, nil
+}
+
+const engineHead = "| case | offloads | throughput | retransmits | engine cores | machine cores | engine CPU-s per Gbit | lateness p50 / p99 / p99.9 / max | coalescing p99 / engine p99 | bytes per read / write | drops outside model |\n|---|---|---|---|---|---|---|---|---|---|---|"
+
+func (r engineRun) row(label string, offloads bool) {
+	perRead, perWrite, perGbit := 0.0, 0.0, 0.0
+	if r.io.Reads > 0 {
+		perRead = float64(r.io.ReadBytes) / float64(r.io.Reads)
+	}
+	if r.io.Writes > 0 {
+		perWrite = float64(r.io.WriteBytes) / float64(r.io.Writes)
+	}
+	if r.gbit > 0 {
+		perGbit = r.engineCores / r.gbit
+	}
+	fmt.Printf("| %s | %s | %.2f Gbit/s | %d | %.2f | %.2f | %.3f | %.0f / %.0f / %.0f / %.0f us | %.0f / %.0f us | %.0f / %.0f | %d |\n",
+		label, onOff(offloads), r.gbit, r.retransmits, r.engineCores, r.machineCores, perGbit,
+		r.late.P50us, r.late.P99us, r.late.P999us, r.late.Maxus, r.coalesce.P99us, r.engineLate.P99us, perRead, perWrite, r.outside)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// pairsBed is the YAML of a test-bed of n pairs of hosts (sN, rN), each
+// pair on a link of its own with the given settings.
+func pairsBed(name string, n int, offloads bool, link string) string {
+	var y strings.Builder
+	fmt.Fprintf(&y, "name: %s\n%sengine: {offloads: %v}\nhosts:\n", name, bigMachine, offloads)
+	for i := range n {
+		fmt.Fprintf(&y, "  s%d: {sysctl: %s}\n  r%d: {sysctl: %s}\n", i, bigBuffers, i, bigBuffers)
+	}
+	y.WriteString("links:\n")
+	for i := range n {
+		fmt.Fprintf(&y, "  - {between: [s%d, r%d], %s}\n", i, i, link)
+	}
+	return y.String()
+}
+
+// iperfPairs runs o between every pair at once and sums what they received.
+func iperfPairs(b *bed, n int, o crosscheck.IperfOptions) (gbit float64, retrans int, err error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			oi := o
+			oi.Client, oi.Server, oi.ServerAddr = fmt.Sprintf("s%d", i), fmt.Sprintf("r%d", i), b.addr(fmt.Sprintf("r%d", i))
+			res, err := b.runner().Iperf(context.Background(), oi)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			gbit += res.ReceivedBPS / 1e9
+			retrans += res.Retransmits
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return 0, 0, errs[0]
+	}
+	return gbit, retrans, nil
+}
+
+// engineScale runs the cases of issue 16's targets.
+func engineScale() error {
+	long := 30 * time.Second
+	if *quick {
+		long = 15 * time.Second
+	}
+	fmt.Println("### The engine at multi-gigabit speed (issue 16)")
+	fmt.Println()
+	fmt.Println("Each case on a test-bed of its own, with the engine's offloads on (hosts hand over 64 KB TCP super-packets, modelled per wire segment) and off (every packet segmented by its host, as before). iperf3, cubic, -O leaves slow start out; windows (-w) about twice the bandwidth-delay product, the machine's socket buffer limits raised by the test-bed (machine:). Engine cores: the engine process's CPU over the run; machine cores: the whole machine's. Lateness: of each wire segment, at the completion of its write into the receiving host, over the test-bed's life; coalescing is the share a segment waited for the rest of its run, engine the share after it. Bytes per read and write: the engine's system calls on the hosts' TUN devices.")
+	fmt.Println()
+	fmt.Println(engineHead)
+	type single struct {
+		label, link, window string
+		d, omit             time.Duration
+	}
+	for _, c := range []single{
+		{"10 Gbit/s, MTU 9000, 17 ms RTT, -w 64M", "rate: 10Gbit, delay: 8.5ms, mtu: 9000", "64M", duration(), omit()},
+		{"10 Gbit/s, MTU 9000, 175 ms RTT, -w 400M", "rate: 10Gbit, delay: 87.5ms, mtu: 9000", "400M", long, 10 * time.Second},
+		{"10 Gbit/s, MTU 1500, 1 ms RTT, -w 4M", "rate: 10Gbit, delay: 0.5ms", "4M", duration(), omit()},
+		{"10 Gbit/s, MTU 1500, 10 ms RTT, -w 32M", "rate: 10Gbit, delay: 5ms", "32M", duration(), omit()},
+		{"10 Gbit/s, MTU 1500, 50 ms RTT, -w 128M", "rate: 10Gbit, delay: 25ms", "128M", duration(), 5 * time.Second},
+	} {
+		for _, offloads := range []bool{true, false} {
+			b, err := upBed(pairsBed("bench-10g", 1, offloads, c.link))
+			if err != nil {
+				return err
+			}
+			r, err := measureEngine(b, func() (float64, int, error) {
+				return iperfPairs(b, 1, crosscheck.IperfOptions{Duration: c.d, Omit: c.omit, Window: c.window, Congestion: "cubic"})
+			})
+			b.down()
+			if err != nil {
+				return err
+			}
+			r.row(c.label, offloads)
+		}
+	}
+	for _, offloads := range []bool{true, false} {
+		b, err := upBed(pairsBed("bench-agg", 4, offloads, "rate: 10Gbit, delay: 2.5ms"))
+		if err != nil {
+			return err
+		}
+		r, err := measureEngine(b, func() (float64, int, error) {
+			return iperfPairs(b, 4, crosscheck.IperfOptions{Duration: duration(), Omit: omit(), Streams: 2, Window: "16M", Congestion: "cubic"})
+		})
+		b.down()
+		if err != nil {
+			return err
+		}
+		r.row("aggregate: 4 links of 10 Gbit/s, MTU 1500, 5 ms RTT, 2 streams each", offloads)
+	}
+	for _, c := range []struct {
+		label string
+		n     int
+		link  string
+	}{
+		{"16 busy links of 10 Mbit/s, 20 ms RTT", 16, "rate: 10Mbit, delay: 10ms"},
+		{"one busy link of 100 Mbit/s, 20 ms RTT", 1, "rate: 100Mbit, delay: 10ms"},
+	} {
+		for _, offloads := range []bool{true, false} {
+			b, err := upBed(pairsBed("bench-slow", c.n, offloads, c.link))
+			if err != nil {
+				return err
+			}
+			r, err := measureEngine(b, func() (float64, int, error) {
+				return iperfPairs(b, c.n, crosscheck.IperfOptions{Duration: duration(), Omit: omit(), Congestion: "cubic"})
+			})
+			b.down()
+			if err != nil {
+				return err
+			}
+			r.row(c.label, offloads)
+		}
+	}
+	fmt.Println()
+	if err := udpNearRate(); err != nil {
+		return err
+	}
+	return vethCost()
+}
+
+// udpNearRate sends UDP at half a 1 Gbit/s link's rate, and at 50 Mbit/s
+// through 1% loss: the engine's queue should drop nothing below the rate,
+// and the receiving host's socket nothing because of the engine.
+func udpNearRate() error {
+	fmt.Println("UDP (iperf3 -u -l 1400): drops that the model did not decide. Queue drops are the engine's model (none expected below the rate); receiver drops are the receiving host's UDP RcvbufErrors.")
+	fmt.Println()
+	fmt.Println("| case | offloads | datagrams | lost (iperf3) | engine loss drops | 99% interval | engine queue drops | receiver drops | drops outside model | engine cores |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, c := range []struct {
+		label, link, rate string
+		loss              float64
+	}{
+		{"500 Mbit/s into 1 Gbit/s, 5 ms", "rate: 1Gbit, delay: 5ms", "500M", 0},
+		{"50 Mbit/s through 1% loss, 100 Mbit/s, 5 ms", "rate: 100Mbit, delay: 5ms, loss: 1%", "50M", 0.01},
+	} {
+		for _, offloads := range []bool{true, false} {
+			b, err := upBed(pairsBed("bench-udp", 1, offloads, c.link))
+			if err != nil {
+				return err
+			}
+			var res crosscheck.IperfResult
+			r, err := measureEngine(b, func() (float64, int, error) {
+				var err error
+				res, err = b.runner().Iperf(context.Background(), crosscheck.IperfOptions{Client: "s0", Server: "r0", ServerAddr: b.addr("r0"),
+					Duration: duration(), UDP: true, Rate: c.rate, Length: 1400, Window: "8M"})
+				return res.ReceivedBPS / 1e9, 0, err
+			})
+			if err == nil {
+				r.rcvbuf, err = udpRcvbufErrors(b, "r0")
+			}
+			st, serr := b.status()
+			b.down()
+			if err != nil {
+				return err
+			}
+			if serr != nil {
+				return serr
+			}
+			interval := "-"
+			if c.loss > 0 {
+				lo, hi := binomial99(res.Packets, c.loss)
+				interval = fmt.Sprintf("%.0f-%.0f", lo, hi)
+			}
+			var lossDrops, queueDrops uint64
+			for _, d := range st.Engine.Dirs {
+				lossDrops += d.LossDrops
+				queueDrops += d.QueueDrops
+			}
+			fmt.Printf("| %s | %s | %d | %d | %d | %s | %d | %d | %d | %.2f |\n", c.label, onOff(offloads), res.Packets, res.LostPackets,
+				lossDrops, interval, queueDrops, r.rcvbuf, r.outside, r.engineCores)
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+// vethCost is the kernel's own path: one TCP stream over a plain veth pair
+// between two namespaces, with the whole machine's CPU per Gbit.
+func vethCost() error {
+	a, b := testbed.NetnsName("benchveth", "a"), testbed.NetnsName("benchveth", "b")
+	defer func() {
+		exec.Command("ip", "netns", "del", a).Run()
+		exec.Command("ip", "netns", "del", b).Run()
+	}()
+	for _, c := range [][]string{
+		{"ip", "netns", "add", a}, {"ip", "netns", "add", b},
+		{"ip", "link", "add", "wlveth-a", "netns", a, "type", "veth", "peer", "name", "wlveth-b", "netns", b},
+		{"ip", "-n", a, "addr", "add", "10.252.0.1/30", "dev", "wlveth-a"},
+		{"ip", "-n", b, "addr", "add", "10.252.0.2/30", "dev", "wlveth-b"},
+		{"ip", "-n", a, "link", "set", "wlveth-a", "up"}, {"ip", "-n", b, "link", "set", "wlveth-b", "up"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %v: %s", c, err, out)
+		}
+	}
+	server := exec.Command("ip", "netns", "exec", b, "iperf3", "-s", "-1")
+	if err := server.Start(); err != nil {
+		return err
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	var doc struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	busy0, _ := testbed.MachineCPU()
+	start := time.Now()
+	out, err := exec.Command("ip", "netns", "exec", a, "iperf3", "-J", "-c", "10.252.0.2", "-t", fmt.Sprint(duration().Seconds())).Output()
+	if err != nil {
+		return fmt.Errorf("iperf3 over veth: %w", err)
+	}
+	busy1, _ := testbed.MachineCPU()
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return err
+	}
+	cores := (busy1 - busy0) / time.Since(start).Seconds()
+	gbit := doc.End.SumReceived.BitsPerSecond / 1e9
+	fmt.Printf("The kernel's own path for comparison: one iperf3 TCP stream over a plain veth pair between two namespaces (no emulator, no delay): %.2f Gbit/s with %.2f of the machine's cores busy, %.3f machine CPU-seconds per Gbit.\n\n", gbit, cores, cores/gbit)
+	return nil
+}
