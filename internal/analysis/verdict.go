@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
@@ -244,7 +243,7 @@ func strainedShort(w Workload, s Step) string {
 
 // strainedSigns are the step's signs of a test-bed near its limits.
 func strainedSigns(s Step) []string {
-	signs := backend.Signs{MachineBusyPct: -1, EngineCPUPct: -1, LatenessP99us: -1}
+	signs := results.Signs{MachineBusyPct: -1, EngineCPUPct: -1, LatenessP99us: -1}
 	if v, ok := s.Metrics[results.CPUPct.Of(results.Machine)]; ok {
 		signs.MachineBusyPct = v
 	}

@@ -96,7 +96,7 @@ var allowed = map[string][]string{
 	// The command line joins everything; its main is thin.
 	"internal/cli": {"*"},
 	"cmd/wanlab":   {"internal/cli"},
-	"bench/testbed": {"internal/agent", "internal/agent/agentpb", "internal/crosscheck", "internal/measure", "internal/testbed",
+	"bench/testbed": {"internal/agent", "internal/agent/agentpb", "internal/crosscheck", "internal/linkemu", "internal/measure", "internal/proc", "internal/testbed",
 		"internal/workload/throughput"},
 	"bench/workloads": {"internal/controller"},
 }

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
@@ -212,9 +212,9 @@ func newStatusView(s *testbed.Status) statusView {
 
 // testbedLimits lists the signs that the test-bed, not the scenario, limited
 // what was measured, as the engine's counters since it started tell them
-// (the one rule of backend.Signs).
+// (the one rule of results.Signs).
 func testbedLimits(d *otherDrops, e *linkemu.Stats) []string {
-	return backend.Signs{MachineBusyPct: -1, EngineCPUPct: -1, OutsideModel: d.TUNQueue + d.TUNRx + d.EnginePool + d.Write,
+	return results.Signs{MachineBusyPct: -1, EngineCPUPct: -1, OutsideModel: d.TUNQueue + d.TUNRx + d.EnginePool + d.Write,
 		LatenessP99us: e.Lateness.P99us, NoRealtime: !e.Realtime, CPUsMaySleep: !e.CPUsAwake}.Limits()
 }
 

@@ -172,7 +172,7 @@ func (s *sampler) totals(a, b backend.Counters) {
 }
 
 // limits says whether the test-bed itself limited the step, and how: the
-// one rule of backend.Signs, on what a step's samples tell.
+// one rule of results.Signs, on what a step's samples tell.
 func (s *sampler) limits() []string {
-	return backend.Signs{MachineBusyPct: s.machine, EngineCPUPct: s.engineCPU, OutsideModel: s.outside, HostRcvbuf: s.rcvbuf, LatenessP99us: -1}.Limits()
+	return results.Signs{MachineBusyPct: s.machine, EngineCPUPct: s.engineCPU, OutsideModel: s.outside, HostRcvbuf: s.rcvbuf, LatenessP99us: -1}.Limits()
 }
