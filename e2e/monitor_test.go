@@ -529,13 +529,15 @@ tests:
 		t.Fatalf("of 12 paths, %d measured by one process, %d by both, %d by neither", m, tw, n)
 	}
 	// Let the throughput tests run, then check that none met another on a host.
-	time.Sleep(20 * time.Second)
 	conn, err := sql.Open("pgx", db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	var tests, overlaps int
+	waitFor(40*time.Second, func() bool {
+		return conn.QueryRow(`SELECT COUNT(*) FROM mon_tests`).Scan(&tests) == nil && tests >= 6
+	})
 	conn.QueryRow(`SELECT COUNT(*) FROM mon_tests`).Scan(&tests)
 	conn.QueryRow(`SELECT COUNT(*) FROM mon_tests x JOIN mon_tests y ON x.id < y.id
 		AND x.started < y.ended AND y.started < x.ended

@@ -89,9 +89,8 @@ type Engine struct {
 	coalesce                       int64
 	hdrScratch                     []byte // a piece's headers, for capture
 
-	pollfds []unix.PollFd
+	poller  *poller
 	wakeFD  int
-	timeout unix.Timespec
 	epoch   time.Time
 
 	realtime bool
@@ -99,6 +98,8 @@ type Engine struct {
 	awakeOK  atomic.Bool
 	spin     int64
 	spinning bool // woke early from a long sleep: poll until the next release
+	// spinSpent is the spinning done in the current budget period, from spinFrom.
+	spinSpent, spinFrom int64
 	writer   *writer
 	rtActive atomic.Bool
 
@@ -165,6 +166,21 @@ const maxApplied = 100000
 
 // spinMinWait is the shortest sleep before which the engine spins.
 const spinMinWait = int64(200 * time.Microsecond)
+
+// spinShare is the share of the time the engine may spend spinning, and
+// spinPeriod the period over which it counts.
+const (
+	spinShare  = 0.02
+	spinPeriod = int64(100 * time.Millisecond)
+)
+
+// spinBudget is what spinning the current period still allows at now.
+func (e *Engine) spinBudget(now int64) int64 {
+	if now-e.spinFrom >= spinPeriod {
+		e.spinFrom, e.spinSpent = now, 0
+	}
+	return int64(spinShare*float64(spinPeriod)) - e.spinSpent
+}
 
 // readBatch bounds how many packets one port may deliver before the engine
 // looks at its release schedule again.
@@ -262,10 +278,14 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("linkemu: eventfd: %w", err)
 	}
 	e.wakeFD = wake
+	var fds []int
 	for _, p := range cfg.Ports {
-		e.pollfds = append(e.pollfds, unix.PollFd{Fd: int32(p.FD), Events: unix.POLLIN})
+		fds = append(fds, p.FD)
 	}
-	e.pollfds = append(e.pollfds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
+	if e.poller, err = newPoller(append(fds, wake)); err != nil {
+		unix.Close(wake)
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -276,6 +296,7 @@ func (e *Engine) Run() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer unix.Close(e.wakeFD)
+	defer e.poller.close()
 	if err := e.tuneThread(); err != nil {
 		return err
 	}
@@ -313,31 +334,32 @@ func (e *Engine) Run() error {
 			// stretch: waking from a long sleep is the least punctual. When
 			// packets are dense, sleeps are short and spinning would only
 			// take a core from the hosts.
+			// Spinning has a budget, a share of the time that passes:
+			// with many links each waking the engine, spinning before
+			// every release would cost more than it buys.
 			if wait >= spinMinWait {
-				wait -= e.spin
-				e.spinning = e.spin > 0
+				e.spinning = e.spin > 0 && e.spinBudget(now) >= e.spin
+				if e.spinning {
+					wait -= e.spin
+					e.spinSpent += e.spin
+				}
 			} else if e.spinning {
 				wait = 0
 			}
 		}
-		e.timeout = unix.NsecToTimespec(wait)
-		n, err := unix.Ppoll(e.pollfds, &e.timeout, nil)
-		if err != nil && err != unix.EINTR {
-			return fmt.Errorf("linkemu: ppoll: %w", err)
+		ready, err := e.poller.wait(wait)
+		if err != nil {
+			return err
 		}
-		if n <= 0 {
-			continue
-		}
-		if e.pollfds[len(e.ports)].Revents != 0 {
-			var drain [8]byte
-			unix.Read(e.wakeFD, drain[:]) // a Set (applied at the top of the loop) or Stop
-		}
-		for i := range e.ports {
-			if re := e.pollfds[i].Revents; re != 0 {
-				if re&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 && re&unix.POLLIN == 0 {
-					return fmt.Errorf("linkemu: port %s: device closed or failed (revents %#x)", e.ports[i].Name, re)
-				}
-				e.readPort(i)
+		for _, r := range ready {
+			switch {
+			case r.index == len(e.ports):
+				var drain [8]byte
+				unix.Read(e.wakeFD, drain[:]) // a Set (applied at the top of the loop) or Stop
+			case r.failed:
+				return fmt.Errorf("linkemu: port %s: device closed or failed", e.ports[r.index].Name)
+			default:
+				e.readPort(r.index)
 			}
 		}
 	}
