@@ -89,9 +89,9 @@ type Engine struct {
 	coalesce                       int64
 	hdrScratch                     []byte // a piece's headers, for capture
 
-	poller  *poller
-	wakeFD  int
-	epoch   time.Time
+	poller *poller
+	wakeFD int
+	epoch  time.Time
 
 	realtime bool
 	awake    bool
@@ -100,8 +100,8 @@ type Engine struct {
 	spinning bool // woke early from a long sleep: poll until the next release
 	// spinSpent is the spinning done in the current budget period, from spinFrom.
 	spinSpent, spinFrom int64
-	writer   *writer
-	rtActive atomic.Bool
+	writer              *writer
+	rtActive            atomic.Bool
 
 	stopOnce sync.Once
 	stopped  atomic.Bool
