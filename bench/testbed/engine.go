@@ -308,21 +308,10 @@ func udpNearRate() error {
 // vethCost is the kernel's own path: one TCP stream over a plain veth pair
 // between two namespaces, with the whole machine's CPU per Gbit.
 func vethCost() error {
-	a, b := testbed.NetnsName("benchveth", "a"), testbed.NetnsName("benchveth", "b")
-	defer func() {
-		exec.Command("ip", "netns", "del", a).Run()
-		exec.Command("ip", "netns", "del", b).Run()
-	}()
-	for _, c := range [][]string{
-		{"ip", "netns", "add", a}, {"ip", "netns", "add", b},
-		{"ip", "link", "add", "wlveth-a", "netns", a, "type", "veth", "peer", "name", "wlveth-b", "netns", b},
-		{"ip", "-n", a, "addr", "add", "10.252.0.1/30", "dev", "wlveth-a"},
-		{"ip", "-n", b, "addr", "add", "10.252.0.2/30", "dev", "wlveth-b"},
-		{"ip", "-n", a, "link", "set", "wlveth-a", "up"}, {"ip", "-n", b, "link", "set", "wlveth-b", "up"},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %v: %s", c, err, out)
-		}
+	a, b, cleanup, err := vethPair()
+	defer cleanup()
+	if err != nil {
+		return err
 	}
 	server := exec.Command("ip", "netns", "exec", b, "iperf3", "-s", "-1")
 	if err := server.Start(); err != nil {

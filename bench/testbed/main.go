@@ -508,14 +508,14 @@ func derefU(p *uint32) uint32 {
 	return *p
 }
 
-// vethComparison runs wanlab's agents and iperf3 over a plain veth pair
-// between two namespaces: no emulator, so both tools are the bottleneck.
-func vethComparison() error {
-	a, b := testbed.NetnsName("benchveth", "a"), testbed.NetnsName("benchveth", "b")
-	defer func() {
+// vethPair makes two namespaces joined by a plain veth pair, 10.252.0.1
+// and 10.252.0.2; cleanup removes them, also after an error.
+func vethPair() (a, b string, cleanup func(), err error) {
+	a, b = testbed.NetnsName("benchveth", "a"), testbed.NetnsName("benchveth", "b")
+	cleanup = func() {
 		exec.Command("ip", "netns", "del", a).Run()
 		exec.Command("ip", "netns", "del", b).Run()
-	}()
+	}
 	for _, c := range [][]string{
 		{"ip", "netns", "add", a}, {"ip", "netns", "add", b},
 		{"ip", "link", "add", "wlveth-a", "netns", a, "type", "veth", "peer", "name", "wlveth-b", "netns", b},
@@ -525,8 +525,19 @@ func vethComparison() error {
 		{"ip", "-n", a, "link", "set", "lo", "up"}, {"ip", "-n", b, "link", "set", "lo", "up"},
 	} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%v: %v: %s", c, err, out)
+			return a, b, cleanup, fmt.Errorf("%v: %v: %s", c, err, out)
 		}
+	}
+	return a, b, cleanup, nil
+}
+
+// vethComparison runs wanlab's agents and iperf3 over a plain veth pair
+// between two namespaces: no emulator, so both tools are the bottleneck.
+func vethComparison() error {
+	a, b, cleanup, err := vethPair()
+	defer cleanup()
+	if err != nil {
+		return err
 	}
 	dir, err := os.MkdirTemp("", "wanlab-bench-veth")
 	if err != nil {
