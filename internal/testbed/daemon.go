@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -38,6 +39,10 @@ var errInterrupted = errors.New("interrupted while coming up")
 // source is the path the scenario was read from, for the record. If owner is
 // not 0 the daemon also takes the test-bed down once that process is gone.
 func RunDaemon(name, source string, owner int, ready *os.File) error {
+	// The engine's thread keeps its P while it waits (a raw system call):
+	// enough more Ps that the writer, the status server and the collector
+	// never wait for one.
+	runtime.GOMAXPROCS(runtime.NumCPU() + 2)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	d := &daemon{name: name, source: source, sigs: sigs, ready: ready}
