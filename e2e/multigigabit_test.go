@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/crosscheck"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
@@ -99,5 +103,83 @@ func TestSC2003Quick(t *testing.T) {
 	}
 	if !recorded {
 		t.Errorf("the run does not record the machine-wide settings: %+v", events)
+	}
+}
+
+// TestEngineThreads runs two independent links on three engine threads,
+// so that the directions of a link are on different threads: each link
+// keeps its own delay and rate under load on both at once, a change
+// works as on one thread, a capture of both directions of a link comes
+// whole, and status says how many threads there are.
+func TestEngineThreads(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iputils-ping", "iperf3")
+	name := up(t, `name: e2e-threads
+engine: {threads: 3}
+hosts: {a: {}, b: {}, c: {}, d: {}}
+links:
+  - {between: [a, b], rate: 30Mbit, delay: 5ms}
+  - {between: [c, d], rate: 20Mbit, delay: 15ms}
+`)
+	var doc struct {
+		Engine struct {
+			Threads int `json:"threads"`
+		} `json:"engine"`
+	}
+	r := wanlab(t, "testbed", "status", name, "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Engine.Threads != 3 {
+		t.Fatalf("status says %d engine threads (%v), want 3", doc.Engine.Threads, err)
+	}
+	st := status(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	got := map[string]float64{}
+	var mu sync.Mutex
+	for _, p := range [][2]string{{"a", "b"}, {"c", "d"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := runner(name).Iperf(ctx, crosscheck.IperfOptions{Client: p[0], Server: p[1], ServerAddr: st.addr(p[1]), Duration: 3 * time.Second})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				t.Errorf("iperf3 %s->%s: %v", p[0], p[1], err)
+				return
+			}
+			got[p[0]] = res.ReceivedBPS
+		}()
+	}
+	wg.Wait()
+	for client, rate := range map[string]float64{"a": 30e6, "c": 20e6} {
+		if ceiling := rate * 1448 / 1500; got[client] < 0.88*ceiling || got[client] > 1.01*ceiling {
+			t.Errorf("TCP from %s: %.2f Mbit/s beside the other link's load, want about %.2f", client, got[client]/1e6, ceiling/1e6)
+		}
+	}
+	if r := wanlab(t, "testbed", "set", name, "c<->d", "delay=25ms"); r.code != 0 {
+		t.Fatalf("set: %s", r.stderr)
+	}
+	file := filepath.Join(t.TempDir(), "cd.pcapng")
+	capture := exec.CommandContext(ctx, wanlabBin, "testbed", "capture", name, "c<->d", "-w", file, "--count", "10", "--json")
+	out := make(chan string, 1)
+	go func() {
+		b, _ := capture.CombinedOutput()
+		out <- string(b)
+	}()
+	time.Sleep(500 * time.Millisecond) // the capture starts
+	for _, p := range []struct {
+		from, to string
+		rtt      float64
+	}{{"a", "b", 10}, {"c", "d", 50}} {
+		ping, err := runner(name).Ping(ctx, p.from, st.addr(p.to), 5, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ping.Received != 5 || ping.MinMS < p.rtt || ping.MinMS > p.rtt+1.5 {
+			t.Errorf("ping %s->%s: %+v, want 5 replies in about %.0f ms", p.from, p.to, ping, p.rtt)
+		}
+	}
+	if summary := <-out; !strings.Contains(summary, `"packets": 10`) {
+		t.Errorf("capture of c<->d: %s", summary)
 	}
 }

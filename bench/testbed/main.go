@@ -508,22 +508,30 @@ func derefU(p *uint32) uint32 {
 	return *p
 }
 
-// vethPair makes two namespaces joined by a plain veth pair, 10.252.0.1
-// and 10.252.0.2; cleanup removes them, also after an error.
-func vethPair() (a, b string, cleanup func(), err error) {
-	a, b = testbed.NetnsName("benchveth", "a"), testbed.NetnsName("benchveth", "b")
+// vethPair makes pair i of two namespaces joined by a plain veth pair,
+// 10.252.i.1 and 10.252.i.2, with a root qdisc on both ends if one is
+// given (tc's words, "tbf rate 10mbit ..."); cleanup removes them, also
+// after an error.
+func vethPair(i int, qdisc ...string) (a, b string, cleanup func(), err error) {
+	a, b = testbed.NetnsName("benchveth", fmt.Sprintf("a%d", i)), testbed.NetnsName("benchveth", fmt.Sprintf("b%d", i))
 	cleanup = func() {
 		exec.Command("ip", "netns", "del", a).Run()
 		exec.Command("ip", "netns", "del", b).Run()
 	}
-	for _, c := range [][]string{
+	cmds := [][]string{
 		{"ip", "netns", "add", a}, {"ip", "netns", "add", b},
 		{"ip", "link", "add", "wlveth-a", "netns", a, "type", "veth", "peer", "name", "wlveth-b", "netns", b},
-		{"ip", "-n", a, "addr", "add", "10.252.0.1/30", "dev", "wlveth-a"},
-		{"ip", "-n", b, "addr", "add", "10.252.0.2/30", "dev", "wlveth-b"},
+		{"ip", "-n", a, "addr", "add", vethAddr(i, 1) + "/30", "dev", "wlveth-a"},
+		{"ip", "-n", b, "addr", "add", vethAddr(i, 2) + "/30", "dev", "wlveth-b"},
 		{"ip", "-n", a, "link", "set", "wlveth-a", "up"}, {"ip", "-n", b, "link", "set", "wlveth-b", "up"},
 		{"ip", "-n", a, "link", "set", "lo", "up"}, {"ip", "-n", b, "link", "set", "lo", "up"},
-	} {
+	}
+	if len(qdisc) > 0 {
+		cmds = append(cmds,
+			append([]string{"ip", "netns", "exec", a, "tc", "qdisc", "add", "dev", "wlveth-a", "root"}, qdisc...),
+			append([]string{"ip", "netns", "exec", b, "tc", "qdisc", "add", "dev", "wlveth-b", "root"}, qdisc...))
+	}
+	for _, c := range cmds {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			return a, b, cleanup, fmt.Errorf("%v: %v: %s", c, err, out)
 		}
@@ -531,10 +539,13 @@ func vethPair() (a, b string, cleanup func(), err error) {
 	return a, b, cleanup, nil
 }
 
+// vethAddr is host h (1 or 2) of veth pair i.
+func vethAddr(i, h int) string { return fmt.Sprintf("10.252.%d.%d", i, h) }
+
 // vethComparison runs wanlab's agents and iperf3 over a plain veth pair
 // between two namespaces: no emulator, so both tools are the bottleneck.
 func vethComparison() error {
-	a, b, cleanup, err := vethPair()
+	a, b, cleanup, err := vethPair(0)
 	defer cleanup()
 	if err != nil {
 		return err
@@ -553,7 +564,7 @@ func vethComparison() error {
 		}
 	}()
 	var ends []measure.Endpoint
-	for _, h := range []struct{ ns, name, addr string }{{a, "a", "10.252.0.1"}, {b, "b", "10.252.0.2"}} {
+	for _, h := range []struct{ ns, name, addr string }{{a, "a", vethAddr(0, 1)}, {b, "b", vethAddr(0, 2)}} {
 		sock := filepath.Join(dir, h.name+".sock")
 		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", h.ns, *wanlabBin, "agent", "--host", h.name, "--socket", sock)
 		if err := cmd.Start(); err != nil {
@@ -595,7 +606,7 @@ func vethComparison() error {
 		} `json:"end"`
 	}
 	for range 50 {
-		out, _ := exec.Command("ip", "netns", "exec", a, "iperf3", "-J", "-c", "10.252.0.2", "-t", fmt.Sprint(d.Seconds())).Output()
+		out, _ := exec.Command("ip", "netns", "exec", a, "iperf3", "-J", "-c", vethAddr(0, 2), "-t", fmt.Sprint(d.Seconds())).Output()
 		if json.Unmarshal(out, &doc) == nil && doc.End.SumReceived.BitsPerSecond > 0 {
 			break
 		}

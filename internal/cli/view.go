@@ -97,12 +97,18 @@ type engineView struct {
 	InFlight      int64                   `json:"in_flight"`
 	Lateness      linkemu.LatenessSummary `json:"lateness"`
 	// Coalescing and EngineLateness split Lateness: the wait of a wire
-	// segment for the rest of its run, and the engine's share after it.
+	// segment for the rest of its run or a shared wake-up, and the
+	// engine's share after it.
 	Coalescing     linkemu.LatenessSummary `json:"coalescing"`
 	EngineLateness linkemu.LatenessSummary `json:"engine_lateness"`
-	Offloads       bool                    `json:"offloads"`
-	IO             linkemu.IOSnapshot      `json:"io"`
-	Ports          []linkemu.PortSnapshot  `json:"ports"`
+	// WriteTime is how long each write into a host took, and WakeLateness
+	// how late the engine's timer woke it.
+	WriteTime    linkemu.LatenessSummary `json:"write_time"`
+	WakeLateness linkemu.LatenessSummary `json:"wake_lateness"`
+	Offloads     bool                    `json:"offloads"`
+	Threads      int                     `json:"threads"`
+	IO           linkemu.IOSnapshot      `json:"io"`
+	Ports        []linkemu.PortSnapshot  `json:"ports"`
 }
 
 func newDirView(d topology.Direction) dirView {
@@ -205,7 +211,7 @@ func newStatusView(s *testbed.Status) statusView {
 		v.OtherDrops = od
 		v.TestbedLimits = testbedLimits(od, e)
 		v.Engine = &engineView{Realtime: e.Realtime, CPUsAwake: e.CPUsAwake, CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness,
-			Coalescing: e.Coalescing, EngineLateness: e.EngineLateness, Offloads: e.Offloads, IO: e.IO, Ports: e.Ports}
+			Coalescing: e.Coalescing, EngineLateness: e.EngineLateness, WriteTime: e.WriteTime, WakeLateness: e.WakeLateness, Offloads: e.Offloads, Threads: e.Threads, IO: e.IO, Ports: e.Ports}
 	}
 	return v
 }
@@ -380,14 +386,15 @@ func printStatus(w io.Writer, v statusView) {
 		d := v.OtherDrops
 		fmt.Fprintf(w, "\ndrops outside the link model: TUN queues %d, TUN receive %d, engine pool %d, write %d; unroutable packets %d\n",
 			d.TUNQueue, d.TUNRx, d.EnginePool, d.Write, d.Unroutable)
-		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, offloads %s\n",
-			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9), e.InFlight, onOff(e.Offloads))
+		fmt.Fprintf(w, "engine: up %s, CPU %.2fs (%.1f%% of one core), %d packets in flight, offloads %s, threads %d\n",
+			(time.Duration(e.UptimeSeconds) * time.Second).String(), e.CPUSeconds, 100*e.CPUSeconds/max(e.UptimeSeconds, 1e-9), e.InFlight, onOff(e.Offloads), e.Threads)
 		fmt.Fprintf(w, "lateness of %d wire segments at write completion: p50 %sus p99 %sus p99.9 %sus max %sus (coalescing p99 %sus, engine p99 %sus)\n",
 			e.Lateness.Count, trim(e.Lateness.P50us), trim(e.Lateness.P99us), trim(e.Lateness.P999us), trim(e.Lateness.Maxus),
 			trim(e.Coalescing.P99us), trim(e.EngineLateness.P99us))
 		if io := e.IO; io.Reads > 0 && io.Writes > 0 {
-			fmt.Fprintf(w, "engine I/O: %d reads (%.0f bytes each), %d writes (%.0f bytes each)\n",
-				io.Reads, float64(io.ReadBytes)/float64(io.Reads), io.Writes, float64(io.WriteBytes)/float64(io.Writes))
+			fmt.Fprintf(w, "engine I/O: %d reads (%.0f bytes each), %d writes (%.0f bytes each, taking p50 %sus p99 %sus max %sus)\n",
+				io.Reads, float64(io.ReadBytes)/float64(io.Reads), io.Writes, float64(io.WriteBytes)/float64(io.Writes),
+				trim(e.WriteTime.P50us), trim(e.WriteTime.P99us), trim(e.WriteTime.Maxus))
 		}
 	}
 	printLimits(w, v.TestbedLimits)

@@ -1,7 +1,9 @@
 package linkemu
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -21,14 +23,28 @@ const (
 	ByTTL   = "ttl"
 )
 
-// Capture is a live capture of some directions.
+// Capture is a live capture of some directions: a ring for each engine
+// thread that carries some of them.
 type Capture struct {
+	parts []capturePart
+}
+
+// capturePart is a capture's ring on one shard, and its directions there.
+type capturePart struct {
+	shard int
+	dirs  []int
+	ring  *captureRing
+}
+
+// captureRing is what one shard captures, for the capture's reader.
+type captureRing struct {
 	snaplen int
 	bufs    [][]byte
 	full    *ring[captured]
 	free    *ring[int32]
 	lost    atomic.Uint64
 	epoch   time.Time
+	dirOf   []int // the Engine's index of each of its shard's directions; nil: the same
 }
 
 type captured struct {
@@ -52,14 +68,15 @@ type CapturedPacket struct {
 // captureBytes bounds the memory of a capture's ring.
 const captureBytes = 32 << 20
 
-// StartCapture starts capturing directions dirs, snaplen bytes of each
-// packet, from their next packet on. A direction has one capture at a time.
-func (e *Engine) StartCapture(dirs []int, snaplen int) (*Capture, error) {
+// startCapture starts capturing the shard's directions dirs, snaplen bytes
+// of each packet, from their next packet on. A direction has one capture
+// at a time.
+func (e *shard) startCapture(dirs []int, snaplen int) (*captureRing, error) {
 	if snaplen < 20 || snaplen > 65535 {
 		return nil, fmt.Errorf("linkemu: snap length %d: give 20 to 65535 bytes", snaplen)
 	}
 	n := max(64, min(16384, captureBytes/snaplen))
-	c := &Capture{snaplen: snaplen, full: newRing[captured](n), free: newRing[int32](n), epoch: e.epoch}
+	c := &captureRing{snaplen: snaplen, full: newRing[captured](n), free: newRing[int32](n), epoch: e.epoch, dirOf: e.globalDir}
 	for i := range n {
 		c.bufs = append(c.bufs, make([]byte, snaplen))
 		c.free.push(int32(i))
@@ -83,8 +100,8 @@ func (e *Engine) StartCapture(dirs []int, snaplen int) (*Capture, error) {
 	return c, nil
 }
 
-// StopCapture stops capture c on directions dirs (those it was started on).
-func (e *Engine) StopCapture(c *Capture, dirs []int) {
+// stopCapture stops capturing the shard's directions dirs.
+func (e *shard) stopCapture(dirs []int) {
 	var changes []change
 	e.changeMu.Lock()
 	defer e.changeMu.Unlock()
@@ -98,22 +115,53 @@ func (e *Engine) StopCapture(c *Capture, dirs []int) {
 }
 
 // Lost is how many packets the capture missed because its reader fell behind.
-func (c *Capture) Lost() uint64 { return c.lost.Load() }
+func (c *Capture) Lost() uint64 {
+	var n uint64
+	for _, p := range c.parts {
+		n += p.ring.lost.Load()
+	}
+	return n
+}
 
 // Read calls fn for each packet captured since the last call, oldest first.
 func (c *Capture) Read(fn func(CapturedPacket) error) error {
-	for {
-		r, ok := c.full.pop()
-		if !ok {
-			return nil
+	type taken struct {
+		ring *captureRing
+		r    captured
+	}
+	var got []taken
+	for _, p := range c.parts {
+		for {
+			r, ok := p.ring.full.pop()
+			if !ok {
+				break
+			}
+			got = append(got, taken{p.ring, r})
 		}
-		err := fn(CapturedPacket{Dir: int(r.dir), At: c.epoch.Add(time.Duration(r.at)), Reason: r.reason,
-			Data: c.bufs[r.slot][:r.n], OrigLen: int(r.orig)})
-		c.free.push(r.slot)
+	}
+	if len(c.parts) > 1 {
+		slices.SortStableFunc(got, func(a, b taken) int { return cmp.Compare(a.r.at, b.r.at) })
+	}
+	for i, t := range got {
+		err := fn(t.ring.packet(t.r))
+		t.ring.free.push(t.r.slot)
 		if err != nil {
+			for _, rest := range got[i+1:] {
+				rest.ring.free.push(rest.r.slot)
+			}
 			return err
 		}
 	}
+	return nil
+}
+
+// packet is r as its reader sees it, in the Engine's numbering.
+func (c *captureRing) packet(r captured) CapturedPacket {
+	dir := int(r.dir)
+	if c.dirOf != nil {
+		dir = c.dirOf[dir]
+	}
+	return CapturedPacket{Dir: dir, At: c.epoch.Add(time.Duration(r.at)), Reason: r.reason, Data: c.bufs[r.slot][:r.n], OrigLen: int(r.orig)}
 }
 
 // captureSegment copies wire segment k of the packet in slot, which
@@ -121,7 +169,7 @@ func (c *Capture) Read(fn func(CapturedPacket) error) error {
 // carried it: a super-packet's segment gets the headers segmentation
 // would give it (its checksum stays partial, as a host's own capture of
 // offloaded traffic shows it).
-func (e *Engine) captureSegment(d *direction, dir int32, slot int32, k int, reason string, t int64) {
+func (e *shard) captureSegment(d *direction, dir int32, slot int32, k int, reason string, t int64) {
 	c := d.capture
 	b, ok := c.free.pop()
 	if !ok {
@@ -138,7 +186,7 @@ func (e *Engine) captureSegment(d *direction, dir int32, slot int32, k int, reas
 // it: its headers and the payload after them (nil when pkt is all of it).
 // A super-packet's segment gets its headers in the engine's scratch,
 // valid until the next call.
-func (e *Engine) segment(slot int32, k int) (pkt, payload []byte) {
+func (e *shard) segment(slot int32, k int) (pkt, payload []byte) {
 	sh := e.pool.shapes[slot]
 	head, payload := e.pool.frame(slot)
 	if sh.segs == 1 {

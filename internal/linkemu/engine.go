@@ -22,6 +22,9 @@ type Port struct {
 	Name string
 	FD   int
 	Addr netip.Addr
+	// writeOnly marks, in a shard, a port another shard reads: this one
+	// only delivers to it.
+	writeOnly bool
 }
 
 // Config is everything the engine needs: ports, link directions and, for each
@@ -55,8 +58,15 @@ type Config struct {
 	// segment and moves in as few writes as the model allows.
 	Offloads bool
 	// Coalesce bounds how long a wire segment may wait for the rest of its
-	// run, so that a run moves in one write; 0 is DefaultCoalesce.
+	// run, so that a run moves in one write, and how long the engine may
+	// hold a release to make it in the same wake-up as later ones (on many
+	// slow links, a wake-up costs more than the packet); 0 is
+	// DefaultCoalesce.
 	Coalesce time.Duration
+	// Threads is how many engine threads (each with a writer) may share
+	// the ports: groups of ports that share no direction run apart, the
+	// groups spread over at most this many threads. 0 is 1.
+	Threads int
 }
 
 // DefaultCoalesce is the default coalescing window: a fraction of the
@@ -64,9 +74,10 @@ type Config struct {
 // few jumbo frames or of a whole 64 KB super-packet of 1500-byte segments.
 const DefaultCoalesce = 50 * time.Microsecond
 
-// Engine forwards packets between ports through the link model. Create it with
-// New, run it with Run and stop it with Stop; Stats may be called at any time.
-type Engine struct {
+// shard forwards packets between its ports through the link model, on a
+// thread of its own and its writer's. An Engine runs one shard per group of
+// ports that share no direction, so that no state crosses threads.
+type shard struct {
 	ports    []Port
 	portOf   map[netip.Addr]int
 	dirs     []direction
@@ -84,12 +95,20 @@ type Engine struct {
 	// Lateness of each wire segment when its write completed: in all, the
 	// share it waited for the rest of its run, and the engine's share.
 	late, lateCoalesce, lateEngine latenessHist
+	writeTime                      latenessHist // each write's system call
+	wakeLate                       latenessHist // the engine's timer, past its time
 	io                             ioCounters
 	vnet                           bool
 	coalesce                       int64
-	hdrScratch                     []byte // a piece's headers, for capture
+	// wakeAt is the release time the engine last chose to sleep until: the
+	// latest within the coalescing window of the earliest, so that one
+	// wake-up releases them all. heldUntil is min(wakeAt, now) while
+	// releasing: what a packet waited before it is the coalescing's share.
+	wakeAt, heldUntil int64
+	hdrScratch        []byte // a piece's headers, for capture
 
 	poller *poller
+	polled []int // the ports the poller watches, by its index; the wake fd after them
 	wakeFD int
 	epoch  time.Time
 
@@ -106,8 +125,11 @@ type Engine struct {
 	stopOnce sync.Once
 	stopped  atomic.Bool
 
-	seed    uint64
-	pathSrc []int32 // source port of each path
+	seed uint64
+	// globalDir and globalPort are the Engine's index of each direction
+	// and port; nil when the Engine has this one shard.
+	globalDir, globalPort []int
+	pathSrc               []int32 // source port of each path
 	// crossDue is when the engine next brings every direction's cross
 	// traffic up to date, so that counters move while no real packet comes;
 	// crossDirs are the directions with cross traffic, as it last found.
@@ -133,7 +155,7 @@ type change struct {
 	what       string
 	tag        string
 	ref        int
-	capture    *Capture
+	capture    *captureRing
 	captureSet bool
 }
 
@@ -175,7 +197,7 @@ const (
 )
 
 // spinBudget is what spinning the current period still allows at now.
-func (e *Engine) spinBudget(now int64) int64 {
+func (e *shard) spinBudget(now int64) int64 {
 	if now-e.spinFrom >= spinPeriod {
 		e.spinFrom, e.spinSpent = now, 0
 	}
@@ -193,20 +215,25 @@ const (
 	MaxRate  = 10e12 // bit/s
 )
 
-// New checks the configuration and prepares an engine. It takes ownership of
-// nothing: the caller closes the port fds after Run returns.
-func New(cfg Config) (*Engine, error) {
+// poolBytes is cfg's cap on the memory for packets in flight.
+func poolBytes(cfg Config) int64 {
+	if cfg.PoolBytes <= 0 {
+		return 1 << 30
+	}
+	return cfg.PoolBytes
+}
+
+// newShard checks the configuration and prepares a shard.
+func newShard(cfg Config) (*shard, error) {
 	if len(cfg.Ports) == 0 {
 		return nil, errors.New("linkemu: no ports")
 	}
 	if cfg.MaxPacket <= 0 {
 		cfg.MaxPacket = 1500
 	}
-	if cfg.PoolBytes <= 0 {
-		cfg.PoolBytes = 1 << 30
-	}
+	cfg.PoolBytes = poolBytes(cfg)
 	n := len(cfg.Ports)
-	e := &Engine{
+	e := &shard{
 		ports:    cfg.Ports,
 		portOf:   make(map[netip.Addr]int, n),
 		dirs:     make([]direction, len(cfg.Dirs)),
@@ -279,8 +306,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.wakeFD = wake
 	var fds []int
-	for _, p := range cfg.Ports {
-		fds = append(fds, p.FD)
+	for i, p := range cfg.Ports {
+		if !p.writeOnly {
+			e.polled = append(e.polled, i)
+			fds = append(fds, p.FD)
+		}
 	}
 	if e.poller, err = newPoller(append(fds, wake)); err != nil {
 		unix.Close(wake)
@@ -292,7 +322,7 @@ func New(cfg Config) (*Engine, error) {
 // Run forwards packets until Stop is called. It locks its goroutine to an OS
 // thread with 1 ns timer slack, because Go's timers wake about a millisecond
 // late and a link model needs microseconds.
-func (e *Engine) Run() error {
+func (e *shard) Run() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer unix.Close(e.wakeFD)
@@ -329,7 +359,14 @@ func (e *Engine) Run() error {
 		}
 		wait := min(idleWait, max(0, e.nextDue.Load()-e.now()), max(0, e.crossDue-e.now()))
 		if e.events.len() > 0 {
-			wait = min(wait, max(0, e.events.top().at-e.now()))
+			// Sleep until the latest release within the coalescing window,
+			// so that one wake-up makes them all; when one is due already,
+			// there is no sleep to share.
+			e.wakeAt = e.events.top().at
+			if e.wakeAt > now {
+				e.wakeAt = e.events.latestWithin(e.coalesce)
+			}
+			wait = min(wait, max(0, e.wakeAt-e.now()))
 			// Before a long sleep, wake early and poll through the last
 			// stretch: waking from a long sleep is the least punctual. When
 			// packets are dense, sleeps are short and spinning would only
@@ -347,19 +384,23 @@ func (e *Engine) Run() error {
 				wait = 0
 			}
 		}
+		slept := e.now()
 		ready, err := e.poller.wait(wait)
 		if err != nil {
 			return err
 		}
+		if len(ready) == 0 && wait > 0 {
+			e.wakeLate.record(e.now() - slept - wait)
+		}
 		for _, r := range ready {
 			switch {
-			case r.index == len(e.ports):
+			case r.index == len(e.polled):
 				var drain [8]byte
 				unix.Read(e.wakeFD, drain[:]) // a Set (applied at the top of the loop) or Stop
 			case r.failed:
-				return fmt.Errorf("linkemu: port %s: device closed or failed", e.ports[r.index].Name)
+				return fmt.Errorf("linkemu: port %s: device closed or failed", e.ports[e.polled[r.index]].Name)
 			default:
-				e.readPort(r.index)
+				e.readPort(e.polled[r.index])
 			}
 		}
 	}
@@ -370,14 +411,14 @@ func (e *Engine) Run() error {
 // already admitted keep their release times, so nothing queued is dropped
 // or reordered by the change; the queue limit and loss apply to arrivals.
 // It is safe to call from any goroutine while Run runs.
-func (e *Engine) Set(i int, cfg DirConfig) error {
+func (e *shard) Set(i int, cfg DirConfig) error {
 	return e.Schedule([]TimedChange{{Dir: i, Config: cfg, What: "set"}})
 }
 
 // Schedule queues changes to take effect at their times (a zero or past
 // time is now), each between two packets, as Set does. The engine wakes for
 // each on its own clock, so a change is as punctual as a packet's release.
-func (e *Engine) Schedule(changes []TimedChange) error {
+func (e *shard) Schedule(changes []TimedChange) error {
 	for _, c := range changes {
 		if c.Dir < 0 || c.Dir >= len(e.dirs) {
 			return fmt.Errorf("linkemu: no direction %d", c.Dir)
@@ -401,7 +442,7 @@ func (e *Engine) Schedule(changes []TimedChange) error {
 }
 
 // queue adds changes to those pending and wakes the engine; changeMu is held.
-func (e *Engine) queue(changes []change) {
+func (e *shard) queue(changes []change) {
 	e.pending = append(e.pending, changes...)
 	slices.SortStableFunc(e.pending, func(a, b change) int { return cmp.Compare(a.due, b.due) })
 	e.publishDue()
@@ -411,7 +452,7 @@ func (e *Engine) queue(changes []change) {
 
 // Cancel drops the changes with tag that have not taken effect yet and says
 // how many there were.
-func (e *Engine) Cancel(tag string) int {
+func (e *shard) Cancel(tag string) int {
 	e.changeMu.Lock()
 	defer e.changeMu.Unlock()
 	n := len(e.pending)
@@ -421,7 +462,7 @@ func (e *Engine) Cancel(tag string) int {
 }
 
 // Applied returns the changes made since the last call, oldest first.
-func (e *Engine) Applied() []Applied {
+func (e *shard) Applied() []Applied {
 	e.changeMu.Lock()
 	defer e.changeMu.Unlock()
 	out := e.applied
@@ -431,7 +472,7 @@ func (e *Engine) Applied() []Applied {
 
 // seeded gives direction i's cross traffic its own random source from
 // the engine's seed, unless it has one.
-func (e *Engine) seeded(i int, cfg DirConfig) DirConfig {
+func (e *shard) seeded(i int, cfg DirConfig) DirConfig {
 	if cfg.Cross != nil && cfg.Cross.Seed == 0 {
 		c := *cfg.Cross
 		c.Seed = e.seed + uint64(i) + 1
@@ -444,7 +485,7 @@ func (e *Engine) seeded(i int, cfg DirConfig) DirConfig {
 const crossTick = int64(10 * time.Millisecond)
 
 // crossAll brings every direction's cross traffic up to now.
-func (e *Engine) crossAll(now int64) {
+func (e *shard) crossAll(now int64) {
 	e.crossDirs = e.crossDirs[:0]
 	for i := range e.dirs {
 		if d := &e.dirs[i]; d.cross != nil {
@@ -462,7 +503,7 @@ func (e *Engine) crossAll(now int64) {
 const noneDue = int64(1<<63 - 1)
 
 // publishDue tells the engine thread when the next change is due; changeMu is held.
-func (e *Engine) publishDue() {
+func (e *shard) publishDue() {
 	if len(e.pending) == 0 {
 		e.nextDue.Store(noneDue)
 		return
@@ -471,7 +512,7 @@ func (e *Engine) publishDue() {
 }
 
 // Settings are the directions' current settings, in Config order.
-func (e *Engine) Settings() []DirConfig {
+func (e *shard) Settings() []DirConfig {
 	e.changeMu.Lock()
 	defer e.changeMu.Unlock()
 	out := make([]DirConfig, len(e.current))
@@ -481,7 +522,7 @@ func (e *Engine) Settings() []DirConfig {
 
 // applyChanges makes the changes due by now; it runs on the engine's
 // thread, between two packets.
-func (e *Engine) applyChanges(now int64) {
+func (e *shard) applyChanges(now int64) {
 	e.changeMu.Lock()
 	n := 0
 	for n < len(e.pending) && e.pending[n].due <= now {
@@ -539,7 +580,7 @@ func keepCPUsAwake() (*os.File, error) {
 // tuneThread gives the calling OS thread 1 ns timer slack and, if asked,
 // SCHED_FIFO at priority 1: the lowest real-time priority, enough to run
 // ahead of every normal process and below kernel threads that use FIFO.
-func (e *Engine) tuneThread() error {
+func (e *shard) tuneThread() error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("linkemu: setting timer slack: %w", err)
 	}
@@ -550,8 +591,14 @@ func (e *Engine) tuneThread() error {
 	return nil
 }
 
+// close releases what newShard took, for a shard that never ran.
+func (e *shard) close() {
+	unix.Close(e.wakeFD)
+	e.poller.close()
+}
+
 // Stop makes Run return soon. It is safe to call more than once and from any goroutine.
-func (e *Engine) Stop() {
+func (e *shard) Stop() {
 	e.stopOnce.Do(func() {
 		e.stopped.Store(true)
 		var one = [8]byte{1}
@@ -559,11 +606,11 @@ func (e *Engine) Stop() {
 	})
 }
 
-func (e *Engine) now() int64 { return int64(time.Since(e.epoch)) }
+func (e *shard) now() int64 { return int64(time.Since(e.epoch)) }
 
 // readPort reads up to readBatch packets from port src and admits each to the
 // first direction of its path.
-func (e *Engine) readPort(src int) {
+func (e *shard) readPort(src int) {
 	// A change due by now applies to what arrives now, and cross traffic
 	// that arrived before it is in the queues first (the engine may have
 	// been kept from running for a while).
@@ -585,14 +632,14 @@ func (e *Engine) readPort(src int) {
 		if slot < 0 {
 			// The pool is at its cap: read into scratch to drain the device, and count it.
 			e.io.reads.Add(1)
-			if _, err := unix.Read(fd, e.pool.scratch); err != nil {
+			if _, err := rawRead(fd, e.pool.scratch); err != nil {
 				return
 			}
 			e.pool.drops.Add(1)
 			continue
 		}
 		e.io.reads.Add(1)
-		n, err := unix.Read(fd, buf)
+		n, err := rawRead(fd, buf)
 		if err != nil || n <= e.frameOff() {
 			e.pool.put(slot)
 			return
@@ -622,12 +669,17 @@ func (e *Engine) readPort(src int) {
 		e.pool.born[slot] = now
 		e.inFlight.Add(1)
 		e.forward(slot, now, now)
+		// A release due now goes before the next read: a sender's burst
+		// of super-packets takes tens of microseconds each to read.
+		if e.events.len() > 0 && e.events.top().at <= e.now() {
+			return
+		}
 	}
 }
 
 // frameOff is where a packet starts in a frame: after the virtio-net
 // header, when the ports carry one.
-func (e *Engine) frameOff() int {
+func (e *shard) frameOff() int {
 	if e.vnet {
 		return VnetHdrLen
 	}
@@ -636,7 +688,7 @@ func (e *Engine) frameOff() int {
 
 // settle moves a frame of n bytes just read into the largest class's slot
 // to the smallest class it fits, so that the big slot serves the next read.
-func (e *Engine) settle(slot int32, n int) int32 {
+func (e *shard) settle(slot int32, n int) int32 {
 	for c := range e.pool.largest() {
 		if n > e.pool.classes[c] {
 			continue
@@ -656,7 +708,7 @@ func (e *Engine) settle(slot int32, n int) int32 {
 }
 
 // dest returns the port that owns the packet's IPv4 destination address.
-func (e *Engine) dest(pkt []byte) (int, bool) {
+func (e *shard) dest(pkt []byte) (int, bool) {
 	if len(pkt) < 20 || pkt[0]>>4 != 4 {
 		return 0, false
 	}
@@ -667,7 +719,7 @@ func (e *Engine) dest(pkt []byte) (int, bool) {
 // forward sends the packet in slot into the next direction of its path, or
 // delivers it when the path is done. Its wire segments arrive from tFirst
 // (the first) to tLast (the last), evenly spaced.
-func (e *Engine) forward(slot int32, tFirst, tLast int64) {
+func (e *shard) forward(slot int32, tFirst, tLast int64) {
 	path := e.paths[e.pool.path[slot]]
 	hop := e.pool.hop[slot]
 	if int(hop) == len(path) {
@@ -720,7 +772,7 @@ func (e *Engine) forward(slot int32, tFirst, tLast int64) {
 // forwardSegments admits a super-packet's wire segments one by one and
 // releases each run of them that the model passed and released within
 // the coalescing window of each other, in order, as one piece.
-func (e *Engine) forwardSegments(slot int32, sh shape, d *direction, dir int32, tFirst, tLast int64) {
+func (e *shard) forwardSegments(slot int32, sh shape, d *direction, dir int32, tFirst, tLast int64) {
 	runFirst, runCount := 0, 0
 	var runStart, runLast int64
 	cut := false
@@ -788,7 +840,7 @@ func segmentTime(first, last int64, k, segs int) int64 {
 // cut makes a piece of the super-packet in slot: segments first to
 // first+count-1, with headers of its own and its payload left in place.
 // It returns the piece's slot, -1 if the pool is at its cap.
-func (e *Engine) cut(slot int32, sh shape, first, count int) int32 {
+func (e *shard) cut(slot int32, sh shape, first, count int) int32 {
 	piece, buf := e.pool.get(classSmall)
 	if piece < 0 {
 		return -1
@@ -814,7 +866,8 @@ func (e *Engine) cut(slot int32, sh shape, first, count int) int32 {
 }
 
 // releaseDue moves every packet whose release time has come out of its direction.
-func (e *Engine) releaseDue(now int64) {
+func (e *shard) releaseDue(now int64) {
+	e.heldUntil = min(e.wakeAt, now)
 	for e.events.len() > 0 && e.events.top().at <= now {
 		e.spinning = false
 		ev := e.events.pop()
@@ -836,14 +889,15 @@ func (e *Engine) releaseDue(now int64) {
 		// when this thread got round to it, so lateness does not accumulate.
 		e.forward(slot, ev.first, ev.at)
 	}
+	e.heldUntil = 0 // a packet delivered outside a release was not held
 }
 
 // deliver hands a packet whose path is done to the writer; its wire
 // segments were due from first to last.
-func (e *Engine) deliver(slot int32, first, last int64) {
+func (e *shard) deliver(slot int32, first, last int64) {
 	head, payload := e.pool.frame(slot)
 	d := delivery{head: head, payload: payload, dst: e.pathDst[e.pool.path[slot]], slot: slot,
-		segs: int32(e.pool.shapes[slot].segs), first: first, last: last}
+		segs: int32(e.pool.shapes[slot].segs), first: first, last: last, held: max(0, e.heldUntil-last)}
 	// An idle writer with nothing queued would have to be woken: a light
 	// load is cheaper written here, and nothing queued can be overtaken.
 	if e.writer.idle.Load() && e.writer.out.empty() {
@@ -856,14 +910,16 @@ func (e *Engine) deliver(slot int32, first, last int64) {
 
 // write puts a packet into its destination host; the engine or the writer
 // calls it. Each of its wire segments is as late as its write's end.
-func (e *Engine) write(d delivery) {
+func (e *shard) write(d delivery) {
+	start := e.now()
 	var err error
 	if d.payload == nil {
-		_, err = unix.Write(e.ports[d.dst].FD, d.head)
+		err = rawWrite(e.ports[d.dst].FD, d.head)
 	} else {
 		err = writev2(e.ports[d.dst].FD, d.head, d.payload)
 	}
 	done := e.now()
+	e.writeTime.record(done - start)
 	e.io.writes.Add(1)
 	if err != nil {
 		e.portStat[d.dst].WriteDrops.Add(uint64(d.segs))
@@ -871,16 +927,16 @@ func (e *Engine) write(d delivery) {
 	}
 	e.io.writeBytes.Add(uint64(len(d.head) + len(d.payload)))
 	e.portStat[d.dst].TxPackets.Add(uint64(d.segs))
-	e.lateEngine.recordN(done-d.last, uint64(d.segs))
+	e.lateEngine.recordN(done-d.last-d.held, uint64(d.segs))
 	for k := range int(d.segs) {
 		due := segmentTime(d.first, d.last, k, int(d.segs))
 		e.late.record(done - due)
-		e.lateCoalesce.record(d.last - due)
+		e.lateCoalesce.record(d.last - due + d.held)
 	}
 }
 
 // reclaim takes back the slots the writer has finished with.
-func (e *Engine) reclaim() {
+func (e *shard) reclaim() {
 	for {
 		slot, ok := e.writer.back.pop()
 		if !ok {
@@ -893,7 +949,7 @@ func (e *Engine) reclaim() {
 // dropAt drops the packet in slot, whose wire segments arrived from
 // tFirst to tLast and which direction dir's model refused for reason,
 // capturing each segment if the direction is captured.
-func (e *Engine) dropAt(d *direction, dir int32, slot int32, reason string, tFirst, tLast int64) {
+func (e *shard) dropAt(d *direction, dir int32, slot int32, reason string, tFirst, tLast int64) {
 	if d.capture != nil {
 		segs := e.pool.shapes[slot].segs
 		for k := range segs {
@@ -903,13 +959,13 @@ func (e *Engine) dropAt(d *direction, dir int32, slot int32, reason string, tFir
 	e.drop(slot)
 }
 
-func (e *Engine) drop(slot int32) {
+func (e *shard) drop(slot int32) {
 	e.inFlight.Add(-1)
 	e.pool.put(slot)
 }
 
 // Stats returns a snapshot of every counter.
-func (e *Engine) Stats() Stats {
+func (e *shard) Stats() Stats {
 	s := Stats{
 		PoolDrops:      e.pool.drops.Load(),
 		Realtime:       e.rtActive.Load(),
@@ -918,6 +974,8 @@ func (e *Engine) Stats() Stats {
 		Lateness:       e.late.summary(),
 		Coalescing:     e.lateCoalesce.summary(),
 		EngineLateness: e.lateEngine.summary(),
+		WriteTime:      e.writeTime.summary(),
+		WakeLateness:   e.wakeLate.summary(),
 		IO:             e.io.snapshot(),
 		Offloads:       e.vnet,
 		Changes:        e.changeLate.summary(),

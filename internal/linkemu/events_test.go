@@ -262,7 +262,7 @@ func TestEngineCapture(t *testing.T) {
 	if got[1].Reason != ByLoss || got[1].OrigLen != 100 || got[1].At.Before(got[0].At) {
 		t.Errorf("second: %+v", got[1])
 	}
-	tn.eng.StopCapture(c, []int{0})
+	tn.eng.StopCapture(c)
 	if _, err := tn.eng.StartCapture([]int{0}, 10); err == nil {
 		t.Error("a snap length of 10 was accepted")
 	}

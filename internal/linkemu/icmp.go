@@ -29,7 +29,7 @@ const (
 // crossHops takes a packet over direction d's routers at time t: each
 // decrements its TTL. It reports false if the TTL ran out at one of them,
 // which then answered with ICMP time exceeded.
-func (e *Engine) crossHops(slot int32, d *direction, t int64) bool {
+func (e *shard) crossHops(slot int32, d *direction, t int64) bool {
 	pkt := e.pool.buf(slot)
 	if len(pkt) < ipHeaderLen {
 		return true
@@ -51,7 +51,7 @@ func (e *Engine) crossHops(slot int32, d *direction, t int64) bool {
 // fragNeeded answers a packet too large for direction d, if it forbids
 // fragmentation, from the direction's first router (or, with none
 // declared, from the packet's destination, as the last router before it).
-func (e *Engine) fragNeeded(slot int32, d *direction, t int64) {
+func (e *shard) fragNeeded(slot int32, d *direction, t int64) {
 	pkt := e.pool.buf(slot)
 	if len(pkt) < ipHeaderLen || pkt[6]&0x40 == 0 {
 		return
@@ -65,7 +65,7 @@ func (e *Engine) fragNeeded(slot int32, d *direction, t int64) {
 
 // hopsBefore counts the routers the packet in slot crossed before the
 // direction it is entering.
-func (e *Engine) hopsBefore(slot int32) int {
+func (e *shard) hopsBefore(slot int32) int {
 	n := 0
 	for _, d := range e.paths[e.pool.path[slot]][:e.pool.hop[slot]] {
 		n += len(e.dirs[d].cfg.Hops)
@@ -77,7 +77,7 @@ func (e *Engine) hopsBefore(slot int32) int {
 // from, and schedules it into the packet's source host. The error travels
 // back as long as the packet took to get where it died (at), and arrives
 // with its TTL less the routers back (back), as if it had crossed them.
-func (e *Engine) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint16, at int64, back int) {
+func (e *shard) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint16, at int64, back int) {
 	orig := e.pool.buf(slot)
 	if !answerable(orig) {
 		return

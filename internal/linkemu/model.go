@@ -86,8 +86,8 @@ type direction struct {
 	// oppLeft the bytes it still carries.
 	opp     int64
 	oppLeft int
-	traced  bool     // the settings have a trace
-	capture *Capture // nil unless captured
+	traced  bool         // the settings have a trace
+	capture *captureRing // nil unless captured
 }
 
 func newDirection(cfg DirConfig, stats *DirStats) direction {

@@ -158,7 +158,10 @@ type event struct {
 
 // eventHeap is a binary min-heap of events by (at, seq). container/heap would
 // box every event in an interface, allocating per packet.
-type eventHeap struct{ items []event }
+type eventHeap struct {
+	items []event
+	stack []int // latestWithin's, kept to save allocations
+}
 
 func (h *eventHeap) len() int   { return len(h.items) }
 func (h *eventHeap) top() event { return h.items[0] }
@@ -197,4 +200,31 @@ func (h *eventHeap) pop() event {
 		h.items[i], h.items[small] = h.items[small], h.items[i]
 		i = small
 	}
+}
+
+// latestWithin is the latest release time among the events due no later
+// than window after the first wire segment of the earliest: waking then
+// releases all of them at once, and no segment of the earliest waits
+// longer than window in all, for its run and for the others. It visits
+// only those events and their children.
+func (h *eventHeap) latestWithin(window int64) int64 {
+	limit := h.items[0].first + window
+	latest := h.items[0].at
+	stack := h.stack[:0]
+	stack = append(stack, 0)
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if h.items[i].at > limit {
+			continue
+		}
+		latest = max(latest, h.items[i].at)
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h.items) {
+				stack = append(stack, c)
+			}
+		}
+	}
+	h.stack = stack
+	return latest
 }

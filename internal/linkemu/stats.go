@@ -76,12 +76,23 @@ type Stats struct {
 	// write completed, compared with the model's schedule.
 	Lateness LatenessSummary `json:"lateness"`
 	// Coalescing is the share of Lateness that wire segments spent waiting
-	// for the rest of their run (offloads), and EngineLateness the share
-	// after it: the engine's and the write's.
+	// for the rest of their run (offloads) or for a wake-up shared with
+	// later releases, and EngineLateness the share after it: the engine's
+	// and the write's.
 	Coalescing     LatenessSummary `json:"coalescing"`
 	EngineLateness LatenessSummary `json:"engine_lateness"`
+	// WriteTime is how long each write into a host took: the receiving
+	// host's network stack runs inside it, so a host slow to take a packet
+	// shows here rather than in the engine's own work.
+	WriteTime LatenessSummary `json:"write_time"`
+	// WakeLateness is how late the engine's timer woke it, past the time
+	// it asked for: the machine's share of Lateness, which a busy or a
+	// virtual machine makes long whatever the engine does.
+	WakeLateness LatenessSummary `json:"wake_lateness"`
 	// IO counts the engine's reads and writes of packets.
 	IO IOSnapshot `json:"io"`
+	// Threads is how many engine threads share the ports.
+	Threads int `json:"threads"`
 	// Offloads says whether the hosts hand over super-packets.
 	Offloads bool `json:"offloads"`
 	// Changes is how late the engine applied timed changes to directions.
@@ -132,6 +143,14 @@ const (
 )
 
 func (h *latenessHist) record(ns int64) { h.recordN(ns, 1) }
+
+// add adds o's counts to h, which nothing else is recording into.
+func (h *latenessHist) add(o *latenessHist) {
+	for i := range h.buckets {
+		h.buckets[i].Add(o.buckets[i].Load())
+	}
+	h.max.Store(max(h.max.Load(), o.max.Load()))
+}
 
 // recordN records n events of the same lateness.
 func (h *latenessHist) recordN(ns int64, n uint64) {

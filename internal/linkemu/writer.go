@@ -23,17 +23,19 @@ type delivery struct {
 	dst     int32
 	slot    int32
 	segs    int32 // wire segments
-	// first and last are when the first and last wire segment were due.
-	first, last int64
+	// first and last are when the first and last wire segment were due;
+	// held is how long after last the engine chose to wait, to release it
+	// in one wake-up with later packets.
+	first, last, held int64
 }
 
 // writev2 writes a piece, its headers and its payload, in one system call
-// and without allocating.
+// and without allocating; a raw one, as rawWrite.
 func writev2(fd int, head, payload []byte) error {
 	iov := [2]unix.Iovec{{Base: &head[0]}, {Base: &payload[0]}}
 	iov[0].SetLen(len(head))
 	iov[1].SetLen(len(payload))
-	_, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 2)
+	_, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), 2)
 	if errno != 0 {
 		return errno
 	}
@@ -85,7 +87,7 @@ func (r *ring[T]) empty() bool { return r.head.Load() == r.tail.Load() }
 const writerQueue = 1 << 16
 
 type writer struct {
-	e    *Engine
+	e    *shard
 	out  *ring[delivery] // engine -> writer
 	back *ring[int32]    // written slots, writer -> engine
 	wake int             // eventfd the idle writer sleeps on
@@ -94,7 +96,7 @@ type writer struct {
 	done chan struct{}
 }
 
-func newWriter(e *Engine) (*writer, error) {
+func newWriter(e *shard) (*writer, error) {
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		return nil, err

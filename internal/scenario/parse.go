@@ -44,6 +44,7 @@ type rawEngine struct {
 	KeepCPUsAwake *bool  `yaml:"keep_cpus_awake"`
 	Offloads      *bool  `yaml:"offloads"`
 	Coalesce      string `yaml:"coalesce"`
+	Threads       *int   `yaml:"threads"`
 }
 
 type rawMachine struct {
@@ -223,6 +224,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		if e.Offloads != nil {
 			tb.Engine.Offloads = *e.Offloads
 		}
+		tb.Engine.Threads = v.count("engine.threads", e.Threads, 0, 1, MaxThreads)
 		if e.Coalesce != "" {
 			d, err := units.ParseDuration(e.Coalesce)
 			switch {

@@ -53,7 +53,14 @@ type Engine struct {
 	// Coalesce bounds how long a wire segment may wait for the rest of its
 	// run to move in one write; 0 is the engine's default.
 	Coalesce time.Duration
+	// Threads is how many engine threads may share the links: groups of
+	// hosts that share no link run apart. 0 leaves it to the test-bed: one
+	// per four of the machine's CPUs, at least one.
+	Threads int
 }
+
+// MaxThreads bounds engine.threads.
+const MaxThreads = 256
 
 // Machine is what a test-bed needs of the machine it runs on, beyond its
 // own namespaces: machine-wide sysctls (socket buffer limits for large

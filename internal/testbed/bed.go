@@ -186,27 +186,37 @@ func (b *Bed) Counters() (backend.Counters, error) {
 	return c, nil
 }
 
-// MachineCPU returns the machine's busy and total CPU seconds from /proc/stat.
+// MachineCPU returns the machine's busy and total CPU seconds since boot.
+// Busy is the time its CPUs were neither idle nor waiting for I/O: the
+// kernel keeps idle time exactly (/proc/uptime), while /proc/stat's busy
+// fields are sampled at the tick, which missed a third to a half of a load
+// made of many short wake-ups such as the engine's on slow links.
 func MachineCPU() (busy, total float64) {
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0, 0
+	}
 	f, err := os.Open("/proc/stat")
 	if err != nil {
 		return 0, 0
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
+	var uptime, idle float64
+	if _, err := fmt.Sscan(string(up), &uptime, &idle); err != nil {
 		return 0, 0
 	}
-	fields := strings.Fields(sc.Text()) // cpu user nice system idle iowait irq softirq steal
-	for i, v := range fields[1:] {
-		n, _ := strconv.ParseFloat(v, 64)
-		total += n
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
-		}
-		if i == 7 {
-			break
+	cpus, iowait := 0, 0.0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text()) // cpu user nice system idle iowait ...
+		switch {
+		case len(fields) > 5 && fields[0] == "cpu":
+			iowait, _ = strconv.ParseFloat(fields[5], 64)
+			iowait /= 100 // USER_HZ
+		case strings.HasPrefix(fields[0], "cpu"):
+			cpus++
 		}
 	}
-	return busy / 100, total / 100 // USER_HZ
+	total = uptime * float64(cpus)
+	return max(0, total-idle-iowait), total
 }

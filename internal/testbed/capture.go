@@ -106,7 +106,7 @@ func (d *daemon) captureLinks(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
 	}
-	defer d.engine.StopCapture(c, idx)
+	defer d.engine.StopCapture(c)
 	id, stop := d.captures.add()
 	defer d.captures.end(id)
 	w.Header().Set("Content-Type", "application/x-pcapng")

@@ -39,10 +39,6 @@ var errInterrupted = errors.New("interrupted while coming up")
 // source is the path the scenario was read from, for the record. If owner is
 // not 0 the daemon also takes the test-bed down once that process is gone.
 func RunDaemon(name, source string, owner int, ready *os.File) error {
-	// The engine's thread keeps its P while it waits (a raw system call):
-	// enough more Ps that the writer, the status server and the collector
-	// never wait for one.
-	runtime.GOMAXPROCS(runtime.NumCPU() + 2)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	d := &daemon{name: name, source: source, sigs: sigs, ready: ready}
@@ -185,6 +181,11 @@ func (d *daemon) build() error {
 	cfg := engineConfig(d.topo, d.fds, tb.Seed)
 	cfg.Realtime, cfg.Spin, cfg.KeepCPUsAwake = tb.Engine.Realtime, tb.Engine.Spin, tb.Engine.KeepCPUsAwake
 	cfg.Offloads, cfg.Coalesce = tb.Engine.Offloads, tb.Engine.Coalesce
+	cfg.Threads = engineThreads(tb.Engine.Threads)
+	// Each engine thread keeps its P while it waits (a raw system call):
+	// as many more Ps, and two, that the writers, the status server and
+	// the collector never wait for one.
+	runtime.GOMAXPROCS(runtime.NumCPU() + cfg.Threads + 2)
 	d.engine, err = linkemu.New(cfg)
 	if err != nil {
 		return err
@@ -363,4 +364,14 @@ func (d *daemon) close() {
 		unix.Close(fd)
 	}
 	d.fds = nil
+}
+
+// engineThreads is how many engine threads a test-bed gets: what its
+// scenario asks, or one per four CPUs, since each runs beside a writer
+// thread and the hosts need the rest; one on a small machine.
+func engineThreads(asked int) int {
+	if asked > 0 {
+		return asked
+	}
+	return max(1, runtime.NumCPU()/4)
 }
