@@ -175,6 +175,9 @@ func (w *webhookSink) all() string {
 // back without losing results, an agent that stops answering, a reload,
 // and a restart that resumes from the archive.
 func TestServe(t *testing.T) {
+	// Mostly waiting for schedules and alerts: it runs beside
+	// TestRealHostsFaults, which mostly waits for timeouts.
+	t.Parallel()
 	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	pg, err := url.Parse(testsupport.PostgresSchema(t))

@@ -306,13 +306,16 @@ func TestRealHostsAdmission(t *testing.T) {
 // TestRealHostsFaults: a controller killed mid-test, an agent killed
 // mid-test, and an agent cut off from the network.
 func TestRealHostsFaults(t *testing.T) {
+	t.Parallel()
 	l := labUp(t, "a", "b")
 	inv := l.inventory("ctl", "", "a", "b")
 	before := l.listeners("b")
 
 	// kill -9 of the controller: both agents end the test within seconds
 	// and free its ports.
-	ctl := exec.Command(wanlabBin, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "60")
+	// The tests are paced UDP, light on the CPU: this test waits on
+	// timeouts and runs beside others (t.Parallel).
+	ctl := exec.Command(wanlabBin, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "60", "--udp", "--rate", "10Mbit")
 	if err := ctl.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +345,7 @@ func TestRealHostsFaults(t *testing.T) {
 		t.Helper()
 		n := len(l.audit(watch))
 		go func() {
-			done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30")
+			done <- wanlab(t, "measure", "throughput", "--inventory", inv, "--from", "a", "--to", "b", "-t", "30", "--udp", "--rate", "10Mbit")
 		}()
 		if _, ok := l.waitAuditAfter(watch, n, 10*time.Second, func(e auditEntry) bool { return e.Kind == "throughput" && e.Decision == "allow" }); !ok {
 			t.Fatalf("the test %s did not start: %+v", what, l.audit(watch))
