@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -364,12 +363,14 @@ func vethLoad(n int, qdisc []string) (gbit, cores float64, err error) {
 			s.Wait()
 		}
 	}()
+	clients := make([]string, n) // each pair's sending namespace
 	for i := range n {
-		_, b, cleanup, err := vethPair(i, qdisc...)
+		a, b, cleanup, err := vethPair(i, qdisc...)
 		defer cleanup()
 		if err != nil {
 			return 0, 0, err
 		}
+		clients[i] = a
 		server := exec.Command("ip", "netns", "exec", b, "iperf3", "-s", "-1")
 		if err := server.Start(); err != nil {
 			return 0, 0, err
@@ -382,21 +383,14 @@ func vethLoad(n int, qdisc []string) (gbit, cores float64, err error) {
 	var errs []error
 	busy0, _ := testbed.MachineCPU()
 	start := time.Now()
-	for i := range n {
+	for i, a := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := testbed.NetnsName("benchveth", fmt.Sprintf("a%d", i))
 			out, err := exec.Command("ip", "netns", "exec", a, "iperf3", "-J", "-C", "cubic", "-c", vethAddr(i, 2), "-t", fmt.Sprint(duration().Seconds())).Output()
-			var doc struct {
-				End struct {
-					SumReceived struct {
-						BitsPerSecond float64 `json:"bits_per_second"`
-					} `json:"sum_received"`
-				} `json:"end"`
-			}
+			var res crosscheck.IperfResult
 			if err == nil {
-				err = json.Unmarshal(out, &doc)
+				res, err = crosscheck.ParseIperf(out, false)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -404,7 +398,7 @@ func vethLoad(n int, qdisc []string) (gbit, cores float64, err error) {
 				errs = append(errs, fmt.Errorf("iperf3 over veth pair %d: %w", i, err))
 				return
 			}
-			gbit += doc.End.SumReceived.BitsPerSecond / 1e9
+			gbit += res.ReceivedBPS / 1e9
 		}()
 	}
 	wg.Wait()

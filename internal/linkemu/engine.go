@@ -272,7 +272,7 @@ func newShard(cfg Config) (*shard, error) {
 		if err := d.check(); err != nil {
 			return nil, err
 		}
-		e.dirs[i] = newDirection(e.seeded(i, d), &e.dirStats[i])
+		e.dirs[i] = newDirection(d, &e.dirStats[i])
 	}
 	for i := range e.pathOf {
 		e.pathOf[i] = -1
@@ -407,26 +407,10 @@ func (e *shard) Run() error {
 	return nil
 }
 
-// Set gives direction i new settings from its next packet on: packets
-// already admitted keep their release times, so nothing queued is dropped
-// or reordered by the change; the queue limit and loss apply to arrivals.
-// It is safe to call from any goroutine while Run runs.
-func (e *shard) Set(i int, cfg DirConfig) error {
-	return e.Schedule([]TimedChange{{Dir: i, Config: cfg, What: "set"}})
-}
-
-// Schedule queues changes to take effect at their times (a zero or past
-// time is now), each between two packets, as Set does. The engine wakes for
-// each on its own clock, so a change is as punctual as a packet's release.
-func (e *shard) Schedule(changes []TimedChange) error {
-	for _, c := range changes {
-		if c.Dir < 0 || c.Dir >= len(e.dirs) {
-			return fmt.Errorf("linkemu: no direction %d", c.Dir)
-		}
-		if err := c.Config.check(); err != nil {
-			return err
-		}
-	}
+// schedule queues changes, which Engine.Schedule has checked and put in
+// this shard's numbering, to take effect at their times (a zero or past
+// time is now). It is safe to call from any goroutine while Run runs.
+func (e *shard) schedule(changes []TimedChange) {
 	todo := make([]change, 0, len(changes))
 	for _, c := range changes {
 		due := int64(0)
@@ -438,7 +422,6 @@ func (e *shard) Schedule(changes []TimedChange) error {
 	e.changeMu.Lock()
 	e.queue(todo)
 	e.changeMu.Unlock()
-	return nil
 }
 
 // queue adds changes to those pending and wakes the engine; changeMu is held.
@@ -468,17 +451,6 @@ func (e *shard) Applied() []Applied {
 	out := e.applied
 	e.applied = nil
 	return out
-}
-
-// seeded gives direction i's cross traffic its own random source from
-// the engine's seed, unless it has one.
-func (e *shard) seeded(i int, cfg DirConfig) DirConfig {
-	if cfg.Cross != nil && cfg.Cross.Seed == 0 {
-		c := *cfg.Cross
-		c.Seed = e.seed + uint64(i) + 1
-		cfg.Cross = &c
-	}
-	return cfg
 }
 
 // crossTick is how often the engine brings cross traffic up to date.
@@ -557,7 +529,7 @@ func (e *shard) applyChanges(now int64) {
 			e.dirs[c.dir].capture = c.capture
 			continue
 		}
-		e.dirs[c.dir].set(e.seeded(c.dir, c.cfg), at)
+		e.dirs[c.dir].set(c.cfg, at)
 	}
 	e.crossDue = 0 // a direction may have gained cross traffic
 }
@@ -669,9 +641,10 @@ func (e *shard) readPort(src int) {
 		e.pool.born[slot] = now
 		e.inFlight.Add(1)
 		e.forward(slot, now, now)
-		// A release due now goes before the next read: a sender's burst
-		// of super-packets takes tens of microseconds each to read.
-		if e.events.len() > 0 && e.events.top().at <= e.now() {
+		// A release due by this read goes before the next read: a
+		// sender's burst of super-packets takes tens of microseconds each
+		// to read.
+		if e.events.len() > 0 && e.events.top().at <= now {
 			return
 		}
 	}

@@ -293,9 +293,7 @@ func (e *Engine) Schedule(changes []TimedChange) error {
 	}
 	for k, todo := range per {
 		if len(todo) > 0 {
-			if err := e.shards[k].Schedule(todo); err != nil {
-				return err
-			}
+			e.shards[k].schedule(todo)
 		}
 	}
 	return nil
