@@ -14,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
 	"github.com/wanlab/wanlab/internal/linkemu"
+	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"golang.org/x/sys/unix"
 )
@@ -31,26 +33,39 @@ type engineRun struct {
 	retransmits                int
 	engineCores, machineCores  float64
 	late, coalesce, engineLate linkemu.LatenessSummary
+	steady                     linkemu.LatenessSummary // after the run's first settle (slow start)
 	wake, write                linkemu.LatenessSummary // the engine's timer past its time; each write
 	io                         linkemu.IOSnapshot
 	outside                    uint64
 	forwardedGbit              float64 // through the engine's directions
 	rcvbuf                     int     // receiving hosts' UDP RcvbufErrors
+	wakesPerSec                float64 // the engine's timer wake-ups
 }
 
 // measureEngine runs fn on bed b and reads what the engine and the
-// machine did meanwhile.
-func measureEngine(b *bed, fn func() (gbit float64, retrans int, err error)) (engineRun, error) {
+// machine did meanwhile; the steady lateness is that of the segments
+// written after settle (the stretch iperf3 leaves out with -O).
+func measureEngine(b *bed, settle time.Duration, fn func() (gbit float64, retrans int, err error)) (engineRun, error) {
 	before, err := b.status()
 	if err != nil {
 		return engineRun{}, err
 	}
 	busy0, _ := testbed.MachineCPU()
 	start := time.Now()
+	settled := make(chan *testbed.Status, 1)
+	go func() {
+		time.Sleep(settle)
+		st, err := b.status()
+		if err != nil {
+			st = before
+		}
+		settled <- st
+	}()
 	gbit, retrans, err := fn()
 	if err != nil {
 		return engineRun{}, err
 	}
+	steadyFrom := <-settled
 	wall := time.Since(start).Seconds()
 	busy1, _ := testbed.MachineCPU()
 	after, err := b.status()
@@ -61,12 +76,14 @@ func measureEngine(b *bed, fn func() (gbit float64, retrans int, err error)) (en
 	return engineRun{gbit: gbit, retransmits: retrans,
 		engineCores: (e.CPUSeconds - before.Engine.CPUSeconds) / wall, machineCores: (busy1 - busy0) / wall,
 		late: e.Lateness, coalesce: e.Coalescing, engineLate: e.EngineLateness, io: e.IO,
-		wake: e.WakeLateness, write: e.WriteTime,
+		steady: linkemu.LatenessBetween(steadyFrom.Engine.LatenessHistogram, e.LatenessHistogram),
+		wake:   e.WakeLateness, write: e.WriteTime,
 		outside:       otherDrops(after) - otherDrops(before),
-		forwardedGbit: float64(forwardedBytes(after)-forwardedBytes(before)) * 8 / 1e9}, nil
+		forwardedGbit: float64(forwardedBytes(after)-forwardedBytes(before)) * 8 / 1e9,
+		wakesPerSec:   float64(e.WakeLateness.Count-before.Engine.WakeLateness.Count) / wall}, nil
 }
 
-const engineHead = "| case | offloads | throughput | retransmits | engine cores | machine cores | engine CPU-s per Gbit | lateness p50 / p99 / p99.9 / max | coalescing p99 / engine p99 | timer wake-up / write p99 | bytes per read / write | drops outside model |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+const engineHead = "| case | offloads | throughput | retransmits | engine cores | machine cores | engine CPU-s per Gbit | lateness p50 / p99 / p99.9 / max | after slow start: p99 / p99.9 | coalescing p99 / engine p99 | timer wake-up / write p99 | bytes per read / write | drops outside model |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 
 func (r engineRun) row(label string, offloads bool) {
 	perRead, perWrite, perGbit := 0.0, 0.0, 0.0
@@ -79,14 +96,19 @@ func (r engineRun) row(label string, offloads bool) {
 	if r.gbit > 0 {
 		perGbit = r.engineCores / r.gbit
 	}
-	fmt.Printf("| %s | %s | %.2f Gbit/s | %d | %.2f | %.2f | %.3f | %.0f / %.0f / %.0f / %.0f us | %.0f / %.0f us | %.0f / %.0f us | %.0f / %.0f | %d |\n",
+	fmt.Printf("| %s | %s | %.2f Gbit/s | %d | %.2f | %.2f | %.3f | %.0f / %.0f / %.0f / %.0f us | %.0f / %.0f us | %.0f / %.0f us | %.0f / %.0f us | %.0f / %.0f | %d |\n",
 		label, onOff(offloads), r.gbit, r.retransmits, r.engineCores, r.machineCores, perGbit,
-		r.late.P50us, r.late.P99us, r.late.P999us, r.late.Maxus, r.coalesce.P99us, r.engineLate.P99us, r.wake.P99us, r.write.P99us, perRead, perWrite, r.outside)
+		r.late.P50us, r.late.P99us, r.late.P999us, r.late.Maxus, r.steady.P99us, r.steady.P999us, r.coalesce.P99us, r.engineLate.P99us, r.wake.P99us, r.write.P99us, perRead, perWrite, r.outside)
 }
 
 // engineYAML is a scenario's engine settings.
 func engineYAML(offloads bool, threads int) string {
 	return fmt.Sprintf("{offloads: %v, threads: %d}", offloads, threads)
+}
+
+// coalescingYAML is the default engine with offloads and a coalescing window.
+func coalescingYAML(window string) string {
+	return fmt.Sprintf("{offloads: true, threads: 1, coalesce: %s}", window)
 }
 
 func onOff(b bool) string {
@@ -152,7 +174,7 @@ func (c single) run(offloads bool, threads int) error {
 	if err != nil {
 		return err
 	}
-	r, err := measureEngine(b, func() (float64, int, error) {
+	r, err := measureEngine(b, c.omit, func() (float64, int, error) {
 		return iperfPairs(b, 1, crosscheck.IperfOptions{Duration: c.d, Omit: c.omit, Window: c.window, Congestion: "cubic"})
 	})
 	b.down()
@@ -204,7 +226,7 @@ func engineScale() error {
 		if err != nil {
 			return err
 		}
-		r, err := measureEngine(b, func() (float64, int, error) {
+		r, err := measureEngine(b, omit(), func() (float64, int, error) {
 			return iperfPairs(b, 4, crosscheck.IperfOptions{Duration: duration(), Omit: omit(), Streams: 2, Window: "16M", Congestion: "cubic"})
 		})
 		b.down()
@@ -213,24 +235,9 @@ func engineScale() error {
 		}
 		r.row(fmt.Sprintf("aggregate: 4 links of 10 Gbit/s, MTU 1500, 5 ms RTT, 2 streams each, engine threads: %d", c.threads), c.offloads)
 	}
-	for _, c := range []struct {
-		label string
-		n     int
-		link  string
-		tbf   string // the same rate for the kernel's tbf qdisc
-	}{
-		{"16 busy links of 10 Mbit/s, 20 ms RTT", 16, "rate: 10Mbit, delay: 10ms", "10mbit"},
-		{"one busy link of 100 Mbit/s, 20 ms RTT", 1, "rate: 100Mbit, delay: 10ms", "100mbit"},
-	} {
+	for _, c := range slowCases {
 		for _, offloads := range []bool{true, false} {
-			b, err := upBed(pairsBed("bench-slow", c.n, engineYAML(offloads, 1), c.link))
-			if err != nil {
-				return err
-			}
-			r, err := measureEngine(b, func() (float64, int, error) {
-				return iperfPairs(b, c.n, crosscheck.IperfOptions{Duration: duration(), Omit: omit(), Congestion: "cubic"})
-			})
-			b.down()
+			r, err := c.run(engineYAML(offloads, 1))
 			if err != nil {
 				return err
 			}
@@ -242,16 +249,65 @@ func engineScale() error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %s: the kernel's veth pairs, shaped by tbf, no delay | - | %.2f Gbit/s | - | - | %.2f | - | - | - | - | - | - |\n", c.label, gbit, cores)
+		fmt.Printf("| %s: the kernel's veth pairs, shaped by tbf, no delay | - | %.2f Gbit/s | - | - | %.2f | - | - | - | - | - | - | - |\n", c.label, gbit, cores)
 	}
+	fmt.Println()
 	fmt.Println()
 	if err := udpNearRate(); err != nil {
 		return err
 	}
-	if err := vethCost(); err != nil {
-		return err
+	return vethCost()
+}
+
+// slow is a load of many slow links: one TCP stream on each of n links.
+type slow struct {
+	label string
+	n     int
+	link  string
+	tbf   string // the same rate for the kernel's tbf qdisc
+}
+
+var slowCases = []slow{
+	{"16 busy links of 10 Mbit/s, 20 ms RTT", 16, "rate: 10Mbit, delay: 10ms", "10mbit"},
+	{"one busy link of 100 Mbit/s, 20 ms RTT", 1, "rate: 100Mbit, delay: 10ms", "100mbit"},
+}
+
+// run measures c on a test-bed of its own with the given engine settings.
+func (c slow) run(engine string) (engineRun, error) {
+	b, err := upBed(pairsBed("bench-slow", c.n, engine, c.link))
+	if err != nil {
+		return engineRun{}, err
 	}
+	defer b.down()
+	return measureEngine(b, omit(), func() (float64, int, error) {
+		return iperfPairs(b, c.n, crosscheck.IperfOptions{Duration: duration(), Omit: omit(), Congestion: "cubic"})
+	})
+}
+
+// coalescing measures what a wake-up costs this machine, then runs the
+// slow links with wider coalescing windows: where a wake-up costs much,
+// fewer of them buy CPU with lateness.
+func coalescing() error {
 	machineStalls()
+	fmt.Println("Slow links by coalescing window (`engine: {coalesce: ...}`; offloads on, one thread). Engine CPU per wake-up: the engine's CPU time over its timer wake-ups, the packet work between two sleeps included.")
+	fmt.Println()
+	fmt.Println("| case | coalesce | throughput | engine cores | machine cores | timer wake-ups/s | engine CPU per wake-up | lateness p50 / p99 / p99.9 us | after slow start: p99 / p99.9 us |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, c := range slowCases {
+		for _, window := range []string{"50us", "150us", "250us", "1ms"} {
+			r, err := c.run(coalescingYAML(window))
+			if err != nil {
+				return err
+			}
+			perWake := 0.0
+			if r.wakesPerSec > 0 {
+				perWake = r.engineCores / r.wakesPerSec * 1e6
+			}
+			fmt.Printf("| %s | %s | %.3f Gbit/s | %.2f | %.2f | %.0f | %.0f us | %.0f / %.0f / %.0f | %.0f / %.0f |\n", c.label, window, r.gbit, r.engineCores, r.machineCores,
+				r.wakesPerSec, perWake, r.late.P50us, r.late.P99us, r.late.P999us, r.steady.P99us, r.steady.P999us)
+		}
+	}
+	fmt.Println()
 	return nil
 }
 
@@ -262,25 +318,32 @@ func engineScale() error {
 func machineStalls() {
 	done := make(chan string)
 	go func() {
+		// Locked for good, so that the tuned thread ends with this
+		// goroutine: were it handed back, the test-beds started after
+		// would inherit SCHED_FIFO.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+		unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 		const nap = 100 * time.Microsecond
 		var late []time.Duration
+		cpu0 := proc.ThreadCPU()
 		for start, prev := time.Now(), time.Now(); time.Since(start) < 10*time.Second; {
+			// A raw system call, as the engine's waits are: the runtime
+			// neither hands the thread's processor away nor wakes another
+			// thread to take it back.
 			ts := unix.NsecToTimespec(int64(nap))
-			unix.Nanosleep(&ts, nil)
+			unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 			now := time.Now()
 			late = append(late, now.Sub(prev)-nap)
 			prev = now
 		}
+		cost := (proc.ThreadCPU() - cpu0) / time.Duration(len(late))
 		slices.Sort(late)
 		q := func(p float64) string {
 			return fmt.Sprintf("%.0f", float64(late[int(p*float64(len(late)-1))])/1e3)
 		}
-		done <- fmt.Sprintf("The machine's own wake-ups: a SCHED_FIFO thread sleeping 100 us at a time for 10 s, nothing else running, woke late by p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s us (%d sleeps). The engine's timer wake-up column is the same measure under load.\n",
-			q(0.5), q(0.99), q(0.999), q(0.9999), q(1), len(late))
+		done <- fmt.Sprintf("The machine's own wake-ups: a SCHED_FIFO thread sleeping 100 us at a time for 10 s, nothing else running, woke late by p50 %s, p99 %s, p99.9 %s, p99.99 %s, max %s us (%d sleeps). The engine's timer wake-up column is the same measure under load. Each sleep and wake-up cost the thread %.1f us of CPU with no other work.\n",
+			q(0.5), q(0.99), q(0.999), q(0.9999), q(1), len(late), float64(cost)/1e3)
 	}()
 	fmt.Println(<-done)
 }
@@ -306,7 +369,7 @@ func udpNearRate() error {
 				return err
 			}
 			var res crosscheck.IperfResult
-			r, err := measureEngine(b, func() (float64, int, error) {
+			r, err := measureEngine(b, 0, func() (float64, int, error) {
 				var err error
 				res, err = b.runner().Iperf(context.Background(), crosscheck.IperfOptions{Client: "s0", Server: "r0", ServerAddr: b.addr("r0"),
 					Duration: duration(), UDP: true, Rate: c.rate, Length: 1400, Window: "8M"})

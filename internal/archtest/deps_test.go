@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"internal/agent/agentpb":       {},
 	"internal/linkemu":             {}, // the packet engine: a config struct in, counters out
 	"internal/pcapng":              {}, // capture files, written by the engine's daemon
-	"internal/workload/job":        {},
+	"internal/workload/job":        {"internal/proc"},
 	"internal/workload/diskio":     {},
 	"internal/workload/token":      {}, // the per-test secret of the data plane
 	"internal/workload/bind":       {}, // where test listeners open: address, port range
@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"e2e":                          {}, // drives the wanlab binary only
 	"internal/workload/probe":      {"internal/limits", "internal/workload/bind", "internal/workload/token"},
 	"internal/workload/train":      {"internal/limits", "internal/workload/bind", "internal/workload/token"},
-	"internal/workload/tcpwatch":   {"internal/limits"},
+	"internal/workload/tcpwatch":   {"internal/limits", "internal/proc"},
 	"internal/workload/disk":       {"internal/limits", "internal/workload/diskio"},
 	"internal/workload/transfer":   {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/token"},
 	"internal/workload/throughput": {"internal/limits", "internal/workload/bind", "internal/workload/job", "internal/workload/token"},

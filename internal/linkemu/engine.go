@@ -323,8 +323,7 @@ func newShard(cfg Config) (*shard, error) {
 // thread with 1 ns timer slack, because Go's timers wake about a millisecond
 // late and a link model needs microseconds.
 func (e *shard) Run() error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // for good: tuneThread
 	defer unix.Close(e.wakeFD)
 	defer e.poller.close()
 	if err := e.tuneThread(); err != nil {
@@ -552,12 +551,17 @@ func keepCPUsAwake() (*os.File, error) {
 // tuneThread gives the calling OS thread 1 ns timer slack and, if asked,
 // SCHED_FIFO at priority 1: the lowest real-time priority, enough to run
 // ahead of every normal process and below kernel threads that use FIFO.
+// The caller keeps the thread locked to its goroutine to the end, so that
+// the runtime destroys it rather than run other goroutines on it; and a
+// process forked from it starts as a normal one: a host's busy process
+// under SCHED_FIFO on every CPU starves the kernel's own threads (an RCU
+// grace period, and with it every cgroup move, waits for ever).
 func (e *shard) tuneThread() error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("linkemu: setting timer slack: %w", err)
 	}
 	if e.realtime {
-		err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+		err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0)
 		e.rtActive.Store(err == nil)
 	}
 	return nil
@@ -940,20 +944,21 @@ func (e *shard) drop(slot int32) {
 // Stats returns a snapshot of every counter.
 func (e *shard) Stats() Stats {
 	s := Stats{
-		PoolDrops:      e.pool.drops.Load(),
-		Realtime:       e.rtActive.Load(),
-		CPUsAwake:      e.awakeOK.Load(),
-		InFlight:       e.inFlight.Load(),
-		Lateness:       e.late.summary(),
-		Coalescing:     e.lateCoalesce.summary(),
-		EngineLateness: e.lateEngine.summary(),
-		WriteTime:      e.writeTime.summary(),
-		WakeLateness:   e.wakeLate.summary(),
-		IO:             e.io.snapshot(),
-		Offloads:       e.vnet,
-		Changes:        e.changeLate.summary(),
-		ICMPSent:       e.icmpSent.Load(),
-		Uptime:         time.Since(e.epoch).Seconds(),
+		PoolDrops:         e.pool.drops.Load(),
+		Realtime:          e.rtActive.Load(),
+		CPUsAwake:         e.awakeOK.Load(),
+		InFlight:          e.inFlight.Load(),
+		Lateness:          e.late.summary(),
+		LatenessHistogram: e.late.histogram(),
+		Coalescing:        e.lateCoalesce.summary(),
+		EngineLateness:    e.lateEngine.summary(),
+		WriteTime:         e.writeTime.summary(),
+		WakeLateness:      e.wakeLate.summary(),
+		IO:                e.io.snapshot(),
+		Offloads:          e.vnet,
+		Changes:           e.changeLate.summary(),
+		ICMPSent:          e.icmpSent.Load(),
+		Uptime:            time.Since(e.epoch).Seconds(),
 	}
 	for i := range e.dirStats {
 		st := &e.dirStats[i]

@@ -4,6 +4,10 @@ import (
 	"encoding/binary"
 	"math"
 	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -240,4 +244,77 @@ func TestEngineSetAppliesBetweenPackets(t *testing.T) {
 	if err := tn.eng.Set(5, DirConfig{}); err == nil {
 		t.Error("a change to direction 5 of 2 was accepted")
 	}
+}
+
+// TestRealtimeThreadsEndWithEngine: the engine's SCHED_FIFO threads end
+// with it, and no process started from the program is real-time. Were a
+// thread handed back to the runtime, every process started from it (a
+// host's agent, iperf3) would be real-time too, and two busy ones starve
+// the kernel's own threads on two CPUs.
+func TestRealtimeThreadsEndWithEngine(t *testing.T) {
+	if unix.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SYS_NICE) to give the engine's threads SCHED_FIFO")
+	}
+	tn := startNetWith(t, Config{Dirs: []DirConfig{{Name: "a->b"}, {Name: "b->a"}}, Paths: map[[2]int][]int{{0, 1}: {0}, {1, 0}: {1}},
+		Seed: 1, MaxPacket: 1500, Realtime: true}, 2)
+	for end := time.Now().Add(2 * time.Second); len(fifoThreads(t)) < 2 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(fifoThreads(t)); n < 2 {
+		t.Fatalf("%d SCHED_FIFO threads while the engine runs, want its thread and its writer's", n)
+	}
+	if !tn.eng.Stats().Realtime {
+		t.Error("stats say the engine is not real-time, though its threads are")
+	}
+	tn.eng.Stop()
+	if err := <-tn.done; err != nil {
+		t.Fatal(err)
+	}
+	tn.done <- nil // for the cleanup's wait
+	// The runtime parks the main thread for good instead of ending it,
+	// when a locked goroutine ends there: it runs nothing again.
+	main := os.Getpid()
+	left := slices.DeleteFunc(fifoThreads(t), func(tid int) bool { return tid == main })
+	for end := time.Now().Add(2 * time.Second); len(left) > 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		left = slices.DeleteFunc(fifoThreads(t), func(tid int) bool { return tid == main })
+	}
+	if len(left) > 0 {
+		t.Errorf("threads %v still SCHED_FIFO after the engine stopped", left)
+	}
+	for i := range 20 {
+		cmd := exec.Command("sleep", "1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		attr, err := unix.SchedGetAttr(cmd.Process.Pid, 0)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attr.Policy != unix.SCHED_NORMAL {
+			t.Fatalf("process %d started after the engine stopped has scheduling policy %d, want normal (0)", i, attr.Policy)
+		}
+	}
+}
+
+// fifoThreads lists this process's threads under SCHED_FIFO.
+func fifoThreads(t *testing.T) []int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		if attr, err := unix.SchedGetAttr(tid, 0); err == nil && attr.Policy == unix.SCHED_FIFO {
+			out = append(out, tid)
+		}
+	}
+	return out
 }

@@ -432,6 +432,7 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	out.Lateness, out.Coalescing, out.EngineLateness = late.summary(), coalesce.summary(), engine.summary()
+	out.LatenessHistogram = late.histogram()
 	out.WriteTime, out.WakeLateness, out.Changes = write.summary(), wake.summary(), changes.summary()
 	return out
 }

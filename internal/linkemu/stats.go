@@ -75,6 +75,10 @@ type Stats struct {
 	// Lateness is how late each wire segment reached its host, when its
 	// write completed, compared with the model's schedule.
 	Lateness LatenessSummary `json:"lateness"`
+	// LatenessHistogram is the counts behind Lateness, its non-empty
+	// buckets in order: LatenessBetween of two snapshots is the lateness
+	// of the segments written between them.
+	LatenessHistogram []LatenessBucket `json:"lateness_histogram,omitempty"`
 	// Coalescing is the share of Lateness that wire segments spent waiting
 	// for the rest of their run (offloads) or for a wake-up shared with
 	// later releases, and EngineLateness the share after it: the engine's
@@ -111,6 +115,44 @@ type LatenessSummary struct {
 	P99us  float64 `json:"p99_us"`
 	P999us float64 `json:"p999_us"`
 	Maxus  float64 `json:"max_us"`
+}
+
+// LatenessBucket is one bucket of a lateness histogram: Count segments were
+// late by at most UpToUS (and more than the bucket before's edge).
+type LatenessBucket struct {
+	UpToUS float64 `json:"up_to_us"`
+	Count  uint64  `json:"count"`
+}
+
+// LatenessBetween summarises the segments counted in after but not in
+// before, two LatenessHistograms of the same engine; its maximum is the
+// upper edge of the highest bucket that grew.
+func LatenessBetween(before, after []LatenessBucket) LatenessSummary {
+	var counts [fineBuckets + coarseBuckets]uint64
+	var total uint64
+	for _, b := range after {
+		counts[bucketOfEdge(b.UpToUS)] += b.Count
+	}
+	for _, b := range before {
+		i := bucketOfEdge(b.UpToUS)
+		counts[i] -= min(counts[i], b.Count)
+	}
+	top := -1
+	for i, c := range counts {
+		total += c
+		if c > 0 {
+			top = i
+		}
+	}
+	s := LatenessSummary{Count: total}
+	if total == 0 {
+		return s
+	}
+	s.Maxus = bucketEdgeUS(top)
+	s.P50us = quantileUS(counts[:], total, 0.50)
+	s.P99us = quantileUS(counts[:], total, 0.99)
+	s.P999us = quantileUS(counts[:], total, 0.999)
+	return s
 }
 
 // ioCounters count the engine's system calls on its ports.
@@ -169,6 +211,17 @@ func (h *latenessHist) recordN(ns int64, n uint64) {
 	}
 }
 
+// histogram lists h's non-empty buckets.
+func (h *latenessHist) histogram() []LatenessBucket {
+	var out []LatenessBucket
+	for i := range h.buckets {
+		if c := h.buckets[i].Load(); c > 0 {
+			out = append(out, LatenessBucket{UpToUS: bucketEdgeUS(i), Count: c})
+		}
+	}
+	return out
+}
+
 func (h *latenessHist) summary() LatenessSummary {
 	var counts [fineBuckets + coarseBuckets]uint64
 	var total uint64
@@ -193,11 +246,26 @@ func quantileUS(counts []uint64, total uint64, q float64) float64 {
 	for i, c := range counts {
 		seen += c
 		if seen >= rank {
-			if i < fineBuckets {
-				return float64(i + 1)
-			}
-			return float64(i-fineBuckets+1) * 1000
+			return bucketEdgeUS(i)
 		}
 	}
 	return 0
+}
+
+// bucketEdgeUS is bucket i's upper edge, in us.
+func bucketEdgeUS(i int) float64 {
+	if i < fineBuckets {
+		return float64(i + 1)
+	}
+	return float64(i-fineBuckets+1) * 1000
+}
+
+// bucketOfEdge is the bucket whose upper edge is us, the inverse of
+// bucketEdgeUS; an edge that is none (a malformed snapshot) lands in the
+// bucket that holds it.
+func bucketOfEdge(us float64) int {
+	if us <= fineBuckets {
+		return min(max(int(us)-1, 0), fineBuckets-1)
+	}
+	return fineBuckets + min(max(int(us/1000)-1, 0), coarseBuckets-1)
 }

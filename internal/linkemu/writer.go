@@ -106,8 +106,7 @@ func newWriter(e *shard) (*writer, error) {
 
 func (w *writer) run() {
 	defer close(w.done)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	runtime.LockOSThread() // for good: tuneThread
 	w.e.tuneThread()
 	var buf [8]byte
 	for {

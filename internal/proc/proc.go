@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Stat is a process's state and start time, from /proc/PID/stat.
@@ -82,4 +84,14 @@ func RSS(pid int) int64 {
 		}
 	}
 	return -1
+}
+
+// ThreadCPU is the CPU time the calling OS thread has used: meaningful
+// between two calls on a goroutine locked to its thread.
+func ThreadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,9 +55,9 @@ func Burn(d time.Duration) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	start := threadCPU()
+	start := proc.ThreadCPU()
 	n := 0
-	for threadCPU()-start < d {
+	for proc.ThreadCPU()-start < d {
 		for range 2000 {
 			n++
 		}
@@ -65,14 +66,6 @@ func Burn(d time.Duration) {
 }
 
 var spun atomic.Int64
-
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
 
 // Serve accepts connections on ln and handles each in a goroutine of its
 // own until ctx ends; then it closes the listener and every connection and

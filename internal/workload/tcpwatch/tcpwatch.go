@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/proc"
 	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/limits"
@@ -214,7 +215,7 @@ func sampleLoop(ctx context.Context, spec Spec, peer netip.Prefix, emit func(Bat
 	}
 	defer d.Close()
 	w := &watcher{spec: spec, peer: peer, d: d, ids: map[connKey]int{}}
-	cpu0 := threadCPU()
+	cpu0 := proc.ThreadCPU()
 	start := time.Now()
 	var gaps []time.Duration
 	var batch Batch
@@ -266,7 +267,7 @@ func sampleLoop(ctx context.Context, spec Spec, peer netip.Prefix, emit func(Bat
 		}
 	}
 	sum.Conns = len(w.ids)
-	sum.CPU = (threadCPU() - cpu0).Seconds()
+	sum.CPU = (proc.ThreadCPU() - cpu0).Seconds()
 	if elapsed > 0 {
 		sum.CPUPercent = 100 * sum.CPU / elapsed.Seconds()
 	}
@@ -477,20 +478,11 @@ func socketInodes(pid int) (map[uint32]bool, error) {
 // raisePriority gives the calling thread the highest scheduling priority
 // the agent may, and says which.
 func raisePriority() string {
-	if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil {
+	if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1, Flags: unix.SCHED_FLAG_RESET_ON_FORK}, 0) == nil {
 		return "realtime"
 	}
 	if unix.Setpriority(unix.PRIO_PROCESS, 0, -20) == nil { // the thread: Linux's nice is per thread
 		return "nice -20"
 	}
 	return "normal"
-}
-
-// threadCPU is the CPU time of the calling thread.
-func threadCPU() time.Duration {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
