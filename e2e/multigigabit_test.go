@@ -156,6 +156,26 @@ links:
 			t.Errorf("TCP from %s: %.2f Mbit/s beside the other link's load, want about %.2f", client, got[client]/1e6, ceiling/1e6)
 		}
 	}
+	// The lateness histogram holds what the threads' summaries count.
+	var late struct {
+		Engine struct {
+			Lateness  struct{ Count uint64 } `json:"lateness"`
+			Histogram []struct {
+				UpToUS float64 `json:"up_to_us"`
+				Count  uint64  `json:"count"`
+			} `json:"lateness_histogram"`
+		} `json:"engine"`
+	}
+	if err := json.Unmarshal([]byte(wanlab(t, "testbed", "status", name, "--json").stdout), &late); err != nil {
+		t.Fatal(err)
+	}
+	var inBuckets uint64
+	for _, b := range late.Engine.Histogram {
+		inBuckets += b.Count
+	}
+	if n := late.Engine.Lateness.Count; n < 1000 || inBuckets != n {
+		t.Errorf("lateness counts %d segments and its histogram %d (%d buckets), want the same, at least 1000", n, inBuckets, len(late.Engine.Histogram))
+	}
 	if r := wanlab(t, "testbed", "set", name, "c<->d", "delay=25ms"); r.code != 0 {
 		t.Fatalf("set: %s", r.stderr)
 	}

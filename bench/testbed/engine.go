@@ -8,9 +8,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -470,4 +473,83 @@ func vethLoad(n int, qdisc []string) (gbit, cores float64, err error) {
 		return 0, 0, errs[0]
 	}
 	return gbit, (busy1 - busy0) / time.Since(start).Seconds(), nil
+}
+
+// lateTimeline runs the 175 ms, 10 Gbit/s case and, every second, reads
+// the lateness of the segments written in that second and what the
+// engine's real-time threads did: how long each ran and how long it
+// waited, runnable, for a CPU. A thread that runs the whole second and
+// hardly waits is saturated, not preempted.
+func lateTimeline() error {
+	b, err := upBed(pairsBed("bench-timeline", 1, engineYAML(true, 1), "rate: 10Gbit, delay: 87.5ms, mtu: 9000"))
+	if err != nil {
+		return err
+	}
+	defer b.down()
+	d := 40 * time.Second
+	if *quick {
+		d = 15 * time.Second
+	}
+	fmt.Printf("One TCP stream through 10 Gbit/s, MTU 9000, 175 ms RTT, -w 400M, for %.0f s, second by second: the lateness of the segments written in each second (from the engine's histogram) and, per engine thread (SCHED_FIFO), the milliseconds it ran and waited runnable for a CPU (/proc/PID/task/TID/schedstat).\n\n", d.Seconds())
+	fmt.Println("| second | Gbit/s through the link | lateness p50 / p99 / p99.9 / max us | engine threads: ran / waited ms |")
+	fmt.Println("|---|---|---|---|")
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := iperfPairs(b, 1, crosscheck.IperfOptions{Duration: d, Window: "400M", Congestion: "cubic"})
+		done <- err
+	}()
+	prev, err := b.status()
+	if err != nil {
+		return err
+	}
+	prevThreads, prevAt := rtThreads(prev.PID), time.Now()
+	for i := 1; ; i++ {
+		select {
+		case err := <-done:
+			fmt.Println()
+			return err
+		case <-time.After(time.Second):
+		}
+		cur, err := b.status()
+		if err != nil {
+			return err
+		}
+		threads, at := rtThreads(cur.PID), time.Now()
+		var parts []string
+		for _, tid := range slices.Sorted(maps.Keys(threads)) {
+			t, p := threads[tid], prevThreads[tid]
+			parts = append(parts, fmt.Sprintf("%.0f / %.0f", float64(t.ran-p.ran)/1e6, float64(t.waited-p.waited)/1e6))
+		}
+		l := linkemu.LatenessBetween(prev.Engine.LatenessHistogram, cur.Engine.LatenessHistogram)
+		gbit := float64(forwardedBytes(cur)-forwardedBytes(prev)) * 8 / 1e9 / at.Sub(prevAt).Seconds() // ACKs' bytes are a trifle
+		fmt.Printf("| %d | %.2f | %.0f / %.0f / %.0f / %.0f | %s |\n", i, gbit, l.P50us, l.P99us, l.P999us, l.Maxus, strings.Join(parts, ", "))
+		prev, prevThreads, prevAt = cur, threads, at
+	}
+}
+
+// schedTimes is a thread's time on a CPU and waiting for one, in ns.
+type schedTimes struct{ ran, waited int64 }
+
+// rtThreads reads the schedstat of process pid's SCHED_FIFO threads.
+func rtThreads(pid int) map[int]schedTimes {
+	out := map[int]schedTimes{}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(task.Name())
+		if err != nil {
+			continue
+		}
+		if attr, err := unix.SchedGetAttr(tid, 0); err != nil || attr.Policy != unix.SCHED_FIFO {
+			continue
+		}
+		var t schedTimes
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
+		if err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(string(b), &t.ran, &t.waited); err == nil {
+			out[tid] = t
+		}
+	}
+	return out
 }

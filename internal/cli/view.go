@@ -96,6 +96,9 @@ type engineView struct {
 	UptimeSeconds float64                 `json:"uptime_seconds"`
 	InFlight      int64                   `json:"in_flight"`
 	Lateness      linkemu.LatenessSummary `json:"lateness"`
+	// LatenessHistogram is the counts behind Lateness: two snapshots give
+	// the lateness of what was written between them.
+	LatenessHistogram []linkemu.LatenessBucket `json:"lateness_histogram,omitempty"`
 	// Coalescing and EngineLateness split Lateness: the wait of a wire
 	// segment for the rest of its run or a shared wake-up, and the
 	// engine's share after it.
@@ -211,7 +214,7 @@ func newStatusView(s *testbed.Status) statusView {
 		v.OtherDrops = od
 		v.TestbedLimits = testbedLimits(od, e)
 		v.Engine = &engineView{Realtime: e.Realtime, CPUsAwake: e.CPUsAwake, CPUSeconds: e.CPUSeconds, UptimeSeconds: e.Uptime, InFlight: e.InFlight, Lateness: e.Lateness,
-			Coalescing: e.Coalescing, EngineLateness: e.EngineLateness, WriteTime: e.WriteTime, WakeLateness: e.WakeLateness, Offloads: e.Offloads, Threads: e.Threads, IO: e.IO, Ports: e.Ports}
+			LatenessHistogram: e.LatenessHistogram, Coalescing: e.Coalescing, EngineLateness: e.EngineLateness, WriteTime: e.WriteTime, WakeLateness: e.WakeLateness, Offloads: e.Offloads, Threads: e.Threads, IO: e.IO, Ports: e.Ports}
 	}
 	return v
 }
