@@ -190,6 +190,11 @@ type statusDoc struct {
 		EnginePool uint64 `json:"engine_pool"`
 		Write      uint64 `json:"write"`
 	} `json:"other_drops"`
+	Engine struct {
+		Lateness struct {
+			MaxUS float64 `json:"max_us"`
+		} `json:"lateness"`
+	} `json:"engine"`
 }
 
 func (s statusDoc) addr(host string) string {

@@ -145,7 +145,18 @@ func TestJitter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ping.MinMS < 6 || ping.MaxMS > 15 || ping.MdevMS < 0.3 {
+	// The model's longest round trip is 14 ms. A slower one is the
+	// model's fault unless the engine released a packet that much late:
+	// then the machine stalled it (this one wakes threads up to ~18 ms
+	// late now and then, docs/benchmarks.md), which lateness tells apart.
+	over := ping.MaxMS - 15
+	if over > 0 {
+		if late := status(t, name).Engine.Lateness.MaxUS / 1e3; late >= over {
+			t.Logf("the slowest of %d pings took %.2f ms, %.2f ms over the model's bound, and the engine released a packet %.2f ms late: the machine's stall, not the model's", ping.Received, ping.MaxMS, over, late)
+			over = 0
+		}
+	}
+	if ping.MinMS < 6 || over > 0 || ping.MdevMS < 0.3 {
 		t.Errorf("ping %+v: want RTTs within 2 x (5 +- 2) ms and visibly spread", ping)
 	}
 }
