@@ -323,7 +323,7 @@ func GetStatus(name string) (*Status, error) {
 	if !s.Alive {
 		return s, nil
 	}
-	if s.Engine, err = NewStatsReader(name).Read(); err != nil {
+	if s.Engine, err = NewStatsReader(name).read("?histogram=1"); err != nil {
 		return nil, err
 	}
 	for _, h := range st.Hosts {
@@ -353,9 +353,11 @@ func NewStatsReader(name string) *StatsReader {
 	}}
 }
 
-// Read returns the engine's counters now.
-func (r *StatsReader) Read() (*linkemu.Stats, error) {
-	resp, err := r.client.Get("http://engine/stats")
+// Read returns the engine's counters now, without the lateness histogram.
+func (r *StatsReader) Read() (*linkemu.Stats, error) { return r.read("") }
+
+func (r *StatsReader) read(query string) (*linkemu.Stats, error) {
+	resp, err := r.client.Get("http://engine/stats" + query)
 	if err != nil {
 		return nil, fmt.Errorf("asking the engine of %q for counters: %w", r.name, err)
 	}
