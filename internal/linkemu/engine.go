@@ -944,20 +944,21 @@ func (e *shard) drop(slot int32) {
 // Stats returns a snapshot of every counter.
 func (e *shard) Stats() Stats {
 	s := Stats{
-		PoolDrops:      e.pool.drops.Load(),
-		Realtime:       e.rtActive.Load(),
-		CPUsAwake:      e.awakeOK.Load(),
-		InFlight:       e.inFlight.Load(),
-		Lateness:       e.late.summary(),
-		Coalescing:     e.lateCoalesce.summary(),
-		EngineLateness: e.lateEngine.summary(),
-		WriteTime:      e.writeTime.summary(),
-		WakeLateness:   e.wakeLate.summary(),
-		IO:             e.io.snapshot(),
-		Offloads:       e.vnet,
-		Changes:        e.changeLate.summary(),
-		ICMPSent:       e.icmpSent.Load(),
-		Uptime:         time.Since(e.epoch).Seconds(),
+		PoolDrops:         e.pool.drops.Load(),
+		Realtime:          e.rtActive.Load(),
+		CPUsAwake:         e.awakeOK.Load(),
+		InFlight:          e.inFlight.Load(),
+		Lateness:          e.late.summary(),
+		LatenessHistogram: e.late.histogram(),
+		Coalescing:        e.lateCoalesce.summary(),
+		EngineLateness:    e.lateEngine.summary(),
+		WriteTime:         e.writeTime.summary(),
+		WakeLateness:      e.wakeLate.summary(),
+		IO:                e.io.snapshot(),
+		Offloads:          e.vnet,
+		Changes:           e.changeLate.summary(),
+		ICMPSent:          e.icmpSent.Load(),
+		Uptime:            time.Since(e.epoch).Seconds(),
 	}
 	for i := range e.dirStats {
 		st := &e.dirStats[i]

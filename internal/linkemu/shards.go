@@ -383,17 +383,6 @@ func (e *Engine) StopCapture(c *Capture) {
 	}
 }
 
-// LatenessHistogram is the counts behind Stats' Lateness, the shards'
-// added up: Stats leaves it out, as it is up to 3,000 buckets and most
-// readers poll the counters many times a second.
-func (e *Engine) LatenessHistogram() []LatenessBucket {
-	var late latenessHist
-	for _, s := range e.shards {
-		late.add(&s.late)
-	}
-	return late.histogram()
-}
-
 // Stats is what the engine has done so far, its shards' added up.
 func (e *Engine) Stats() Stats {
 	if len(e.shards) == 1 {
@@ -443,6 +432,7 @@ func (e *Engine) Stats() Stats {
 		}
 	}
 	out.Lateness, out.Coalescing, out.EngineLateness = late.summary(), coalesce.summary(), engine.summary()
+	out.LatenessHistogram = late.histogram()
 	out.WriteTime, out.WakeLateness, out.Changes = write.summary(), wake.summary(), changes.summary()
 	return out
 }

@@ -76,9 +76,8 @@ type Stats struct {
 	// write completed, compared with the model's schedule.
 	Lateness LatenessSummary `json:"lateness"`
 	// LatenessHistogram is the counts behind Lateness, its non-empty
-	// buckets in order, when asked for (Engine.LatenessHistogram):
-	// LatenessBetween of two snapshots is the lateness of the segments
-	// written between them.
+	// buckets in order: LatenessBetween of two snapshots is the lateness
+	// of the segments written between them.
 	LatenessHistogram []LatenessBucket `json:"lateness_histogram,omitempty"`
 	// Coalescing is the share of Lateness that wire segments spent waiting
 	// for the rest of their run (offloads) or for a wake-up shared with
@@ -145,10 +144,15 @@ func LatenessBetween(before, after []LatenessBucket) LatenessSummary {
 			top = i
 		}
 	}
+	s := LatenessSummary{Count: total}
 	if total == 0 {
-		return LatenessSummary{}
+		return s
 	}
-	return summarize(counts[:], total, bucketEdgeUS(top))
+	s.Maxus = bucketEdgeUS(top)
+	s.P50us = quantileUS(counts[:], total, 0.50)
+	s.P99us = quantileUS(counts[:], total, 0.99)
+	s.P999us = quantileUS(counts[:], total, 0.999)
+	return s
 }
 
 // ioCounters count the engine's system calls on its ports.
@@ -225,17 +229,14 @@ func (h *latenessHist) summary() LatenessSummary {
 		counts[i] = h.buckets[i].Load()
 		total += counts[i]
 	}
+	s := LatenessSummary{Count: total, Maxus: float64(h.max.Load()) / 1e3}
 	if total == 0 {
-		return LatenessSummary{Maxus: float64(h.max.Load()) / 1e3}
+		return s
 	}
-	return summarize(counts[:], total, float64(h.max.Load())/1e3)
-}
-
-// summarize is the summary of total segments counted by bucket, the
-// slowest maxUS late.
-func summarize(counts []uint64, total uint64, maxUS float64) LatenessSummary {
-	return LatenessSummary{Count: total, Maxus: maxUS,
-		P50us: quantileUS(counts, total, 0.50), P99us: quantileUS(counts, total, 0.99), P999us: quantileUS(counts, total, 0.999)}
+	s.P50us = quantileUS(counts[:], total, 0.50)
+	s.P99us = quantileUS(counts[:], total, 0.99)
+	s.P999us = quantileUS(counts[:], total, 0.999)
+	return s
 }
 
 // quantileUS returns the upper edge of the bucket holding quantile q, in us.
