@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -129,6 +130,28 @@ func waitFor(limit time.Duration, ok func() bool) bool {
 		}
 	}
 	return ok()
+}
+
+// bufferedPoints counts the points of src->dst's metric since since that
+// wait in the service's buffer file; a line being written is not counted yet.
+func bufferedPoints(file, src, dst, metric string, since time.Time) int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var r struct{ Points []archive.Point }
+		if json.Unmarshal(line, &r) != nil {
+			continue
+		}
+		for _, p := range r.Points {
+			if p.Src == src && p.Dst == dst && p.Metric == metric && !p.T.Before(since) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func alertList(alerts []archive.Alert) string {
@@ -399,8 +422,12 @@ snmp:
 	if !waitFor(30*time.Second, func() bool { st := s.status(); return !st.Archive.Connected && st.Archive.BufferedBytes > 0 }) {
 		t.Fatalf("the service did not buffer with the archive away: %+v", s.status().Archive)
 	}
-	// A summary of 3 s takes about 5.5 s with the wait for its last replies.
-	time.Sleep(12 * time.Second)
+	// A summary of 3 s takes about 5.5 s with the wait for its last
+	// replies, and the path shares the schedule: wait for two in the buffer.
+	bufferFile := filepath.Join(dir, "buffer", "buffer.jsonl")
+	if !waitFor(40*time.Second, func() bool { return bufferedPoints(bufferFile, "cern", "taipei", "rtt_median_seconds", cut) >= 2 }) {
+		t.Errorf("after 40 s of outage, %d cern->taipei RTT results in the buffer, want 2", bufferedPoints(bufferFile, "cern", "taipei", "rtt_median_seconds", cut))
+	}
 	proxy.Restore(t)
 	restored := time.Now()
 	if !waitFor(60*time.Second, func() bool { st := s.status(); return st.Archive.Connected && st.Archive.BufferedBytes == 0 }) {

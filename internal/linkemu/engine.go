@@ -943,13 +943,14 @@ func (e *shard) drop(slot int32) {
 
 // Stats returns a snapshot of every counter.
 func (e *shard) Stats() Stats {
+	late := e.late.load()
 	s := Stats{
 		PoolDrops:         e.pool.drops.Load(),
 		Realtime:          e.rtActive.Load(),
 		CPUsAwake:         e.awakeOK.Load(),
 		InFlight:          e.inFlight.Load(),
-		Lateness:          e.late.summary(),
-		LatenessHistogram: e.late.histogram(),
+		Lateness:          late.summary(),
+		LatenessHistogram: late.histogram(),
 		Coalescing:        e.lateCoalesce.summary(),
 		EngineLateness:    e.lateEngine.summary(),
 		WriteTime:         e.writeTime.summary(),

@@ -431,8 +431,9 @@ func (e *Engine) Stats() Stats {
 			out.ICMPSent += st.ICMPSent
 		}
 	}
-	out.Lateness, out.Coalescing, out.EngineLateness = late.summary(), coalesce.summary(), engine.summary()
-	out.LatenessHistogram = late.histogram()
+	lateCounts := late.load()
+	out.Lateness, out.Coalescing, out.EngineLateness = lateCounts.summary(), coalesce.summary(), engine.summary()
+	out.LatenessHistogram = lateCounts.histogram()
 	out.WriteTime, out.WakeLateness, out.Changes = write.summary(), wake.summary(), changes.summary()
 	return out
 }

@@ -211,35 +211,47 @@ func (h *latenessHist) recordN(ns int64, n uint64) {
 	}
 }
 
-// histogram lists h's non-empty buckets.
-func (h *latenessHist) histogram() []LatenessBucket {
-	var out []LatenessBucket
+// latenessCounts is one read of a latenessHist: a summary and a
+// histogram made from the same read agree on the count.
+type latenessCounts struct {
+	counts [fineBuckets + coarseBuckets]uint64
+	total  uint64
+	maxNS  int64
+}
+
+func (h *latenessHist) load() *latenessCounts {
+	c := &latenessCounts{maxNS: h.max.Load()}
 	for i := range h.buckets {
-		if c := h.buckets[i].Load(); c > 0 {
-			out = append(out, LatenessBucket{UpToUS: bucketEdgeUS(i), Count: c})
+		c.counts[i] = h.buckets[i].Load()
+		c.total += c.counts[i]
+	}
+	return c
+}
+
+func (h *latenessHist) summary() LatenessSummary { return h.load().summary() }
+
+// histogram lists c's non-empty buckets.
+func (c *latenessCounts) histogram() []LatenessBucket {
+	var out []LatenessBucket
+	for i, n := range c.counts {
+		if n > 0 {
+			out = append(out, LatenessBucket{UpToUS: bucketEdgeUS(i), Count: n})
 		}
 	}
 	return out
 }
 
-func (h *latenessHist) summary() LatenessSummary {
-	var counts [fineBuckets + coarseBuckets]uint64
-	var total uint64
-	for i := range h.buckets {
-		counts[i] = h.buckets[i].Load()
-		total += counts[i]
-	}
-	s := LatenessSummary{Count: total, Maxus: float64(h.max.Load()) / 1e3}
-	if total == 0 {
+func (c *latenessCounts) summary() LatenessSummary {
+	s := LatenessSummary{Count: c.total, Maxus: float64(c.maxNS) / 1e3}
+	if c.total == 0 {
 		return s
 	}
-	s.P50us = quantileUS(counts[:], total, 0.50)
-	s.P99us = quantileUS(counts[:], total, 0.99)
-	s.P999us = quantileUS(counts[:], total, 0.999)
+	s.P50us = quantileUS(c.counts[:], c.total, 0.50)
+	s.P99us = quantileUS(c.counts[:], c.total, 0.99)
+	s.P999us = quantileUS(c.counts[:], c.total, 0.999)
 	return s
 }
 
-// quantileUS returns the upper edge of the bucket holding quantile q, in us.
 func quantileUS(counts []uint64, total uint64, q float64) float64 {
 	rank := uint64(q*float64(total-1)) + 1
 	var seen uint64

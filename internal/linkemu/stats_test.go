@@ -12,7 +12,7 @@ func TestLatenessBetween(t *testing.T) {
 	}
 	h.record(int64(1500 * time.Microsecond))
 	h.record(int64(40 * time.Millisecond))
-	before := h.histogram()
+	before := h.load().histogram()
 	if got := LatenessBetween(before, before); got != (LatenessSummary{}) {
 		t.Errorf("between a snapshot and itself: %+v, want nothing", got)
 	}
@@ -34,7 +34,7 @@ func TestLatenessBetween(t *testing.T) {
 		want  LatenessSummary
 		after []LatenessBucket
 	}{
-		{"the calm stretch", LatenessSummary{Count: 201, P50us: 4, P99us: 4, P999us: 4, Maxus: 151}, h.histogram()},
+		{"the calm stretch", LatenessSummary{Count: 201, P50us: 4, P99us: 4, P999us: 4, Maxus: 151}, h.load().histogram()},
 		{"a bucket that shrank counts nothing", LatenessSummary{Count: 1, P50us: 2, P99us: 2, P999us: 2, Maxus: 2},
 			[]LatenessBucket{{UpToUS: 2, Count: 1}, {UpToUS: 11, Count: 5}}},
 	}
