@@ -60,8 +60,8 @@ type Config struct {
 	// Coalesce bounds how long a wire segment may wait for the rest of its
 	// run, so that a run moves in one write, and how long the engine may
 	// hold a release to make it in the same wake-up as later ones (on many
-	// slow links, a wake-up costs more than the packet); 0 is
-	// DefaultCoalesce.
+	// slow links, a wake-up costs more than the packet). 0 gives each
+	// direction a window of its own, AutoCoalesce.
 	Coalesce time.Duration
 	// Threads is how many engine threads (each with a writer) may share
 	// the ports: groups of ports that share no direction run apart, the
@@ -69,10 +69,34 @@ type Config struct {
 	Threads int
 }
 
-// DefaultCoalesce is the default coalescing window: a fraction of the
-// engine's lateness target (p99 200 us), and at 10 Gbit/s the time of a
-// few jumbo frames or of a whole 64 KB super-packet of 1500-byte segments.
+// DefaultCoalesce is the coalescing window of fast directions: a
+// fraction of the engine's lateness target (p99 200 us), and at 10 Gbit/s
+// the time of a few jumbo frames or of a whole 64 KB super-packet of
+// 1500-byte segments.
 const DefaultCoalesce = 50 * time.Microsecond
+
+// MaxAutoCoalesce caps the window AutoCoalesce gives a slow direction.
+const MaxAutoCoalesce = 250 * time.Microsecond
+
+// AutoCoalesce is the coalescing window of a direction whose engine has
+// no fixed one: the time two packets of its MTU (1500 bytes if it has
+// none) take on its wire, from DefaultCoalesce to MaxAutoCoalesce. A
+// segment then waits at most for the next two, as a receiving NIC's
+// interrupt moderation would hold it; on a slow link, where each segment
+// would otherwise cost a timer wake-up of 20-30 us, one wake-up releases
+// two or three. A direction without a rate, or driven by a trace, has
+// DefaultCoalesce.
+func AutoCoalesce(cfg DirConfig) time.Duration {
+	if cfg.Rate <= 0 || cfg.Trace != nil {
+		return DefaultCoalesce
+	}
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	two := time.Duration(2 * float64(mtu) * 8 / cfg.Rate * float64(time.Second))
+	return min(max(two, DefaultCoalesce), MaxAutoCoalesce)
+}
 
 // shard forwards packets between its ports through the link model, on a
 // thread of its own and its writer's. An Engine runs one shard per group of
@@ -99,7 +123,11 @@ type shard struct {
 	wakeLate                       latenessHist // the engine's timer, past its time
 	io                             ioCounters
 	vnet                           bool
-	coalesce                       int64
+	// fixedCoalesce is the engine's window for every direction, 0 when
+	// each has its own (AutoCoalesce); windows is each direction's in
+	// force, ns.
+	fixedCoalesce int64
+	windows       []int64
 	// wakeAt is the release time the engine last chose to sleep until: the
 	// latest within the coalescing window of the earliest, so that one
 	// wake-up releases them all. heldUntil is min(wakeAt, now) while
@@ -253,10 +281,8 @@ func newShard(cfg Config) (*shard, error) {
 	e.nextDue.Store(noneDue)
 	e.crossDue = 0 // look once: directions may start with cross traffic
 	e.vnet = cfg.Offloads
-	e.coalesce = int64(cfg.Coalesce)
-	if e.coalesce <= 0 {
-		e.coalesce = int64(DefaultCoalesce)
-	}
+	e.fixedCoalesce = int64(max(0, cfg.Coalesce))
+	e.windows = make([]int64, len(cfg.Dirs))
 	e.hdrScratch = make([]byte, smallSlot)
 	e.pool.init(e.frameOff()+max(cfg.MaxPacket, icmpMaxLen), cfg.PoolBytes, e.vnet)
 	for i, p := range cfg.Ports {
@@ -273,6 +299,7 @@ func newShard(cfg Config) (*shard, error) {
 			return nil, err
 		}
 		e.dirs[i] = newDirection(d, &e.dirStats[i])
+		e.windows[i] = e.windowOf(d)
 	}
 	for i := range e.pathOf {
 		e.pathOf[i] = -1
@@ -363,7 +390,7 @@ func (e *shard) Run() error {
 			// there is no sleep to share.
 			e.wakeAt = e.events.top().at
 			if e.wakeAt > now {
-				e.wakeAt = e.events.latestWithin(e.coalesce)
+				e.wakeAt = e.events.wakeTime()
 			}
 			wait = min(wait, max(0, e.wakeAt-e.now()))
 			// Before a long sleep, wake early and poll through the last
@@ -529,6 +556,7 @@ func (e *shard) applyChanges(now int64) {
 			continue
 		}
 		e.dirs[c.dir].set(c.cfg, at)
+		e.windows[c.dir] = e.windowOf(c.cfg)
 	}
 	e.crossDue = 0 // a direction may have gained cross traffic
 }
@@ -739,7 +767,7 @@ func (e *shard) forward(slot int32, tFirst, tLast int64) {
 			e.dropAt(d, dir, slot, ByLoss, tFirst, tLast)
 		default:
 			e.seq++
-			e.events.push(event{at: release, first: release, seq: e.seq, slot: slot})
+			e.events.push(event{at: release, first: release, seq: e.seq, slot: slot, window: int32(e.windows[dir])})
 		}
 		return
 	}
@@ -764,7 +792,7 @@ func (e *shard) forwardSegments(slot int32, sh shape, d *direction, dir int32, t
 		}
 		if piece >= 0 {
 			e.seq++
-			e.events.push(event{at: runLast, first: runStart, seq: e.seq, slot: piece})
+			e.events.push(event{at: runLast, first: runStart, seq: e.seq, slot: piece, window: int32(e.windows[dir])})
 		} else {
 			e.pool.drops.Add(uint64(runCount)) // no slot for the piece's headers
 		}
@@ -788,7 +816,7 @@ func (e *shard) forwardSegments(slot int32, sh shape, d *direction, dir int32, t
 			}
 			continue
 		}
-		if runCount > 0 && (release < runLast || release-runStart > e.coalesce) {
+		if runCount > 0 && (release < runLast || release-runStart > e.windows[dir]) {
 			flush()
 		}
 		if runCount == 0 {
@@ -921,6 +949,14 @@ func (e *shard) reclaim() {
 		}
 		e.pool.put(slot)
 	}
+}
+
+// windowOf is the coalescing window, ns, of a direction with cfg.
+func (e *shard) windowOf(cfg DirConfig) int64 {
+	if e.fixedCoalesce > 0 {
+		return e.fixedCoalesce
+	}
+	return int64(AutoCoalesce(cfg))
 }
 
 // dropAt drops the packet in slot, whose wire segments arrived from

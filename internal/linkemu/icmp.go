@@ -103,7 +103,7 @@ func (e *shard) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint
 	e.icmpSent.Add(1)
 	e.seq++
 	arrive := at + max(0, at-e.pool.born[slot])
-	e.events.push(event{at: arrive, first: arrive, seq: e.seq, slot: reply})
+	e.events.push(event{at: arrive, first: arrive, seq: e.seq, slot: reply, window: int32(e.windowOf(DirConfig{}))}) // crosses no direction
 }
 
 // answerable says whether a router may answer a packet with an ICMP error:

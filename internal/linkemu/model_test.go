@@ -237,3 +237,24 @@ func BenchmarkEventHeap(b *testing.B) {
 		h.push(ev)
 	}
 }
+
+func TestAutoCoalesce(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  DirConfig
+		want time.Duration
+	}{
+		{"no rate", DirConfig{}, DefaultCoalesce},
+		{"10 Gbit/s", DirConfig{Rate: 10e9, MTU: 9000}, DefaultCoalesce},
+		{"1 Gbit/s", DirConfig{Rate: 1e9}, DefaultCoalesce},
+		{"100 Mbit/s: two 1500-byte packets", DirConfig{Rate: 100e6}, 240 * time.Microsecond},
+		{"200 Mbit/s", DirConfig{Rate: 200e6, MTU: 1500}, 120 * time.Microsecond},
+		{"10 Mbit/s", DirConfig{Rate: 10e6}, MaxAutoCoalesce},
+		{"a trace decides the rate", DirConfig{Rate: 10e6, Trace: &Trace{}}, DefaultCoalesce},
+	}
+	for _, tt := range tests {
+		if got := AutoCoalesce(tt.cfg); got != tt.want {
+			t.Errorf("%s: AutoCoalesce = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -154,6 +154,9 @@ type event struct {
 	first int64
 	seq   uint64 // breaks ties in admission order
 	slot  int32
+	// window is how long, in ns, the event's segments may wait in all
+	// (their direction's coalescing window).
+	window int32
 }
 
 // eventHeap is a binary min-heap of events by (at, seq). container/heap would
@@ -202,23 +205,41 @@ func (h *eventHeap) pop() event {
 	}
 }
 
-// latestWithin is the latest release time among the events due no later
-// than window after the first wire segment of the earliest: waking then
-// releases all of them at once, and no segment of the earliest waits
-// longer than window in all, for its run and for the others. It visits
-// only those events and their children.
-func (h *eventHeap) latestWithin(window int64) int64 {
-	limit := h.items[0].first + window
-	latest := h.items[0].at
-	stack := h.stack[:0]
-	stack = append(stack, 0)
+// wakeTime is when to wake to release the earliest event together with
+// those due soon after it: the latest release among the events due no
+// later than the bound, where the bound is the earliest first+window of
+// those same events. So no wire segment released in that wake-up waits
+// longer than its own direction's window in all, for its run and for the
+// others. It visits only the events within the top's window and their
+// children.
+func (h *eventHeap) wakeTime() int64 {
+	top := h.items[0]
+	bound := top.first + int64(top.window)
+	// The bound only falls as events are seen; an event beyond it when
+	// seen has first+window >= at beyond it too, so it cannot lower it.
+	h.visit(bound, func(ev event) int64 {
+		bound = min(bound, ev.first+int64(ev.window))
+		return bound
+	})
+	latest := top.at
+	h.visit(bound, func(ev event) int64 {
+		latest = max(latest, ev.at)
+		return bound
+	})
+	return latest
+}
+
+// visit calls f with each event due no later than the bound that f
+// returns, in heap order.
+func (h *eventHeap) visit(bound int64, f func(event) int64) {
+	stack := append(h.stack[:0], 0)
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if h.items[i].at > limit {
+		if h.items[i].at > bound {
 			continue
 		}
-		latest = max(latest, h.items[i].at)
+		bound = f(h.items[i])
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
 			if c < len(h.items) {
 				stack = append(stack, c)
@@ -226,5 +247,4 @@ func (h *eventHeap) latestWithin(window int64) int64 {
 		}
 	}
 	h.stack = stack
-	return latest
 }

@@ -225,13 +225,15 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 			tb.Engine.Offloads = *e.Offloads
 		}
 		tb.Engine.Threads = v.count("engine.threads", e.Threads, 0, 1, MaxThreads)
-		if e.Coalesce != "" {
+		if e.Coalesce != "" && e.Coalesce != "auto" {
 			d, err := units.ParseDuration(e.Coalesce)
 			switch {
 			case err != nil:
-				v.fail("engine.coalesce", "%v", err)
+				v.fail("engine.coalesce", "%v (a duration such as 250us, or auto)", err)
+			case d <= 0:
+				v.fail("engine.coalesce", "%s: a window is at least 1us; auto (the default) gives each link its own", e.Coalesce)
 			case d > time.Millisecond:
-				v.fail("engine.coalesce", "%s would delay packets past the engine's lateness target: keep it at 1ms or less (default 50us)", e.Coalesce)
+				v.fail("engine.coalesce", "%s would delay packets past the engine's lateness target: keep it at 1ms or less (default auto: 50-250us by link rate)", e.Coalesce)
 			default:
 				tb.Engine.Coalesce = d
 			}

@@ -51,7 +51,9 @@ type Engine struct {
 	// and GRO of the seeds' era did.
 	Offloads bool
 	// Coalesce bounds how long a wire segment may wait for the rest of its
-	// run to move in one write; 0 is the engine's default.
+	// run to move in one write, or for a wake-up shared with later
+	// releases, on every link; 0 (auto) gives each link direction its own
+	// window by its rate (linkemu.AutoCoalesce).
 	Coalesce time.Duration
 	// Threads is how many engine threads may share the links: groups of
 	// hosts that share no link run apart. 0 leaves it to the test-bed: one
