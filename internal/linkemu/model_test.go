@@ -247,8 +247,10 @@ func TestAutoCoalesce(t *testing.T) {
 		{"no rate", DirConfig{}, DefaultCoalesce},
 		{"10 Gbit/s", DirConfig{Rate: 10e9, MTU: 9000}, DefaultCoalesce},
 		{"1 Gbit/s", DirConfig{Rate: 1e9}, DefaultCoalesce},
-		{"100 Mbit/s: two 1500-byte packets", DirConfig{Rate: 100e6}, 240 * time.Microsecond},
-		{"200 Mbit/s", DirConfig{Rate: 200e6, MTU: 1500}, 120 * time.Microsecond},
+		{"100 Mbit/s: half a 1500-byte packet", DirConfig{Rate: 100e6}, 60 * time.Microsecond},
+		{"50 Mbit/s, MTU 9000", DirConfig{Rate: 50e6, MTU: 9000}, MaxAutoCoalesce},
+		{"20 Mbit/s", DirConfig{Rate: 20e6, MTU: 1500}, 250 * time.Microsecond},
+		{"40 Mbit/s", DirConfig{Rate: 40e6, MTU: 1500}, 150 * time.Microsecond},
 		{"10 Mbit/s", DirConfig{Rate: 10e6}, MaxAutoCoalesce},
 		{"a trace decides the rate", DirConfig{Rate: 10e6, Trace: &Trace{}}, DefaultCoalesce},
 	}
