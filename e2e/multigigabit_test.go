@@ -125,10 +125,30 @@ links:
 		Engine struct {
 			Threads int `json:"threads"`
 		} `json:"engine"`
+		Links []struct {
+			Name     string `json:"name"`
+			Counters struct {
+				CoalesceUS float64 `json:"coalesce_us"`
+			} `json:"counters"`
+		} `json:"links"`
 	}
 	r := wanlab(t, "testbed", "status", name, "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Engine.Threads != 3 {
 		t.Fatalf("status says %d engine threads (%v), want 3", doc.Engine.Threads, err)
+	}
+	// Each direction's coalescing window, from whichever thread runs it:
+	// half a 1500-byte packet's time at 30 Mbit/s, the 250 us cap at 20.
+	if len(doc.Links) != 4 {
+		t.Errorf("status lists %d link directions, want 4", len(doc.Links))
+	}
+	for _, l := range doc.Links {
+		want := 200.0
+		if strings.HasPrefix(l.Name, "c") || strings.HasPrefix(l.Name, "d") {
+			want = 250
+		}
+		if l.Counters.CoalesceUS != want {
+			t.Errorf("%s: coalescing window %v us, want %v", l.Name, l.Counters.CoalesceUS, want)
+		}
 	}
 	st := status(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

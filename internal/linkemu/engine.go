@@ -999,10 +999,12 @@ func (e *shard) Stats() Stats {
 		ICMPSent:          e.icmpSent.Load(),
 		Uptime:            time.Since(e.epoch).Seconds(),
 	}
+	settings := e.Settings()
 	for i := range e.dirStats {
 		st := &e.dirStats[i]
 		s.Dirs = append(s.Dirs, DirSnapshot{
 			Name:         e.dirs[i].cfg.Name,
+			CoalesceUS:   float64(e.windowOf(settings[i])) / 1e3,
 			Packets:      st.Packets.Load(),
 			Bytes:        st.Bytes.Load(),
 			QueueDrops:   st.QueueDrops.Load(),

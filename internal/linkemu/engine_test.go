@@ -318,3 +318,34 @@ func fifoThreads(t *testing.T) []int {
 	}
 	return out
 }
+
+// Each direction reports its coalescing window in force: by its rate
+// (AutoCoalesce), after a change too, unless the engine has one for all.
+func TestEngineCoalesceWindows(t *testing.T) {
+	dirs := []DirConfig{{Name: "a->b", Rate: 10e6}, {Name: "b->a", Rate: 100e6}}
+	paths := map[[2]int][]int{{0, 1}: {0}, {1, 0}: {1}}
+	windows := func(tn *testNet) []float64 {
+		var out []float64
+		for _, d := range tn.eng.Stats().Dirs {
+			out = append(out, d.CoalesceUS)
+		}
+		return out
+	}
+	tn := startNet(t, 2, dirs, paths)
+	if got := windows(tn); !slices.Equal(got, []float64{250, 60}) {
+		t.Errorf("windows at 10 and 100 Mbit/s: %v us, want [250 60]", got)
+	}
+	if err := tn.eng.Set(1, DirConfig{Rate: 1e9}); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(2 * time.Second); tn.eng.Settings()[1].Rate != 1e9 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	if got := windows(tn); !slices.Equal(got, []float64{250, 50}) {
+		t.Errorf("windows after b->a went to 1 Gbit/s: %v us, want [250 50]", got)
+	}
+	fixed := startNetWith(t, Config{Dirs: dirs, Paths: paths, Seed: 1, MaxPacket: 1500, Coalesce: time.Millisecond}, 2)
+	if got := windows(fixed); !slices.Equal(got, []float64{1000, 1000}) {
+		t.Errorf("windows with coalesce: 1ms: %v us, want 1000 on both", got)
+	}
+}

@@ -38,6 +38,9 @@ type DirSnapshot struct {
 	CrossPackets uint64 `json:"cross_packets,omitempty"`
 	CrossBytes   uint64 `json:"cross_bytes,omitempty"`
 	CrossDrops   uint64 `json:"cross_drops,omitempty"`
+	// CoalesceUS is the direction's coalescing window in force: how long
+	// a release may wait to share a wake-up or a write (engine.coalesce).
+	CoalesceUS float64 `json:"coalesce_us"`
 	// Backlog is the number of packets queued or in serialisation.
 	Backlog int `json:"-"`
 }
