@@ -160,6 +160,11 @@ func (d dirView) also() string {
 	if d.Cross != "" {
 		out = append(out, "cross traffic "+d.Cross)
 	}
+	// A window wider than the fast links' says releases there may wait
+	// that long to share a wake-up (engine.coalesce).
+	if c := d.Counters; c != nil && c.CoalesceUS > float64(linkemu.DefaultCoalesce/time.Microsecond) {
+		out = append(out, "coalesce "+trim(c.CoalesceUS)+"us")
+	}
 	if len(d.Trace) > 0 {
 		out = append(out, "trace "+strings.Join(d.Trace, " "))
 	}
