@@ -471,6 +471,9 @@ func TestInterruptedUp(t *testing.T) {
 		t.Errorf("interrupted up said %q", stderr.String())
 	}
 	assertNothingLeft(t, "e2e-intr")
+	if _, err := os.Stat("/run/wanlab/e2e-intr.log"); err == nil {
+		t.Error("the daemon's log /run/wanlab/e2e-intr.log left behind by an interrupted up")
+	}
 }
 
 // TestFiftyHosts brings up 50 hosts at 5 sites, pings across, and takes them down.

@@ -155,6 +155,7 @@ func UpFor(ctx context.Context, source string, text []byte, owner int, progress 
 		}
 		waitExit(pid, 30*time.Second)
 		Teardown(tb.Name)
+		os.Remove(LogPath(tb.Name)) // the user stopped it: there is no failure to read
 		return nil, fmt.Errorf("interrupted: test-bed %q was torn down: %w", tb.Name, ctx.Err())
 	case <-time.After(upTimeout):
 		stopDaemon(pid)

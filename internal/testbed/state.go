@@ -93,7 +93,8 @@ func AgentSocket(name, host string) string {
 	return filepath.Join(socketDir(name), host+".sock")
 }
 
-// LogPath is the daemon's log; it outlives the test-bed so that a failure can be read.
+// LogPath is the daemon's log; it outlives a test-bed that failed, so that
+// the failure can be read (down and an interrupted up remove it).
 func LogPath(name string) string { return filepath.Join(RunDir, name+".log") }
 
 // ErrNotUp means no test-bed of that name exists.
