@@ -255,6 +255,7 @@ func (c *latenessCounts) summary() LatenessSummary {
 	return s
 }
 
+// quantileUS returns the upper edge of the bucket holding quantile q, in us.
 func quantileUS(counts []uint64, total uint64, q float64) float64 {
 	rank := uint64(q*float64(total-1)) + 1
 	var seen uint64
