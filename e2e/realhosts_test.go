@@ -184,11 +184,11 @@ func TestRealHostsRefusals(t *testing.T) {
 		wantReason func(auditEntry) bool
 	}{
 		{"controller from another CA", []string{"hosts", "check", invWith(ca, filepath.Join(other, "ctl.crt"), filepath.Join(other, "ctl.key"))},
-			"refused this controller's certificate", "unknown authority", nil},
+			"this controller's certificate cannot be used: \"ctl\" (issued by \"wanlab CA\") is not accepted by the CA it is given", "", nil},
 		{"expired controller", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "old.crt"), filepath.Join(pkiDir, "old.key"))},
-			"refused this controller's certificate", "expired on", nil},
+			"this controller's certificate cannot be used: \"old\" (issued by \"wanlab CA\") expired on", "", nil},
 		{"an agent's certificate as a controller's", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "a.crt"), filepath.Join(pkiDir, "a.key"))},
-			"refused this controller's certificate", "another role", nil},
+			"this controller's certificate cannot be used: \"a\" (issued by \"wanlab CA\") is not a controller's", "", nil},
 		{"agent from another CA", []string{"hosts", "check", invWith(filepath.Join(other, "ca.crt"), filepath.Join(pkiDir, "ctl.crt"), filepath.Join(pkiDir, "ctl.key"))},
 			"unknown authority", "", nil},
 		{"identity not in the policy", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "stranger.crt"), filepath.Join(pkiDir, "stranger.key"))},

@@ -284,7 +284,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{[]string{"testbed", "validate", bad}, 2, bad + `:5: links[0].between[1]: unknown host "z"`},
 		{[]string{"testbed", "up", bad}, 2, bad + `:6: links[0].rate: rate "100": missing unit`},
-		{[]string{"testbed", "up", filepath.Join(dir, "missing.yaml")}, 1, "no such file"},
+		{[]string{"testbed", "up", filepath.Join(dir, "missing.yaml")}, 2, "no scenario file or built-in scenario"},
 		{[]string{"testbed", "up"}, 2, "accepts 1 arg"},
 		{[]string{"testbed", "down"}, 2, "give one test-bed NAME or --all"},
 		{[]string{"testbed", "down", "never-was-up"}, 1, "no such test-bed is up"},

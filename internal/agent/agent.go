@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -31,6 +30,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
@@ -73,6 +73,10 @@ type Server struct {
 	// connection refused in its TLS handshake.
 	Audit func(AuditEntry)
 
+	// firstWait and handshakeWait, if set, replace firstWait and
+	// handshakeWait (tests).
+	firstWait, handshakeWait time.Duration
+
 	policy  atomic.Pointer[policy.Policy]
 	host    host
 	serving stoppers
@@ -94,9 +98,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ...grpc.Server
 	s.host.init()
 	s.streams.max = s.Limits.MaxStreams
 	opts = append(opts, grpc.UnaryInterceptor(s.admitUnary), grpc.StreamInterceptor(s.admitStream),
-		grpc.MaxRecvMsgSize(1<<20))
+		grpc.MaxRecvMsgSize(1<<20), grpc.UnknownServiceHandler(s.unknownMethod), grpc.StatsHandler(rpcAudit{s}))
 	srv := grpc.NewServer(opts...)
-	agentpb.RegisterAgentServer(srv, s)
+	srv.RegisterService(s.serviceDesc(), s)
 	go func() {
 		<-ctx.Done()
 		srv.Stop()
@@ -125,22 +129,20 @@ const (
 	pingWait  = 5 * time.Second
 )
 
-// maxConnections bounds an agent's control connections open at once.
-const maxConnections = 256
-
 // ServeTLS serves on ln over TLS 1.3 with mutual authentication (config
 // from pki.Server) until ctx ends. Every call is authorised by the agent's
-// policy (SetPolicy), which it needs.
+// policy (SetPolicy), which it needs. Connections are bounded as
+// connGuard says: strangers in their handshake cannot take the room of
+// controllers that have passed theirs.
 func (s *Server) ServeTLS(ctx context.Context, ln net.Listener, config *tls.Config) error {
 	if s.policy.Load() == nil {
 		return fmt.Errorf("agent on %s: serving over TLS needs a policy", s.Host)
 	}
-	// Connections past maxConnections wait to be accepted: a flood of
-	// handshakes cannot exhaust the agent's file descriptors.
-	return s.Serve(ctx, netutil.LimitListener(ln, maxConnections), grpc.Creds(credentials.NewTLS(config)),
+	g := newConnGuard(s)
+	return s.Serve(ctx, &guardedListener{Listener: ln, g: g}, grpc.Creds(guardedCreds{TransportCredentials: credentials.NewTLS(config), g: g}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingEvery, Timeout: pingWait}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: pingEvery, PermitWithoutStream: true}),
-		grpc.ConnectionTimeout(10*time.Second))
+		grpc.ConnectionTimeout(g.wait), grpc.MaxConcurrentStreams(maxCallsPerConnection))
 }
 
 // callGrace is how long a call may outlive the test it runs (connecting,
@@ -153,8 +155,9 @@ var unbounded = map[string]bool{
 	agentpb.Agent_StopWorkload_FullMethodName: true,
 }
 
-// admit takes a test slot for a call, or refuses it when the agent runs as
-// many tests as its limit allows; the slot's release ends with the call.
+// admit takes a test slot for an authorised call, or refuses it when the
+// agent runs as many tests as its limit allows; the slot's release ends
+// with the call.
 func (s *Server) admit(method string) (release func(), err error) {
 	if unbounded[method] {
 		return func() {}, nil
@@ -176,12 +179,8 @@ func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, d)
 }
 
+// admitUnary authorises a unary call, whose request firstMessage has read.
 func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	release, err := s.admit(info.FullMethod)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	ctx, d, err := s.authorize(ctx, info.FullMethod, req)
 	if err != nil {
 		return nil, err
@@ -198,14 +197,24 @@ func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServer
 	return resp, err
 }
 
+// admitStream reads a streaming call's request (in time: firstMessage),
+// authorises it, and only then runs it.
 func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	release, err := s.admit(info.FullMethod)
+	ctx := ss.Context()
+	markAudited(ctx)
+	req := requestOf(info.FullMethod)
+	if req == nil {
+		return s.refuseEarly(ctx, callerOf(ctx), info.FullMethod, s.unknownMethod(nil, ss))
+	}
+	if err := s.firstMessage(ctx, info.FullMethod, ss.RecvMsg, req); err != nil {
+		return err
+	}
+	actx, d, err := s.authorize(ctx, info.FullMethod, req)
 	if err != nil {
 		return err
 	}
-	defer release()
-	g := &guardedStream{ServerStream: ss, s: s, method: info.FullMethod}
-	g.ctx, g.cancel = s.bound(ss.Context())
+	g := &guardedStream{ServerStream: ss, s: s, d: d, first: req}
+	g.ctx, g.cancel = s.bound(actx)
 	err = s.nameRule(g.d, handler(srv, g))
 	g.cancel()
 	ended := err
@@ -217,32 +226,33 @@ func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	return err
 }
 
-// guardedStream is a server stream whose one request is authorised as it
-// is read, whose context then carries the decision and the call's
-// deadline, and whose results are labelled and counted as they are sent.
+// guardedStream is an authorised server stream: its request, read and
+// authorised already, is handed to the handler as it reads it; its
+// context carries the decision and the call's deadline; its results are
+// labelled and counted as they are sent.
 type guardedStream struct {
 	grpc.ServerStream
 	s      *Server
-	method string
 	ctx    context.Context
 	cancel context.CancelFunc
 	d      *decision
+	first  proto.Message // the request, until the handler reads it
 	moved  int64
 }
 
 func (g *guardedStream) Context() context.Context { return g.ctx }
 
 func (g *guardedStream) RecvMsg(m any) error {
-	if err := g.ServerStream.RecvMsg(m); err != nil || g.d != nil {
-		return err
+	if g.first == nil {
+		return g.ServerStream.RecvMsg(m)
 	}
-	ctx, d, err := g.s.authorize(g.ServerStream.Context(), g.method, m)
-	if err != nil {
-		return err
+	dst, ok := m.(proto.Message)
+	if !ok || dst.ProtoReflect().Descriptor() != g.first.ProtoReflect().Descriptor() {
+		return status.Errorf(codes.Internal, "agent on %s: the handler reads a %T, the request is a %T", g.s.Host, m, g.first)
 	}
-	g.cancel()
-	g.d = d
-	g.ctx, g.cancel = g.s.bound(ctx)
+	proto.Reset(dst)
+	proto.Merge(dst, g.first)
+	g.first = nil
 	return nil
 }
 
@@ -447,11 +457,18 @@ func DialTLS(ctx context.Context, host, addr string, config *tls.Config) (*Clien
 	if err != nil {
 		return nil, fmt.Errorf("agent of %s: address %q: %w", host, addr, err)
 	}
+	if err := pki.CheckOwn(config, time.Now()); err != nil {
+		return nil, fmt.Errorf("agent of %s at %s: not dialled: %w", host, addr, err)
+	}
 	config = config.Clone()
 	config.ServerName = name
 	// A handshake of its own first: its errors keep their types, which
 	// gRPC's would flatten into text.
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: config}
+	// It offers HTTP/2 as gRPC does, so that the agent does not take it
+	// for a stranger's failed handshake.
+	probe := config.Clone()
+	probe.NextProtos = []string{"h2"}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: probe}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		var tlsErr *tls.CertificateVerificationError

@@ -19,9 +19,15 @@ func (s *Server) Disk(ctx context.Context, req *agentpb.DiskRequest) (*agentpb.D
 	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return nil, s.refusal("the disk test", err)
 	}
-	r, err := disk.Run(spec)
+	// The test ends with its call: a controller that is gone, or a call
+	// past its deadline, stops it within a block.
+	r, err := disk.Run(ctx, spec)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
+		code := codes.Internal
+		if ctx.Err() != nil {
+			code = status.FromContextError(ctx.Err()).Code()
+		}
+		return nil, status.Errorf(code, "agent on %s: %v", s.Host, err)
 	}
 	return &agentpb.DiskResult{
 		WriteBytesPerSecond: r.WriteBytesPerSecond, ReadBytesPerSecond: r.ReadBytesPerSecond,

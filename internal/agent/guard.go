@@ -63,6 +63,9 @@ type usage struct {
 	tests int
 	day   string
 	bytes int64
+	// reserved are the bytes the tests running may still move: each holds
+	// its reservation until it ends, when what it moved is counted.
+	reserved int64
 }
 
 // host is the agent's state shared by all calls: every test running,
@@ -73,7 +76,9 @@ type host struct {
 	running map[uint64]*call
 	usage   map[string]*usage
 	// pace holds each identity's request rate.
-	pace    map[string]*rate.Limiter
+	pace map[string]*rate.Limiter
+	// pending counts each identity's calls whose request is awaited.
+	pending map[string]int
 	waiting int
 	// changed is closed, and replaced, whenever a call ends.
 	changed chan struct{}
@@ -83,6 +88,7 @@ func (h *host) init() {
 	h.running = map[uint64]*call{}
 	h.usage = map[string]*usage{}
 	h.pace = map[string]*rate.Limiter{}
+	h.pending = map[string]int{}
 	h.changed = make(chan struct{})
 }
 
@@ -227,6 +233,8 @@ type request struct {
 	// bytes what it declares it will move (0: not known).
 	lasts time.Duration
 	bytes int64
+	// rate is the rate it declares, in bit/s (0: not known).
+	rate float64
 }
 
 // describe reads a call's kind, the peers it sends toward, and its
@@ -234,9 +242,9 @@ type request struct {
 func describe(method string, req any) request {
 	switch r := req.(type) {
 	case *agentpb.ReceiveRequest:
-		return request{kind: policy.Throughput, lasts: time.Duration(r.GetSpec().GetDurationNs()), bytes: throughputBytes(r.GetSpec())}
+		return request{kind: policy.Throughput, lasts: time.Duration(r.GetSpec().GetDurationNs()), bytes: throughputBytes(r.GetSpec()), rate: throughputRate(r.GetSpec())}
 	case *agentpb.SendRequest:
-		return request{kind: policy.Throughput, peers: []string{r.GetAddress()}, lasts: time.Duration(r.GetSpec().GetDurationNs()), bytes: throughputBytes(r.GetSpec())}
+		return request{kind: policy.Throughput, peers: []string{r.GetAddress()}, lasts: time.Duration(r.GetSpec().GetDurationNs()), bytes: throughputBytes(r.GetSpec()), rate: throughputRate(r.GetSpec())}
 	case *agentpb.ReflectRequest:
 		return request{kind: policy.Probe}
 	case *agentpb.ProbeRequest:
@@ -264,6 +272,44 @@ func throughputBytes(s *agentpb.ThroughputSpec) int64 {
 		return int64(min(s.GetBytes(), 1<<40))
 	}
 	return int64(s.GetBytes()) * int64(s.GetStreams())
+}
+
+// throughputRate is a paced test's rate (UDP); 0 for TCP.
+func throughputRate(s *agentpb.ThroughputSpec) float64 {
+	if s.GetProtocol() != agentpb.Protocol_PROTOCOL_UDP {
+		return 0
+	}
+	return float64(s.GetUdpRateBps())
+}
+
+// reservation is what a test counts for in its identity's bytes of the
+// day while it runs: the bytes it declares; else, for a test that
+// declares only its length, what it can move in that time at its rate
+// (a TCP test's: its rule's rate limit), within its rule's bytes per
+// test; else nothing.
+func reservation(req request, l limits.Limits) int64 {
+	if req.bytes > 0 {
+		return min(req.bytes, 1<<62)
+	}
+	if req.lasts <= 0 {
+		return 0
+	}
+	bps := l.MaxRate
+	if req.rate > 0 {
+		bps = min(req.rate, bps)
+	}
+	b := bps / 8 * req.lasts.Seconds()
+	if !(b < float64(l.MaxBytes)) { // also NaN
+		return l.MaxBytes
+	}
+	return int64(b)
+}
+
+// addBytes adds byte counts, saturating at 1<<62.
+func addBytes(a, b int64) int64 {
+	const most = 1 << 62
+	a, b = min(max(a, 0), most), min(max(b, 0), most)
+	return a + min(b, most-a)
 }
 
 // workloadRequest reads the kind of an application role and the
@@ -299,6 +345,9 @@ func workloadRequest(r *agentpb.WorkloadRequest) request {
 		req.peers = append(req.peers, p.Address)
 	}
 	req.lasts = targets.Duration
+	if r.GetRole() == RoleTrainSender {
+		req.bytes = declaredTrainBytes(r.GetSpecJson())
+	}
 	return req
 }
 
@@ -311,6 +360,10 @@ type decision struct {
 	req    request
 	test   string
 	start  time.Time
+	// slot gives back the call's test slot (nil: none held).
+	slot func()
+	// reserved is what the call holds of its identity's bytes of the day.
+	reserved int64
 }
 
 type decisionKey struct{}
@@ -338,11 +391,12 @@ func metaOf(ctx context.Context) (test string, wait time.Duration) {
 	return test, wait
 }
 
-// authorize decides a call: over TLS, the policy's rule for the caller's
-// identity must allow its kind, its peers and its declared bytes, and the
-// identity must have tests and bytes left today; then the host must be
-// free for it (see enter). Every decision is audited. The returned end
-// releases what the call holds and audits its end.
+// authorize decides a call whose request has been read: over TLS, the
+// policy's rule for the caller's identity must allow its kind, its peers
+// and its declared bytes, and the identity must have tests and bytes left
+// today (its bytes are reserved); only then is a test slot taken (see
+// admit) and the host entered (see enter). Every decision is audited;
+// finish gives back what an allowed call holds and audits its end.
 func (s *Server) authorize(ctx context.Context, method string, req any) (context.Context, *decision, error) {
 	d := &decision{who: callerOf(ctx), req: describe(method, req), start: time.Now(), limits: s.Limits}
 	test, wait := metaOf(ctx)
@@ -364,7 +418,14 @@ func (s *Server) authorize(ctx context.Context, method string, req any) (context
 			wait = min(wait, d.rule.Wait)
 		}
 	}
-	if d.req.kind == "" { // Hello, StopWorkload: no test
+	release, err := s.admit(method)
+	if err != nil {
+		s.release(d, 0)
+		s.audit(d, method, "refuse", err.Error(), 0)
+		return ctx, nil, err
+	}
+	d.slot = release
+	if d.req.kind == "" { // Hello, StopWorkload, Interfaces: no test
 		if pol != nil {
 			s.audit(d, method, "allow", "", 0)
 		}
@@ -377,6 +438,7 @@ func (s *Server) authorize(ctx context.Context, method string, req any) (context
 	}
 	if err := s.enter(ctx, d.call, exclusive, wait, queue); err != nil {
 		s.release(d, 0)
+		d.slot()
 		s.audit(d, method, "refuse", err.Error(), 0)
 		return ctx, nil, err
 	}
@@ -422,14 +484,32 @@ func (s *Server) grant(d *decision, pol *policy.Policy, method string) error {
 	if today := time.Now().UTC().Format(time.DateOnly); u.day != today {
 		u.day, u.bytes = today, 0
 	}
+	want := reservation(d.req, d.limits)
+	held := addBytes(u.bytes, u.reserved)
 	switch {
 	case u.tests >= d.rule.Limits.MaxTests:
 		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d tests at once, and they run", s.Host, rule, d.who, d.rule.Limits.MaxTests)
-	case u.bytes >= d.rule.BytesPerDay || d.req.bytes > d.rule.BytesPerDay-u.bytes:
-		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d bytes a day; %d are used today and this test declares %d (the count starts again at 00:00 UTC)", s.Host, rule, d.who, d.rule.BytesPerDay, u.bytes, d.req.bytes)
+	case held >= d.rule.BytesPerDay || want > d.rule.BytesPerDay-held:
+		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d bytes a day; %d are used today, %d are reserved by its tests running, and this test reserves %d (%s; the count starts again at 00:00 UTC)",
+			s.Host, rule, d.who, d.rule.BytesPerDay, u.bytes, u.reserved, want, reservationBasis(d.req))
 	}
 	u.tests++
+	u.reserved += want
+	d.reserved = want
 	return nil
+}
+
+// reservationBasis says what a test's reservation was drawn from.
+func reservationBasis(req request) string {
+	switch {
+	case req.bytes > 0:
+		return "the bytes it declares"
+	case req.lasts > 0 && req.rate > 0:
+		return "its rate for its duration"
+	case req.lasts > 0:
+		return "the rule's rate for its duration"
+	}
+	return "it declares neither bytes nor a duration"
 }
 
 // peerAddr is the IP address of a host:port a call sends toward. Names
@@ -446,7 +526,8 @@ func peerAddr(hostport string) (netip.Addr, error) {
 	return a.Unmap(), nil
 }
 
-// release gives back the identity's test and counts the bytes it moved.
+// release gives back the identity's test and its reservation, and counts
+// the bytes it moved.
 func (s *Server) release(d *decision, moved int64) {
 	if d.rule == nil || d.req.kind == "" {
 		return
@@ -456,7 +537,9 @@ func (s *Server) release(d *decision, moved int64) {
 	defer h.mu.Unlock()
 	if u := h.usage[d.who.key()]; u != nil {
 		u.tests--
-		u.bytes += moved
+		u.reserved -= d.reserved
+		d.reserved = 0
+		u.bytes = addBytes(u.bytes, moved)
 	}
 }
 
@@ -464,7 +547,14 @@ func (s *Server) release(d *decision, moved int64) {
 // held, and audits the end with the bytes moved; it returns the number of
 // tests that ran alongside.
 func (s *Server) finish(d *decision, method string, moved int64, err error) int {
-	if d == nil || d.call == nil {
+	if d == nil {
+		return 0
+	}
+	if d.slot != nil {
+		d.slot()
+		d.slot = nil
+	}
+	if d.call == nil {
 		return 0
 	}
 	alongside := s.leave(d.call)
@@ -553,6 +643,10 @@ func (s *Server) stamp(d *decision, m any) int64 {
 	case *agentpb.DiskResult:
 		r.Alongside = s.alongsideOf(d)
 		return int64(min(r.GetBytes(), 1<<61)) * 2
+	case *agentpb.WorkloadEvent:
+		if sum := r.GetSummaryJson(); sum != nil && d != nil && d.req.kind == policy.Bandwidth {
+			return trainBytes(sum)
+		}
 	}
 	return 0
 }

@@ -145,3 +145,61 @@ func TestPeerAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestBytesPerDayAreReserved: bytes_per_day was checked against each
+// test's declared bytes alone, so tests at once, or tests that declare
+// only a duration, went past it. A test reserves its bytes when it is
+// admitted, and what it moved is counted when it ends.
+func TestBytesPerDayAreReserved(t *testing.T) {
+	const rule = `rules:
+  - name: ops
+    identities: [cn:ctl]
+    limits: {tests: 4, bytes_per_day: 1000, rate: 8kbit}
+`
+	sized := func(b uint64) any { // declares b bytes
+		return &agentpb.SendRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_TCP, Streams: 1, Bytes: b}, Address: "10.0.0.1:1"}
+	}
+	timed := func(d time.Duration) any { // 1000 bytes a second at the rule's rate
+		return &agentpb.ReceiveRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_TCP, Streams: 1, DurationNs: int64(d)}}
+	}
+	paced := func(bps uint64, d time.Duration) any {
+		return &agentpb.ReceiveRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_UDP, Streams: 1, DurationNs: int64(d), UdpRateBps: bps}}
+	}
+	type step struct {
+		req   any
+		moved int64 // at its end; -1: still running
+		want  string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"two at once", []step{{sized(600), -1, ""}, {sized(600), -1, "600 are reserved by its tests running, and this test reserves 600"}}},
+		{"settled with what moved", []step{{sized(600), 100, ""}, {sized(600), -1, ""}, {sized(301), -1, "100 are used today, 600 are reserved"}}},
+		{"duration only", []step{{timed(time.Second), -1, ""}, {timed(time.Second), -1, "this test reserves 1000 (the rule's rate for its duration"}}},
+		{"duration only, settled", []step{{timed(time.Second), 10, ""}, {timed(990 * time.Millisecond), -1, ""}, {sized(1), -1, "10 are used today, 990 are reserved"}}},
+		{"paced", []step{{paced(800, 5*time.Second), -1, ""}, {sized(500), -1, ""}, {sized(1), -1, "and this test reserves 1 (the bytes it declares"}}},
+		{"longer than a day's bytes", []step{{timed(time.Hour), -1, "this test reserves 3600000"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, pol := guarded(t, rule)
+			for i, st := range tc.steps {
+				d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", st.req)}
+				err := s.grant(d, pol, "")
+				if st.want != "" {
+					if err == nil || !strings.Contains(err.Error(), st.want) {
+						t.Fatalf("step %d: %v, want %q", i+1, err, st.want)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", i+1, err)
+				}
+				if st.moved >= 0 {
+					s.release(d, st.moved)
+				}
+			}
+		})
+	}
+}

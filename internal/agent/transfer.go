@@ -153,8 +153,12 @@ func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*a
 			return nil, status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
 		}
 		defer s.Data.Remove(name)
-		if err := transfer.MakeFile(f, size); err != nil {
+		// Making the file ends with the call, as the transfer does.
+		if err := transfer.MakeFile(ctx, f, size); err != nil {
 			f.Close()
+			if ctx.Err() != nil {
+				return nil, status.Errorf(status.FromContextError(ctx.Err()).Code(), "agent on %s: %v", s.Host, err)
+			}
 			return nil, status.Errorf(codes.ResourceExhausted, "agent on %s: making a %d-byte file in %s: %v", s.Host, size, s.Data.Path(), err)
 		}
 	case req.GetRemoveAfter() && !s.kept.take(name):

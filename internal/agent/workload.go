@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,6 +90,15 @@ func (s *stoppers) stop(id string) bool {
 // servingKey names a serving role by its caller and id: a controller
 // stops only the roles it started.
 func servingKey(ctx context.Context, id string) string { return callerOf(ctx).key() + "/" + id }
+
+// meshFolder names a disk mesh node's folder in the data folder after its
+// caller and id: nodes of two identities that share a mesh id have a folder
+// each, so neither writes into nor removes the other's, and the id the
+// caller chose never becomes a path.
+func meshFolder(ctx context.Context, id string) string {
+	sum := sha256.Sum256([]byte(servingKey(ctx, id)))
+	return "mesh-" + hex.EncodeToString(sum[:16])
+}
 
 // StopWorkload ends a serving role.
 func (s *Server) StopWorkload(ctx context.Context, req *agentpb.StopWorkloadRequest) (*agentpb.StopWorkloadReply, error) {
@@ -247,13 +258,13 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		defer done()
 		var files *mesh.Files
 		if spec.Disk {
-			folder := "mesh-" + req.GetId()
+			folder := meshFolder(ctx, req.GetId())
 			dir, err := s.Data.Sub(folder)
 			if err != nil {
 				return status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
 			}
 			defer func() { dir.Close(); s.Data.Remove(folder) }()
-			if files, err = mesh.OpenFiles(dir.Root(), spec.MaxStreamLength(), s.DiskCapped); err != nil {
+			if files, err = mesh.OpenFiles(ctx, dir.Root(), spec.MaxStreamLength(), s.DiskCapped); err != nil {
 				return status.Errorf(codes.ResourceExhausted, "agent on %s: %v", s.Host, err)
 			}
 			defer files.Close()
@@ -263,6 +274,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 			return refuse(err)
 		}
 		srv.Files = files
+		srv.MaxConnections = lim.MaxConnections
 		served := make(chan struct{})
 		go func() { srv.Serve(sctx); close(served) }()
 		if err := w.listening(srv.Port()); err != nil {
@@ -322,4 +334,39 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		return w.summary(sum)
 	}
 	return status.Errorf(codes.InvalidArgument, "agent on %s: unknown workload role %q", s.Host, req.GetRole())
+}
+
+// declaredTrainBytes is what a train sender's spec asks it to send, for
+// the guard's check of the identity's bytes per day before it sends (a
+// spec the role then refuses declares what it says).
+func declaredTrainBytes(specJSON []byte) int64 {
+	var spec struct {
+		Streams []struct {
+			Count int64 `json:"count"`
+			Size  int64 `json:"size"`
+		} `json:"streams"`
+	}
+	if json.Unmarshal(specJSON, &spec) != nil {
+		return 0
+	}
+	var n int64
+	for _, st := range spec.Streams {
+		// Each term is at most 2^52 and the sum is capped at 2^62 at
+		// every step: it cannot overflow, whatever the request says.
+		n = min(n+min(max(st.Count, 0), 1<<26)*min(max(st.Size, 0), 1<<26), 1<<62)
+	}
+	return n
+}
+
+// trainBytes is what a bandwidth role's summary (train.Sent or
+// train.Received) says it moved, for its audited end and the identity's
+// bytes per day.
+func trainBytes(summaryJSON []byte) int64 {
+	var sum struct {
+		Bytes int64 `json:"bytes"`
+	}
+	if json.Unmarshal(summaryJSON, &sum) != nil {
+		return 0
+	}
+	return min(max(sum.Bytes, 0), 1<<62)
 }

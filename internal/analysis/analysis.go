@@ -90,12 +90,14 @@ type StepVerdict struct {
 
 // Step is one stored step with what the analysis needs.
 type Step struct {
-	Index          int
-	Label          string
-	Params         map[string]string
-	Status         string
-	Reason         string
-	Metrics        results.Metrics
+	Index   int
+	Label   string
+	Params  map[string]string
+	Status  string
+	Reason  string
+	Metrics results.Metrics
+	// Seconds is how long the step ran, 0 when not known.
+	Seconds        float64
 	TestbedLimited bool
 	LimitedBy      []string
 	// Config is the step as the scenario defines it.
@@ -182,7 +184,7 @@ func storedStep(s archive.Step) (Step, error) {
 	if err != nil {
 		return st, fmt.Errorf("step %d: %w", s.Index, err)
 	}
-	st.Metrics, st.TestbedLimited, st.LimitedBy = res.Metrics, res.TestbedLimited, res.LimitedBy
+	st.Metrics, st.Seconds, st.TestbedLimited, st.LimitedBy = res.Metrics, res.Seconds, res.TestbedLimited, res.LimitedBy
 	return st, nil
 }
 

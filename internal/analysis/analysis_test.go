@@ -371,3 +371,72 @@ func TestLimitingFactor(t *testing.T) {
 		t.Errorf("values %v", f[0].Values)
 	}
 }
+
+// TestSingleThroughputFinding: an imported UDP test's finding showed
+// retransmits (none in UDP) and neither its loss nor its jitter, though
+// both are stored.
+func TestSingleThroughputFinding(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		metrics  map[string]float64
+		text     string
+		values   map[string]float64
+	}{
+		{"tcp", map[string]float64{"throughput_mbps": 941.5, "retransmits": 9},
+			"127.0.0.1->10.0.0.2: 941.50 Mbit/s with 2 streams (9 retransmits).", map[string]float64{"retransmits": 9}},
+		{"udp", map[string]float64{"throughput_mbps": 20.18, "lost_percent": 0.25, "jitter_ms": 0.0672},
+			"127.0.0.1->10.0.0.2: 20.18 Mbit/s of UDP with 2 streams, 0.25% lost, jitter 0.067 ms.", map[string]float64{"lost_percent": 0.25, "jitter_ms": 0.0672}},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			w := Workload{Name: "iperf3", Kind: "throughput", Steps: []Step{{Status: "done", Metrics: tc.metrics,
+				Config: scenario.Step{Throughput: &scenario.Throughput{From: "127.0.0.1", To: "10.0.0.2", Protocol: tc.protocol, Streams: 2}}}}}
+			f := find(t, Of([]Workload{w}, DefaultOptions), "throughput")
+			if f.Text != tc.text {
+				t.Errorf("text %q, want %q", f.Text, tc.text)
+			}
+			for k, v := range tc.values {
+				if got, ok := f.Values[k]; !ok || got != v {
+					t.Errorf("values %v: want %s = %v", f.Values, k, v)
+				}
+			}
+			if _, ok := f.Values["retransmits"]; ok && tc.protocol == "udp" {
+				t.Errorf("a UDP test's finding has retransmits: %v", f.Values)
+			}
+		})
+	}
+}
+
+// TestVerdictCPUOverQuota: a server with a quota was judged, and shown, at
+// 124-250% of it on steps under a second: a share of a quota over so short
+// a window is no measurement (results.QuotaShare), nor is one over 100%.
+func TestVerdictCPUOverQuota(t *testing.T) {
+	tb := testbedOf(t, serverClient) // the server has half a core
+	w := Workload{Name: "w", Kind: "eventdb", Testbed: tb}
+	cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
+	for _, tc := range []struct {
+		name      string
+		seconds   float64
+		serverPct float64 // of one core
+		want      string
+		evidence  float64
+	}{
+		{"124% over 0.4 s", 0.4, 62, Latency, 0},
+		{"250%, time not stored", 0, 125, Latency, 0},
+		{"105% over 2 s", 2, 52.5, ServerCPU, 100},
+		{"96% over 10 s", 10, 48, ServerCPU, 96},
+		{"96%, time not stored", 0, 48, ServerCPU, 96},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[string]float64{"throughput_mbps": 1, "link_utilization_pct.server->client": 2, "cpu_pct.server": tc.serverPct, "cpu_pct.client": 3}
+			v := verdict(w, Step{Metrics: m, Seconds: tc.seconds, Config: cfg, Status: "done"}, DefaultOptions)
+			if v.Bottleneck != tc.want || tc.evidence > 0 && math.Abs(v.Evidence["server_cpu_pct"]-tc.evidence) > 1e-9 {
+				t.Errorf("%+v, want %s at %v%%", v, tc.want, tc.evidence)
+			}
+			for k, e := range v.Evidence {
+				if strings.Contains(k, "cpu") && e > 100 {
+					t.Errorf("evidence %s = %v%%", k, e)
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,10 +35,7 @@ func path(tb *scenario.Testbed, from, to string) (p topology.Path, ok bool) {
 // single test it reports what it achieved.
 func tuning(w Workload) []Finding {
 	if len(w.Steps) == 1 && w.Steps[0].Config.Throughput != nil {
-		s := w.Steps[0]
-		t := s.Config.Throughput
-		return []Finding{{Kind: "throughput", Workload: w.Name, Values: map[string]float64{"throughput_mbps": s.Metrics[results.ThroughputMbps], "streams": float64(t.Streams), "retransmits": s.Metrics[results.Retransmits]},
-			Text: fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", t.From, t.To, s.Metrics[results.ThroughputMbps], plural(float64(t.Streams), "stream"), s.Metrics[results.Retransmits])}}
+		return []Finding{single(w.Name, w.Steps[0])}
 	}
 	if len(w.Steps) < 2 {
 		return nil
@@ -75,6 +73,22 @@ func tuning(w Workload) []Finding {
 		text += fmt.Sprintf(" The path's bandwidth-delay product is %s (%.1f Mbit/s x %.0f ms).", units.Size(int64(bdp)).String(), p.Bottleneck/1e6, p.BaseRTTms)
 	}
 	return []Finding{{Kind: "tuning", Workload: w.Name, Text: text, Values: values}}
+}
+
+// single is what one throughput test achieved: with its retransmits over
+// TCP, with its loss and jitter over UDP (an imported iperf3 -u test).
+func single(workload string, s Step) Finding {
+	t, m := s.Config.Throughput, s.Metrics
+	f := Finding{Kind: "throughput", Workload: workload, Values: map[string]float64{"throughput_mbps": m[results.ThroughputMbps], "streams": float64(t.Streams)}}
+	if t.Protocol == "udp" {
+		f.Values[results.LostPercent], f.Values[results.JitterMs] = m[results.LostPercent], m[results.JitterMs]
+		f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s of UDP with %s, %s%% lost, jitter %.3f ms.", t.From, t.To, m[results.ThroughputMbps],
+			plural(float64(t.Streams), "stream"), strconv.FormatFloat(m[results.LostPercent], 'g', 3, 64), m[results.JitterMs])
+		return f
+	}
+	f.Values[results.Retransmits] = m[results.Retransmits]
+	f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", t.From, t.To, m[results.ThroughputMbps], plural(float64(t.Streams), "stream"), m[results.Retransmits])
+	return f
 }
 
 // MathisC is the constant of the Mathis et al. bound for periodic loss with

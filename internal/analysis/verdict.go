@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -22,10 +23,12 @@ type resource struct {
 	what string  // e.g. "the server's CPU"
 }
 
-// cpuShare is how full host's CPU was, in % of what it can use: its quota,
-// or the machine's cores, and one core for a single-threaded server.
-func cpuShare(w Workload, m map[string]float64, host string, singleThreaded bool) (float64, bool) {
-	used, ok := results.CPUPct.In(m, host)
+// cpuShare is how full host's CPU was in step s, in % of what it can use:
+// its quota, or the machine's cores, and one core for a single-threaded
+// server. A share of a quota follows results.QuotaShare over the step's
+// time; where that is not stored, a share over 100% is not known either.
+func cpuShare(w Workload, s Step, host string, singleThreaded bool) (float64, bool) {
+	used, ok := results.CPUPct.In(s.Metrics, host)
 	if !ok {
 		return 0, false
 	}
@@ -33,6 +36,12 @@ func cpuShare(w Workload, m map[string]float64, host string, singleThreaded bool
 	if w.Testbed != nil {
 		if h, ok := w.Testbed.Host(host); ok && h.CPUs > 0 {
 			capacity = h.CPUs
+			if !singleThreaded || h.CPUs <= 1 {
+				if s.Seconds > 0 {
+					return results.QuotaShare(used, time.Duration(s.Seconds*float64(time.Second)), h.CPUs)
+				}
+				return used / capacity, used/capacity <= 100
+			}
 		}
 	}
 	if singleThreaded {
@@ -123,7 +132,7 @@ func resources(w Workload, s Step) []resource {
 			group.name, group.role = ClientCPU, "node"
 		}
 		for _, h := range group.hosts {
-			if util, ok := cpuShare(w, s.Metrics, h, group.single); ok {
+			if util, ok := cpuShare(w, s, h, group.single); ok {
 				res = append(res, resource{group.name, util, fmt.Sprintf("the CPU of the %s (host %s)", group.role, h)})
 			}
 		}

@@ -227,6 +227,16 @@ func (a *Archive) Prune(ctx context.Context, rawBefore, hourlyBefore time.Time) 
 	return n, nil
 }
 
+// PruneAudit deletes the audit entries older than before (the service's
+// retention: audit) and returns how many went.
+func (a *Archive) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	res, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_audit WHERE t < ?`), unixSeconds(before))
+	if err != nil {
+		return 0, fmt.Errorf("pruning the audit: %w", err)
+	}
+	return res.RowsAffected()
+}
+
 // TestRecord is one monitoring test that ran.
 type TestRecord struct {
 	ID      int64           `json:"id"`

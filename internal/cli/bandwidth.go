@@ -25,7 +25,8 @@ type bandwidthVerb struct {
 
 func (v *bandwidthVerb) flags(c *cobra.Command) {
 	v.pair.flags(c)
-	c.Flags().IntVarP(&v.size, "size", "s", 1472, "UDP payload of each packet in bytes (1472 fills a 1500-byte MTU)")
+	v.size = 1472
+	c.Flags().VarP(bytesFlag{&v.size}, "size", "s", "UDP payload of each packet in bytes (1472 fills a 1500-byte MTU)")
 	c.Flags().BoolVar(&v.asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&v.db, "db", "", "also store the estimate in this archive (e.g. wanlab.db)")
 }

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/crosscheck"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
@@ -37,9 +37,10 @@ func newCheckCmd() *cobra.Command {
 		Long: `Check that a test-bed behaves as configured. For each pair of hosts that can reach
 each other, in both directions: ping's idle round trip against the configured one
 (propagation plus serialisation), and one iperf3 TCP stream against the path's TCP
-ceiling (the bottleneck rate less IP and TCP headers). Given a FILE, the test-bed is
-brought up for the check and torn down after it (also on Ctrl-C); given the NAME of
-a running test-bed, it is used as it is. Needs ping and iperf3.`,
+ceiling (the bottleneck rate less IP and TCP headers). Given a FILE (or a built-in
+scenario's NAME, when no test-bed of that name runs), the test-bed is brought up for
+the check and torn down after it (also on Ctrl-C); given the NAME of a running
+test-bed, it is used as it is. Needs ping and iperf3.`,
 		Example: `  wanlab testbed check examples/wan-lan.yaml
   wanlab testbed check wan-lan --duration 10s --json`,
 		Args: args(cobra.ExactArgs(1)),
@@ -50,6 +51,10 @@ a running test-bed, it is used as it is. Needs ping and iperf3.`,
 			if maxPairs < 0 {
 				return usagef("--max-pairs %d: give 0 (all) or more", maxPairs)
 			}
+			p, err := checkPlan(a[0])
+			if err != nil {
+				return err
+			}
 			if err := testbed.CheckEnvironment(); err != nil {
 				return err
 			}
@@ -57,7 +62,7 @@ a running test-bed, it is used as it is. Needs ping and iperf3.`,
 				return err
 			}
 			ctx := c.Context()
-			bed, err := checkTarget(ctx, c.ErrOrStderr(), a[0])
+			bed, err := checkTarget(ctx, c.ErrOrStderr(), a[0], p)
 			if err != nil {
 				return err
 			}
@@ -75,30 +80,37 @@ a running test-bed, it is used as it is. Needs ping and iperf3.`,
 	return c
 }
 
-// checkTarget brings up a scenario file for the check (Close takes it
-// down), or reaches a running test-bed by name (Close leaves it up).
-func checkTarget(ctx context.Context, stderr io.Writer, arg string) (*testbed.Bed, error) {
-	if _, statErr := os.Stat(arg); statErr == nil || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
-		text, err := os.ReadFile(arg)
-		if err != nil {
-			return nil, err
-		}
-		abs, _ := filepath.Abs(arg)
-		up := newProgress(stderr, 0, "test-bed").terminalOnly()
-		bed, err := testbed.Start(ctx, abs, text, up.upStep)
-		up.done()
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range bed.Cleaned {
-			fmt.Fprintf(stderr, "wanlab: removed the leftovers of test-bed %q, whose engine had died\n", n)
-		}
-		return bed, nil
+// checkPlan is the scenario a check brings up: a file, or a built-in
+// whose name no running test-bed has; nil for a running test-bed.
+func checkPlan(arg string) (*plan, error) {
+	if _, err := os.Stat(arg); err == nil || strings.HasSuffix(arg, ".yaml") || strings.HasSuffix(arg, ".yml") {
+		return loadPlan(arg, false)
 	}
-	if !testbed.Alive(arg) {
-		return nil, fmt.Errorf("%q is neither a scenario file nor a running test-bed", arg)
+	if testbed.Alive(arg) {
+		return nil, nil
 	}
-	return testbed.Attach(arg)
+	if _, ok := examples.Lookup(arg); ok {
+		return loadPlan(arg, false)
+	}
+	return nil, usagef("%q is neither a scenario file, a built-in scenario nor a running test-bed", arg)
+}
+
+// checkTarget brings up the plan for the check (Close takes it down), or
+// reaches the running test-bed name (Close leaves it up).
+func checkTarget(ctx context.Context, stderr io.Writer, name string, p *plan) (*testbed.Bed, error) {
+	if p == nil {
+		return testbed.Attach(name)
+	}
+	up := newProgress(stderr, 0, "test-bed").terminalOnly()
+	bed, err := testbed.Start(ctx, p.source, p.text, up.upStep)
+	up.done()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range bed.Cleaned {
+		fmt.Fprintf(stderr, "wanlab: removed the leftovers of test-bed %q, whose engine had died\n", n)
+	}
+	return bed, nil
 }
 
 func runCheck(ctx context.Context, stdout, stderr io.Writer, bed *testbed.Bed, duration time.Duration, maxPairs int, asJSON bool) error {

@@ -23,7 +23,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--help"}, exitOK, ""},
 		{[]string{"testbed", "validate", "../scenario/testdata/two-hosts.good.yaml"}, exitOK, ""},
 		{[]string{"testbed", "validate", "../scenario/testdata/unknown-host.bad.yaml"}, exitUsage, `unknown host "c"`},
-		{[]string{"testbed", "validate", "no-such-file.yaml"}, exitFailure, "no such file"},
+		{[]string{"testbed", "validate", "no-such-file.yaml"}, exitUsage, "no scenario file or built-in scenario \"no-such-file.yaml\""},
+		{[]string{"testbed", "validate", "testdata"}, exitUsage, "testdata is a directory: give a scenario file"},
+		{[]string{"testbed", "up", "no-such-file.yaml"}, exitUsage, "no scenario file or built-in scenario"},
+		{[]string{"testbed", "up", "testdata"}, exitUsage, "is a directory"},
+		{[]string{"testbed", "check", "no-such-file.yaml"}, exitUsage, "no scenario file or built-in scenario"},
+		{[]string{"run", "testdata"}, exitUsage, "testdata is a directory"},
+		{[]string{"version", "extra"}, exitUsage, "unknown command"},
 		{[]string{"testbed", "validate"}, exitUsage, "accepts 1 arg"},
 		{[]string{"testbed", "validate", "--bogus", "x"}, exitUsage, "unknown flag"},
 		{[]string{"nosuchverb"}, exitUsage, `unknown verb "nosuchverb" for wanlab`},
@@ -38,7 +44,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "../scenario/testdata/unknown-host.bad.yaml"}, exitUsage, `unknown host "c"`},
 		{[]string{"run", "--resume", "-3"}, exitUsage, "--resume -3"},
 		{[]string{"run", "--resume", "2", "--quick"}, exitUsage, "--quick cannot change a resumed run"},
-		{[]string{"scenarios", "extra"}, exitUsage, "unknown command"},
+		{[]string{"scenarios", "extra"}, exitUsage, `unknown verb "extra" for wanlab scenarios: give one of show`},
+		{[]string{"scenarios", "show"}, exitUsage, "accepts 1 arg"},
+		{[]string{"scenarios", "show", "nosuch"}, exitUsage, `no built-in scenario "nosuch" (built-ins: alice-disks, `},
+		{[]string{"measure", "throughput", "-u", "-b", "1Mbit", "-l", "4K"}, exitUsage, "give --testbed NAME"},
+		{[]string{"measure", "throughput", "-u", "-b", "1Mbit", "-l", "100K"}, exitUsage, "datagram length 102400: give"},
+		{[]string{"measure", "throughput", "-u", "-b", "1Mbit", "-l", "4 parsecs"}, exitUsage, `for "-l, --length" flag: size "4 parsecs": unknown unit`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -199,7 +210,7 @@ func TestValidateRefusesWhatCannotRun(t *testing.T) {
 		name, yaml, want string
 		code             int
 	}{
-		{"1000 hosts", "name: big\nsites:\n  s: {rate: 1Gbit, lan: {rate: 1Gbit}}\nhosts:\n" + hosts.String(), "one machine holds at most", exitFailure},
+		{"1000 hosts", "name: big\nsites:\n  s: {rate: 1Gbit, lan: {rate: 1Gbit}}\nhosts:\n" + hosts.String(), "one machine holds at most", exitUsage},
 		{"5 TB transfer", two + "  - transfer: {from: a, to: b, size: 5TB}\n", "size 5000000000000 bytes: over the agent's limit", exitUsage},
 		{"100 TB mesh", two + "  - mesh: {hosts: [a, b], sizes: [100TB], duration: 1000000h}\n", "over the agent's limit", exitUsage},
 		{"100 Tbit/s UDP", two + "  - throughput: {from: a, to: b, protocol: udp, rate: 100Tbit}\n", "rate 100000000000000 bit/s: over the agent's limit", exitUsage},
@@ -219,5 +230,109 @@ func TestValidateRefusesWhatCannotRun(t *testing.T) {
 				t.Errorf("validation took %v", d)
 			}
 		})
+	}
+}
+
+// TestVersion: `wanlab version` was an unknown verb.
+func TestVersion(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version"}, "wanlab version " + Version + "\n"},
+		{[]string{"version", "--json"}, `"version": "` + Version + `"`},
+		{[]string{"--version"}, "wanlab version " + Version + "\n"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tt.args, &out, &errb); code != exitOK || !strings.Contains(out.String(), tt.want) {
+			t.Errorf("wanlab %v: exit %d, stdout %q, stderr %q; want %q", tt.args, code, out.String(), errb.String(), tt.want)
+		}
+	}
+}
+
+// TestBuiltinNames: the verbs that take a scenario file take a built-in's
+// name as run does, and scenarios show prints a built-in's YAML.
+func TestBuiltinNames(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"testbed", "validate", "objectivity-demo"}, &out, &errb); code != exitOK || !strings.HasPrefix(out.String(), `objectivity-demo: test-bed "`) {
+		t.Errorf("validate of a built-in: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"scenarios", "show", "alice-streams"}, &out, &errb); code != exitOK {
+		t.Fatalf("scenarios show: exit %d: %s", code, errb.String())
+	}
+	want, err := os.ReadFile("../../examples/alice-streams.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("scenarios show printed\n%s\nwant examples/alice-streams.yaml", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"scenarios"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "alice-streams") {
+		t.Errorf("scenarios alone no longer lists: exit %d: %s", code, out.String())
+	}
+}
+
+// TestRunInventoryMissingHosts: a scenario whose hosts an inventory does not
+// name is refused as a usage error that names them, before anything starts
+// (docs/deploy.md ran alice-streams on an inventory of cnaf, cern and t2).
+func TestRunInventoryMissingHosts(t *testing.T) {
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "sites.yaml")
+	os.WriteFile(inv, []byte("tls: {ca: ca.crt, cert: ctl.crt, key: ctl.key}\nhosts:\n  cnaf: {agent: 10.1.0.1:7400}\n  cern: {agent: 10.2.0.1:7400}\n"), 0o600)
+	db := filepath.Join(dir, "w.db")
+	var out, errb bytes.Buffer
+	code := run([]string{"run", "alice-streams", "--inventory", inv, "--db", db}, &out, &errb)
+	want := "has no agent for hosts bologna, cagliari, catania, padova, torino, trieste of scenario alice-streams"
+	if code != exitUsage || !strings.Contains(errb.String(), want) {
+		t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errb.String(), want)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the archive was created for a run refused as a usage error")
+	}
+}
+
+// TestThroughputRateHelp: -b is the total over all streams, where iperf3's
+// is per stream; the flag's help says so.
+func TestThroughputRateHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	run([]string{"measure", "throughput", "--help"}, &out, &errb)
+	for _, want := range []string{"the total over all streams", "iperf3's -b is per stream", "-l, --length size"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help has no %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestImportIperf3Error: iperf3's own error was reported as "not iperf3
+// JSON output".
+func TestImportIperf3Error(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "failed.json")
+	os.WriteFile(file, []byte(`{"start": {"connected": [], "version": "iperf 3.16", "system_info": "Linux x", "timestamp": {"time": "Tue, 01 Dec 2026 10:00:00 GMT", "timesecs": 1795946400}, "connecting_to": {"host": "10.9.9.9", "port": 5201}},
+ "intervals": [], "end": {}, "error": "unable to connect to server - server may have stopped running or use a different port, firewall issue, etc.: Connection refused"}`), 0o600)
+	var out, errb bytes.Buffer
+	code := run([]string{"import", "iperf3", file, "--db", filepath.Join(t.TempDir(), "w.db")}, &out, &errb)
+	if code != exitFailure || !strings.Contains(errb.String(), "iperf3 reported an error: unable to connect to server") || strings.Contains(errb.String(), "not iperf3 JSON") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
+
+// TestRunRefusesTooLargePlan: run refuses a test-bed over the host limit as
+// validate does, as a usage error, before it opens the archive.
+func TestRunRefusesTooLargePlan(t *testing.T) {
+	var hosts strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&hosts, "  h%d: {}\n", i)
+	}
+	dir := t.TempDir()
+	file, db := filepath.Join(dir, "s.yaml"), filepath.Join(dir, "w.db")
+	os.WriteFile(file, []byte("name: big\nhosts:\n"+hosts.String()+"links:\n  - {between: [h0, h1]}\nworkloads:\n  - probe: {from: h0, to: h1}\n"), 0o600)
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", file, "--db", db}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "one machine holds at most") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the archive was created for a refused run")
 	}
 }

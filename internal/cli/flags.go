@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -32,3 +34,29 @@ func (s seconds) Set(v string) error {
 }
 
 func (s seconds) Type() string { return "duration" }
+
+// bytesFlag is a byte-count flag that takes sizes as iperf3 does: a bare
+// number of bytes, or with a unit, 8K (KiB), 1M, 64KiB, 1.5KB
+// (units.ParseSize).
+type bytesFlag struct{ n *int }
+
+func (b bytesFlag) String() string {
+	if b.n == nil {
+		return "0"
+	}
+	return strconv.Itoa(*b.n)
+}
+
+func (b bytesFlag) Set(v string) error {
+	z, err := units.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	if z > math.MaxInt32 {
+		return fmt.Errorf("size %q is too large", v)
+	}
+	*b.n = int(z)
+	return nil
+}
+
+func (b bytesFlag) Type() string { return "size" }

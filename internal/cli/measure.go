@@ -146,7 +146,8 @@ func newThroughputCmd() *cobra.Command {
 		Use:   "throughput --testbed NAME|--inventory FILE --from A --to B",
 		Short: "Memory-to-memory throughput over TCP (N streams, window, congestion control) or paced UDP",
 		Long: `Send from A to B for --duration (or --bytes per stream) over --streams TCP
-connections, or paced UDP with --udp --rate. Prints the throughput per interval and in
+connections, or paced UDP with --udp --rate (the total over all streams, as a
+scenario's rate: is; iperf3's -b is per stream). Prints the throughput per interval and in
 total as both ends saw it, retransmits and TCP_INFO (cwnd, RTT) for TCP, loss and jitter
 for UDP, and the CPU each host used. --reverse sends from B to A; --bidir runs both
 directions at once. A test cut short (a host's agent gone, Ctrl-C) still prints what was
@@ -225,8 +226,9 @@ measured, marked partial, and exits 1.`,
 	c.Flags().BoolVarP(&reverse, "reverse", "R", false, "send from --to to --from")
 	c.Flags().BoolVar(&bidir, "bidir", false, "send both ways at once")
 	c.Flags().BoolVarP(&udp, "udp", "u", false, "paced UDP instead of TCP")
-	c.Flags().StringVarP(&rate, "rate", "b", "", "UDP target rate over all streams, e.g. 10Mbit")
-	c.Flags().IntVarP(&length, "length", "l", 1448, "UDP datagram payload in bytes")
+	c.Flags().StringVarP(&rate, "rate", "b", "", "UDP target rate, the total over all streams, e.g. 10Mbit (iperf3's -b is per stream: its -P 4 -b 10M is -P 4 -b 40Mbit here)")
+	length = 1448
+	c.Flags().VarP(bytesFlag{&length}, "length", "l", "UDP datagram payload, e.g. 1448 or 8K (bytes; K, M as iperf3 takes them)")
 	c.Flags().StringVarP(&congestion, "congestion", "C", "", "TCP congestion control: reno, cubic, bbr (default: the host's)")
 	interval = time.Second
 	c.Flags().VarP(seconds{&interval}, "interval", "i", "reporting interval, e.g. 100ms or 0.1 (at least 10ms)")

@@ -64,7 +64,8 @@ and the output says which.`,
 	c.Flags().IntVarP(&count, "count", "c", 100, "number of probes")
 	interval = 20 * time.Millisecond
 	c.Flags().VarP(seconds{&interval}, "interval", "i", "time between probes, e.g. 20ms or 0.02")
-	c.Flags().IntVarP(&size, "size", "s", 64, fmt.Sprintf("probe payload in bytes (%d-%d)", probe.HeaderLen, probe.MaxSize))
+	size = 64
+	c.Flags().VarP(bytesFlag{&size}, "size", "s", fmt.Sprintf("probe payload in bytes (%d-%d)", probe.HeaderLen, probe.MaxSize))
 	timeout = 2 * time.Second
 	c.Flags().Var(seconds{&timeout}, "timeout", "how long to wait for the last reply")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -88,20 +89,25 @@ links with rate, delay, jitter, loss and queues) and runs measurements across th
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newPKICmd(), newHostsCmd(), newRunCmd(), newServeCmd(), newCostCmd(), newUICmd(), newTokenCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd(), newWatchCmd())
+	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newPKICmd(), newHostsCmd(), newRunCmd(), newServeCmd(), newCostCmd(), newUICmd(), newTokenCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd(), newWatchCmd(), newVersionCmd())
 	refuseUnknownVerbs(root)
 	return root
 }
 
 // refuseUnknownVerbs makes every command that groups verbs print its help
-// when called alone, and refuse an unknown verb as a usage error (exit 2),
-// where cobra would print the help and succeed.
+// when called alone (or do its own work, as scenarios lists), and refuse
+// an unknown verb as a usage error (exit 2), where cobra would print the
+// help and succeed.
 func refuseUnknownVerbs(c *cobra.Command) {
 	if !c.HasSubCommands() {
 		return
 	}
+	own := c.RunE
 	c.Args = cobra.ArbitraryArgs
 	c.RunE = func(c *cobra.Command, a []string) error {
+		if len(a) == 0 && own != nil {
+			return own(c, a)
+		}
 		if len(a) == 0 {
 			return c.Help()
 		}
@@ -149,4 +155,33 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// versionView is what wanlab version --json prints.
+type versionView struct {
+	Version string `json:"version"`
+	Go      string `json:"go"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+}
+
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print wanlab's version, as wanlab --version does",
+		Long: `Print wanlab's version: the git description it was built from (make build), or dev.
+With --json, also the Go release it was built with and the platform.`,
+		Example: "  wanlab version\n  wanlab version --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, a []string) error {
+			if asJSON {
+				return writeJSON(c.OutOrStdout(), versionView{Version: Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH})
+			}
+			_, err := fmt.Fprintf(c.OutOrStdout(), "wanlab version %s\n", Version)
+			return err
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON, with the Go release and platform")
+	return c
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
+	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -62,19 +63,17 @@ resumed run of real hosts needs --inventory again.`,
 			}
 			opts := controller.Options{Quick: quick, Resume: resume, Version: Version, CaptureDir: captureDir}
 			var inv *realhosts.Inventory
+			var p *plan
 			if resume == 0 {
-				var err error
-				if opts.Source, opts.Text, err = readScenario(a[0]); err != nil {
-					return err
-				}
 				// A scenario that cannot run is refused before anything else,
 				// root or not.
-				f, err := scenario.Parse(opts.Source, opts.Text, quick)
-				if err != nil {
+				var err error
+				if p, err = loadPlan(a[0], quick); err != nil {
 					return err
 				}
-				if inventory == "" && f.Testbed.RealHosts() {
-					if inv, err = realhosts.FromScenario(opts.Source, f.Testbed); err != nil {
+				opts.Source, opts.Text = p.source, p.text
+				if inventory == "" && p.file.Testbed.RealHosts() {
+					if inv, err = realhosts.FromScenario(opts.Source, p.file.Testbed); err != nil {
 						return err
 					}
 				}
@@ -85,6 +84,11 @@ resumed run of real hosts needs --inventory again.`,
 				var err error
 				if inv, err = realhosts.LoadHosts(inventory); err != nil {
 					return err
+				}
+				if p != nil {
+					if err := inventoryHolds(inv, p); err != nil {
+						return err
+					}
 				}
 			}
 			ctx := c.Context()
@@ -170,8 +174,12 @@ resumed run of real hosts needs --inventory again.`,
 	return c
 }
 
-// readScenario reads a scenario file, or a built-in scenario by name.
+// readScenario reads a scenario file, or a built-in scenario by name. A
+// name that is neither, or a folder, is a usage error.
 func readScenario(name string) (source string, text []byte, err error) {
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return "", nil, usagef("%s is a directory: give a scenario file, or a built-in scenario's name (wanlab scenarios)", name)
+	}
 	text, err = os.ReadFile(name)
 	if err == nil {
 		return name, text, nil
@@ -182,11 +190,67 @@ func readScenario(name string) (source string, text []byte, err error) {
 	if s, ok := examples.Lookup(name); ok {
 		return s.Name, s.Text, nil
 	}
+	return "", nil, usagef("no scenario file or built-in scenario %q (built-ins: %s)", name, builtinNames())
+}
+
+// builtinNames lists the built-in scenarios' names.
+func builtinNames() string {
 	var names []string
 	for _, s := range examples.Builtins() {
 		names = append(names, s.Name)
 	}
-	return "", nil, usagef("no scenario file or built-in scenario %q (built-ins: %s)", name, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
+}
+
+// plan is a scenario read by name, checked, and its test-bed resolved.
+type plan struct {
+	source string
+	text   []byte
+	file   *scenario.File
+	topo   *topology.Topology
+}
+
+// loadPlan reads a scenario file or built-in (readScenario), checks it and
+// resolves its test-bed. Whatever is wrong with it is a usage error: the
+// scenario's own problems (*scenario.Error), and a test-bed one machine
+// cannot hold (every error of topology.New is about the scenario).
+func loadPlan(name string, quick bool) (*plan, error) {
+	source, text, err := readScenario(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := scenario.Parse(source, text, quick)
+	if err != nil {
+		return nil, err
+	}
+	topo, err := topology.New(f.Testbed)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &plan{source: source, text: text, file: f, topo: topo}, nil
+}
+
+// inventoryHolds refuses, as a usage error, an inventory that has no agent
+// for some host of the scenario: the run would fail only once started.
+func inventoryHolds(inv *realhosts.Inventory, p *plan) error {
+	var missing []string
+	for _, h := range p.file.Testbed.Hosts {
+		if _, ok := inv.Host(h.Name); !ok {
+			missing = append(missing, h.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	noun := "host"
+	if len(missing) > 1 {
+		noun = "hosts"
+	}
+	hint := "name the scenario's hosts as the inventory does, or bind them in its hosts:"
+	if _, ok := examples.Lookup(p.source); ok {
+		hint = "a built-in's hosts are its study's: write a scenario for the inventory's hosts (wanlab scenarios show " + p.source + " prints this one), or bind its names in the inventory's hosts:"
+	}
+	return usagef("the inventory %s has no agent for %s %s of scenario %s: %s", inv.Source, noun, strings.Join(missing, ", "), p.source, hint)
 }
 
 // runProgress shows a run's steps through a progress.
@@ -281,11 +345,13 @@ func printRun(w io.Writer, res *controller.Result) {
 func newScenariosCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "scenarios",
-		Short: "List the built-in scenarios that wanlab run takes by name",
+		Use:   "scenarios [show NAME]",
+		Short: "List the built-in scenarios that wanlab run takes by name, or print one",
 		Long: `List the built-in scenarios: each reproduces one of the studies wanlab grew from, and
-is also in examples/ with comments that cite the study's figures.`,
-		Example: "  wanlab scenarios\n  wanlab run objectivity-wan-2m --quick",
+is also in examples/ with comments that cite the study's figures. Every verb that takes
+a scenario file takes a built-in's name too (run, testbed validate, up and check);
+wanlab scenarios show NAME prints one, to read or to start a scenario of your own from.`,
+		Example: "  wanlab scenarios\n  wanlab run objectivity-wan-2m --quick\n  wanlab scenarios show alice-streams > mine.yaml",
 		Args:    args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			list := examples.Builtins()
@@ -301,5 +367,26 @@ is also in examples/ with comments that cite the study's figures.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	c.AddCommand(newScenariosShowCmd())
 	return c
+}
+
+func newScenariosShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print a built-in scenario's YAML, comments and all",
+		Long: `Print a built-in scenario as it is shipped (examples/NAME.yaml), with the comments that
+cite its study: to read what wanlab run NAME does, or to start a scenario of your own,
+for instance one whose host names are those of an inventory of real hosts.`,
+		Example: "  wanlab scenarios show alice-streams > sites-streams.yaml",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			s, ok := examples.Lookup(a[0])
+			if !ok {
+				return usagef("no built-in scenario %q (built-ins: %s)", a[0], builtinNames())
+			}
+			_, err := c.OutOrStdout().Write(s.Text)
+			return err
+		},
+	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
-	"github.com/wanlab/wanlab/internal/topology"
 )
 
 func newTestbedCmd() *cobra.Command {
@@ -28,26 +27,23 @@ packet by packet: rate, drop-tail queue, delay, jitter and loss, per direction.`
 func newValidateCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "validate FILE.yaml",
+		Use:   "validate FILE.yaml | NAME",
 		Short: "Parse and check a scenario (its test-bed and workloads) without building it",
 		Long: `Parse and check a scenario without building anything: the test-bed (that this machine
 can hold it) and every step of every workload, against the limits of an agent started
 with its defaults (duration, bytes, streams, rate, connections). Every problem is
-reported with its file:line.`,
+reported with its file:line, and exits 2. NAME is a built-in scenario (wanlab scenarios).`,
 		Example: `  wanlab testbed validate examples/wan-lan.yaml
-  wanlab testbed validate --json examples/wan-lan.yaml`,
+  wanlab testbed validate --json examples/wan-lan.yaml
+  wanlab testbed validate objectivity-demo`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			f, err := scenario.Load(a[0], false)
+			p, err := loadPlan(a[0], false)
 			if err != nil {
 				return err
 			}
-			tb := f.Testbed
-			topo, err := topology.New(tb)
-			if err != nil {
-				return err
-			}
-			view := newPlanView(topo)
+			tb := p.file.Testbed
+			view := newPlanView(p.topo)
 			if asJSON {
 				return writeJSON(c.OutOrStdout(), view)
 			}
@@ -64,20 +60,25 @@ reported with its file:line.`,
 func newUpCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "up FILE.yaml",
+		Use:   "up FILE.yaml | NAME",
 		Short: "Build a test-bed and return when it is ready (the engine runs in the background)",
-		Long: `Build the test-bed described in FILE.yaml: one network namespace, TUN device and CPU
-cgroup per host, and a background engine process that carries every packet between them.
-State lives in /run/wanlab/NAME/. Leftovers of test-beds whose engine was killed are
-removed first. Ctrl-C while it comes up tears down what was built. Needs root.`,
+		Long: `Build the test-bed described in FILE.yaml, or in the built-in scenario NAME: one network
+namespace, TUN device and CPU cgroup per host, and a background engine process that
+carries every packet between them. State lives in /run/wanlab/NAME/. Leftovers of
+test-beds whose engine was killed are removed first. Ctrl-C while it comes up tears down
+what was built. Needs root.`,
 		Example: `  wanlab testbed up examples/wan-lan.yaml
   wanlab testbed exec wan-lan client -- ping -c 3 10.250.0.1
   wanlab testbed down wan-lan`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
+			p, err := loadPlan(a[0], false)
+			if err != nil {
+				return err
+			}
 			ctx := c.Context()
 			prog := newProgress(c.ErrOrStderr(), 0, "testbed up").terminalOnly()
-			res, err := testbed.Up(ctx, a[0], prog.upStep)
+			res, err := testbed.UpFor(ctx, p.source, p.text, 0, prog.upStep)
 			prog.done()
 			if err != nil {
 				return err

@@ -54,7 +54,7 @@ func runCommand(ctx context.Context, env *stepEnv, c *scenario.Command) (*outcom
 		return out
 	}
 	for _, f := range c.Files {
-		if err := makeFile(dir(f.Host), f, func(s string) string { return scenario.ExpandPlaceholders(s, f.Host, dir, addr) }); err != nil {
+		if err := makeFile(ctx, dir(f.Host), f, func(s string) string { return scenario.ExpandPlaceholders(s, f.Host, dir, addr) }); err != nil {
 			return nil, fmt.Errorf("making %s on %s: %w", f.Name, f.Host, err)
 		}
 	}
@@ -192,7 +192,7 @@ func (t *tailBuffer) String() string {
 // directory, never through a link (what runs in the host could have left
 // one there): text with its placeholders filled in, or generated data
 // dropped from the page cache.
-func makeFile(dir string, f scenario.CommandFile, expand func(string) string) error {
+func makeFile(ctx context.Context, dir string, f scenario.CommandFile, expand func(string) string) error {
 	d, err := datadir.Open(dir)
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func makeFile(dir string, f scenario.CommandFile, expand func(string) string) er
 		_, err := out.WriteString(expand(f.Text))
 		return errors.Join(err, out.Close())
 	}
-	err = transfer.MakeFile(out, f.Size)
+	err = transfer.MakeFile(ctx, out, f.Size)
 	if err == nil {
 		err = out.Sync()
 	}

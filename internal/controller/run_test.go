@@ -38,7 +38,7 @@ func TestJobMetrics(t *testing.T) {
 
 func TestRoleCPU(t *testing.T) {
 	m := results.Metrics{"cpu_pct.s": 50, "cpu_quota_pct.s": 100, "cpu_pct.c1": 20, "cpu_pct.c2": 40}
-	roleCPU(m, scenario.Step{EventDB: &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}})
+	roleCPU(m, scenario.Step{EventDB: &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}}, nil)
 	if m["server_cpu_pct"] != 50 || m["server_cpu_quota_pct"] != 100 || m["client_cpu_pct"] != 30 {
 		t.Errorf("%v", m)
 	}

@@ -34,6 +34,9 @@ type sampler struct {
 	outside    uint64 // drops outside the link model
 	rcvbuf     uint64 // datagrams the hosts' full UDP sockets refused
 	seconds    float64
+	// cpuMarks are the hosts' CPU counters of the last MinQuotaWindow and
+	// more, for the samples of their shares of quotas.
+	cpuMarks []backend.Counters
 }
 
 func newSampler(bed backend.Bed) *sampler {
@@ -76,6 +79,20 @@ func (s *sampler) interval(a, b backend.Counters) {
 	add := func(metric, subject string, v float64, unit string) {
 		s.samples = append(s.samples, archive.Sample{T: b.At, Metric: metric, Subject: subject, Value: v, Unit: unit})
 	}
+	// A share of a quota is taken over the last MinQuotaWindow, from the
+	// latest counters at least that old.
+	if len(s.cpuMarks) == 0 {
+		s.cpuMarks = append(s.cpuMarks, a)
+	}
+	s.cpuMarks = append(s.cpuMarks, b)
+	var since *backend.Counters
+	for i := len(s.cpuMarks) - 1; i >= 0; i-- {
+		if b.At.Sub(s.cpuMarks[i].At) >= results.MinQuotaWindow {
+			since = &s.cpuMarks[i]
+			s.cpuMarks = s.cpuMarks[i:]
+			break
+		}
+	}
 	for _, h := range s.topo.Hosts {
 		used, ok := b.HostCPU[h.Name]
 		if !ok {
@@ -84,8 +101,13 @@ func (s *sampler) interval(a, b backend.Counters) {
 		subject := results.HostSubject(h.Name)
 		pct := 100 * (used - a.HostCPU[h.Name]).Seconds() / dt
 		add(results.CPUUtilization, subject, pct, "%")
-		if h.CPUs > 0 {
-			add(results.CPUQuotaUtilization, subject, pct/h.CPUs, "%")
+		if since != nil && h.CPUs > 0 {
+			if before, ok := since.HostCPU[h.Name]; ok {
+				window := b.At.Sub(since.At)
+				if share, ok := results.QuotaShare(100*(used-before).Seconds()/window.Seconds(), window, h.CPUs); ok {
+					add(results.CPUQuotaUtilization, subject, share, "%")
+				}
+			}
 		}
 		if d, ok := b.HostDisk[h.Name]; ok {
 			read, write := s.diskRates(h, float64(d.Read-a.HostDisk[h.Name].Read), float64(d.Written-a.HostDisk[h.Name].Written), dt, b.DiskAtSubmission)

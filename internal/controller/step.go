@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,7 +61,7 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
 	out.samples = append(out.samples, smp.samples...)
 	sr.Metrics = out.metrics
-	figures(sr.Metrics, smp, r.bed, p.step)
+	out.notes = append(out.notes, figures(sr.Metrics, smp, r.bed, p.step)...)
 	if sr.Status != archive.StatusFailed {
 		sr.LimitedBy = smp.limits()
 		sr.TestbedLimited = len(sr.LimitedBy) > 0
@@ -300,14 +301,26 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 
 // figures adds what the sampler saw to a step's figures: each host's CPU
 // and disk, each role's CPU, the engine's and the machine's CPU, and each
-// link direction's rate, utilisation and drops.
-func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) {
+// link direction's rate, utilisation and drops. A host's share of its
+// quota that cannot be told (results.QuotaShare) is left out, with its
+// role's CPU figures, and the note returned says why.
+func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) (notes []string) {
 	topo := bed.Topology()
+	leftOut := map[string]bool{}
 	for h, pct := range smp.hostCPU {
 		m[results.CPUPct.Of(h)] = pct
 		if hp, ok := topo.Host(h); ok && hp.CPUs > 0 {
-			m[results.CPUQuotaPct.Of(h)] = pct / hp.CPUs
+			if share, ok := results.QuotaShare(pct, time.Duration(smp.seconds*float64(time.Second)), hp.CPUs); ok {
+				m[results.CPUQuotaPct.Of(h)] = share
+			} else {
+				leftOut[h] = true
+			}
 		}
+	}
+	if len(leftOut) > 0 {
+		hosts := slices.Sorted(maps.Keys(leftOut))
+		notes = append(notes, fmt.Sprintf("the CPU of %s as a share of its quota is left out: a quota holds per %v period, and over this step's %.2f s (under %v, or with more use than the periods it cuts explain) a share of it is no measurement",
+			strings.Join(hosts, ", "), results.CFSPeriod, smp.seconds, results.MinQuotaWindow))
 	}
 	for _, h := range topo.Hosts {
 		read, ok := smp.diskRead[h.Name]
@@ -324,7 +337,7 @@ func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) 
 			m[results.DiskWritePct.Of(h.Name)] = 100 * write / float64(h.DiskWriteBps)
 		}
 	}
-	roleCPU(m, s)
+	roleCPU(m, s, leftOut)
 	m[results.CPUPct.Of(results.Engine)] = smp.engineCPU
 	m[results.CPUPct.Of(results.Machine)] = smp.machine
 	if smp.rcvbuf > 0 {
@@ -339,6 +352,7 @@ func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) 
 			m[results.LinkDrops.Of(d.Name)] = float64(smp.dirDrops[d.Name])
 		}
 	}
+	return notes
 }
 
 // stepStatus is how a step ended: interrupted, failed with nothing
@@ -402,8 +416,13 @@ func waitForAgents(ctx context.Context, hosts map[string]measure.Endpoint) error
 
 // roleCPU adds the CPU figures of a workload's roles: the mean over the
 // role's hosts of cpu_pct.HOST as ROLE_cpu_pct, and of the share of quota.
-func roleCPU(m results.Metrics, s scenario.Step) {
+// A role with a host whose share of quota was left out has neither: its
+// column would show a share of one core where a share of quota belongs.
+func roleCPU(m results.Metrics, s scenario.Step, leftOut map[string]bool) {
 	alias := func(role string, hosts ...string) {
+		if slices.ContainsFunc(hosts, func(h string) bool { return leftOut[h] }) {
+			return
+		}
 		for _, f := range []results.Family{results.CPUPct, results.CPUQuotaPct} {
 			sum, n := 0.0, 0
 			for _, h := range hosts {

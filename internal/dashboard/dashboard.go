@@ -46,7 +46,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 func Handler(svc *monitor.Service) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web, "web")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "favicon.svg")
 	})
@@ -72,6 +72,22 @@ func Handler(svc *monitor.Service) http.Handler {
 	})
 	mux.Handle("/", svc.Mux())
 	return secure(svc.Guard(mux))
+}
+
+// filesOnly is a file system whose folders cannot be opened: a file server
+// of it serves its files and answers 404 for a folder, never a listing.
+type filesOnly struct{ fs.FS }
+
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := file.Stat(); err != nil || fi.IsDir() {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // secure sets the headers of every answer: no script, style or frame from

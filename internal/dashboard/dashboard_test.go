@@ -179,6 +179,32 @@ func TestPagesEscape(t *testing.T) {
 	}
 }
 
+// /static/ serves the embedded files and no folder: no listing, on the
+// service's dashboard and on wanlab ui's.
+func TestStaticServesFilesOnly(t *testing.T) {
+	_, service := site(t)
+	for _, base := range []string{service, labArchive(t)} {
+		for _, c := range []struct {
+			path string
+			code int
+		}{
+			{"/static/app.js", 200},
+			{"/static/vendor/uplot/uPlot.min.css", 200},
+			{"/favicon.ico", 200},
+			{"/static/", 404},
+			{"/static/vendor/", 404},
+			{"/static/vendor", 404},
+			{"/static/vendor/uplot/", 404},
+			{"/static/nothing.js", 404},
+		} {
+			code, _, body := get(t, base+c.path)
+			if code != c.code || strings.Contains(body, "<pre>") || strings.Contains(body, `href="vendor/"`) {
+				t.Errorf("%s%s: %d, want %d (and no listing): %.200s", base, c.path, code, c.code, body)
+			}
+		}
+	}
+}
+
 func TestFormat(t *testing.T) {
 	for _, c := range []struct {
 		metric string

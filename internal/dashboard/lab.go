@@ -27,7 +27,7 @@ const maxCompared = 20
 func Lab(ar *archive.Archive, version string) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web, "web")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "favicon.svg")
 	})

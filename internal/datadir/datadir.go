@@ -223,9 +223,10 @@ func (d *Dir) Sub(name string) (*Dir, error) {
 	return &Dir{path: filepath.Join(d.path, name), root: root}, nil
 }
 
-// NewName returns a fresh name with the prefix, e.g. "received-3f9a0c...".
+// NewName returns a fresh name with the prefix and 128 random bits, e.g.
+// "received-3f9a0c...": a name that cannot be guessed.
 func NewName(prefix string) string {
-	b := make([]byte, 8)
+	b := make([]byte, 16)
 	rand.Read(b)
 	return prefix + "-" + hex.EncodeToString(b)
 }

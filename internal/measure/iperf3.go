@@ -43,18 +43,29 @@ type iperf3Doc struct {
 // ErrNotIperf3 means a file is not iperf3's JSON output.
 var ErrNotIperf3 = errors.New("not iperf3 JSON output (iperf3 -J)")
 
+// Iperf3Error is a test that iperf3 itself reports as failed, with nothing
+// measured: its JSON output holds an error and no connected hosts.
+type Iperf3Error struct {
+	Message string // iperf3's own words
+}
+
+func (e *Iperf3Error) Error() string { return "iperf3 reported an error: " + e.Message }
+
 // FromIperf3 reads the JSON that iperf3 -J writes into a throughput result,
-// and returns when the test started. A test iperf3 reports as failed is an
-// error with iperf3's words; one cut short keeps its intervals.
+// and returns when the test started. A test iperf3 reports as failed with
+// nothing measured is an *Iperf3Error with iperf3's words; one cut short
+// keeps its intervals.
 func FromIperf3(data []byte) (*ThroughputResult, time.Time, error) {
 	var doc iperf3Doc
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		return nil, time.Time{}, fmt.Errorf("%w: %v", ErrNotIperf3, err)
 	}
+	// A test that failed before it began (no server, a refused
+	// connection) has iperf3's error and sections without hosts.
 	if doc.Start == nil || doc.End == nil {
 		if doc.Error != "" {
-			return nil, time.Time{}, fmt.Errorf("iperf3 reported an error and no measurement: %s", doc.Error)
+			return nil, time.Time{}, &Iperf3Error{Message: doc.Error}
 		}
 		return nil, time.Time{}, fmt.Errorf("%w: no start or end section", ErrNotIperf3)
 	}
@@ -72,6 +83,9 @@ func FromIperf3(data []byte) (*ThroughputResult, time.Time, error) {
 		}
 	}
 	if r.Start.From == "" || r.Start.Protocol == "" || r.Start.Streams < 1 {
+		if doc.Error != "" {
+			return nil, time.Time{}, &Iperf3Error{Message: doc.Error}
+		}
 		return nil, time.Time{}, fmt.Errorf("%w: the start section has no hosts, protocol or streams", ErrNotIperf3)
 	}
 	r.End.SumSent, r.End.SumReceived = doc.End.SumSent, doc.End.SumReceived

@@ -50,8 +50,7 @@ func TestFromIperf3Refuses(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"name": "x"}`: "not iperf3 JSON",
 		`not json`:      "not iperf3 JSON",
-		`{"start": {"connected": [], "test_start": {}}, "intervals": [], "end": {}, "error": "unable to connect to server: Connection refused"}`: "no hosts",
-		`{"intervals": [], "error": "unable to connect to server: Connection refused"}`:                                                          "unable to connect",
+		`{"start": {"connected": [], "test_start": {}}, "intervals": [], "end": {}}`: "no hosts",
 	} {
 		_, _, err := FromIperf3([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -60,5 +59,26 @@ func TestFromIperf3Refuses(t *testing.T) {
 	}
 	if _, _, err := FromIperf3([]byte(`[]`)); !errors.Is(err, ErrNotIperf3) {
 		t.Errorf("a list: %v", err)
+	}
+}
+
+// TestFromIperf3Error: a test iperf3 itself reports as failed, as iperf3 -J
+// writes it (an empty connected list, an empty end), is iperf3's error in
+// its own words, not "not iperf3 JSON output".
+func TestFromIperf3Error(t *testing.T) {
+	const refused = "unable to connect to server - server may have stopped running or use a different port, firewall issue, etc.: Connection refused"
+	for name, in := range map[string]string{
+		"iperf3 3.16": `{"start": {"connected": [], "version": "iperf 3.16", "system_info": "Linux x", "timestamp": {"time": "Tue, 01 Dec 2026 10:00:00 GMT", "timesecs": 1795946400}, "connecting_to": {"host": "10.9.9.9", "port": 5201}}, "intervals": [], "end": {}, "error": "` + refused + `"}`,
+		"test_start":  `{"start": {"connected": [], "test_start": {}}, "intervals": [], "end": {}, "error": "` + refused + `"}`,
+		"no start":    `{"intervals": [], "error": "` + refused + `"}`,
+	} {
+		_, _, err := FromIperf3([]byte(in))
+		var ie *Iperf3Error
+		if !errors.As(err, &ie) || ie.Message != refused || errors.Is(err, ErrNotIperf3) {
+			t.Errorf("%s: %v, want iperf3's error", name, err)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "iperf3 reported an error: unable to connect to server") {
+			t.Errorf("%s: %q", name, err)
+		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/archive"
 )
 
 // Access is who may read and who may act (docs/dashboard.md, access).
@@ -28,6 +30,10 @@ type Access struct {
 	// Tokens is a file of "NAME sha256:HEX" lines: the identities that
 	// may act, by the SHA-256 of their token (never the token itself).
 	Tokens string
+	// Hosts are the names, besides the listener's own address (and
+	// localhost on loopback), that requests may give in their Host
+	// header: those a browser or a scraper reaches the service by.
+	Hosts []string
 }
 
 // Bounds of the access layer.
@@ -39,7 +45,14 @@ const (
 	// maxFailingAddresses is how many addresses' wrong tokens are kept
 	// before the stale ones are swept.
 	maxFailingAddresses = 10000
-	sessionCookie       = "wanlab_session"
+	// loginAudits bounds the refused sign-ins written one by one (audit
+	// and log), from all addresses together, a minute; past it, and for
+	// every sign-in an address makes while it is throttled, they are
+	// counted and written as one summary a minute (quietLogins).
+	loginAudits = 60
+	// maxQuietAddresses bounds the addresses a summary names counts of.
+	maxQuietAddresses = 1000
+	sessionCookie     = "wanlab_session"
 	// RequestHeader must come with a browser's state-changing request: a
 	// page of another site cannot send it without a CORS preflight, which
 	// this server never grants.
@@ -139,6 +152,29 @@ type gate struct {
 	sessions map[string]session
 	failures map[string][]time.Time // remote address -> recent wrong tokens
 	actions  map[string][]time.Time // identity -> recent state changes
+	// logged are the times of the refused sign-ins written one by one in
+	// the last minute; quiet counts those that were not.
+	logged []time.Time
+	quiet  quietLogins
+	// hosts are the configured names of the listener (Access.Hosts),
+	// normalised; refusedHost paces the log of Host refusals.
+	hosts       []string
+	refusedHost hostRefusals
+}
+
+// quietLogins counts refused sign-ins that were not written one by one.
+type quietLogins struct {
+	n     int
+	since time.Time
+	from  map[string]int // address -> count, at most maxQuietAddresses
+	other int            // counted from addresses past that bound
+}
+
+// hostRefusals paces the log lines of requests refused for their Host:
+// the first is logged, then at most one a minute with the count since.
+type hostRefusals struct {
+	last   time.Time
+	missed int
 }
 
 type session struct {
@@ -148,6 +184,9 @@ type session struct {
 
 func newGate(a Access) (*gate, error) {
 	g := &gate{access: a, sessions: map[string]session{}, failures: map[string][]time.Time{}, actions: map[string][]time.Time{}}
+	for _, h := range a.Hosts {
+		g.hosts = append(g.hosts, normalHost(h))
+	}
 	if a.Tokens != "" {
 		ts, err := LoadTokens(a.Tokens)
 		if err != nil {
@@ -178,8 +217,9 @@ func remote(r *http.Request) string {
 // errThrottled means too many wrong tokens came from one address.
 var errThrottled = errors.New("too many wrong tokens from this address: wait a minute")
 
-// identify finds the caller: a bearer token, or a session cookie.
-func (g *gate) identify(r *http.Request) (string, error) {
+// identify finds the caller: a bearer token (bearer true), or a session
+// cookie.
+func (g *gate) identify(r *http.Request) (name string, bearer bool, err error) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -198,48 +238,108 @@ func (g *gate) identify(r *http.Request) (string, error) {
 	}
 	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		if len(g.failures[addr]) >= failuresAllowed {
-			return "", errThrottled
+			return "", false, errThrottled
 		}
 		if name := g.tokens.who(strings.TrimSpace(token)); name != "" {
-			return name, nil
+			return name, true, nil
 		}
 		g.failures[addr] = append(g.failures[addr], now)
-		return "", errors.New("the token is not one of the tokens file's")
+		return "", false, errors.New("the token is not one of the tokens file's")
 	}
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		if s, ok := g.sessions[c.Value]; ok && now.Before(s.expires) {
-			return s.name, nil
+			return s.name, false, nil
 		}
 		delete(g.sessions, c.Value)
 	}
-	return "", nil
+	return "", false, nil
 }
 
-// login checks a token and opens a browser session.
-func (g *gate) login(r *http.Request, token string) (name, id string, err error) {
+// errWrongToken means a sign-in gave a token the tokens file lacks.
+var errWrongToken = errors.New("that token is not one of the tokens file's")
+
+// login checks a token and opens a browser session. audit says whether the
+// attempt is to be written one by one: a sign-in that succeeds always is,
+// a refused one while fewer than loginAudits were this minute, a throttled
+// one never; those not written are counted for the next summary
+// (quietSummary).
+func (g *gate) login(r *http.Request, token string) (name, id string, audit bool, err error) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	addr := remote(r)
 	g.failures[addr] = recent(g.failures[addr], now)
 	if len(g.failures[addr]) >= failuresAllowed {
-		return "", "", errThrottled
+		g.hush(addr, now)
+		return "", "", false, errThrottled
 	}
 	name = g.tokens.who(strings.TrimSpace(token))
 	if name == "" {
 		g.failures[addr] = append(g.failures[addr], now)
-		return "", "", errors.New("that token is not one of the tokens file's")
+		err = errWrongToken
+		if len(g.failures[addr]) == failuresAllowed {
+			err = fmt.Errorf("%w; %d this minute from %s: its sign-ins are refused for a minute and counted, not recorded one by one", errWrongToken, failuresAllowed, addr)
+		}
+		if g.logged = recent(g.logged, now); len(g.logged) >= loginAudits {
+			g.hush(addr, now)
+			return "", "", false, err
+		}
+		g.logged = append(g.logged, now)
+		return "", "", true, err
 	}
 	if len(g.sessions) >= maxSessions {
 		g.evict(now)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
-		return "", "", err
+		return "", "", true, err
 	}
 	id = base64.RawURLEncoding.EncodeToString(b)
 	g.sessions[id] = session{name: name, expires: now.Add(sessionTTL)}
-	return name, id, nil
+	return name, id, true, nil
+}
+
+// hush counts a refused sign-in from addr that is not written one by one;
+// g.mu is held.
+func (g *gate) hush(addr string, now time.Time) {
+	q := &g.quiet
+	if q.n == 0 {
+		q.since = now
+	}
+	q.n++
+	if q.from == nil {
+		q.from = map[string]int{}
+	}
+	if _, ok := q.from[addr]; ok || len(q.from) < maxQuietAddresses {
+		q.from[addr]++
+	} else {
+		q.other++
+	}
+}
+
+// quietSummary is the audit entry of the refused sign-ins counted since the
+// last one, and resets the count; ok false if there were none.
+func (g *gate) quietSummary(now time.Time) (e archive.AuditEntry, ok bool) {
+	g.mu.Lock()
+	q := g.quiet
+	g.quiet = quietLogins{}
+	g.mu.Unlock()
+	if q.n == 0 {
+		return e, false
+	}
+	most, n := "", 0
+	for a, k := range q.from {
+		if k > n || k == n && a < most {
+			most, n = a, k
+		}
+	}
+	what := fmt.Sprintf("refused: %d sign-ins not recorded one by one since %s (throttled, or past %d a minute), from %d addresses",
+		q.n, q.since.UTC().Format(time.RFC3339), loginAudits, len(q.from))
+	if q.other > 0 {
+		what += fmt.Sprintf(" and more (%d sign-ins from addresses past the first %d)", q.other, maxQuietAddresses)
+	}
+	what += fmt.Sprintf("; the most from %s: %d", most, n)
+	return archive.AuditEntry{T: now, Remote: most, Action: "login", Target: "summary", Outcome: what}, true
 }
 
 // evict drops expired sessions, and the one that ends soonest if none
@@ -307,7 +407,13 @@ func (s *Service) Guard(h http.Handler) http.Handler {
 		s.mu.Lock()
 		g := s.gate
 		s.mu.Unlock()
-		name, err := g.identify(r)
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if !hostAllowed(r.Host, local, g.hosts) {
+			s.refuseHost(g, r)
+			problem(w, http.StatusMisdirectedRequest, fmt.Sprintf("this service is not %q: give its address or a name of access: hosts: in the Host header", r.Host))
+			return
+		}
+		name, bearer, err := g.identify(r)
 		if errors.Is(err, errThrottled) {
 			problem(w, http.StatusTooManyRequests, err.Error())
 			return
@@ -338,8 +444,9 @@ func (s *Service) Guard(h http.Handler) http.Handler {
 			}
 			problem(w, http.StatusUnauthorized, why)
 			return
-		case write && r.Header.Get("Authorization") == "" && r.Header.Get(RequestHeader) == "":
-			// A session cookie alone: the browser must say the page sent it.
+		case write && !bearer && r.Header.Get(RequestHeader) == "":
+			// A session cookie (whatever other Authorization a browser
+			// adds): the browser must say the page sent it.
 			problem(w, http.StatusForbidden, "a browser's state change must carry the "+RequestHeader+" header")
 			return
 		}
@@ -360,8 +467,10 @@ func (s *Service) Login(w http.ResponseWriter, r *http.Request) (string, error) 
 		return "", errors.New("a sign-in from another site's page is refused")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	name, id, err := g.login(r, r.PostFormValue("token"))
-	s.Audit(r, name, "login", "", err)
+	name, id, audit, err := g.login(r, r.PostFormValue("token"))
+	if audit {
+		s.Audit(r, name, "login", "", err)
+	}
 	if err != nil {
 		return "", err
 	}

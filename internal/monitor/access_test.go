@@ -1,7 +1,10 @@
 package monitor
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -71,11 +74,26 @@ type call struct {
 	header             map[string]string
 }
 
+// listener is the address the test requests reached, as net/http's
+// server tells its handlers.
+var listener = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9474}
+
+// viaListener is req as it comes through a listener on 127.0.0.1:9474,
+// with host as its Host header (its own address if "").
+func viaListener(req *http.Request, host string) *http.Request {
+	req.Host = cmp.Or(host, listener.String())
+	return req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, net.Addr(listener)))
+}
+
+// do sends the call through the guard from 192.0.2.7 (a header "Host"
+// sets the Host header).
 func (c call) do(h http.Handler) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(c.method, c.path, strings.NewReader(c.body))
+	req := viaListener(httptest.NewRequest(c.method, c.path, strings.NewReader(c.body)), c.header["Host"])
 	req.RemoteAddr = "192.0.2.7:4000"
 	for k, v := range c.header {
-		req.Header.Set(k, v)
+		if k != "Host" {
+			req.Header.Set(k, v)
+		}
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)

@@ -25,7 +25,23 @@ func (s *Service) Audit(r *http.Request, who, action, target string, err error) 
 		e.Outcome = "refused: " + err.Error()
 	}
 	s.mu.Lock()
-	s.logf("audit: %s %s by %q from %s: %s", action, target, who, e.Remote, e.Outcome)
+	s.auditf("audit: %s %q by %q from %s: %q", action, target, who, e.Remote, e.Outcome)
+	s.mu.Unlock()
+	s.opts.Store.Put(record{At: e.T, Audit: &e})
+}
+
+// summariseLogins writes, as one audit entry, the refused sign-ins that
+// were counted rather than written one by one since the last summary.
+func (s *Service) summariseLogins(now time.Time) {
+	s.mu.Lock()
+	g := s.gate
+	s.mu.Unlock()
+	e, ok := g.quietSummary(now)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	s.auditf("audit: login summary from %s: %s", e.Remote, e.Outcome)
 	s.mu.Unlock()
 	s.opts.Store.Put(record{At: e.T, Audit: &e})
 }

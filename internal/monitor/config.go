@@ -143,8 +143,9 @@ type Baseline struct {
 	MinPoints int
 }
 
-// Retention is how long the archive keeps raw points and hourly aggregates.
-type Retention struct{ Raw, Hourly time.Duration }
+// Retention is how long the archive keeps raw points, hourly aggregates
+// and the audit of what callers asked (mon_audit).
+type Retention struct{ Raw, Hourly, Audit time.Duration }
 
 // Buffer is where results wait while the archive is unreachable.
 type Buffer struct {
@@ -183,7 +184,7 @@ const (
 var (
 	defaultThresholds = Thresholds{ThroughputBelow: 0.5, LossAbove: 0.01, RTTStep: 5 * time.Millisecond, For: 2}
 	defaultBaseline   = Baseline{Window: 24 * time.Hour, MinPoints: 5}
-	defaultRetention  = Retention{Raw: 30 * 24 * time.Hour, Hourly: 400 * 24 * time.Hour}
+	defaultRetention  = Retention{Raw: 30 * 24 * time.Hour, Hourly: 400 * 24 * time.Hour, Audit: 400 * 24 * time.Hour}
 )
 
 type rawConfig struct {
@@ -202,6 +203,7 @@ type rawConfig struct {
 	Retention struct {
 		Raw    string `yaml:"raw"`
 		Hourly string `yaml:"hourly"`
+		Audit  string `yaml:"audit"`
 	} `yaml:"retention"`
 	Buffer struct {
 		Dir string `yaml:"dir"`
@@ -213,8 +215,9 @@ type rawConfig struct {
 		Every string `yaml:"every"`
 	} `yaml:"interfaces"`
 	Access struct {
-		Read   string `yaml:"read"`
-		Tokens string `yaml:"tokens"`
+		Read   string   `yaml:"read"`
+		Tokens string   `yaml:"tokens"`
+		Hosts  []string `yaml:"hosts"`
 	} `yaml:"access"`
 }
 
@@ -357,6 +360,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	if raw.Retention.Hourly != "" {
 		cfg.Retention.Hourly = v.duration("retention.hourly", raw.Retention.Hourly, time.Hour, 100*365*24*time.Hour)
 	}
+	if raw.Retention.Audit != "" {
+		cfg.Retention.Audit = v.duration("retention.audit", raw.Retention.Audit, 24*time.Hour, 100*365*24*time.Hour)
+	}
 	if cfg.Retention.Hourly < cfg.Retention.Raw {
 		c.Fail("retention.hourly", "hourly aggregates (%s) must be kept at least as long as raw results (%s)", days(cfg.Retention.Hourly), days(cfg.Retention.Raw))
 	}
@@ -399,6 +405,15 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	} else if cfg.Access.ReadNeedsToken {
 		c.Fail("access.tokens", "read: token needs a tokens file, as tokens: dashboard-tokens (wanlab token NAME --file FILE makes one)")
+	}
+	if len(raw.Access.Hosts) > 100 {
+		c.Fail("access.hosts", "%d names: give at most 100", len(raw.Access.Hosts))
+	}
+	for i, h := range raw.Access.Hosts {
+		if !ValidHost(h) {
+			c.Fail(fmt.Sprintf("access.hosts[%d]", i), "%q: give a name or an address this service is reached by, without a port or scheme, as monitor.example.org", h)
+		}
+		cfg.Access.Hosts = append(cfg.Access.Hosts, h)
 	}
 	for i, rs := range raw.SNMP {
 		cfg.SNMP = append(cfg.SNMP, v.snmp(fmt.Sprintf("snmp[%d]", i), rs))

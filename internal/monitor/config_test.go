@@ -23,7 +23,8 @@ alerts:
     - {pairs: [cern->taipei], rtt_step: 50ms}
     - {groups: [sites], for: 1}
 baseline: {window: 7d, min_points: 10}
-retention: {raw: 14d, hourly: 2y}
+retention: {raw: 14d, hourly: 2y, audit: 90d}
+access: {hosts: [Monitor.Example.org., "2001:db8::1"]}
 buffer: {dir: buf, max: 64MiB}
 webhook: https://alerts.example.org/hook
 snmp:
@@ -48,7 +49,7 @@ func TestParseGood(t *testing.T) {
 	if got := len(cfg.Pairs(cfg.Tests[0])); got != 6 {
 		t.Errorf("%d pairs in a group of 3, want 6", got)
 	}
-	if cfg.Buffer.Dir != "/etc/wanlab/buf" || cfg.Buffer.Max != 64<<20 || cfg.Retention.Raw != 14*24*time.Hour || cfg.Baseline.Window != 7*24*time.Hour {
+	if cfg.Buffer.Dir != "/etc/wanlab/buf" || cfg.Buffer.Max != 64<<20 || cfg.Retention.Raw != 14*24*time.Hour || cfg.Retention.Audit != 90*24*time.Hour || cfg.Baseline.Window != 7*24*time.Hour {
 		t.Errorf("buffer %+v, retention %+v, baseline %+v", cfg.Buffer, cfg.Retention, cfg.Baseline)
 	}
 	// Thresholds: the last override that names a pair or its group.
@@ -60,6 +61,9 @@ func TestParseGood(t *testing.T) {
 	}
 	if th := cfg.For("taipei", "cern"); th.For != 3 || th.LossAbove != 0.005 {
 		t.Errorf("taipei->cern thresholds %+v", th)
+	}
+	if h := cfg.Access.Hosts; len(h) != 2 || h[0] != "Monitor.Example.org." || h[1] != "2001:db8::1" {
+		t.Errorf("access hosts %q", h)
 	}
 	if s := cfg.SNMP[1]; s.AuthProto != "SHA" || s.PrivProto != "AES" || s.Every != time.Minute {
 		t.Errorf("snmp %+v", s)
@@ -94,6 +98,9 @@ func TestParseErrors(t *testing.T) {
 		{"threshold", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts: {loss_above: 150%}\n", "give a loss between"},
 		{"override", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts:\n  overrides:\n    - {pairs: [a-b]}\n", "write a pair as source->destination"},
 		{"retention", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nretention: {raw: 30d, hourly: 7d}\n", "must be kept at least as long"},
+		{"audit retention", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nretention: {audit: 1h}\n", "retention.audit"},
+		{"access host with a port", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\naccess: {hosts: [ok.example, 'monitor.example.org:9474']}\n", `access.hosts[1]: "monitor.example.org:9474": give a name`},
+		{"access host wildcard", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\naccess: {hosts: ['*.example.org']}\n", "without a port or scheme"},
 		{"webhook", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nwebhook: ftp://x\n", "http:// or https://"},
 		{"snmp version", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nsnmp:\n  - {name: r, address: 'x:161', version: 1}\n", `"1": give 2c or 3`},
 		{"snmp address", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nsnmp:\n  - {name: r, address: x, version: 2c, community: c}\n", "give the agent's host:port"},

@@ -124,7 +124,7 @@ func TestCostAPI(t *testing.T) {
 	}
 	var out strings.Builder
 	for _, c := range cases {
-		req := httptest.NewRequest(c.method, c.target, strings.NewReader(c.body))
+		req := viaListener(httptest.NewRequest(c.method, c.target, strings.NewReader(c.body)), "")
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if w.Code != c.code {
@@ -145,7 +145,7 @@ func TestCostAPI(t *testing.T) {
 
 func TestRankPicksTheFastest(t *testing.T) {
 	_, h := costService(t)
-	req := httptest.NewRequest("POST", "/api/v1/rank", strings.NewReader(`{"dst": "cnaf", "bytes": 1000000000, "sources": ["taipei", "cern", "slac"]}`))
+	req := viaListener(httptest.NewRequest("POST", "/api/v1/rank", strings.NewReader(`{"dst": "cnaf", "bytes": 1000000000, "sources": ["taipei", "cern", "slac"]}`)), "")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	var ans RankAnswer

@@ -32,6 +32,10 @@ func (s *Service) Routes() []Route {
 		{"GET", "/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 			snap := s.Snapshot()
 			snap.Paths = nil
+			if Identity(r) == "" {
+				// Who signed in or acted, and from where, is for identities.
+				snap.Events = slices.DeleteFunc(snap.Events, func(e Event) bool { return e.Audit })
+			}
 			writeJSON(w, http.StatusOK, snap)
 		}},
 		{"GET", "/api/v1/paths", func(w http.ResponseWriter, r *http.Request) {

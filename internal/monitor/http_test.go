@@ -100,6 +100,7 @@ func FuzzAPI(f *testing.F) {
 			return
 		}
 		req.RemoteAddr = "192.0.2.1:1"
+		req = viaListener(req, "")
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}

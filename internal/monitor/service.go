@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -114,6 +115,9 @@ type hostDown struct {
 type Event struct {
 	T       time.Time `json:"t"`
 	Message string    `json:"message"`
+	// Audit marks what callers of the service did (sign-ins, state
+	// changes, refused requests): shown to identities only.
+	Audit bool `json:"audit,omitempty"`
 }
 
 // probeStagger bounds how far apart a mesh's probe loops start.
@@ -251,9 +255,15 @@ func (s *Service) addPaths(cfg *Config) {
 	}
 }
 
-func (s *Service) logf(format string, args ...any) {
+func (s *Service) logf(format string, args ...any) { s.event(false, format, args...) }
+
+// auditf is logf of what a caller did: its event is shown to identities
+// only. s.mu is held.
+func (s *Service) auditf(format string, args ...any) { s.event(true, format, args...) }
+
+func (s *Service) event(audit bool, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	s.events = append(s.events, Event{T: time.Now().UTC(), Message: msg})
+	s.events = append(s.events, Event{T: time.Now().UTC(), Message: msg, Audit: audit})
 	if len(s.events) > maxEvents {
 		s.events = slices.Delete(s.events, 0, len(s.events)-maxEvents)
 	}
@@ -326,6 +336,14 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 			g.sessions[id] = ss
 		}
 	}
+	// Throttles and the count of sign-ins not yet summarised stay too
+	// (copied: a request still in the old gate must not share them).
+	for a, ts := range s.gate.failures {
+		g.failures[a] = slices.Clone(ts)
+	}
+	g.logged, g.quiet, g.refusedHost = slices.Clone(s.gate.logged), s.gate.quiet, s.gate.refusedHost
+	g.quiet.from = maps.Clone(s.gate.quiet.from)
+	s.gate.quiet = quietLogins{}
 	s.gate.mu.Unlock()
 	s.gate = g
 	s.probes()
@@ -811,6 +829,7 @@ func (s *Service) maintain(ctx context.Context) {
 		s.opts.Store.Flush()
 		if now.Sub(lastHousekeeping) >= time.Minute {
 			lastHousekeeping = now
+			s.summariseLogins(now)
 			s.housekeeping(ctx, now)
 		}
 	}
@@ -855,6 +874,9 @@ func (s *Service) housekeeping(ctx context.Context, now time.Time) {
 	}
 	if err == nil {
 		_, err = ar.Prune(ctx, now.Add(-ret.Raw), now.Add(-ret.Hourly))
+	}
+	if err == nil {
+		_, err = ar.PruneAudit(ctx, now.Add(-ret.Audit))
 	}
 	if err != nil {
 		s.mu.Lock()

@@ -1,7 +1,13 @@
 package pki
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -61,7 +67,7 @@ func handshake(t *testing.T, client, server Files, name string) (error, string) 
 	}
 	refused := make(chan string, 1)
 	srv.Refused = func(_ net.Addr, why string) { refused <- why }
-	cfg, err := ClientConfig(client)
+	cfg, err := clientConfig(client) // the agent's side is tested: no check of our own
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +119,7 @@ func TestHandshakes(t *testing.T) {
 	Issue(dir, "oldagent", Agent, Options{IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: past, NotAfter: past.Add(time.Hour)})
 	noCert := files(dir, "ctl")
 	noCert.Cert, noCert.Key = "", ""
+	issueWithoutUsage(t, dir, "bare")
 
 	tests := []struct {
 		name           string
@@ -129,6 +136,10 @@ func TestHandshakes(t *testing.T) {
 		{"agent from another CA", files(dir, "ctl"), files(other, "agent1"), "127.0.0.1", "unknown authority", ""},
 		{"expired agent", files(dir, "ctl"), files(dir, "oldagent"), "127.0.0.1", "expired on", ""},
 		{"wrong name", files(dir, "ctl"), files(dir, "agent1"), "dtn.example", "wrong name", ""},
+		// crypto/x509 takes a certificate that names no extended key usage
+		// as fit for any: a role must be named.
+		{"controller without a key usage", files(dir, "bare"), files(dir, "agent1"), "127.0.0.1", "refused this controller's certificate", "names no extended key usage"},
+		{"agent without a key usage", files(dir, "ctl"), files(dir, "bare"), "127.0.0.1", "the agent's certificate is not accepted: it names no extended key usage", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,5 +222,90 @@ func TestReload(t *testing.T) {
 	}
 	if srv.Leaf().SerialNumber.Cmp(before) == 0 {
 		t.Error("the renewed certificate is not in use after reload")
+	}
+}
+
+// issueWithoutUsage signs, with the CA in dir, a certificate for 127.0.0.1
+// that names no extended key usage, as another CA's tooling may.
+func issueWithoutUsage(t *testing.T, dir, name string) {
+	t.Helper()
+	ca, caKey, err := loadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writePair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"), der, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestControllerChecksItsOwnCertificate: a controller whose certificate
+// had expired was told only that the agent refused it. Its own
+// certificate is checked before it is used, and the error says what is
+// wrong, with the date.
+func TestControllerChecksItsOwnCertificate(t *testing.T) {
+	dir := lab(t)
+	other := filepath.Join(t.TempDir(), "other")
+	if err := Init(other, "another lab's CA"); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	future := time.Now().Add(48 * time.Hour).Truncate(time.Second)
+	for _, err := range []error{
+		Issue(other, "ctl", Controller, Options{}),
+		Issue(dir, "old", Controller, Options{NotBefore: past, NotAfter: past.Add(time.Hour)}),
+		Issue(dir, "early", Controller, Options{NotBefore: future, NotAfter: future.Add(time.Hour)}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	issueWithoutUsage(t, dir, "bare")
+	tests := []struct {
+		name  string
+		files Files
+		want  string // "" for a certificate agents accept
+	}{
+		{"good", files(dir, "ctl"), ""},
+		{"expired", files(dir, "old"), "expired on " + past.Add(time.Hour).UTC().Format(time.RFC3339)},
+		{"not valid yet", files(dir, "early"), "is not valid yet: valid from " + future.UTC().Format(time.RFC3339)},
+		{"an agent's certificate", files(dir, "agent1"), "is not a controller's: issued for another role"},
+		{"no key usage", files(dir, "bare"), "is not a controller's: it names no extended key usage"},
+		{"from another CA", Files{CA: filepath.Join(dir, CACert), Cert: filepath.Join(other, "ctl.crt"), Key: filepath.Join(other, "ctl.key")},
+			"is not accepted by the CA it is given (tls.ca): unknown authority"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ClientConfig(tc.files)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrOwnCertificate) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want ErrOwnCertificate with %q", err, tc.want)
+			}
+		})
+	}
+	// A certificate that expires while a controller runs is refused at
+	// the next dial.
+	config, err := ClientConfig(files(dir, "ctl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := config.Certificates[0].Leaf.NotAfter.Add(time.Minute)
+	if err := CheckOwn(config, later); !errors.Is(err, ErrOwnCertificate) || !strings.Contains(err.Error(), "expired on") {
+		t.Errorf("a year later: %v", err)
 	}
 }

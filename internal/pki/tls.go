@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -138,10 +139,13 @@ func (s *Server) Config() *tls.Config {
 				ClientAuth:   tls.RequestClientCert,
 				VerifyConnection: func(cs tls.ConnectionState) error {
 					err := verifyClient(cs, cur.pool)
-					if err != nil && s.Refused != nil {
+					if err == nil {
+						return nil
+					}
+					if s.Refused != nil {
 						s.Refused(remote, err.Error())
 					}
-					return err
+					return &RefusedError{Err: err}
 				},
 			}, nil
 		},
@@ -151,6 +155,26 @@ func (s *Server) Config() *tls.Config {
 // ErrNoClientCert means a client came without a certificate.
 var ErrNoClientCert = errors.New("the client presented no certificate: only controllers with a certificate from this agent's CA may connect")
 
+// RefusedError is a client certificate refused in the handshake; the
+// Server's Refused hook has heard of it.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// hasUsage says whether a certificate names the extended key usage u
+// itself. crypto/x509 takes a certificate that names none as fit for any
+// use; a wanlab role needs its own.
+func hasUsage(c *x509.Certificate, u x509.ExtKeyUsage) bool {
+	return slices.Contains(c.ExtKeyUsage, u)
+}
+
+// roleError is the refusal of a certificate that crypto/x509 verified but
+// that does not name the usage its role needs.
+func roleError(c *x509.Certificate) error {
+	return x509.CertificateInvalidError{Cert: c, Reason: x509.IncompatibleUsage}
+}
+
 func verifyClient(cs tls.ConnectionState, pool *x509.CertPool) error {
 	if len(cs.PeerCertificates) == 0 {
 		return ErrNoClientCert
@@ -159,23 +183,102 @@ func verifyClient(cs tls.ConnectionState, pool *x509.CertPool) error {
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+	leaf := cs.PeerCertificates[0]
+	_, err := leaf.Verify(x509.VerifyOptions{
 		Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})
+	if err == nil && !hasUsage(leaf, x509.ExtKeyUsageClientAuth) {
+		err = roleError(leaf)
+	}
 	if err != nil {
-		return fmt.Errorf("the client's certificate %s: %s", Describe(cs.PeerCertificates[0]), Explain(err))
+		return fmt.Errorf("the client's certificate %s: %s", Describe(leaf), Explain(err))
 	}
 	return nil
 }
 
 // ClientConfig is a controller's TLS configuration: TLS 1.3 only, its
-// certificate, and the CA it trusts agents' certificates by.
+// certificate, and the CA it trusts agents' certificates by. The
+// controller's own certificate is checked first (CheckOwn): one that an
+// agent would refuse is refused here, saying why. An agent's certificate
+// must name server use.
 func ClientConfig(f Files) (*tls.Config, error) {
+	config, err := clientConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckOwn(config, time.Now()); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Cert, err)
+	}
+	return config, nil
+}
+
+// clientConfig is ClientConfig without the check of the controller's own
+// certificate.
+func clientConfig(f Files) (*tls.Config, error) {
 	l, err := load(f)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: l.pool, Certificates: []tls.Certificate{l.cert}}, nil
+	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: l.pool, Certificates: []tls.Certificate{l.cert},
+		VerifyConnection: verifyAgent}, nil
+}
+
+// verifyAgent refuses an agent's certificate, verified by the handshake
+// against the CA, that does not name server use.
+func verifyAgent(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return nil // the handshake has refused it already
+	}
+	if leaf := cs.PeerCertificates[0]; !hasUsage(leaf, x509.ExtKeyUsageServerAuth) {
+		return &tls.CertificateVerificationError{UnverifiedCertificates: cs.PeerCertificates, Err: roleError(leaf)}
+	}
+	return nil
+}
+
+// ErrOwnCertificate means a controller's own certificate would be refused
+// by any agent: not valid at the time, not for a controller, or not from
+// the CA it is given.
+var ErrOwnCertificate = errors.New("this controller's certificate cannot be used")
+
+// CheckOwn checks a controller's own certificate (config's first) before
+// it is sent to an agent: valid at now, issued for client use, and
+// signed by a CA of config.RootCAs (the inventory's tls.ca, which must
+// hold the CA that signed it). An error wraps ErrOwnCertificate and says
+// what is wrong, with the dates.
+func CheckOwn(config *tls.Config, now time.Time) error {
+	if len(config.Certificates) == 0 || len(config.Certificates[0].Certificate) == 0 {
+		return fmt.Errorf("%w: there is none (give tls.cert and tls.key)", ErrOwnCertificate)
+	}
+	cert := config.Certificates[0]
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return fmt.Errorf("%w: %w", ErrOwnCertificate, err)
+		}
+	}
+	switch {
+	case now.Before(leaf.NotBefore):
+		return fmt.Errorf("%w: %s is not valid yet: valid from %s, and it is %s here (is this clock wrong?)", ErrOwnCertificate, Describe(leaf),
+			leaf.NotBefore.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	case now.After(leaf.NotAfter):
+		return fmt.Errorf("%w: %s expired on %s: issue a new one (wanlab pki issue NAME --role controller)", ErrOwnCertificate, Describe(leaf),
+			leaf.NotAfter.UTC().Format(time.RFC3339))
+	case !hasUsage(leaf, x509.ExtKeyUsageClientAuth):
+		return fmt.Errorf("%w: %s is not a controller's: %s", ErrOwnCertificate, Describe(leaf), Explain(roleError(leaf)))
+	}
+	inter := x509.NewCertPool()
+	for _, der := range cert.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: config.RootCAs, Intermediates: inter, CurrentTime: now,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		return fmt.Errorf("%w: %s is not accepted by the CA it is given (tls.ca): %s; agents trust controllers by their CA, so tls.ca must hold the CA that signed it", ErrOwnCertificate, Describe(leaf), Explain(err))
+	}
+	return nil
 }
 
 // Identities are the names a verified certificate proves, as a policy
@@ -223,6 +326,9 @@ func Explain(err error) string {
 		}
 		return "expired or not valid yet"
 	case errors.As(err, &ci) && ci.Reason == x509.IncompatibleUsage:
+		if c := ci.Cert; c != nil && len(c.ExtKeyUsage) == 0 && len(c.UnknownExtKeyUsage) == 0 {
+			return "it names no extended key usage: a controller's certificate must be issued for client use and an agent's for server use (wanlab pki issue --role)"
+		}
 		return "issued for another role (an agent's certificate used as a controller's, or the reverse)"
 	case errors.As(err, &hn):
 		names := append([]string{}, hn.Certificate.DNSNames...)

@@ -121,7 +121,8 @@ func BenchmarkAnalyzeAndReport100k(b *testing.B) {
 // TestArchiveOfAnEarlierRelease: an archive that wanlab a223ce5 wrote
 // (every workload kind, testdata/every-kind.yaml) opens, analyses to the
 // same findings and reports the same tables and text (the plots may be
-// drawn differently) as that release did.
+// drawn differently) as that release did; its steps of under a second no
+// longer show a share of host a's CPU quota as evidence (results.QuotaShare).
 func TestArchiveOfAnEarlierRelease(t *testing.T) {
 	const base = "testdata/every-kind-a223ce5"
 	db, err := os.ReadFile(base + ".db")

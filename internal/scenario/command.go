@@ -91,13 +91,16 @@ func (v *validator) command(field string, r rawCommand, tb *Testbed) *Command {
 	if c.Timeout <= 0 || c.Timeout > agentLimits.MaxDuration {
 		v.fail(field+".timeout", "give a time up to %v", agentLimits.MaxDuration)
 	}
-	checkText := func(f, s string) {
+	// checkText checks the placeholders of a program or file on host.
+	checkText := func(f, host, s string) {
 		for _, m := range placeholder.FindAllString(s, -1) {
 			inner := m[1 : len(m)-1]
 			switch {
 			case inner == "dir", inner == "addr":
 			case strings.HasPrefix(inner, "addr:"):
-				v.host(f, strings.TrimPrefix(inner, "addr:"), tb)
+				peer := strings.TrimPrefix(inner, "addr:")
+				v.host(f, peer, tb)
+				v.reaches(f, host, peer, tb)
 			default:
 				v.fail(f, "unknown placeholder %s (there are {dir}, {addr} and {addr:HOST})", m)
 			}
@@ -109,7 +112,7 @@ func (v *validator) command(field string, r rawCommand, tb *Testbed) *Command {
 			v.fail(f+".run", "give the program and its arguments, as [curl, -o, /dev/null, URL]")
 		}
 		for i, a := range r.Run {
-			checkText(fmt.Sprintf("%s.run[%d]", f, i), a)
+			checkText(fmt.Sprintf("%s.run[%d]", f, i), r.Host, a)
 		}
 		cr := CommandRun{Host: r.Host, Run: r.Run}
 		switch {
@@ -130,7 +133,11 @@ func (v *validator) command(field string, r rawCommand, tb *Testbed) *Command {
 		v.fail(field+".clients", "give at least one client: [{host: h, run: [curl, ...]}]")
 	}
 	for i, cl := range r.Clients {
-		c.Clients = append(c.Clients, run(fmt.Sprintf("%s.clients[%d]", field, i), cl, false))
+		f := fmt.Sprintf("%s.clients[%d]", field, i)
+		c.Clients = append(c.Clients, run(f, cl, false))
+		if r.Server != nil {
+			v.reaches(f+".host", r.Server.Host, cl.Host, tb)
+		}
 	}
 	seen := map[string]bool{}
 	for i, rf := range r.Files {
@@ -157,7 +164,7 @@ func (v *validator) command(field string, r rawCommand, tb *Testbed) *Command {
 			if len(rf.Text) > 1<<20 {
 				v.fail(f+".text", "%d bytes: a text file is at most 1 MiB", len(rf.Text))
 			}
-			checkText(f+".text", rf.Text)
+			checkText(f+".text", rf.Host, rf.Text)
 		}
 		c.Files = append(c.Files, cf)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
+	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
 // Event is one entry of a timeline: a change to link directions at a time
@@ -92,16 +93,27 @@ type TimedChange struct {
 	What       string   `json:"what"`
 }
 
-// MaxTimedChanges bounds an expanded timeline.
-const MaxTimedChanges = 100000
+// Bounds on the timelines of one file.
+const (
+	// MaxTimedChanges bounds the changes the timelines of a file (the
+	// run's and every workload's) expand to.
+	MaxTimedChanges = 100000
+	// MaxEvents bounds the events the timelines of a file list.
+	MaxEvents = 10000
+)
 
 // Expand turns a timeline into its changes in time order (file order for
 // changes at the same time).
 func Expand(events []Event) []TimedChange {
+	return expandWithin(events, MaxTimedChanges)
+}
+
+// expandWithin is Expand, stopping once it has more than limit changes.
+func expandWithin(events []Event, limit int) []TimedChange {
 	var out []TimedChange
 	for i, e := range events {
-		out = append(out, e.expand(i)...)
-		if len(out) > MaxTimedChanges {
+		out = append(out, e.expand(i, limit-len(out))...)
+		if len(out) > limit {
 			break
 		}
 	}
@@ -109,8 +121,8 @@ func Expand(events []Event) []TimedChange {
 	return out
 }
 
-// expand is the changes of event i.
-func (e Event) expand(i int) []TimedChange {
+// expand is the changes of event i, stopping once it has more than limit.
+func (e Event) expand(i int, limit int) []TimedChange {
 	what := e.What()
 	var out []TimedChange
 	add := func(at time.Duration, occ int, set []string, restore bool, w string) {
@@ -120,7 +132,7 @@ func (e Event) expand(i int) []TimedChange {
 	case e.Ramp != nil:
 		r := e.Ramp
 		n := max(1, int(math.Ceil(float64(e.For)/float64(r.Step))))
-		for k := 0; k <= n; k++ {
+		for k := 0; k <= n && len(out) <= limit; k++ {
 			v := r.From + (r.To-r.From)*float64(k)/float64(n)
 			at := e.At + e.For*time.Duration(k)/time.Duration(n)
 			add(at, 0, []string{r.Key + "=" + r.format(v)}, false, fmt.Sprintf("%s: %s=%s (%s)", e.Link, r.Key, r.format(v), what))
@@ -129,7 +141,7 @@ func (e Event) expand(i int) []TimedChange {
 		f := e.Failures
 		rng := rand.New(rand.NewPCG(f.Seed, uint64(i)))
 		t := e.At
-		for occ := 0; len(out) < MaxTimedChanges; occ++ {
+		for occ := 0; len(out) <= limit; occ++ {
 			t += time.Duration(rng.ExpFloat64() * float64(f.MTBF))
 			if t >= e.Until {
 				break
@@ -140,7 +152,7 @@ func (e Event) expand(i int) []TimedChange {
 			t += repair
 		}
 	default:
-		for occ, at := 0, e.At; len(out) < MaxTimedChanges; occ, at = occ+1, at+e.Every {
+		for occ, at := 0, e.At; len(out) <= limit; occ, at = occ+1, at+e.Every {
 			add(at, occ, e.Set, false, what)
 			if e.For > 0 {
 				add(at+e.For, occ, nil, true, "end of "+what)
@@ -209,7 +221,11 @@ func (v *validator) events(field string, n *yaml.Node, tb *Testbed, length time.
 		v.fail(field, "expected a list of events, each as {at: 30s, link: a<->b, set: {delay: 200ms}}")
 		return nil
 	}
-	selectors := tb.LinkSelectors()
+	if v.eventCount += len(n.Content); v.eventCount > MaxEvents {
+		v.FailErr(field, yamlfile.ErrTooLarge, "with these the file's timelines list %d events: a file holds at most %d", v.eventCount, MaxEvents)
+		return nil
+	}
+	selectors := v.linkSelectors(tb)
 	v.tb = tb
 	var out []Event
 	for i, item := range n.Content {
@@ -221,9 +237,9 @@ func (v *validator) events(field string, n *yaml.Node, tb *Testbed, length time.
 	if v.Count() > 0 {
 		return out
 	}
-	changes := Expand(out)
-	if len(changes) > MaxTimedChanges {
-		v.fail(field, "the timeline expands to more than %d changes: repeat less often", MaxTimedChanges)
+	changes := expandWithin(out, MaxTimedChanges-v.changeCount)
+	if v.changeCount += len(changes); v.changeCount > MaxTimedChanges {
+		v.FailErr(field, yamlfile.ErrTooLarge, "with this timeline the file's timelines expand to more than %d changes: repeat less often", MaxTimedChanges)
 		return out
 	}
 	v.overlaps(out, changes)
@@ -338,7 +354,7 @@ func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
 		return nil
 	}
 	c := &Capture{}
-	selectors := tb.LinkSelectors()
+	selectors := v.linkSelectors(tb)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i].Value, n.Content[i+1]
 		switch k {
@@ -421,7 +437,7 @@ func (v *validator) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
 		}
 		v.host(g+".host", w.Host, tb)
 		spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Cgroup: w.Cgroup, Interval: w.Interval}
-		if _, ok := tb.Host(w.Peer); ok {
+		if v.knownHost(w.Peer, tb) {
 			spec.Peer = "" // a host, whose address the run knows
 		}
 		if err := spec.Validate(limits.Default); err != nil {
@@ -560,7 +576,9 @@ func (v *validator) failures(f string, n *yaml.Node, seed uint64) *Failures {
 }
 
 // overlaps refuses two events that hold one direction at once: the
-// second's change would be undone, or a ramp fought, by the first.
+// second's change would be undone, or a ramp fought, by the first. Each
+// direction's windows are swept in time order, so that a timeline of many
+// changes is checked in n log n.
 func (v *validator) overlaps(events []Event, changes []TimedChange) {
 	byDir := map[string][]window{}
 	for i, e := range events {
@@ -573,18 +591,28 @@ func (v *validator) overlaps(events []Event, changes []TimedChange) {
 	reported := map[[2]int]bool{}
 	for _, d := range sortedKeys(byDir) {
 		ws := byDir[d]
-		for i, a := range ws {
-			for _, b := range ws[i+1:] {
-				if a.event == b.event || reported[[2]int{a.event, b.event}] {
-					continue
-				}
-				if a.start < b.end && b.start < a.end || a.start == a.end && b.start <= a.start && a.start < b.end ||
-					b.start == b.end && a.start <= b.start && b.start < a.end {
-					first, second := events[min(a.event, b.event)], events[max(a.event, b.event)]
-					v.fail(second.Field, "overlaps %s on %s: a direction follows one lasting change, ramp or failure at a time", first.Field, d)
-					reported[[2]int{a.event, b.event}], reported[[2]int{b.event, a.event}] = true, true
+		slices.SortStableFunc(ws, func(a, b window) int { return cmp.Compare(a.start, b.start) })
+		var active []window // those begun that may still overlap one to come
+		for _, w := range ws {
+			kept := active[:0]
+			for _, u := range active {
+				if u.end > w.start || u.start == w.start {
+					kept = append(kept, u)
 				}
 			}
+			active = kept
+			for _, u := range active {
+				// u began no later than w: they overlap if u lasts past
+				// w's start, or u is a moment at the start of w's span.
+				overlap := u.end > w.start || u.start == u.end && w.end > w.start
+				if u.event == w.event || !overlap || reported[[2]int{u.event, w.event}] {
+					continue
+				}
+				first, second := events[min(u.event, w.event)], events[max(u.event, w.event)]
+				v.fail(second.Field, "overlaps %s on %s: a direction follows one lasting change, ramp or failure at a time", first.Field, d)
+				reported[[2]int{u.event, w.event}], reported[[2]int{w.event, u.event}] = true, true
+			}
+			active = append(active, w)
 		}
 	}
 }
@@ -611,6 +639,14 @@ func (v *validator) link(field, selector string, selectors map[string][]string) 
 	if _, ok := selectors[selector]; !ok {
 		v.fail(field, "no link %q in this test-bed (links: %s)", selector, strings.Join(sortedKeys(selectors), ", "))
 	}
+}
+
+// linkSelectors is tb.LinkSelectors, made once.
+func (v *validator) linkSelectors(tb *Testbed) map[string][]string {
+	if v.selectors == nil {
+		v.selectors = tb.LinkSelectors()
+	}
+	return v.selectors
 }
 
 // LinkSelectors maps each way to name links of the test-bed in events to

@@ -175,18 +175,19 @@ func ParseStored(file string, data []byte, quick bool) (*File, error) {
 
 func parse(file string, data []byte, quick, stored bool) (*File, error) {
 	var raw rawFile
-	c, root, err := yamlfile.Decode(file, data, &raw, "the file is empty: a scenario needs at least name and hosts")
+	c, root, err := yamlfile.Read(file, data, &raw, "the file is empty: a scenario needs at least name and hosts")
 	if err != nil {
 		return nil, err
 	}
 	v := &validator{Checker: c, dir: filepath.Dir(file), stored: stored}
 	tb := v.testbed(&raw)
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
 	f := &File{Testbed: tb, Quick: quick}
-	f.Events = v.events("events", &raw.Events, tb, 0, tb.Seed)
-	v.workloads(f, root)
+	// The timelines and workloads name the hosts and links: without hosts
+	// every name would be unknown, which says nothing more.
+	if len(tb.Hosts) > 0 {
+		f.Events = v.events("events", &raw.Events, tb, 0, tb.Seed)
+		v.workloads(f, root)
+	}
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -202,6 +203,17 @@ type validator struct {
 	stored bool
 	// tb is the test-bed, once read: events check their settings on it.
 	tb *Testbed
+	// selectors are the test-bed's link selectors, once made.
+	selectors map[string][]string
+	// eventCount and changeCount count the file's timelines: their
+	// entries and the changes they expand to.
+	eventCount, changeCount int
+	// reach says which pairs of hosts can reach each other, once made.
+	reach *reachability
+	// all are the test-bed's hosts, a mesh's when it names none; allChecked
+	// says they were checked to reach each other.
+	all        []string
+	allChecked bool
 }
 
 func (v *validator) fail(field, format string, args ...any) { v.Fail(field, format, args...) }
@@ -288,6 +300,14 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		tb.Sites = append(tb.Sites, site)
 	}
 
+	// Names looked up by name, once per host and link end.
+	sites, hosts := map[string]bool{}, map[string]bool{}
+	for _, s := range raw.Sites {
+		sites[s.Key] = true
+	}
+	for _, h := range raw.Hosts {
+		hosts[h.Key] = true
+	}
 	if len(raw.Hosts) == 0 {
 		v.fail("hosts", "missing: a test-bed needs at least one host")
 	}
@@ -339,7 +359,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 			}
 		}
 		if host.Site != "" {
-			if _, ok := tb.Site(host.Site); !ok {
+			if !sites[host.Site] {
 				v.fail(field+".site", "unknown site %q", host.Site)
 			}
 		}
@@ -356,7 +376,7 @@ func (v *validator) testbed(raw *rawFile) *Testbed {
 		}
 		link := Link{A: l.Between[0], B: l.Between[1]}
 		for j, name := range l.Between {
-			if _, ok := tb.Host(name); !ok {
+			if !hosts[name] {
 				v.fail(fmt.Sprintf("%s.between[%d]", field, j), "unknown host %q", name)
 			}
 		}

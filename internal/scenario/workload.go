@@ -1,7 +1,7 @@
 package scenario
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -275,145 +275,240 @@ type rawImpact struct {
 	Interval  string `yaml:"interval"`
 }
 
+// Bounds on the plan of one file: its workloads, and the steps their
+// sweeps expand to, counted before any is expanded. A real study has a few
+// workloads of tens of steps; a file over these is a mistake (or an
+// attack), and refusing it early keeps validation within a second.
+const (
+	// MaxSteps bounds the steps of one workload's sweep (with its repeats).
+	MaxSteps = 1000
+	// MaxWorkloads bounds the workloads of a file.
+	MaxWorkloads = 1000
+	// MaxPlanSteps bounds the steps of all the workloads of a file.
+	MaxPlanSteps = 10_000
+	// MaxPlanValues bounds the settings of all the steps of a file, each
+	// step's counted as YAML values with aliases expanded (a list of ten
+	// clients is eleven): what validation decodes and checks.
+	MaxPlanValues = 500_000
+)
+
+// planned is one entry of workloads: as read before its steps are made.
+type planned struct {
+	field string
+	raw   rawWorkload
+	name  string
+	kind  results.Kind
+	// body is the kind's settings, merge keys resolved; overrides are
+	// quick:'s (under --quick), applied in order.
+	body      *yaml.Node
+	overrides map[string]*yaml.Node
+	order     []string
+	axes      []axis
+	repeat    int
+	// steps and values are the steps it expands to and the settings
+	// (YAML values) of each, counted without expanding.
+	steps, values int
+	ok            bool
+}
+
 // workloads validates the scenario's workloads: list, in top (the
-// document's mapping), into f.
+// document's mapping), into f. It reads every entry, refuses a plan over
+// the file's bounds before making any step, then makes and checks every
+// step of every workload, reporting every problem.
 func (v *validator) workloads(f *File, top *yaml.Node) {
 	var list *yaml.Node
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		if top.Content[i].Value == "workloads" {
-			list = top.Content[i+1]
+			list = deref(top.Content[i+1])
 		}
 	}
-	if list == nil || list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
+	if absent(list) {
 		return
 	}
 	if list.Kind != yaml.SequenceNode {
 		v.fail("workloads", "expected a list of workloads")
 		return
 	}
+	if n := len(list.Content); n > MaxWorkloads {
+		v.FailErr("workloads", yamlfile.ErrTooLarge, "%d workloads: a file holds at most %d (split the study into several files)", n, MaxWorkloads)
+		return
+	}
+	plan := make([]*planned, len(list.Content))
 	for i, n := range list.Content {
-		if w, ok := v.workload(fmt.Sprintf("workloads[%d]", i), n, f.Testbed, f.Quick); ok {
-			f.Workloads = append(f.Workloads, w)
+		plan[i] = v.plan(fmt.Sprintf("workloads[%d]", i), deref(n), f.Quick)
+	}
+	seen := map[string]string{}
+	for _, p := range plan {
+		if p.name == "" {
+			continue
+		}
+		if first, dup := seen[p.name]; dup {
+			v.fail(p.field+".name", "two workloads are called %q (%s and this one): give each a name", p.name, first)
+			continue
+		}
+		seen[p.name] = p.field
+	}
+	steps, values := 0, 0
+	for _, p := range plan {
+		if !p.ok {
+			continue
+		}
+		steps += p.steps
+		values += p.steps * p.values
+		switch {
+		case steps > MaxPlanSteps:
+			v.FailErr(p.field, yamlfile.ErrTooLarge, "with this workload the file's workloads have %d steps or more: a file holds at most %d (split the study into several files)", steps, MaxPlanSteps)
+			return
+		case values > MaxPlanValues:
+			v.FailErr(p.field, yamlfile.ErrTooLarge, "with this workload the file's steps hold %d settings or more (each step's, aliases expanded): a file holds at most %d (sweep fewer values, or shorten the lists)", values, MaxPlanValues)
+			return
 		}
 	}
-	for i, w := range f.Workloads {
-		if slices.ContainsFunc(f.Workloads[:i], func(o Workload) bool { return o.Name == w.Name }) {
-			v.fail(fmt.Sprintf("workloads[%d].name", i), "two workloads are called %q: give each a name", w.Name)
+	for _, p := range plan {
+		if !p.ok {
+			continue
+		}
+		if w, ok := v.expand(p, f.Testbed); ok {
+			f.Workloads = append(f.Workloads, w)
 		}
 	}
 }
 
-// workload validates one entry of workloads: and expands its sweep.
-func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool) (Workload, bool) {
+// plan reads one entry of workloads: its kind, settings, sweep and
+// repeats, and counts its steps.
+func (v *validator) plan(field string, n *yaml.Node, quick bool) *planned {
+	p := &planned{field: field, repeat: 1}
 	if n.Kind != yaml.MappingNode {
 		v.fail(field, "a workload is a mapping such as {eventdb: {...}, sweep: {jobs: [1, 5]}}")
-		return Workload{}, false
+		return p
 	}
-	var raw rawWorkload
-	var kind results.Kind
-	var body *yaml.Node
+	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i].Value, deref(n.Content[i+1])
 		switch {
 		case k == "name":
-			raw.Name = val.Value
+			p.raw.Name = val.Value
 		case k == "repeat":
 			r, err := strconv.Atoi(val.Value)
-			if err != nil || r < 1 || r > 1000 {
-				v.fail(field+".repeat", "repeat must be a whole number from 1 to 1000")
-				return Workload{}, false
+			if err != nil || r < 1 || r > MaxSteps {
+				v.fail(field+".repeat", "repeat must be a whole number from 1 to %d", MaxSteps)
+				ok = false
+				continue
 			}
-			raw.Repeat = &r
+			p.raw.Repeat, p.repeat = &r, r
 		case k == "sweep":
-			raw.Sweep = *val
+			p.raw.Sweep = *val
 		case k == "quick":
-			raw.Quick = *val
+			p.raw.Quick = *val
 		case k == "events":
-			raw.Events = val
+			p.raw.Events = val
 		case k == "capture":
-			raw.Capture = val
+			p.raw.Capture = val
 		case k == "watch":
-			raw.Watch = val
+			p.raw.Watch = val
 		case slices.Contains(results.Kinds, results.Kind(k)):
-			if kind != "" {
-				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", kind, k)
-				return Workload{}, false
+			if p.kind != "" {
+				v.fail(field+"."+k, "a workload has one kind; this one has %s and %s (make two workloads)", p.kind, k)
+				ok = false
+				continue
 			}
-			kind, body = results.Kind(k), val
+			p.kind, p.body = results.Kind(k), val
 		default:
 			v.fail(field+"."+k, "unknown field %q (a workload has name, repeat, sweep, quick, events, capture, watch and one of %s)", k, kindNames())
-			return Workload{}, false
+			ok = false
 		}
 	}
-	if kind == "" {
+	p.name = p.raw.Name
+	if p.name == "" {
+		p.name = string(p.kind)
+	}
+	if p.kind == "" {
 		v.fail(field, "no workload kind: give one of %s", kindNames())
-		return Workload{}, false
+		return p
 	}
-	w := Workload{Name: raw.Name, Kind: kind}
-	if w.Name == "" {
-		w.Name = string(kind)
-	}
-	v.name(field+".name", "workload", w.Name)
-	if body.Kind == yaml.ScalarNode && body.Tag == "!!null" {
+	v.name(field+".name", "workload", p.name)
+	body := p.body
+	if absent(body) {
 		body = &yaml.Node{Kind: yaml.MappingNode, Line: body.Line}
 	}
 	if body.Kind != yaml.MappingNode {
-		v.fail(field+"."+string(kind), "expected the %s settings as a mapping", kind)
-		return w, false
+		v.fail(field+"."+string(p.kind), "expected the %s settings as a mapping", p.kind)
+		return p
 	}
-	body = expandMerges(body)
+	p.body = yamlfile.MergedMapping(body)
 
 	// Under --quick, quick: overrides settings and may replace the sweep.
-	overrides := map[string]*yaml.Node{}
-	var order []string
-	sweep := raw.Sweep
-	if quick && raw.Quick.Kind != 0 {
-		if raw.Quick.Kind != yaml.MappingNode {
+	p.overrides = map[string]*yaml.Node{}
+	sweep := p.raw.Sweep
+	if quick && p.raw.Quick.Kind != 0 {
+		if p.raw.Quick.Kind != yaml.MappingNode {
 			v.fail(field+".quick", "expected a mapping of settings to use with --quick")
-			return w, false
+			return p
 		}
-		for i := 0; i+1 < len(raw.Quick.Content); i += 2 {
-			k, val := raw.Quick.Content[i], deref(raw.Quick.Content[i+1])
+		for i := 0; i+1 < len(p.raw.Quick.Content); i += 2 {
+			k, val := p.raw.Quick.Content[i], deref(p.raw.Quick.Content[i+1])
 			if k.Value == "sweep" {
 				sweep = *val
 				continue
 			}
-			overrides[k.Value] = val
-			order = append(order, k.Value)
+			p.overrides[k.Value] = val
+			p.order = append(p.order, k.Value)
 		}
 	}
-	axes, ok := v.sweep(field+".sweep", sweep)
-	if !ok {
-		return w, false
+	axes, sweepOK := v.sweep(field+".sweep", sweep)
+	if !sweepOK || !ok {
+		return p
 	}
-	repeat := 1
-	if raw.Repeat != nil {
-		repeat = *raw.Repeat
-	}
-	steps := repeat
+	p.axes = axes
+	p.steps = p.repeat
 	for _, a := range axes {
-		steps *= len(a.values)
-		if steps > MaxSteps {
-			v.fail(field+".sweep", "the sweep has more than %d steps: split it into several workloads", MaxSteps)
-			return w, false
+		if p.steps *= len(a.values); p.steps > MaxSteps {
+			v.FailErr(field+".sweep", yamlfile.ErrTooLarge, "the sweep has more than %d steps: split it into several workloads", MaxSteps)
+			return p
 		}
 	}
-	for _, combo := range product(axes) {
-		for r := range repeat {
-			settings := withSettings(body, overrides, order)
-			var params []Param
-			for j, val := range combo {
-				settings = withSettings(settings, map[string]*yaml.Node{axes[j].name: val}, []string{axes[j].name})
-				params = append(params, Param{axes[j].name, val.Value})
-			}
-			if repeat > 1 {
-				params = append(params, Param{"repeat", strconv.Itoa(r + 1)})
-			}
-			step, ok := v.step(field+"."+string(kind), kind, settings, tb)
+	p.values = yamlfile.CountValues(p.body, MaxPlanValues) + len(axes)
+	for _, o := range p.overrides {
+		p.values += yamlfile.CountValues(o, MaxPlanValues)
+	}
+	p.ok = true
+	return p
+}
+
+// expand makes and checks every step of a planned workload, and its
+// timeline, capture and watches.
+func (v *validator) expand(p *planned, tb *Testbed) (Workload, bool) {
+	before := v.Count()
+	w := Workload{Name: p.name, Kind: p.kind}
+	field := p.field + "." + string(p.kind)
+	base := withSettings(p.body, p.overrides, p.order)
+	// Where each setting is written, for messages: the kind's own, then
+	// quick:'s, then each step's swept values (in step).
+	v.AtNode(field, base)
+	for i := 0; i+1 < len(base.Content); i += 2 {
+		v.At(field+"."+base.Content[i].Value, base.Content[i].Line)
+	}
+	all := true
+	for _, combo := range product(p.axes) {
+		set := map[string]*yaml.Node{}
+		var order []string
+		var params []Param
+		for j, val := range combo {
+			set[p.axes[j].name] = val
+			order = append(order, p.axes[j].name)
+			params = append(params, Param{p.axes[j].name, val.Value})
+		}
+		settings := withSettings(base, set, order)
+		for r := range p.repeat {
+			step, ok := v.step(field, p.kind, settings, set, tb)
 			if !ok {
-				return w, false
+				all = false
+				break // its repeats are the same step
 			}
-			step.Params = params
+			step.Params = slices.Clone(params)
+			if p.repeat > 1 {
+				step.Params = append(step.Params, Param{"repeat", strconv.Itoa(r + 1)})
+			}
 			w.Steps = append(w.Steps, step)
 		}
 	}
@@ -423,10 +518,10 @@ func (v *validator) workload(field string, n *yaml.Node, tb *Testbed, quick bool
 			shortest = l
 		}
 	}
-	w.Events = v.events(field+".events", raw.Events, tb, shortest, tb.Seed)
-	w.Capture = v.capture(field+".capture", raw.Capture, tb)
-	w.Watch = v.watches(field+".watch", raw.Watch, tb)
-	return w, v.Count() == 0
+	w.Events = v.events(p.field+".events", p.raw.Events, tb, shortest, tb.Seed)
+	w.Capture = v.capture(p.field+".capture", p.raw.Capture, tb)
+	w.Watch = v.watches(p.field+".watch", p.raw.Watch, tb)
+	return w, all && v.Count() == before
 }
 
 // Length is how long the step lasts when its settings say (a duration, a
@@ -445,56 +540,20 @@ func (s Step) Length() time.Duration {
 	return 0
 }
 
-// decodeAs decodes a step's settings into the raw form R and validates
-// them; nil when they do not decode.
-func decodeAs[R, T any](decode func(any) bool, validate func(R) *T) *T {
-	var r R
-	if !decode(&r) {
-		return nil
-	}
-	return validate(r)
-}
-
 // deref follows a YAML alias (*anchor) to the node it names.
 func deref(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode {
-		return n.Alias
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
 	}
 	return n
 }
-
-// expandMerges resolves YAML merge keys (<<: *anchor) of a mapping, so that
-// workloads can share settings through anchors.
-func expandMerges(m *yaml.Node) *yaml.Node {
-	out := *m
-	out.Content = nil
-	var merged []*yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, val := m.Content[i], m.Content[i+1]
-		if k.Value != "<<" || k.Tag == "!!str" && k.Style != 0 {
-			out.Content = append(out.Content, k, deref(val))
-			continue
-		}
-		if val = deref(val); val.Kind == yaml.MappingNode {
-			merged = append(merged, expandMerges(val).Content...)
-		}
-	}
-	for i := 0; i+1 < len(merged); i += 2 {
-		if !slices.ContainsFunc(out.Content, func(n *yaml.Node) bool { return n.Value == merged[i].Value }) {
-			out.Content = append(out.Content, merged[i], merged[i+1])
-		}
-	}
-	return &out
-}
-
-// MaxSteps bounds the steps of one workload's sweep (with its repeats).
-const MaxSteps = 1000
 
 type axis struct {
 	name   string
 	values []*yaml.Node
 }
 
+// sweep reads a sweep: every axis is checked, and every value of each.
 func (v *validator) sweep(field string, n yaml.Node) ([]axis, bool) {
 	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil, true
@@ -504,21 +563,24 @@ func (v *validator) sweep(field string, n yaml.Node) ([]axis, bool) {
 		return nil, false
 	}
 	var axes []axis
+	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, vals := n.Content[i], deref(n.Content[i+1])
 		if vals.Kind != yaml.SequenceNode || len(vals.Content) == 0 {
 			v.failAt(k.Line, field+"."+k.Value, "a sweep needs a list of at least one value, such as [1, 5, 10]")
-			return nil, false
+			ok = false
+			continue
 		}
-		for _, val := range vals.Content {
-			if val.Kind != yaml.ScalarNode {
-				v.failAt(val.Line, field+"."+k.Value, "sweep values must be single values")
-				return nil, false
+		values := make([]*yaml.Node, len(vals.Content))
+		for j, val := range vals.Content {
+			if values[j] = deref(val); values[j].Kind != yaml.ScalarNode {
+				v.failAt(values[j].Line, fmt.Sprintf("%s.%s[%d]", field, k.Value, j), "sweep values must be single values")
+				ok = false
 			}
 		}
-		axes = append(axes, axis{k.Value, vals.Content})
+		axes = append(axes, axis{k.Value, values})
 	}
-	return axes, true
+	return axes, ok
 }
 
 // product lists every combination of the axes' values, the last axis
@@ -537,20 +599,23 @@ func product(axes []axis) [][]*yaml.Node {
 	return combos
 }
 
-// withSettings returns a copy of the mapping with the given keys set.
+// withSettings returns a copy of the mapping with the given keys set, each
+// key placed at the line of its new value (a sweep's or quick:'s).
 func withSettings(m *yaml.Node, set map[string]*yaml.Node, order []string) *yaml.Node {
 	out := *m
 	out.Content = slices.Clone(m.Content)
 	for _, k := range order {
+		val := set[k]
+		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k, Line: val.Line, Column: val.Column}
 		replaced := false
 		for i := 0; i+1 < len(out.Content); i += 2 {
 			if out.Content[i].Value == k {
-				out.Content[i+1] = set[k]
+				out.Content[i], out.Content[i+1] = key, val
 				replaced = true
 			}
 		}
 		if !replaced {
-			out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k, Line: set[k].Line}, set[k])
+			out.Content = append(out.Content, key, val)
 		}
 	}
 	return &out
@@ -561,41 +626,30 @@ func (v *validator) failAt(line int, field, format string, args ...any) {
 	v.fail(field, format, args...)
 }
 
-// step decodes and validates one step's settings of a kind.
-func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, tb *Testbed) (Step, bool) {
-	// Lines of this step's settings, which may come from a sweep or quick:.
-	for i := 0; i+1 < len(settings.Content); i += 2 {
-		v.At(field+"."+settings.Content[i].Value, settings.Content[i].Line)
+// step decodes and validates one step's settings of a kind; swept are the
+// values its sweep set, whose lines its messages give.
+func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, swept map[string]*yaml.Node, tb *Testbed) (Step, bool) {
+	for k, val := range swept {
+		v.At(field+"."+k, val.Line)
 	}
 	before := v.Count()
+	var release func()
 	decode := func(dst any) bool {
-		resolved, err := yamlfile.ResolveAliases(settings)
-		if err != nil {
-			v.fail(field, "%v", err)
-			return false
-		}
-		var buf bytes.Buffer
-		yaml.NewEncoder(&buf).Encode(resolved)
-		dec := yaml.NewDecoder(&buf)
-		dec.KnownFields(true)
-		err = dec.Decode(dst)
-		if err == nil {
-			return true
-		}
-		// The re-encoded text's line numbers mean nothing: name the field.
-		msgs := []string{err.Error()}
-		if te, ok := err.(*yaml.TypeError); ok {
-			msgs = te.Errors
-		}
-		for _, m := range msgs {
-			if _, unknown, msg := yamlfile.Explain(m); unknown != "" {
-				v.fail(field+"."+unknown, "unknown %s setting %q", kind, unknown)
-			} else {
-				v.fail(field, "%s", msg)
+		problems := yamlfile.DecodeNode(settings, dst)
+		for i, p := range problems {
+			if errors.Is(p.Err, yamlfile.ErrUnknownField) {
+				key := p.Field[strings.LastIndexAny(p.Field, ".]")+1:]
+				problems[i].Msg = fmt.Sprintf("unknown %s setting %q", kind, key)
 			}
 		}
-		return false
+		release = v.Decoded(field, problems)
+		return true // validate what did decode too: every problem at once
 	}
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	var s Step
 	switch kind {
 	case results.EventDB:
@@ -618,13 +672,23 @@ func (v *validator) step(field string, kind results.Kind, settings *yaml.Node, t
 	return s, v.Count() == before
 }
 
+// decodeAs decodes a step's settings into the raw form R and validates
+// them; nil when they do not decode.
+func decodeAs[R, T any](decode func(any) bool, validate func(R) *T) *T {
+	var r R
+	if !decode(&r) {
+		return nil
+	}
+	return validate(r)
+}
+
 // host checks a reference to a host.
 func (v *validator) host(field, name string, tb *Testbed) {
 	if name == "" {
 		v.fail(field, "missing: name a host of the test-bed")
 		return
 	}
-	if _, ok := tb.Host(name); !ok {
+	if !v.knownHost(name, tb) {
 		var names []string
 		for _, h := range tb.Hosts {
 			names = append(names, h.Name)
@@ -639,6 +703,7 @@ func (v *validator) pair(field, from, to string, tb *Testbed) {
 	if from != "" && from == to {
 		v.fail(field+".to", "from and to are the same host %q", from)
 	}
+	v.reaches(field+".to", from, to, tb)
 }
 
 func (v *validator) count(field string, n *int, def, lo, hi int) int {
@@ -674,6 +739,7 @@ func (v *validator) duration(field, s string, def time.Duration) time.Duration {
 }
 
 func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
+	before := v.Count()
 	e := &EventDB{
 		Server:  r.Server,
 		Clients: r.Clients,
@@ -695,10 +761,15 @@ func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
 		v.fail(field+".clients", "missing: list the client hosts, such as [client1, client2]")
 	}
 	for i, c := range r.Clients {
-		v.host(fmt.Sprintf("%s.clients[%d]", field, i), c, tb)
-		if c == r.Server {
-			v.fail(fmt.Sprintf("%s.clients[%d]", field, i), "%q is the server", c)
+		if v.fine(c, r.Server, tb) {
+			continue
 		}
+		f := fmt.Sprintf("%s.clients[%d]", field, i)
+		v.host(f, c, tb)
+		if c == r.Server {
+			v.fail(f, "%q is the server", c)
+		}
+		v.reaches(f, r.Server, c, tb)
 	}
 	if e.ServerModel == "" {
 		e.ServerModel = eventdb.ModelSingle
@@ -706,7 +777,11 @@ func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
 			e.ServerModel = eventdb.ModelThreads
 		}
 	}
-	if err := (eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage}).Validate(agentLimits); err != nil {
+	// The specs' checks repeat those of the fields, at the workload's
+	// line: they are for what the fields' checks do not see.
+	if v.Count() > before {
+		// said already
+	} else if err := (eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage}).Validate(agentLimits); err != nil {
 		v.fail(field, "%v", err)
 	} else if err := (eventdb.ClientSpec{Store: e.Store, Jobs: e.Jobs, EventsPerJob: min(e.EventsPerJob, e.Store.Events), Timeout: max(e.Timeout, 1), CPUPerEvent: e.ClientCPUPerEvent}).Validate(agentLimits); err != nil {
 		v.fail(field, "each client: %v", err)
@@ -721,6 +796,7 @@ func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
 }
 
 func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm {
+	before := v.Count()
 	t := &TaskFarm{
 		Master:     r.Master,
 		Workers:    r.Workers,
@@ -735,16 +811,23 @@ func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm
 		v.fail(field+".workers", "missing: list the worker hosts")
 	}
 	for i, w := range r.Workers {
-		v.host(fmt.Sprintf("%s.workers[%d]", field, i), w, tb)
-		if w == r.Master {
-			v.fail(fmt.Sprintf("%s.workers[%d]", field, i), "%q is the master", w)
+		if v.fine(w, r.Master, tb) {
+			continue
 		}
+		f := fmt.Sprintf("%s.workers[%d]", field, i)
+		v.host(f, w, tb)
+		if w == r.Master {
+			v.fail(f, "%q is the master", w)
+		}
+		v.reaches(f, r.Master, w, tb)
 	}
 	t.Count = v.count(field+".count", r.Count, len(r.Workers), max(1, len(r.Workers)), 100000)
 	if t.Work == "" {
 		t.Work = taskfarm.WorkSleep
 	}
-	if err := (taskfarm.MasterSpec{Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count}).Validate(agentLimits); err != nil {
+	if v.Count() > before {
+		// said already, at the fields
+	} else if err := (taskfarm.MasterSpec{Tasks: t.Tasks, Duration: t.Duration, Work: t.Work, ResultSize: t.ResultSize, Prefetch: t.Prefetch, Workers: t.Count}).Validate(agentLimits); err != nil {
 		v.fail(field, "%v", err)
 	}
 	return t
@@ -765,13 +848,12 @@ func (v *validator) mesh(field string, r rawMesh, tb *Testbed) *Mesh {
 		Disk:     r.Disk,
 	}
 	if len(m.Hosts) == 0 {
-		for _, h := range tb.Hosts {
-			m.Hosts = append(m.Hosts, h.Name)
-		}
+		m.Hosts = v.allHosts(tb)
 	}
 	for i, h := range r.Hosts {
 		v.host(fmt.Sprintf("%s.hosts[%d]", field, i), h, tb)
 	}
+	v.meshReaches(field+".hosts", m.Hosts, tb)
 	if len(m.Hosts) < 2 {
 		v.fail(field+".hosts", "a mesh needs at least two hosts")
 	}
@@ -835,6 +917,7 @@ func (v *validator) throughput(field string, r rawThroughput, tb *Testbed) *Thro
 }
 
 func (v *validator) transfer(field string, r rawTransfer, tb *Testbed) *Transfer {
+	before := v.Count()
 	t := &Transfer{
 		From: r.From, To: r.To, Compress: r.Compress, Roundtrip: r.Roundtrip, Serial: r.ReadAhead != nil && !*r.ReadAhead,
 		Size:    v.size(field+".size", r.Size, 100_000_000),
@@ -843,7 +926,9 @@ func (v *validator) transfer(field string, r rawTransfer, tb *Testbed) *Transfer
 		Block:   int(v.size(field+".block", r.Block, transfer.DefaultBlock)),
 	}
 	v.pair(field, r.From, r.To, tb)
-	if err := (transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block}).Validate(agentLimits); err != nil {
+	if v.Count() > before {
+		// said already, at the fields
+	} else if err := (transfer.Spec{Streams: t.Streams, Window: int(t.Window), Block: t.Block}).Validate(agentLimits); err != nil {
 		v.fail(field, "%v", err)
 	}
 	if t.Size <= 0 {
@@ -882,6 +967,7 @@ func (v *validator) impact(field string, r rawImpact, tb *Testbed) *Impact {
 	if r.ProbeFrom != "" && r.ProbeFrom == r.ProbeTo {
 		v.fail(field+".probe_to", "probe_from and probe_to are the same host %q", r.ProbeFrom)
 	}
+	v.reaches(field+".probe_to", r.ProbeFrom, r.ProbeTo, tb)
 	if i.Duration <= 0 || i.Phase <= 0 || i.Interval <= 0 {
 		v.fail(field, "duration, phase and interval must be positive")
 	}

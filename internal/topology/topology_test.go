@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -96,5 +98,42 @@ func TestPaths(t *testing.T) {
 	}
 	if c := pd2.TCPCeiling(); c != 2e6*(1500-TCPIPHeader)/1500 {
 		t.Errorf("TCP ceiling %v", c)
+	}
+}
+
+// TestReachableIsRouted: scenario validation refuses a workload whose
+// hosts cannot reach each other by Testbed.Reachable; that must be exactly
+// the pairs the topology routes, on the built-in scenarios and a test-bed
+// with hosts by links only, by sites, and by neither.
+func TestReachableIsRouted(t *testing.T) {
+	beds := map[string][]byte{"sites.yaml": []byte(sitesYAML)}
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		beds[name] = data
+	}
+	for name, data := range beds {
+		f, err := scenario.Parse(name, data, false)
+		if err != nil {
+			continue // a monitoring configuration
+		}
+		topo, err := New(f.Testbed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range f.Testbed.Hosts {
+			for _, b := range f.Testbed.Hosts {
+				if a.Name == b.Name {
+					continue
+				}
+				_, routed := topo.Path(a.Name, b.Name)
+				if got := f.Testbed.Reachable(a.Name, b.Name); got != routed {
+					t.Errorf("%s: %s and %s reachable %v, routed %v", name, a.Name, b.Name, got, routed)
+				}
+			}
+		}
 	}
 }

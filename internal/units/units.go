@@ -77,8 +77,13 @@ func (r Rate) String() string {
 	return g(v) + "bit"
 }
 
-// ParseDuration parses a non-negative duration such as "25ms", "0.5ms", "1s" or "250us".
-// A bare 0 is accepted; any other bare number is an error because its unit is ambiguous.
+// DurationUnits are the units ParseDuration takes, Go's: a duration may
+// join several, as 1h30m or 1m30s.
+var DurationUnits = []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"}
+
+// ParseDuration parses a non-negative duration such as "25ms", "0.5ms", "1s",
+// "250us", "2m" or "1h30m" (DurationUnits). A bare 0 is accepted; any other
+// bare number is an error because its unit is ambiguous.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "0" {
@@ -89,7 +94,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		if _, ferr := strconv.ParseFloat(s, 64); ferr == nil {
 			return 0, fmt.Errorf("duration %q: %w (write e.g. 25ms)", s, ErrNoUnit)
 		}
-		return 0, fmt.Errorf("duration %q: use a number and ns, us, ms or s", s)
+		return 0, fmt.Errorf("duration %q: use a number and ns, us, ms, s, m or h, as 25ms, 1.5s, 2m or 1h30m (µs or μs for us)", s)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("duration %q is negative", s)

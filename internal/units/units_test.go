@@ -57,7 +57,10 @@ func TestParseDuration(t *testing.T) {
 		{"0", 0, ""},
 		{"25", 0, "missing unit"},
 		{"-1ms", 0, "negative"},
-		{"soon", 0, "use a number"},
+		{"soon", 0, "use a number and ns, us, ms, s, m or h"},
+		{"1m", time.Minute, ""},
+		{"1h30m", 90 * time.Minute, ""},
+		{"2d", 0, "use a number and ns, us, ms, s, m or h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -67,6 +70,30 @@ func TestParseDuration(t *testing.T) {
 				t.Errorf("ParseDuration(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestDurationUnitsAsSaid: the error named ns, us, ms and s while 1m was
+// accepted; every unit it names is accepted, and no other.
+func TestDurationUnitsAsSaid(t *testing.T) {
+	_, err := ParseDuration("5 fortnights")
+	if err == nil {
+		t.Fatal("5 fortnights accepted")
+	}
+	named := map[string]bool{}
+	for _, u := range DurationUnits {
+		named[u] = true
+		if !strings.Contains(err.Error(), u) {
+			t.Errorf("the error %q does not name %s", err, u)
+		}
+		if _, err := ParseDuration("3" + u); err != nil {
+			t.Errorf("%s is named and refused: %v", u, err)
+		}
+	}
+	for _, u := range []string{"µs", "μs", "d", "w", "y", "sec", "min"} {
+		if _, err := ParseDuration("3" + u); err == nil && !named[u] {
+			t.Errorf("3%s is accepted but the error does not name %s", u, u)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@
 package disk
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -61,12 +62,15 @@ func (s Spec) Validate(l limits.Limits) error {
 
 // Run writes the file, reads it back, removes it and returns the rates. A
 // full disk is an error naming the directory and how much was written.
-func Run(s Spec) (Result, error) {
+// Run checks ctx between blocks: once ctx ends (its controller is gone, or
+// its deadline passed), it stops within a block, removes the file and
+// returns an error that wraps ctx's.
+func Run(ctx context.Context, s Spec) (Result, error) {
 	name := fmt.Sprintf("wanlab-disk-%d-%d", os.Getpid(), time.Now().UnixNano())
 	defer s.Dir.Remove(name)
 	flags := unix.O_NOFOLLOW
 	if s.Direct {
-		flags = unix.O_DIRECT
+		flags |= unix.O_DIRECT
 	}
 	buf, free, err := diskio.AlignedBuffer(s.Block)
 	if err != nil {
@@ -85,6 +89,10 @@ func Run(s Spec) (Result, error) {
 	start := time.Now()
 	var written int64
 	for written < s.Size {
+		if err := ctx.Err(); err != nil {
+			f.Close()
+			return res, stopped("writing", written, s.Size, err)
+		}
 		n := min(int64(len(buf)), s.Size-written)
 		if s.Direct {
 			n = int64(len(buf)) // whole aligned blocks; the size is rounded up
@@ -100,6 +108,10 @@ func Run(s Spec) (Result, error) {
 		}
 	}
 	if s.Fsync {
+		if err := ctx.Err(); err != nil {
+			f.Close()
+			return res, stopped("writing", written, s.Size, err)
+		}
 		if err := f.Sync(); err != nil {
 			f.Close()
 			return res, fmt.Errorf("fsync: %w", err)
@@ -110,6 +122,9 @@ func Run(s Spec) (Result, error) {
 	res.WriteBytesPerSecond = float64(written) / res.WriteSeconds
 
 	// Drop the file from the page cache so that the reads come from the device.
+	if err := ctx.Err(); err != nil {
+		return res, stopped("writing", written, s.Size, err)
+	}
 	if f, err := s.Dir.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0); err == nil {
 		f.Sync()
 		res.CacheDropped = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) == nil
@@ -123,6 +138,9 @@ func Run(s Spec) (Result, error) {
 	start = time.Now()
 	var read int64
 	for {
+		if err := ctx.Err(); err != nil {
+			return res, stopped("reading", read, written, err)
+		}
 		k, err := f.Read(buf)
 		read += int64(k)
 		if err == io.EOF || k == 0 {
@@ -135,4 +153,10 @@ func Run(s Spec) (Result, error) {
 	res.ReadSeconds = time.Since(start).Seconds()
 	res.ReadBytesPerSecond = float64(read) / res.ReadSeconds
 	return res, nil
+}
+
+// stopped is the error of a test whose context ended after done of total
+// bytes of a phase.
+func stopped(phase string, done, total int64, err error) error {
+	return fmt.Errorf("the disk test stopped %s after %d of %d bytes: %w", phase, done, total, err)
 }

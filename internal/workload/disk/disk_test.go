@@ -1,9 +1,14 @@
 package disk
 
 import (
+	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/testsupport"
@@ -14,7 +19,7 @@ func TestRun(t *testing.T) {
 		{Dir: testsupport.TempRoot(t), Size: 8 << 20, Block: 1 << 20, Fsync: true},
 		{Dir: testsupport.TempRoot(t), Size: 4 << 20, Block: 64 << 10, Direct: true},
 	} {
-		res, err := Run(spec)
+		res, err := Run(context.Background(), spec)
 		if err != nil {
 			if spec.Direct && strings.Contains(err.Error(), "invalid argument") {
 				t.Logf("O_DIRECT is not supported on this file system: %v", err)
@@ -29,6 +34,62 @@ func TestRun(t *testing.T) {
 		if len(entries) != 0 {
 			t.Errorf("test file left behind in %s", spec.Dir.Name())
 		}
+	}
+}
+
+// TestRunEndsWithItsContext: a 300 MB direct-I/O test once went on writing
+// for 8 s after its controller was killed. Run stops within a block of its
+// context's end and leaves no file behind.
+func TestRunEndsWithItsContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec Spec
+	}{
+		{"buffered", Spec{Size: 512 << 20, Block: 1 << 20}},
+		{"fsync", Spec{Size: 512 << 20, Block: 1 << 20, Fsync: true}},
+		{"direct", Spec{Size: 512 << 20, Block: 4096, Direct: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.Dir = testsupport.TempRoot(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			returned := make(chan struct{})
+			cancelled := make(chan time.Time, 1)
+			go func() {
+				// Cancel as soon as the test file appears: the test has
+				// only begun.
+				for {
+					select {
+					case <-returned:
+						cancelled <- time.Time{}
+						return
+					default:
+					}
+					if entries, _ := os.ReadDir(tc.spec.Dir.Name()); len(entries) > 0 {
+						cancel()
+						cancelled <- time.Now()
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			_, err := Run(ctx, tc.spec)
+			end := time.Now()
+			close(returned)
+			at := <-cancelled
+			if tc.spec.Direct && errors.Is(err, unix.EINVAL) {
+				t.Skipf("O_DIRECT is not supported on this file system: %v", err)
+			}
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run cancelled as it began: %v, want an error wrapping %v", err, context.Canceled)
+			}
+			if late := end.Sub(at); late > 3*time.Second {
+				t.Errorf("Run returned %v after its context ended", late)
+			}
+			if entries, _ := os.ReadDir(tc.spec.Dir.Name()); len(entries) != 0 {
+				t.Errorf("test file left behind in %s", tc.spec.Dir.Name())
+			}
+		})
 	}
 }
 

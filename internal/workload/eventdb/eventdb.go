@@ -124,6 +124,7 @@ const helloLen = 12
 type Server struct {
 	spec   ServerSpec
 	ln     net.Listener
+	conns  int           // sessions at once: the agent's connection limit
 	gate   chan struct{} // nil: no limit
 	data   []byte        // the store's bytes repeat this block
 	totals struct{ sessions, pages, bytes, errors atomic.Int64 }
@@ -142,7 +143,7 @@ func Listen(spec ServerSpec, l limits.Limits, at bind.Local) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("event server: %w", err)
 	}
-	s := &Server{spec: spec, ln: ln, data: make([]byte, 1<<20+spec.PageSize)}
+	s := &Server{spec: spec, ln: ln, conns: l.MaxConnections, data: make([]byte, 1<<20+spec.PageSize)}
 	rand.NewChaCha8([32]byte{1}).Read(s.data)
 	switch spec.Model {
 	case ModelSingle:
@@ -156,10 +157,11 @@ func Listen(spec ServerSpec, l limits.Limits, at bind.Local) (*Server, error) {
 // Port is the port the server listens on.
 func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
-// Serve serves sessions until ctx ends, then closes every session and
-// returns what it did.
+// Serve serves sessions that open with the test's token, as many at once
+// as the connection limit allows, until ctx ends; then it closes every
+// session and returns what it did.
 func (s *Server) Serve(ctx context.Context) ServerTotals {
-	job.Serve(ctx, s.ln, func(c net.Conn) {
+	job.Serve(ctx, token.NewListener(s.ln, s.spec.Token, token.Wait), s.conns, func(c net.Conn) {
 		if err := s.session(c); err != nil && ctx.Err() == nil {
 			s.totals.errors.Add(1)
 		}
@@ -167,10 +169,8 @@ func (s *Server) Serve(ctx context.Context) ServerTotals {
 	return ServerTotals{Sessions: s.totals.sessions.Load(), Pages: s.totals.pages.Load(), Bytes: s.totals.bytes.Load(), Errors: s.totals.errors.Load()}
 }
 
+// session serves one client whose connection presented the token.
 func (s *Server) session(c net.Conn) error {
-	if err := token.Check(c, s.spec.Token, 30*time.Second); err != nil {
-		return err
-	}
 	r := bufio.NewReader(c)
 	var hello [helloLen]byte
 	if _, err := io.ReadFull(r, hello[:]); err != nil {

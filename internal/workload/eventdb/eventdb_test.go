@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/workload/bind"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 func TestStoreValidate(t *testing.T) {
@@ -130,5 +132,27 @@ func TestRefusedConnectionFails(t *testing.T) {
 	recs := runJobs(t, ClientSpec{Store: store, Address: "127.0.0.1:1", Jobs: 1, EventsPerJob: 1, Timeout: time.Second})
 	if recs[0].Status != job.Failed || !strings.Contains(recs[0].Reason, "opening a session") {
 		t.Fatalf("got %+v", recs[0])
+	}
+}
+
+// TestStrangersAreBounded: plain connections to a server's port wait for
+// their token at most token.MaxPending at once, the oldest dropped for
+// new ones (19,985 of them, each held 30 s, once took an agent to its
+// limit of file descriptors), and the test's own sessions still get in.
+func TestStrangersAreBounded(t *testing.T) {
+	store := Store{Events: 100, EventSize: 40000, PageSize: 8192}
+	tok := token.New()
+	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelConnection, Token: tok})
+	const n = 3 * token.MaxPending
+	testsupport.DialStrangers(t, addr, n).WaitClosed(t, n-token.MaxPending)
+	recs := runJobs(t, ClientSpec{Store: store, Address: addr, Token: tok, Jobs: 4, EventsPerJob: 5, Timeout: 5 * time.Second, Seed: 1})
+	totals := stop()
+	for _, r := range recs {
+		if r.Status != job.OK {
+			t.Errorf("job %d with %d strangers connected: %s %s", r.ID, n, r.Status, r.Reason)
+		}
+	}
+	if len(recs) != 4 || totals.Sessions != 4 || totals.Errors != 0 {
+		t.Errorf("%d jobs ran, the server counted %d sessions and %d errors; want 4, 4 and 0", len(recs), totals.Sessions, totals.Errors)
 	}
 }

@@ -68,9 +68,11 @@ func Burn(d time.Duration) {
 var spun atomic.Int64
 
 // Serve accepts connections on ln and handles each in a goroutine of its
-// own until ctx ends; then it closes the listener and every connection and
-// returns once all handlers have.
-func Serve(ctx context.Context, ln net.Listener, handle func(net.Conn)) {
+// own, at most limit at once (a connection past them is closed), until ctx
+// ends; then it closes the listener and every connection and returns once
+// all handlers have. A test's servers pass a token.Listener, which hands
+// on only the connections that presented the test's token.
+func Serve(ctx context.Context, ln net.Listener, limit int, handle func(net.Conn)) {
 	var mu sync.Mutex
 	conns := map[net.Conn]bool{}
 	stop := context.AfterFunc(ctx, func() {
@@ -89,8 +91,15 @@ func Serve(ctx context.Context, ln net.Listener, handle func(net.Conn)) {
 			break
 		}
 		mu.Lock()
-		conns[c] = true
+		full := len(conns) >= limit || ctx.Err() != nil // over the limit, or the server ends
+		if !full {
+			conns[c] = true
+		}
 		mu.Unlock()
+		if full {
+			c.Close()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

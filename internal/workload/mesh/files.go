@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +40,10 @@ const (
 // largest bytes (the largest share of a transfer one stream carries), at
 // most 64 MiB. With uncached, reads bypass the page cache (O_DIRECT) and
 // received data is written with write-behind, so that a host's disk cap
-// applies to every byte moved; a host whose disk is capped needs it.
-func OpenFiles(dir *os.Root, largest int64, uncached bool) (*Files, error) {
+// applies to every byte moved; a host whose disk is capped needs it. Once
+// ctx ends, it stops writing within a chunk, removes the file and returns
+// an error that wraps ctx's.
+func OpenFiles(ctx context.Context, dir *os.Root, largest int64, uncached bool) (*Files, error) {
 	span := min(maxSpan, (largest+fileChunk-1)/fileChunk*fileChunk)
 	flags := os.O_CREATE | os.O_TRUNC | os.O_RDWR | unix.O_NOFOLLOW
 	if uncached {
@@ -57,6 +60,11 @@ func OpenFiles(dir *os.Root, largest int64, uncached bool) (*Files, error) {
 	}
 	defer free()
 	for off := int64(0); off < span; off += fileChunk {
+		if err := ctx.Err(); err != nil {
+			f.Close()
+			dir.Remove(sourceName)
+			return nil, fmt.Errorf("writing the mesh source file stopped after %d of %d bytes: %w", off, span, err)
+		}
 		for i := range buf {
 			buf[i] = pattern[(int(off)+i)%len(pattern)]
 		}

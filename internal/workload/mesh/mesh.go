@@ -47,9 +47,6 @@ type NodeSpec struct {
 	Token token.Token `json:"token"`
 }
 
-// greetWait is how long a node waits for a stream to present the token.
-const greetWait = 30 * time.Second
-
 // Validate says what is wrong with the spec or over the limits.
 func (s NodeSpec) Validate(l limits.Limits) error {
 	total := 0.0
@@ -112,6 +109,9 @@ type Server struct {
 	Files *Files
 	// maxLength bounds what one stream may ask to put or get.
 	maxLength int64
+	// MaxConnections bounds the streams served at once (0: the agent's
+	// default limit of connections).
+	MaxConnections int
 }
 
 // Listen opens a node's port (0 picks a free one) at (the host's test
@@ -141,12 +141,15 @@ func (s NodeSpec) MaxStreamLength() int64 {
 // Port is the port the node listens on.
 func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
-// Serve answers streams until ctx ends.
+// Serve answers streams that present the test's token, at most
+// MaxConnections at once, until ctx ends.
 func (s *Server) Serve(ctx context.Context) {
-	job.Serve(ctx, s.ln, func(c net.Conn) {
-		if token.Check(c, s.token, greetWait) == nil {
-			serveStream(c, s.Files, s.maxLength)
-		}
+	limit := s.MaxConnections
+	if limit <= 0 {
+		limit = limits.Default.MaxConnections
+	}
+	job.Serve(ctx, token.NewListener(s.ln, s.token, token.Wait), limit, func(c net.Conn) {
+		serveStream(c, s.Files, s.maxLength)
 	})
 }
 

@@ -53,11 +53,11 @@ func TestLoopTransfersAndChecks(t *testing.T) {
 			var mine, theirs *Files
 			if tc.disk {
 				var err error
-				if mine, err = OpenFiles(testsupport.TempRoot(t), tc.largest, tc.uncached); err != nil {
+				if mine, err = OpenFiles(context.Background(), testsupport.TempRoot(t), tc.largest, tc.uncached); err != nil {
 					t.Skipf("no disk files here: %v", err) // O_DIRECT is refused on tmpfs
 				}
 				defer mine.Close()
-				if theirs, err = OpenFiles(testsupport.TempRoot(t), tc.largest, tc.uncached); err != nil {
+				if theirs, err = OpenFiles(context.Background(), testsupport.TempRoot(t), tc.largest, tc.uncached); err != nil {
 					t.Fatal(err)
 				}
 				defer theirs.Close()

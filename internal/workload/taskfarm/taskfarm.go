@@ -199,27 +199,40 @@ func (m *Master) Run(ctx context.Context, report func(job.Record)) Result {
 	return res
 }
 
+// accept waits up to the connect timeout for the workers. Each connection
+// presents the test's token on its own, within its own wait: a stranger
+// that connects and sends nothing costs the farm a socket, never a worker.
 func (m *Master) accept(ctx context.Context) ([]net.Conn, error) {
 	limit := m.spec.ConnectTimeout
 	if limit <= 0 {
 		limit = 30 * time.Second
 	}
-	tl := m.ln.(*net.TCPListener)
-	tl.SetDeadline(time.Now().Add(limit))
-	stop := context.AfterFunc(ctx, func() { tl.SetDeadline(time.Now()) })
-	defer stop()
+	stop := make(chan struct{})
+	defer close(stop)
+	incoming := token.Accept(m.ln, m.spec.Token, token.Wait, stop)
+	deadline := time.Now().Add(limit)
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
 	var conns []net.Conn
 	for len(conns) < m.spec.Workers {
-		c, err := tl.Accept()
-		if err != nil {
-			return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, err)
+		var c net.Conn
+		select {
+		case c = <-incoming:
+		case <-timer.C:
+			return conns, fmt.Errorf("waiting for workers: %d of %d connected within %v", len(conns), m.spec.Workers, limit)
+		case <-ctx.Done():
+			return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, ctx.Err())
 		}
-		if err := token.Check(c, m.spec.Token, limit); err != nil {
-			c.Close()
-			continue
+		if c == nil {
+			return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, net.ErrClosed)
 		}
+		// A worker sends its hello with the token.
 		var h [4]byte
-		c.SetReadDeadline(time.Now().Add(limit))
+		if wait := time.Now().Add(token.Wait); wait.Before(deadline) {
+			c.SetReadDeadline(wait)
+		} else {
+			c.SetReadDeadline(deadline)
+		}
 		if _, err := io.ReadFull(c, h[:]); err != nil || h != hello {
 			c.Close()
 			continue
@@ -363,6 +376,13 @@ func work(ctx context.Context, addr string, t token.Token, maxTask time.Duration
 	}
 	queue := make(chan task, 1024)
 	readErr := make(chan error, 1)
+	defer func() {
+		// Tasks still queued are not done: the reader ends once the
+		// connection is closed.
+		c.Close()
+		for range queue {
+		}
+	}()
 	go func() {
 		defer close(queue)
 		r := bufio.NewReader(c)
@@ -417,12 +437,11 @@ func work(ctx context.Context, addr string, t token.Token, maxTask time.Duration
 			break
 		}
 		began := time.Now()
-		if t.cpu {
-			job.Burn(t.duration)
-		} else if t.duration > 0 {
-			time.Sleep(t.duration)
-		}
+		do(ctx, t)
 		busy += time.Since(began)
+		if ctx.Err() != nil {
+			return n, busy, idle, nil // the task was cut short: it has no result
+		}
 		var hdr [8]byte
 		binary.BigEndian.PutUint32(hdr[:], t.id)
 		binary.BigEndian.PutUint32(hdr[4:], t.size)
@@ -445,4 +464,28 @@ func work(ctx context.Context, addr string, t token.Token, maxTask time.Duration
 		return n, busy, idle, err
 	}
 	return n, busy, idle, nil
+}
+
+// burnSlice is how much CPU time a task burns between two looks at its
+// context.
+const burnSlice = 10 * time.Millisecond
+
+// do does a task's work, asleep or on the CPU, until it is done or ctx
+// ends: a worker whose controller is gone stops within a slice, however
+// long its task.
+func do(ctx context.Context, t task) {
+	if !t.cpu {
+		if t.duration > 0 {
+			timer := time.NewTimer(t.duration)
+			defer timer.Stop()
+			select {
+			case <-ctx.Done():
+			case <-timer.C:
+			}
+		}
+		return
+	}
+	for left := t.duration; left > 0 && ctx.Err() == nil; left -= burnSlice {
+		job.Burn(min(left, burnSlice))
+	}
 }

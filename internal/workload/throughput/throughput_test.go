@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // run runs a receiver and a sender over loopback and returns both summaries
@@ -120,6 +122,29 @@ func TestStrangerIsIgnored(t *testing.T) {
 	recv := <-done
 	if recv.Partial || total(recv) != total(sent) {
 		t.Errorf("with a stranger connected: received %d of %d, partial %v (%v)", total(recv), total(sent), recv.Partial, recv.Err)
+	}
+}
+
+// TestStrangersDoNotBreakATest: a port full of silent strangers costs a
+// test nothing (64 of them once got the real sender's connection reset:
+// "only 0 of 1 streams connected").
+func TestStrangersDoNotBreakATest(t *testing.T) {
+	spec := Spec{Protocol: TCP, Streams: 2, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan Summary)
+	go func() { done <- r.Run(ctx, func(Interval) {}) }()
+	addr := fmt.Sprintf("127.0.0.1:%d", r.Port)
+	const n = token.MaxPending + 36
+	testsupport.DialStrangers(t, addr, n).WaitClosed(t, n-token.MaxPending)
+	sent := Send(ctx, spec, addr, r.Token, func(Interval) {})
+	recv := <-done
+	if sent.Partial || recv.Partial || total(recv) != total(sent) {
+		t.Errorf("with %d strangers connected: sent %d (%v), received %d (%v)", n, total(sent), sent.Err, total(recv), recv.Err)
 	}
 }
 

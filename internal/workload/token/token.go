@@ -19,7 +19,9 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -137,34 +139,56 @@ func Check(c net.Conn, t Token, wait time.Duration) error {
 	return nil
 }
 
-// greetEvery is how often a UDP greeting is repeated until it is answered.
-const greetEvery = 200 * time.Millisecond
+// A UDP greeting may be lost, so it is repeated until it is answered:
+// first after greetFirst, then after twice as long each time, at most
+// maxGreetings in all. Nothing the peer sends (an ICMP refusal included)
+// hastens a repeat.
+const (
+	greetFirst   = 100 * time.Millisecond
+	maxGreetings = 6
+)
 
 // GreetUDP opens a connected UDP socket's part in a test: it sends the
-// greeting every 200 ms until the listener's proof comes back, for at most
-// wait. Datagrams other than the proof are discarded meanwhile.
+// greeting and waits for the listener's proof, for at most wait, repeating
+// the greeting after 100 ms, 200 ms, 400 ms... (at most maxGreetings in
+// all). Datagrams other than the proof are discarded meanwhile.
 func GreetUDP(ctx context.Context, c net.Conn, t Token, wait time.Duration) error {
 	defer c.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
+	defer stop()
 	end := time.Now().Add(wait)
 	buf := make([]byte, 2048)
 	want := t.ack()
-	for ctx.Err() == nil && time.Now().Before(end) {
+	gap := greetFirst
+	for sent := 1; ctx.Err() == nil && time.Now().Before(end); sent++ {
 		if _, err := c.Write(t.greeting()); err != nil && !isRefused(err) {
 			return fmt.Errorf("greeting the listener: %w", err)
 		}
-		next := time.Now().Add(greetEvery)
-		if next.After(end) {
+		next := time.Now().Add(gap)
+		gap *= 2
+		if sent == maxGreetings || next.After(end) {
 			next = end
 		}
 		c.SetReadDeadline(next)
-		for {
+		if ctx.Err() != nil {
+			break // ended before the deadline was set
+		}
+		for waiting := true; waiting; {
 			n, err := c.Read(buf)
-			if err != nil {
-				break // deadline, or an ICMP refusal: greet again
-			}
-			if n == MessageLen && subtle.ConstantTimeCompare(buf[:n], want) == 1 {
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
+				waiting = false // greet again, or give up
+			case errors.Is(err, net.ErrClosed):
+				return fmt.Errorf("greeting the listener: %w", err)
+			case err != nil:
+				// An ICMP refusal of a greeting, reported once: wait on.
+			case n == MessageLen && subtle.ConstantTimeCompare(buf[:n], want) == 1:
 				return nil
 			}
+		}
+		if sent == maxGreetings {
+			break
 		}
 	}
 	if ctx.Err() != nil {
@@ -227,46 +251,185 @@ func (a *Admitted) Allows(from netip.AddrPort) bool {
 
 func unmap(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
 
-// maxChecking bounds the connections whose token is awaited at once, so
-// that strangers holding connections open cannot grow a listener.
-const maxChecking = 64
+// Wait is how long a connection to a test's listener has to present the
+// token: a sender sends it as soon as it connects.
+const Wait = 10 * time.Second
+
+// MaxPending bounds the connections awaiting their token at once, so that
+// strangers holding connections open cannot grow a listener. When it is
+// reached, the oldest of them is dropped to make room: a stranger costs a
+// test a socket for a while, never the place of one of its own streams,
+// which present the token as soon as they connect.
+const MaxPending = 64
+
+// maxReady bounds the connections that presented the token and wait for
+// the listener's owner to take them: a test has at most its streams'
+// worth.
+const maxReady = 4096
+
+// Listener is a test's listener: it accepts every connection of ln,
+// checks each one's token on its own (a stranger that sends nothing holds
+// up no one) within its own wait, keeps at most MaxPending awaiting their
+// token, and passes on, through Accept, only the connections that present
+// it.
+type Listener struct {
+	ln    net.Listener
+	token Token
+	wait  time.Duration
+	ready chan net.Conn
+	quit  chan struct{} // closed by Close, or when ln fails
+
+	mu      sync.Mutex
+	pending []net.Conn // awaiting their token, oldest first
+	waiting int        // presented it, not taken yet
+	err     error      // why Accept fails, once quit is closed
+	closing sync.Once
+}
+
+// NewListener checks the connections of ln for the token t, giving each
+// wait (Wait if 0) to present it.
+func NewListener(ln net.Listener, t Token, wait time.Duration) *Listener {
+	if wait <= 0 {
+		wait = Wait
+	}
+	l := &Listener{ln: ln, token: t, wait: wait, ready: make(chan net.Conn), quit: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+// Accept returns the next connection that presented the token.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ready:
+		select {
+		case <-l.quit: // closed meanwhile: nothing more is passed on
+			c.Close()
+		default:
+			return c, nil
+		}
+	case <-l.quit:
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return nil, l.err
+}
+
+// Close closes the listener and every connection still awaiting its token.
+func (l *Listener) Close() error {
+	l.stop(net.ErrClosed)
+	return l.ln.Close()
+}
+
+// Addr is the listener's address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// stop ends the listener for err (the first reason given stays).
+func (l *Listener) stop(err error) {
+	l.closing.Do(func() {
+		l.mu.Lock()
+		l.err = err
+		for _, c := range l.pending {
+			c.Close()
+		}
+		l.pending = nil
+		l.mu.Unlock()
+		close(l.quit)
+	})
+}
+
+func (l *Listener) run() {
+	backoff := time.Duration(0)
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if outOfFiles(err) {
+				// A full descriptor table passes; the listener stays.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-l.quit:
+					return
+				}
+			}
+			l.stop(fmt.Errorf("accepting a connection of the test: %w", err))
+			return
+		}
+		backoff = 0
+		l.admit(c)
+	}
+}
+
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// admit starts checking c's token, dropping the oldest connection that
+// still awaits its own if MaxPending do.
+func (l *Listener) admit(c net.Conn) {
+	l.mu.Lock()
+	select {
+	case <-l.quit:
+		l.mu.Unlock()
+		c.Close()
+		return
+	default:
+	}
+	if len(l.pending) >= MaxPending {
+		l.pending[0].Close()
+		l.pending = slices.Delete(l.pending, 0, 1)
+	}
+	l.pending = append(l.pending, c)
+	l.mu.Unlock()
+	go l.check(c)
+}
+
+// check waits for c's token and hands c on if it presents it in time and
+// was not dropped meanwhile.
+func (l *Listener) check(c net.Conn) {
+	err := Check(c, l.token, l.wait)
+	l.mu.Lock()
+	i := slices.Index(l.pending, c)
+	if i >= 0 {
+		l.pending = slices.Delete(l.pending, i, i+1)
+	}
+	ok := err == nil && i >= 0 && l.waiting < maxReady
+	if ok {
+		l.waiting++
+	}
+	l.mu.Unlock()
+	if !ok {
+		c.Close()
+		return
+	}
+	select {
+	case l.ready <- c:
+	case <-l.quit:
+		c.Close()
+	}
+	l.mu.Lock()
+	l.waiting--
+	l.mu.Unlock()
+}
 
 // Accept accepts connections on ln until it closes, checks each one's token
-// on its own within wait (a stranger that sends nothing holds up no one)
-// and passes on those that present t, until stop closes. The channel
-// closes when ln does.
+// as a Listener does, and passes on those that present t, until stop
+// closes. The channel closes when ln does.
 func Accept(ln net.Listener, t Token, wait time.Duration, stop <-chan struct{}) <-chan net.Conn {
+	l := NewListener(ln, t, wait)
 	out := make(chan net.Conn)
 	go func() {
-		var wg sync.WaitGroup
-		defer func() { wg.Wait(); close(out) }()
-		slots := make(chan struct{}, maxChecking)
+		defer close(out)
 		for {
-			c, err := ln.Accept()
+			c, err := l.Accept()
 			if err != nil {
 				return
 			}
 			select {
-			case slots <- struct{}{}:
-			default:
+			case out <- c:
+			case <-stop:
 				c.Close()
-				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := Check(c, t, wait)
-				<-slots
-				if err != nil {
-					c.Close()
-					return
-				}
-				select {
-				case out <- c:
-				case <-stop:
-					c.Close()
-				}
-			}()
 		}
 	}()
 	return out

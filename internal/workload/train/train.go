@@ -3,7 +3,10 @@
 // as pathrate measured it) and available bandwidth (the one-way delay
 // trend of periodic streams, as pathload does). The receiver timestamps
 // each packet in the kernel (SO_TIMESTAMPNS) and hands the arrivals back;
-// the estimates are the controller's (internal/measure).
+// the estimates are the controller's (internal/measure). The sender greets
+// the receiver with the test's token and sends no train until the receiver
+// has proved it knows the token (internal/workload/token), so that an agent
+// never sends trains toward something that is not this test's receiver.
 package train
 
 import (
@@ -116,13 +119,18 @@ type Arrival struct {
 // Received is the receiver's summary: every arrival, in order.
 type Received struct {
 	Arrivals []Arrival `json:"arrivals"`
-	// Foreign counts datagrams without the test's token.
+	// Bytes is the UDP payload of the arrivals.
+	Bytes int64 `json:"bytes"`
+	// Foreign counts datagrams without the test's token, or from a source
+	// that did not greet the receiver with it.
 	Foreign int `json:"foreign,omitempty"`
 }
 
 // Sent is the sender's summary.
 type Sent struct {
 	Packets int `json:"packets"`
+	// Bytes is the UDP payload of the packets sent (greetings aside).
+	Bytes int64 `json:"bytes"`
 	// Late counts packets sent more than a gap after their time: the
 	// sender's own host could not keep the spacing.
 	Late int `json:"late,omitempty"`
@@ -166,7 +174,9 @@ func Listen(spec ReceiverSpec, at bind.Local) (*Receiver, error) {
 func (r *Receiver) Port() int { return r.conn.LocalAddr().(*net.UDPAddr).Port }
 
 // Receive reads packets until it has the expected count, until a second
-// passes without one after the first, or until the timeout.
+// passes without one after the first, or until the timeout. It answers the
+// sender's greeting with the proof of the token, and takes packets only
+// from a source that greeted it.
 func (r *Receiver) Receive(ctx context.Context) (Received, error) {
 	defer r.conn.Close()
 	var out Received
@@ -176,13 +186,14 @@ func (r *Receiver) Receive(ctx context.Context) (Received, error) {
 	buf := make([]byte, MaxSize+1)
 	oob := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))
 	want := r.spec.Token.Bytes()
+	admitted := token.NewAdmitted(r.spec.Token)
 	for len(out.Arrivals) < r.spec.Expect {
 		d := deadline
 		if idle := time.Now().Add(time.Second); len(out.Arrivals) > 0 && idle.Before(d) {
 			d = idle
 		}
 		r.conn.SetReadDeadline(d)
-		n, oobn, _, _, err := r.conn.ReadMsgUDP(buf, oob)
+		n, oobn, _, from, err := r.conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -193,7 +204,10 @@ func (r *Receiver) Receive(ctx context.Context) (Received, error) {
 			}
 			return out, fmt.Errorf("receiving trains: %w", err)
 		}
-		if n < HeaderLen || !slices.Equal(buf[:16], want) {
+		if admitted.Greeting(r.conn, buf[:n], from) {
+			continue
+		}
+		if n < HeaderLen || !slices.Equal(buf[:16], want) || !admitted.Allows(from) {
 			out.Foreign++
 			continue
 		}
@@ -205,6 +219,7 @@ func (r *Receiver) Receive(ctx context.Context) (Received, error) {
 			Stream: int(binary.BigEndian.Uint32(buf[16:])), Seq: int(binary.BigEndian.Uint32(buf[20:])),
 			Sent: int64(binary.BigEndian.Uint64(buf[24:])), Recv: recv, Size: n,
 		})
+		out.Bytes += int64(n)
 	}
 	return out, nil
 }
@@ -224,9 +239,15 @@ func kernelTime(oob []byte) int64 {
 	return 0
 }
 
-// Send sends the streams. Packets of a stream with a gap are spaced by
-// spinning on the clock, not sleeping: a sleep overshoots by more than a
-// fast link's packet time.
+// GreetWait bounds how long a sender greets the receiver before it gives
+// up: the receiver listens before the sender starts.
+const GreetWait = 10 * time.Second
+
+// Send greets the receiver and, once it has proved it knows the token,
+// sends the streams; toward anything else it sends greetings only and
+// fails with token.ErrNotListener. Packets of a stream with a gap are
+// spaced by spinning on the clock, not sleeping: a sleep overshoots by
+// more than a fast link's packet time.
 func Send(ctx context.Context, spec SenderSpec) (Sent, error) {
 	var out Sent
 	c, err := net.Dial("udp", spec.Address)
@@ -234,6 +255,9 @@ func Send(ctx context.Context, spec SenderSpec) (Sent, error) {
 		return out, fmt.Errorf("reaching the train receiver at %s: %w", spec.Address, err)
 	}
 	defer c.Close()
+	if err := token.GreetUDP(ctx, c, spec.Token, GreetWait); err != nil {
+		return out, fmt.Errorf("greeting the train receiver at %s: %w", spec.Address, err)
+	}
 	buf := make([]byte, MaxSize)
 	copy(buf, spec.Token.Bytes())
 	batch := ipv4.NewPacketConn(c.(*net.UDPConn))
@@ -247,6 +271,7 @@ func Send(ctx context.Context, spec SenderSpec) (Sent, error) {
 			// sender's per-packet cost does not space it out.
 			n, err := sendTrain(batch, buf, st)
 			out.Packets += n
+			out.Bytes += int64(n) * int64(st.Size)
 			if err != nil && !errors.Is(err, unix.ECONNREFUSED) {
 				return out, fmt.Errorf("sending stream %d: %w", i+1, err)
 			}
@@ -274,6 +299,7 @@ func Send(ctx context.Context, spec SenderSpec) (Sent, error) {
 				return out, fmt.Errorf("sending stream %d: %w", i+1, err)
 			}
 			out.Packets++
+			out.Bytes += int64(st.Size)
 		}
 		if err := pause(ctx, st.Pause); err != nil {
 			return out, err

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -60,19 +61,27 @@ func TestTrainsOverLoopback(t *testing.T) {
 		rec, _ := r.Receive(context.Background())
 		got <- rec
 	}()
-	if _, err := Send(context.Background(), SenderSpec{Token: token.New(), Address: addr, Streams: []Stream{{Count: 3, Size: 100}}}); err != nil {
+	// Datagrams of another test, from a source that never greeted: foreign.
+	stranger, err := net.Dial("udp4", addr)
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer stranger.Close()
+	foreign := make([]byte, 100)
+	copy(foreign, token.New().Bytes())
+	for range 3 {
+		stranger.Write(foreign)
 	}
 	sent, err := Send(context.Background(), SenderSpec{Token: tok, Address: addr, Streams: []Stream{
 		{Count: 20, Size: 1000, Pause: 5 * time.Millisecond},
 		{Count: 20, Size: 200, Gap: time.Millisecond},
 	}})
-	if err != nil || sent.Packets != 40 {
+	if err != nil || sent.Packets != 40 || sent.Bytes != 20*1000+20*200 {
 		t.Fatalf("sent %+v, %v", sent, err)
 	}
 	rec := <-got
-	if len(rec.Arrivals) != 40 || rec.Foreign != 3 {
-		t.Fatalf("received %d packets and %d foreign, want 40 and 3", len(rec.Arrivals), rec.Foreign)
+	if len(rec.Arrivals) != 40 || rec.Foreign != 3 || rec.Bytes != sent.Bytes {
+		t.Fatalf("received %d packets (%d bytes) and %d foreign, want 40 (%d bytes) and 3", len(rec.Arrivals), rec.Bytes, rec.Foreign, sent.Bytes)
 	}
 	var paced []Arrival
 	for i, a := range rec.Arrivals {
@@ -87,4 +96,75 @@ func TestTrainsOverLoopback(t *testing.T) {
 	if span < 15*time.Millisecond || span > 60*time.Millisecond {
 		t.Errorf("20 packets 1 ms apart arrived over %v, want about 19 ms", span)
 	}
+}
+
+// TestSenderToStrangerSendsOnlyGreetings: an agent asked to send trains
+// toward a UDP socket that is not this test's receiver (one that never
+// answers, or another test's receiver) sends greetings only, never a
+// train (it once sent 2,000 packets of 8,972 bytes to a silent socket).
+func TestSenderToStrangerSendsOnlyGreetings(t *testing.T) {
+	streams := []Stream{{Count: 2000, Size: MaxSize}, {Count: 50, Size: 1000, Gap: time.Millisecond}}
+	t.Run("silent socket", func(t *testing.T) {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		type datagram struct {
+			n        int
+			greeting bool
+		}
+		got := make(chan datagram, 10000)
+		go func() {
+			buf := make([]byte, 65536)
+			for {
+				n, _, err := pc.ReadFrom(buf)
+				if err != nil {
+					close(got)
+					return
+				}
+				got <- datagram{n, n == token.MessageLen && string(buf[:4]) == "WLG1"}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		sent, err := Send(ctx, SenderSpec{Token: token.New(), Address: pc.LocalAddr().String(), Streams: streams})
+		if err == nil || sent.Packets != 0 || sent.Bytes != 0 {
+			t.Errorf("Send toward a silent socket: sent %+v, error %v; want nothing sent and an error", sent, err)
+		}
+		time.Sleep(100 * time.Millisecond) // what was sent has arrived on loopback
+		pc.Close()
+		var greetings, others, bytes int
+		for d := range got {
+			bytes += d.n
+			if d.greeting {
+				greetings++
+			} else {
+				others++
+			}
+		}
+		if others > 0 || greetings == 0 || greetings > 10 {
+			t.Errorf("the silent socket received %d greetings and %d other datagrams (%d bytes); want a few greetings and nothing else", greetings, others, bytes)
+		}
+	})
+	t.Run("another test's receiver", func(t *testing.T) {
+		r, err := Listen(ReceiverSpec{Token: token.New(), Expect: 2050, Timeout: 3 * time.Second}, bind.Local{Addr: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan Received, 1)
+		go func() {
+			rec, _ := r.Receive(context.Background())
+			got <- rec
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		sent, err := Send(ctx, SenderSpec{Token: token.New(), Address: fmt.Sprintf("127.0.0.1:%d", r.Port()), Streams: streams})
+		if err == nil || sent.Packets != 0 {
+			t.Errorf("Send with another token: sent %+v, error %v; want nothing sent and an error", sent, err)
+		}
+		if rec := <-got; len(rec.Arrivals) != 0 || rec.Foreign != 0 {
+			t.Errorf("the other test's receiver got %d packets and %d foreign, want none", len(rec.Arrivals), rec.Foreign)
+		}
+	})
 }

@@ -170,7 +170,7 @@ func Send(ctx context.Context, spec Spec, f *os.File, addr string, t token.Token
 	if err != nil || after.Size() != size || !after.ModTime().Equal(before.ModTime()) {
 		return res, fmt.Errorf("%s changed while it was being sent: the copy cannot be trusted", f.Name())
 	}
-	res.SHA256, err = hashFile(f, size)
+	res.SHA256, err = hashFile(ctx, f, size)
 	return res, err
 }
 
@@ -353,7 +353,7 @@ func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 	}
 	stopAccept := make(chan struct{})
 	defer close(stopAccept)
-	conns := token.Accept(r.ln, r.Token, streamWait, stopAccept)
+	conns := token.Accept(r.ln, r.Token, token.Wait, stopAccept)
 	for i := 0; i < r.spec.Streams; i++ {
 		var c net.Conn
 		select {
@@ -430,7 +430,7 @@ func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 		out.WriteAt(b[:], r.CorruptAt)
 	}
 	var err error
-	res.SHA256, err = hashFile(out, size)
+	res.SHA256, err = hashFile(ctx, out, size)
 	return res, err
 }
 
@@ -498,22 +498,38 @@ func copyRange(c io.Reader, out io.WriterAt, h header, block int, behind *diskio
 	return n, nil
 }
 
-// hashFile hashes the first size bytes of f.
-func hashFile(f *os.File, size int64) (string, error) {
+// hashFile hashes the first size bytes of f; once ctx ends, it stops
+// within a chunk with an error that wraps ctx's.
+func hashFile(ctx context.Context, f *os.File, size int64) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", f.Name(), err)
+	r := io.NewSectionReader(f, 0, size)
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("hashing %s: %w", f.Name(), err)
+		}
+		n, err := r.Read(buf)
+		h.Write(buf[:n])
+		if err == io.EOF {
+			return hex.EncodeToString(h.Sum(nil)), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("hashing %s: %w", f.Name(), err)
+		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // MakeFile writes size bytes of pseudo-random data to the empty file f.
 // Half of each 64 KiB is a repeating pattern, so that compression has
-// something to gain, about as much as on typical event data.
-func MakeFile(f *os.File, size int64) error {
+// something to gain, about as much as on typical event data. Once ctx
+// ends, it stops within 64 KiB with an error that wraps ctx's.
+func MakeFile(ctx context.Context, f *os.File, size int64) error {
 	buf := make([]byte, 64<<10)
 	x := uint64(0x2545f4914f6cdd1d)
 	for written := int64(0); written < size; {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("making the file stopped after %d of %d bytes: %w", written, size, err)
+		}
 		for i := 0; i+8 <= len(buf)/2; i += 8 {
 			x ^= x << 13
 			x ^= x >> 7

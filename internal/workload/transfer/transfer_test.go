@@ -34,7 +34,7 @@ func newFile(t *testing.T, name string) *os.File {
 func transfer(t *testing.T, spec Spec, size, corruptAt int64) (sent, recv Result) {
 	t.Helper()
 	src, dst := newFile(t, "src"), newFile(t, "dst")
-	if err := MakeFile(src, size); err != nil {
+	if err := MakeFile(context.Background(), src, size); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"}, 1<<30)

@@ -1,0 +1,262 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/wanlab/wanlab/internal/pki"
+)
+
+// Bounds of an agent's control port (ServeTLS). Connections in their TLS
+// handshake and connections whose peer has passed it are counted apart, so
+// that strangers without a certificate can never take the room of
+// controllers: they can fill only the handshakes, a few per address, each
+// for at most handshakeWait.
+const (
+	// maxConnections bounds the authenticated connections open at once.
+	maxConnections = 256
+	// maxHandshakes bounds the connections in their TLS handshake.
+	maxHandshakes = 64
+	// maxHandshakesPerSource bounds them from one source address (IPv6:
+	// one /64).
+	maxHandshakesPerSource = 8
+	// maxConnectionsPerSource bounds the connections of one source address,
+	// in their handshake or past it.
+	maxConnectionsPerSource = 64
+	// maxConnectionsPerIdentity bounds the connections of one identity.
+	maxConnectionsPerIdentity = 32
+	// handshakeWait bounds a connection's TLS handshake (and its first
+	// HTTP/2 frames).
+	handshakeWait = 10 * time.Second
+	// maxCallsPerConnection bounds the calls open at once on one
+	// connection; a controller's further calls wait for one to end.
+	maxCallsPerConnection = 256
+)
+
+// connGuard counts the agent's control connections and refuses those
+// over its bounds, auditing every refusal.
+type connGuard struct {
+	s    *Server
+	wait time.Duration
+
+	mu          sync.Mutex
+	handshakes  int
+	established int
+	sources     map[string]*sourceCount
+	identities  map[string]int
+
+	// lines paces the audit lines of connections refused: a flood of them
+	// is counted, not written one by one.
+	lines *rate.Limiter
+	quiet atomic.Int64
+}
+
+type sourceCount struct{ handshakes, open int }
+
+func newConnGuard(s *Server) *connGuard {
+	g := &connGuard{s: s, wait: s.handshakeWait, sources: map[string]*sourceCount{}, identities: map[string]int{},
+		lines: rate.NewLimiter(20, 200)}
+	if g.wait <= 0 {
+		g.wait = handshakeWait
+	}
+	return g
+}
+
+// sourceOf is the address a connection's bounds count it under: its IP
+// address, or for IPv6 its /64.
+func sourceOf(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+// Connection states.
+const (
+	handshaking = iota
+	established
+	closed
+)
+
+// guardedConn is a control connection counted by its guard until closed.
+type guardedConn struct {
+	net.Conn
+	g        *connGuard
+	source   string
+	accepted time.Time
+	state    int    // under g.mu
+	identity string // once established
+}
+
+func (c *guardedConn) Close() error {
+	c.g.drop(c)
+	return c.Conn.Close()
+}
+
+// admit counts a new connection in its handshake, or refuses it.
+func (g *connGuard) admit(conn net.Conn) (*guardedConn, error) {
+	src := sourceOf(conn.RemoteAddr())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sc := g.sources[src]
+	if sc == nil {
+		sc = &sourceCount{}
+	}
+	switch {
+	case g.handshakes >= maxHandshakes:
+		return nil, fmt.Errorf("refused before its TLS handshake: %d connections are in theirs, the agent's limit", g.handshakes)
+	case sc.handshakes >= maxHandshakesPerSource:
+		return nil, fmt.Errorf("refused before its TLS handshake: %d connections from %s are in theirs, the most one address may have", sc.handshakes, src)
+	case sc.open >= maxConnectionsPerSource:
+		return nil, fmt.Errorf("refused before its TLS handshake: %s has %d connections open, the most one address may have", src, sc.open)
+	}
+	g.sources[src] = sc
+	sc.handshakes++
+	sc.open++
+	g.handshakes++
+	return &guardedConn{Conn: conn, g: g, source: src, accepted: time.Now()}, nil
+}
+
+// establish moves a connection whose peer passed the handshake out of the
+// handshakes, or refuses it.
+func (g *connGuard) establish(c *guardedConn, identity string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c.state != handshaking {
+		return net.ErrClosed
+	}
+	switch {
+	case g.established >= maxConnections:
+		return fmt.Errorf("refused after its TLS handshake: the agent has %d controllers' connections open, its limit", g.established)
+	case g.identities[identity] >= maxConnectionsPerIdentity:
+		return fmt.Errorf("refused after its TLS handshake: %s has %d connections open, the most one identity may have", identity, g.identities[identity])
+	}
+	g.handshakes--
+	g.sources[c.source].handshakes--
+	g.established++
+	g.identities[identity]++
+	c.state, c.identity = established, identity
+	return nil
+}
+
+// drop ends a connection's count.
+func (g *connGuard) drop(c *guardedConn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sc := g.sources[c.source]
+	switch c.state {
+	case closed:
+		return
+	case handshaking:
+		g.handshakes--
+		sc.handshakes--
+	case established:
+		g.established--
+		if g.identities[c.identity]--; g.identities[c.identity] <= 0 {
+			delete(g.identities, c.identity)
+		}
+	}
+	c.state = closed
+	if sc.open--; sc.open <= 0 {
+		delete(g.sources, c.source)
+	}
+}
+
+// note audits a connection refused or failed at the TLS level.
+func (g *connGuard) note(remote net.Addr, identity, why string) {
+	if g.s.Audit == nil {
+		return
+	}
+	if !g.lines.Allow() {
+		g.quiet.Add(1)
+		return
+	}
+	if n := g.quiet.Swap(0); n > 0 {
+		why = fmt.Sprintf("%s (and %d connections refused before this one, not logged one by one)", why, n)
+	}
+	g.s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: identity, Remote: remote.String(), Decision: "tls", Reason: why})
+}
+
+// guardedListener admits the connections its guard allows; it closes the
+// others at once, so that the agent never stops accepting.
+type guardedListener struct {
+	net.Listener
+	g *connGuard
+}
+
+func (l *guardedListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c, err := l.g.admit(conn)
+		if err == nil {
+			return c, nil
+		}
+		l.g.note(conn.RemoteAddr(), "", err.Error())
+		conn.Close()
+	}
+}
+
+// guardedCreds are the agent's TLS credentials with a bounded handshake,
+// after which the connection counts as its peer's, and every failed
+// handshake audited.
+type guardedCreds struct {
+	credentials.TransportCredentials
+	g *connGuard
+}
+
+func (gc guardedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	c, ok := raw.(*guardedConn)
+	if !ok {
+		return gc.TransportCredentials.ServerHandshake(raw)
+	}
+	g := gc.g
+	// The deadline stays for the first HTTP/2 frames; gRPC clears it.
+	raw.SetDeadline(c.accepted.Add(g.wait))
+	conn, info, err := gc.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		var refused *pki.RefusedError
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			g.note(raw.RemoteAddr(), "", fmt.Sprintf("no TLS handshake within %v: connection closed", g.wait))
+		case errors.As(err, &refused):
+			// pki.Server's Refused hook has told it.
+		default:
+			g.note(raw.RemoteAddr(), "", fmt.Sprintf("TLS handshake failed: %v", err))
+		}
+		return nil, nil, err
+	}
+	identity := "(no identity)"
+	if ti, ok := info.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
+		if ids := pki.Identities(ti.State.PeerCertificates[0]); len(ids) > 0 {
+			identity = ids[0]
+		}
+	}
+	if err := g.establish(c, identity); err != nil {
+		g.note(raw.RemoteAddr(), identity, err.Error())
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, info, nil
+}
+
+func (gc guardedCreds) Clone() credentials.TransportCredentials {
+	return guardedCreds{TransportCredentials: gc.TransportCredentials.Clone(), g: gc.g}
+}
