@@ -25,6 +25,7 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/cost"
 	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
@@ -375,7 +376,7 @@ snmp:
 			t.Fatalf("testbed set %v: %s", set, r.stderr)
 		}
 	}
-	want := [][3]string{{monitor.RuleRTTStep, "cern", "taipei"}, {monitor.RuleRTTStep, "taipei", "slac"}, {monitor.RuleThroughputBelow, "cern", "cnaf"}}
+	want := [][3]string{{core.RuleRTTStep, "cern", "taipei"}, {core.RuleRTTStep, "taipei", "slac"}, {core.RuleThroughputBelow, "cern", "cnaf"}}
 	ok := waitFor(60*time.Second, func() bool {
 		a := s.alerts()
 		for _, w := range want {
@@ -392,10 +393,10 @@ snmp:
 	}
 	t.Logf("the alerts fired within %s of the change", took.Round(time.Second))
 	for _, a := range alerts {
-		if a.Src != "taipei" && a.Dst != "taipei" && a.Rule == monitor.RuleRTTStep {
+		if a.Src != "taipei" && a.Dst != "taipei" && a.Rule == core.RuleRTTStep {
 			t.Errorf("an RTT alert on a path that did not change: %+v", a)
 		}
-		if a.Rule == monitor.RuleRTTStep && (a.Value-a.Baseline < 0.08 || a.Value-a.Baseline > 0.12) {
+		if a.Rule == core.RuleRTTStep && (a.Value-a.Baseline < 0.08 || a.Value-a.Baseline > 0.12) {
 			t.Errorf("rtt_step evidence: %g over %g, want a step of 100 ms", a.Value, a.Baseline)
 		}
 	}

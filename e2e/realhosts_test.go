@@ -184,7 +184,7 @@ func TestRealHostsRefusals(t *testing.T) {
 		wantReason func(auditEntry) bool
 	}{
 		{"controller from another CA", []string{"hosts", "check", invWith(ca, filepath.Join(other, "ctl.crt"), filepath.Join(other, "ctl.key"))},
-			"this controller's certificate cannot be used: \"ctl\" (issued by \"wanlab CA\") is not accepted by the CA it is given", "", nil},
+			"the agent refused this controller's certificate (bad certificate): it must be a controller certificate from a CA the agent trusts, and valid now; the agent's audit log says more; hint: this controller's certificate \"ctl\" is not signed by a CA of tls.ca: it was issued by \"wanlab CA\"", "unknown authority", nil},
 		{"expired controller", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "old.crt"), filepath.Join(pkiDir, "old.key"))},
 			"this controller's certificate cannot be used: \"old\" (issued by \"wanlab CA\") expired on", "", nil},
 		{"an agent's certificate as a controller's", []string{"hosts", "check", invWith(ca, filepath.Join(pkiDir, "a.crt"), filepath.Join(pkiDir, "a.key"))},

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -88,7 +89,9 @@ func (s *Server) firstMessage(ctx context.Context, method string, recv func(any)
 		wait = firstWait
 	}
 	// A stream cannot be read with a deadline: the read goes on in its
-	// own goroutine, which ends with the call.
+	// own goroutine; past the wait the stream is cancelled (tapStream),
+	// which ends the read, and the call returns once it has ended, as
+	// gRPC wants.
 	done := make(chan error, 1)
 	go func() { done <- recv(m) }()
 	timer := time.NewTimer(wait)
@@ -100,9 +103,23 @@ func (s *Server) firstMessage(ctx context.Context, method string, recv func(any)
 		}
 		return nil
 	case <-timer.C:
+		if cancel, ok := ctx.Value(streamCancelKey{}).(context.CancelFunc); ok {
+			cancel()
+			<-done
+		}
 		return s.refuseEarly(ctx, who, method, status.Errorf(codes.DeadlineExceeded,
 			"agent on %s refuses the call: its request did not arrive within %v of its start", s.Host, wait))
 	}
+}
+
+type streamCancelKey struct{}
+
+// tapStream gives each stream a context its call can cancel (firstMessage
+// does, to end a read of its request that is overdue); it is the stream's
+// own context, which its reads and writes end with.
+func tapStream(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	return context.WithValue(ctx, streamCancelKey{}, cancel), nil
 }
 
 // pend counts a call of who whose request is awaited, or refuses it when
@@ -124,13 +141,38 @@ func (h *host) pend(agent string, who caller, most int) (release func(), err err
 	}, nil
 }
 
-// refuseEarly audits a call refused before it was authorised, and returns
-// err as the call's status.
+// refuseEarly audits a call refused before it was authorised, paced per
+// identity (auditRefusal), and returns err as the call's status.
 func (s *Server) refuseEarly(ctx context.Context, who caller, method string, err error) error {
 	d := &decision{who: who, start: time.Now()}
 	d.test, _ = metaOf(ctx)
-	s.audit(d, method, "refuse", err.Error(), 0)
+	s.auditRefusal(d, method, err.Error())
 	return status.Convert(err).Err()
+}
+
+// auditRefusal audits a refusal that its caller can repeat at will (one
+// before the call is authorised, or of a call too fast), paced per
+// identity: past a burst, the lines are counted and the count written in
+// the identity's next line or in a summary line (auditPacer).
+func (s *Server) auditRefusal(d *decision, method, reason string) {
+	if s.Audit == nil {
+		return
+	}
+	s.early.once.Do(func() {
+		s.early.flush = s.auditFlush
+		s.early.summary = func(key string, n int64) {
+			s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: key, Decision: "refuse",
+				Reason: fmt.Sprintf("%d calls refused before they were authorised, not logged one by one", n)})
+		}
+	})
+	ok, held := s.early.allow(d.who.key())
+	if !ok {
+		return
+	}
+	if held > 0 {
+		reason = fmt.Sprintf("%s (and %d calls of this identity refused before this one, not logged one by one)", reason, held)
+	}
+	s.audit(d, method, "refuse", reason, 0)
 }
 
 // unknownMethod answers a method the agent does not have; admitStream

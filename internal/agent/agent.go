@@ -73,9 +73,9 @@ type Server struct {
 	// connection refused in its TLS handshake.
 	Audit func(AuditEntry)
 
-	// firstWait and handshakeWait, if set, replace firstWait and
-	// handshakeWait (tests).
-	firstWait, handshakeWait time.Duration
+	// firstWait, handshakeWait and auditFlush, if set, replace firstWait,
+	// handshakeWait and auditFlush (tests).
+	firstWait, handshakeWait, auditFlush time.Duration
 
 	policy  atomic.Pointer[policy.Policy]
 	host    host
@@ -83,6 +83,8 @@ type Server struct {
 	kept    keptFiles
 	tests   chan struct{} // a slot per test running
 	streams streamBudget
+	// early paces the audit lines of refusals a caller can repeat at will.
+	early auditPacer
 }
 
 // Serve serves on ln until ctx ends, with the gRPC options given (the
@@ -98,7 +100,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ...grpc.Server
 	s.host.init()
 	s.streams.max = s.Limits.MaxStreams
 	opts = append(opts, grpc.UnaryInterceptor(s.admitUnary), grpc.StreamInterceptor(s.admitStream),
-		grpc.MaxRecvMsgSize(1<<20), grpc.UnknownServiceHandler(s.unknownMethod), grpc.StatsHandler(rpcAudit{s}))
+		grpc.MaxRecvMsgSize(1<<20), grpc.UnknownServiceHandler(s.unknownMethod), grpc.StatsHandler(rpcAudit{s}), grpc.InTapHandle(tapStream))
 	srv := grpc.NewServer(opts...)
 	srv.RegisterService(s.serviceDesc(), s)
 	go func() {
@@ -153,6 +155,9 @@ const callGrace = 5 * time.Minute
 var unbounded = map[string]bool{
 	agentpb.Agent_Hello_FullMethodName:        true,
 	agentpb.Agent_StopWorkload_FullMethodName: true,
+	// Read-only, paced and audited: wanlab serve polls it however busy
+	// the agent is.
+	agentpb.Agent_Interfaces_FullMethodName: true,
 }
 
 // admit takes a test slot for an authorised call, or refuses it when the
@@ -193,7 +198,7 @@ func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServer
 		moved = s.stamp(d, resp)
 	}
 	err = s.nameRule(d, err)
-	s.finish(d, info.FullMethod, moved, err)
+	s.finish(d, info.FullMethod, addBytes(moved, d.failed.Load()), err)
 	return resp, err
 }
 
@@ -218,11 +223,13 @@ func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	err = s.nameRule(g.d, handler(srv, g))
 	g.cancel()
 	ended := err
-	if err != nil && ss.Context().Err() != nil {
+	if g.spent {
+		ended = fmt.Errorf("stopped after %d bytes: its identity's bytes_per_day (%d) are spent", g.live, g.d.rule.BytesPerDay)
+	} else if err != nil && ss.Context().Err() != nil {
 		// A listener's call ends when its controller has what it needs.
 		ended = fmt.Errorf("the controller ended the call, or went away: %w", context.Cause(ss.Context()))
 	}
-	s.finish(g.d, info.FullMethod, g.moved, ended)
+	s.finish(g.d, info.FullMethod, addBytes(g.moved, g.d.failed.Load()), ended)
 	return err
 }
 
@@ -238,6 +245,10 @@ type guardedStream struct {
 	d      *decision
 	first  proto.Message // the request, until the handler reads it
 	moved  int64
+	// live counts the bytes its intervals say it has moved so far;
+	// spent says it was stopped for its identity's bytes of the day.
+	live  int64
+	spent bool
 }
 
 func (g *guardedStream) Context() context.Context { return g.ctx }
@@ -256,7 +267,19 @@ func (g *guardedStream) RecvMsg(m any) error {
 	return nil
 }
 
+// SendMsg counts a throughput test's bytes as its intervals report them:
+// past its reservation the test takes more of its identity's day, and it
+// is stopped when the day has no more.
 func (g *guardedStream) SendMsg(m any) error {
+	if ev, ok := m.(*agentpb.ThroughputEvent); ok && ev.GetInterval() != nil {
+		for _, st := range ev.GetInterval().GetStreams() {
+			g.live = addBytes(g.live, int64(min(st.GetBytes(), 1<<62)))
+		}
+		if !g.spent && !g.s.extend(g.d, g.live) {
+			g.spent = true
+			g.cancel()
+		}
+	}
 	g.moved += g.s.stamp(g.d, m)
 	return g.ServerStream.SendMsg(m)
 }
@@ -488,6 +511,9 @@ func DialTLS(ctx context.Context, host, addr string, config *tls.Config) (*Clien
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 2 * pingEvery, Timeout: pingWait, PermitWithoutStream: true}))
 	if err != nil {
 		if why := refusedCertificate(ctx, d, addr); why != "" {
+			if hint := pki.ForeignIssuer(config, time.Now()); hint != "" {
+				why += "; " + hint
+			}
 			return nil, fmt.Errorf("agent of %s at %s: %s", host, addr, why)
 		}
 	}
@@ -506,11 +532,19 @@ func refusedCertificate(ctx context.Context, d *tls.Dialer, addr string) string 
 	defer raw.Close()
 	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
 	_, err = raw.Read(make([]byte, 1))
-	var alert tls.AlertError
-	if err == nil || !errors.As(err, &alert) && !strings.Contains(err.Error(), "remote error") {
+	if !isAlert(err) {
 		return ""
 	}
 	return pki.ExplainHandshake(err)
+}
+
+// isAlert says whether err is a TLS alert from the other side: over TCP,
+// crypto/tls returns it as a *net.OpError of Op "remote error" (over QUIC,
+// as a tls.AlertError).
+func isAlert(err error) bool {
+	var op *net.OpError
+	var alert tls.AlertError
+	return errors.As(err, &op) && op.Op == "remote error" || errors.As(err, &alert)
 }
 
 // connect makes the client and says hello.

@@ -6,11 +6,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/wanlab/wanlab/internal/pki"
@@ -20,7 +20,9 @@ import (
 // handshake and connections whose peer has passed it are counted apart, so
 // that strangers without a certificate can never take the room of
 // controllers: they can fill only the handshakes, a few per address, each
-// for at most handshakeWait.
+// for at most handshakeWait. When the handshakes are full, a new connection
+// takes the place of the oldest in its handshake from the address that has
+// the most, so that no number of addresses can keep a controller out.
 const (
 	// maxConnections bounds the authenticated connections open at once.
 	maxConnections = 256
@@ -35,8 +37,9 @@ const (
 	// maxConnectionsPerIdentity bounds the connections of one identity.
 	maxConnectionsPerIdentity = 32
 	// handshakeWait bounds a connection's TLS handshake (and its first
-	// HTTP/2 frames).
-	handshakeWait = 10 * time.Second
+	// HTTP/2 frames): TLS 1.3 takes one or two round trips, under a second
+	// over the longest WAN path.
+	handshakeWait = 4 * time.Second
 	// maxCallsPerConnection bounds the calls open at once on one
 	// connection; a controller's further calls wait for one to end.
 	maxCallsPerConnection = 256
@@ -56,17 +59,30 @@ type connGuard struct {
 
 	// lines paces the audit lines of connections refused: a flood of them
 	// is counted, not written one by one.
-	lines *rate.Limiter
-	quiet atomic.Int64
+	lines auditPacer
+	// silent counts the connections closed before they sent a byte (a
+	// port check): not refusals, they have no line of their own.
+	silent atomic.Int64
 }
 
-type sourceCount struct{ handshakes, open int }
+// sourceCount is what one source address has open: its connections in
+// their handshake, oldest first, and all of its connections.
+type sourceCount struct {
+	handshaking []*guardedConn
+	open        int
+}
 
 func newConnGuard(s *Server) *connGuard {
-	g := &connGuard{s: s, wait: s.handshakeWait, sources: map[string]*sourceCount{}, identities: map[string]int{},
-		lines: rate.NewLimiter(20, 200)}
+	g := &connGuard{s: s, wait: s.handshakeWait, sources: map[string]*sourceCount{}, identities: map[string]int{}}
 	if g.wait <= 0 {
 		g.wait = handshakeWait
+	}
+	g.lines.flush = s.auditFlush
+	g.lines.summary = func(_ string, n int64) {
+		if s.Audit != nil {
+			s.Audit(AuditEntry{Time: time.Now().UTC(), Decision: "tls",
+				Reason: fmt.Sprintf("%d connections refused or failed in their TLS handshake, not logged one by one", n)})
+		}
 	}
 	return g
 }
@@ -101,6 +117,15 @@ type guardedConn struct {
 	accepted time.Time
 	state    int    // under g.mu
 	identity string // once established
+	evicted  bool   // under g.mu: closed to make room for a newer one
+	// read counts the bytes its peer has sent.
+	read atomic.Int64
+}
+
+func (c *guardedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.read.Add(int64(n))
+	return n, err
 }
 
 func (c *guardedConn) Close() error {
@@ -108,28 +133,65 @@ func (c *guardedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// admit counts a new connection in its handshake, or refuses it.
+// admit counts a new connection in its handshake, or refuses it. When the
+// handshakes are full it closes the oldest connection in its handshake
+// from the source that has the most, to make room.
 func (g *connGuard) admit(conn net.Conn) (*guardedConn, error) {
 	src := sourceOf(conn.RemoteAddr())
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	sc := g.sources[src]
 	if sc == nil {
 		sc = &sourceCount{}
 	}
 	switch {
-	case g.handshakes >= maxHandshakes:
-		return nil, fmt.Errorf("refused before its TLS handshake: %d connections are in theirs, the agent's limit", g.handshakes)
-	case sc.handshakes >= maxHandshakesPerSource:
-		return nil, fmt.Errorf("refused before its TLS handshake: %d connections from %s are in theirs, the most one address may have", sc.handshakes, src)
+	case len(sc.handshaking) >= maxHandshakesPerSource:
+		g.mu.Unlock()
+		return nil, fmt.Errorf("refused before its TLS handshake: %d connections from %s are in theirs, the most one address may have", len(sc.handshaking), src)
 	case sc.open >= maxConnectionsPerSource:
+		g.mu.Unlock()
 		return nil, fmt.Errorf("refused before its TLS handshake: %s has %d connections open, the most one address may have", src, sc.open)
 	}
+	var evicted *guardedConn
+	had := 0
+	if g.handshakes >= maxHandshakes {
+		evicted, had = g.evictLocked()
+	}
 	g.sources[src] = sc
-	sc.handshakes++
+	c := &guardedConn{Conn: conn, g: g, source: src, accepted: time.Now()}
+	sc.handshaking = append(sc.handshaking, c)
 	sc.open++
 	g.handshakes++
-	return &guardedConn{Conn: conn, g: g, source: src, accepted: time.Now()}, nil
+	g.mu.Unlock()
+	if evicted != nil {
+		evicted.Conn.Close()
+		g.note(evicted.RemoteAddr(), "", fmt.Sprintf("closed in its TLS handshake to make room: %d connections were in theirs, the agent's limit, %d of them from %s",
+			maxHandshakes, had, evicted.source))
+	}
+	return c, nil
+}
+
+// evictLocked ends the count of the oldest connection in its handshake
+// from the source with the most, and returns it to be closed, with how many
+// that source had.
+func (g *connGuard) evictLocked() (*guardedConn, int) {
+	var most *sourceCount
+	for _, sc := range g.sources {
+		if len(sc.handshaking) == 0 {
+			continue
+		}
+		if most == nil || len(sc.handshaking) > len(most.handshaking) ||
+			len(sc.handshaking) == len(most.handshaking) && sc.handshaking[0].accepted.Before(most.handshaking[0].accepted) {
+			most = sc
+		}
+	}
+	if most == nil {
+		return nil, 0
+	}
+	had := len(most.handshaking)
+	c := most.handshaking[0]
+	g.dropLocked(c)
+	c.evicted = true
+	return c, had
 }
 
 // establish moves a connection whose peer passed the handshake out of the
@@ -147,7 +209,8 @@ func (g *connGuard) establish(c *guardedConn, identity string) error {
 		return fmt.Errorf("refused after its TLS handshake: %s has %d connections open, the most one identity may have", identity, g.identities[identity])
 	}
 	g.handshakes--
-	g.sources[c.source].handshakes--
+	sc := g.sources[c.source]
+	sc.handshaking = slices.DeleteFunc(sc.handshaking, func(o *guardedConn) bool { return o == c })
 	g.established++
 	g.identities[identity]++
 	c.state, c.identity = established, identity
@@ -158,13 +221,17 @@ func (g *connGuard) establish(c *guardedConn, identity string) error {
 func (g *connGuard) drop(c *guardedConn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.dropLocked(c)
+}
+
+func (g *connGuard) dropLocked(c *guardedConn) {
 	sc := g.sources[c.source]
 	switch c.state {
 	case closed:
 		return
 	case handshaking:
 		g.handshakes--
-		sc.handshakes--
+		sc.handshaking = slices.DeleteFunc(sc.handshaking, func(o *guardedConn) bool { return o == c })
 	case established:
 		g.established--
 		if g.identities[c.identity]--; g.identities[c.identity] <= 0 {
@@ -177,17 +244,21 @@ func (g *connGuard) drop(c *guardedConn) {
 	}
 }
 
-// note audits a connection refused or failed at the TLS level.
+// note audits a connection refused or failed at the TLS level, paced:
+// a flood is counted, not written line by line.
 func (g *connGuard) note(remote net.Addr, identity, why string) {
 	if g.s.Audit == nil {
 		return
 	}
-	if !g.lines.Allow() {
-		g.quiet.Add(1)
+	ok, held := g.lines.allow("")
+	if !ok {
 		return
 	}
-	if n := g.quiet.Swap(0); n > 0 {
-		why = fmt.Sprintf("%s (and %d connections refused before this one, not logged one by one)", why, n)
+	if held > 0 {
+		why = fmt.Sprintf("%s (and %d connections refused before this one, not logged one by one)", why, held)
+	}
+	if n := g.silent.Swap(0); n > 0 {
+		why = fmt.Sprintf("%s (and %d connections closed before they sent a byte, as port checks do)", why, n)
 	}
 	g.s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: identity, Remote: remote.String(), Decision: "tls", Reason: why})
 }
@@ -233,7 +304,15 @@ func (gc guardedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.Auth
 	conn, info, err := gc.TransportCredentials.ServerHandshake(raw)
 	if err != nil {
 		var refused *pki.RefusedError
+		g.mu.Lock()
+		evicted := c.evicted
+		g.mu.Unlock()
 		switch {
+		case evicted:
+			// admit has told it.
+		case c.read.Load() == 0 && !errors.Is(err, os.ErrDeadlineExceeded):
+			// Closed before it sent a byte: a port check, not a refusal.
+			g.silent.Add(1)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			g.note(raw.RemoteAddr(), "", fmt.Sprintf("no TLS handshake within %v: connection closed", g.wait))
 		case errors.As(err, &refused):

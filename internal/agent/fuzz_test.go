@@ -92,7 +92,7 @@ func vetRequest(t *testing.T, s *Server, pol *policy.Policy, method string, data
 		return
 	}
 	d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe(method, req), limits: s.Limits}
-	if r := reservation(d.req, pol.Rules[0].Limits); r < 0 || r > 1<<62 {
+	if r := reservation(d.req, pol.Rules[0].Limits, pol.Rules[0].Rate); r < 0 || r > 1<<62 {
 		t.Fatalf("%s: a reservation of %d bytes", method, r)
 	}
 	if err := s.grant(d, pol, method); err == nil {

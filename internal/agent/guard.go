@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/workload/probe"
@@ -282,36 +283,6 @@ func throughputRate(s *agentpb.ThroughputSpec) float64 {
 	return float64(s.GetUdpRateBps())
 }
 
-// reservation is what a test counts for in its identity's bytes of the
-// day while it runs: the bytes it declares; else, for a test that
-// declares only its length, what it can move in that time at its rate
-// (a TCP test's: its rule's rate limit), within its rule's bytes per
-// test; else nothing.
-func reservation(req request, l limits.Limits) int64 {
-	if req.bytes > 0 {
-		return min(req.bytes, 1<<62)
-	}
-	if req.lasts <= 0 {
-		return 0
-	}
-	bps := l.MaxRate
-	if req.rate > 0 {
-		bps = min(req.rate, bps)
-	}
-	b := bps / 8 * req.lasts.Seconds()
-	if !(b < float64(l.MaxBytes)) { // also NaN
-		return l.MaxBytes
-	}
-	return int64(b)
-}
-
-// addBytes adds byte counts, saturating at 1<<62.
-func addBytes(a, b int64) int64 {
-	const most = 1 << 62
-	a, b = min(max(a, 0), most), min(max(b, 0), most)
-	return a + min(b, most-a)
-}
-
 // workloadRequest reads the kind of an application role and the
 // addresses it connects to.
 func workloadRequest(r *agentpb.WorkloadRequest) request {
@@ -364,6 +335,18 @@ type decision struct {
 	slot func()
 	// reserved is what the call holds of its identity's bytes of the day.
 	reserved int64
+	// failed counts the bytes of a call that ended in an error before its
+	// result could say them (countFailed).
+	failed atomic.Int64
+}
+
+// countFailed counts n bytes moved by the call of ctx that fails before
+// its result is sent, so that they are audited and count toward its
+// identity's day all the same.
+func countFailed(ctx context.Context, n int64) {
+	if d, ok := ctx.Value(decisionKey{}).(*decision); ok {
+		d.failed.Add(max(n, 0))
+	}
 }
 
 type decisionKey struct{}
@@ -407,7 +390,7 @@ func (s *Server) authorize(ctx context.Context, method string, req any) (context
 	if pol != nil {
 		queue = pol.Queue
 		if err := s.paced(d, pol); err != nil {
-			s.audit(d, method, "refuse", err.Error(), 0)
+			s.auditRefusal(d, method, err.Error())
 			return ctx, nil, err
 		}
 		if err := s.grant(d, pol, method); err != nil {
@@ -484,32 +467,19 @@ func (s *Server) grant(d *decision, pol *policy.Policy, method string) error {
 	if today := time.Now().UTC().Format(time.DateOnly); u.day != today {
 		u.day, u.bytes = today, 0
 	}
-	want := reservation(d.req, d.limits)
+	want := reservation(d.req, d.limits, d.rule.Rate)
 	held := addBytes(u.bytes, u.reserved)
 	switch {
 	case u.tests >= d.rule.Limits.MaxTests:
 		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d tests at once, and they run", s.Host, rule, d.who, d.rule.Limits.MaxTests)
 	case held >= d.rule.BytesPerDay || want > d.rule.BytesPerDay-held:
 		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d bytes a day; %d are used today, %d are reserved by its tests running, and this test reserves %d (%s; the count starts again at 00:00 UTC)",
-			s.Host, rule, d.who, d.rule.BytesPerDay, u.bytes, u.reserved, want, reservationBasis(d.req))
+			s.Host, rule, d.who, d.rule.BytesPerDay, u.bytes, u.reserved, want, reservationBasis(d.req, d.rule.Rate))
 	}
 	u.tests++
 	u.reserved += want
 	d.reserved = want
 	return nil
-}
-
-// reservationBasis says what a test's reservation was drawn from.
-func reservationBasis(req request) string {
-	switch {
-	case req.bytes > 0:
-		return "the bytes it declares"
-	case req.lasts > 0 && req.rate > 0:
-		return "its rate for its duration"
-	case req.lasts > 0:
-		return "the rule's rate for its duration"
-	}
-	return "it declares neither bytes nor a duration"
 }
 
 // peerAddr is the IP address of a host:port a call sends toward. Names

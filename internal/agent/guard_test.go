@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/limits"
@@ -203,3 +206,83 @@ func TestBytesPerDayAreReserved(t *testing.T) {
 		})
 	}
 }
+
+// TestReservationsAdmitLegitimateTests: a duration-only TCP test reserved
+// the agent's UDP rate limit (10 Gbit/s) for its duration, and a watch or
+// a task farm reserved by its duration bytes it never moves, so
+// bytes_per_day refused them. A TCP test reserves at the rule's rate, or
+// 1 Gbit/s when it gives none; kinds whose bytes are not counted reserve
+// nothing.
+func TestReservationsAdmitLegitimateTests(t *testing.T) {
+	tcp := func(d time.Duration) any {
+		return &agentpb.SendRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_TCP, Streams: 4, DurationNs: int64(d)}, Address: "10.0.0.1:1"}
+	}
+	role := func(role string, d time.Duration) any {
+		spec, _ := json.Marshal(map[string]any{"duration": d, "address": "10.0.0.1:1"})
+		return &agentpb.WorkloadRequest{Role: role, SpecJson: spec}
+	}
+	tests := []struct {
+		name, limits string
+		reqs         []any // at once
+		want         string
+	}{
+		{"60 s TCP test, no rate", "{bytes_per_day: 50GB}", []any{tcp(time.Minute)}, ""},
+		{"a 1 h watch", "{bytes_per_day: 50GB}", []any{role(RoleWatch, time.Hour)}, ""},
+		{"a 1 h task farm", "{bytes_per_day: 50GB}", []any{role(RoleFarmMaster, time.Hour), role(RoleFarmWorkers, time.Hour)}, ""},
+		{"TCP at the rule's rate", "{bytes_per_day: 50GB, rate: 8Gbit}", []any{tcp(time.Minute)}, "this test reserves 60000000000 (the rule's rate for its duration"},
+		{"TCP tests at once", "{bytes_per_day: 10GB}", []any{tcp(time.Minute), tcp(time.Minute)}, "7500000000 are reserved by its tests running, and this test reserves 7500000000 (1 Gbit/s for its duration"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, pol := guarded(t, "rules:\n  - {name: ops, identities: [cn:ctl], kinds: [throughput, watch, taskfarm], limits: "+tc.limits+"}\n")
+			var err error
+			for _, req := range tc.reqs {
+				d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", req)}
+				if err = s.grant(d, pol, ""); err != nil {
+					break
+				}
+			}
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunningTestStopsAtTheDaysBytes: a TCP test reserves less than it
+// can move; past its reservation it takes more of its identity's day as
+// its intervals report bytes, and is stopped when the day has no more, so
+// that tests at once cannot go past it together.
+func TestRunningTestStopsAtTheDaysBytes(t *testing.T) {
+	s, pol := guarded(t, "rules:\n  - {name: ops, identities: [cn:ctl], limits: {bytes_per_day: 1000, rate: 8kbit}}\n")
+	timed := &agentpb.ReceiveRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_TCP, Streams: 1, DurationNs: int64(400 * time.Millisecond)}}
+	a := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", timed)}
+	b := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", timed)}
+	for _, d := range []*decision{a, b} {
+		if err := s.grant(d, pol, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &guardedStream{ServerStream: nopStream{}, s: s, d: a, ctx: ctx, cancel: cancel}
+	interval := func(n uint64) *agentpb.ThroughputEvent {
+		return &agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Interval{Interval: &agentpb.Interval{Streams: []*agentpb.StreamSample{{Bytes: n}}}}}
+	}
+	g.SendMsg(interval(400)) // its reservation
+	g.SendMsg(interval(200)) // more of the day: 200 left, with b's 400
+	if ctx.Err() != nil || a.reserved != 600 {
+		t.Fatalf("within the day's bytes: stopped %v, reserved %d", ctx.Err(), a.reserved)
+	}
+	g.SendMsg(interval(1)) // past the day's
+	if ctx.Err() == nil {
+		t.Fatal("a test past its identity's bytes of the day runs on")
+	}
+	if u := s.host.usage["cn:ctl"]; u.reserved != 1000 {
+		t.Errorf("reserved %d, want the day's 1000", u.reserved)
+	}
+}
+
+// nopStream is a server stream that sends nowhere.
+type nopStream struct{ grpc.ServerStream }
+
+func (nopStream) SendMsg(any) error { return nil }

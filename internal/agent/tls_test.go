@@ -300,7 +300,7 @@ func TestRefusalsAreAudited(t *testing.T) {
 // TestControlPortKeepsRoomForControllers: 400 TCP connections without a
 // certificate kept the agent's 256 connections full, and controllers'
 // hellos timed out. Connections in their handshake are bounded apart from
-// controllers' (and per address), a handshake has 10 s, and both
+// controllers' (and per address), a handshake has 4 s, and both
 // refusals and timeouts are audited.
 func TestControlPortKeepsRoomForControllers(t *testing.T) {
 	dir := tlsLab(t, "ctl")

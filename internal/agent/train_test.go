@@ -175,3 +175,46 @@ func TestTrainBytesCountTowardTheDay(t *testing.T) {
 		t.Errorf("trains over what is left of the day: %v", err)
 	}
 }
+
+// TestStoppedTrainBytesAreCounted: a train sender that failed or was
+// stopped sent no summary, and the bytes it had sent were neither audited
+// nor counted toward its identity's day. Its end counts them all the same.
+func TestStoppedTrainBytesAreCounted(t *testing.T) {
+	c, audit := serveAudited(t)
+	tok := token.New()
+	recv := role(t, c, RoleTrainReceiver, train.ReceiverSpec{Token: tok, Expect: 20, Timeout: 10 * time.Second})
+	e, err := recv.Recv()
+	if err != nil || e.GetListening() == nil {
+		t.Fatalf("the receiver did not say where it listens: %v, %v", e, err)
+	}
+	// A first train, then long pauses: the call is stopped in them.
+	streams := []train.Stream{{Count: 20, Size: 1000, Pause: time.Second}}
+	for range 60 {
+		streams = append(streams, train.Stream{Count: 2, Size: 100, Pause: time.Second})
+	}
+	spec, _ := json.Marshal(train.SenderSpec{Token: tok, Address: fmt.Sprintf("127.0.0.1:%d", e.GetListening().Port), Streams: streams})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	send, err := c.Workload(ctx, &agentpb.WorkloadRequest{Id: "trains", Role: RoleTrainSender, SpecJson: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got train.Received
+	summary(t, recv, &got)
+	cancel()
+	send.Recv()
+	var end *AuditEntry
+	for deadline := time.Now().Add(10 * time.Second); end == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, e := range audit() {
+			if e.Decision == "end" && e.Method == agentpb.Agent_Workload_FullMethodName && e.Reason != "" {
+				end = &e
+			}
+		}
+	}
+	if end == nil {
+		t.Fatalf("no audited end of the stopped sender: %+v", audit())
+	}
+	if end.Bytes < 20*1000 {
+		t.Errorf("the stopped sender's end counts %d bytes, want at least the first train's 20000 (%+v)", end.Bytes, end)
+	}
+}

@@ -303,6 +303,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		}
 		got, err := r.Receive(ctx)
 		if err != nil {
+			countFailed(ctx, got.Bytes)
 			return refuse(err)
 		}
 		return w.summary(got)
@@ -313,6 +314,8 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		}
 		sent, err := train.Send(ctx, spec)
 		if err != nil {
+			// What it sent before it failed, or was stopped, counts.
+			countFailed(ctx, sent.Bytes)
 			return refuse(err)
 		}
 		return w.summary(sent)

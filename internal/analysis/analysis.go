@@ -105,6 +105,10 @@ type Step struct {
 	Jobs   []job.Record
 }
 
+// value is the step's plain figure called name (results.Named), 0 when it
+// has none.
+func (s Step) value(name string) float64 { return s.Metrics.Value(results.Named(name)) }
+
 // Workload is a workload's steps in sweep order.
 type Workload struct {
 	Name    string
@@ -311,12 +315,7 @@ func Of(workloads []Workload, o Options) *Report {
 
 // throughputOf is the figure a step's throughput is judged by.
 func throughputOf(m results.Metrics) (float64, bool) {
-	for _, k := range []string{results.ThroughputMbps, results.AggregateMbps, results.TaskRateHz} {
-		if v, ok := m[k]; ok {
-			return v, true
-		}
-	}
-	return 0, false
+	return m.First(results.Named(results.ThroughputMbps), results.Named(results.AggregateMbps), results.Named(results.TaskRateHz))
 }
 
 // Concurrency is the swept value a workload ramps: jobs, streams, or the

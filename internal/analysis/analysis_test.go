@@ -432,11 +432,61 @@ func TestVerdictCPUOverQuota(t *testing.T) {
 			if v.Bottleneck != tc.want || tc.evidence > 0 && math.Abs(v.Evidence["server_cpu_pct"]-tc.evidence) > 1e-9 {
 				t.Errorf("%+v, want %s at %v%%", v, tc.want, tc.evidence)
 			}
+			if unknown := tc.evidence == 0; unknown != strings.Contains(v.Why, "not known") || unknown && v.Confidence != "low" {
+				t.Errorf("%+v: the server's CPU unknown: %v, want it said, at low confidence", v, unknown)
+			}
 			for k, e := range v.Evidence {
 				if strings.Contains(k, "cpu") && e > 100 {
 					t.Errorf("evidence %s = %v%%", k, e)
 				}
 			}
 		})
+	}
+}
+
+// TestVerdictCPUNotKnown: a step under a second cannot tell a share of
+// a host's quota; its verdict said the step waited on round trips, or
+// named the link, as confidently as with the CPU known. It says which CPU
+// is not known, one confidence lower.
+func TestVerdictCPUNotKnown(t *testing.T) {
+	serverQuota := testbedOf(t, "name: t\nhosts:\n  server: {cpus: 0.5}\n  client: {}\nlinks:\n  - {between: [client, server], rate: 100Mbit, delay: 0.1ms}\n")
+	bothQuotas := testbedOf(t, serverClient)
+	cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
+	const short = "(a step of 0.5 s is too short to tell a share of a CPU quota, which takes 1s)"
+	for _, tc := range []struct {
+		name       string
+		testbed    *scenario.Testbed
+		seconds    float64
+		link       float64
+		bottleneck string
+		confidence string
+		why        string
+	}{
+		{"latency, the CPU known", serverQuota, 2, 40, Latency, "medium", "no resource was full (busiest: link server->client at 40%): the step waited on round trips"},
+		{"latency, the CPU not known", serverQuota, 0.5, 40, Latency, "low", "no resource known was full (busiest: link server->client at 40%), " +
+			"but the CPU of the server (host server) is not known " + short + ": the step waited on round trips, or on that CPU"},
+		{"latency, two CPUs not known", bothQuotas, 0.5, 40, Latency, "low", "no resource known was full (busiest: link server->client at 40%), " +
+			"but the CPU of the server (host server) and the CPU of the client (host client) are not known " + short + ": the step waited on round trips, or on those CPUs"},
+		{"a full link, the CPU known", serverQuota, 2, 98, Network, "high", "link server->client was 98% busy"},
+		{"a full link, the CPU not known", serverQuota, 0.5, 98, Network, "medium", "link server->client was 98% busy; but the CPU of the server (host server) is not known " + short},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := Workload{Name: "w", Kind: "eventdb", Testbed: tc.testbed}
+			m := map[string]float64{"throughput_mbps": 1, "link_utilization_pct.server->client": tc.link, "cpu_pct.server": 20, "cpu_pct.client": 3}
+			v := verdict(w, Step{Metrics: m, Seconds: tc.seconds, Config: cfg, Status: "done"}, DefaultOptions)
+			if v.Bottleneck != tc.bottleneck || v.Confidence != tc.confidence || v.Why != tc.why {
+				t.Errorf("got %s (%s): %q\nwant %s (%s): %q", v.Bottleneck, v.Confidence, v.Why, tc.bottleneck, tc.confidence, tc.why)
+			}
+		})
+	}
+}
+
+// TestJobStatusesKnown: the failures finding counts a step's jobs by the
+// statuses results knows (jobs_STATUS); a job can end with no other.
+func TestJobStatusesKnown(t *testing.T) {
+	for _, st := range []string{job.OK, job.Timeout, job.Failed, job.Corrupt, job.Cancelled} {
+		if f, ok := results.ParseFigure(results.JobsWith(st).String()); !ok || f.Status != st {
+			t.Errorf("jobs that ended %q: %+v, %v", st, f, ok)
+		}
 	}
 }

@@ -39,7 +39,7 @@ func asymmetry(workloads []Workload) []Finding {
 				same = false // a sweep, not repeats of one test
 			}
 			s.name, s.from, s.to, s.setting = w.Name, t.From, t.To, setting
-			s.values = append(s.values, st.Metrics[results.ThroughputMbps])
+			s.values = append(s.values, st.value(results.ThroughputMbps))
 		}
 		if same && len(s.values) >= 2 {
 			all = append(all, s)

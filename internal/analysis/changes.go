@@ -352,7 +352,7 @@ func PathChanges(tl *Timeline, tb *scenario.Testbed) []Finding {
 	for i, e := range tl.Events {
 		cps := explained[i]
 		if len(cps) == 0 {
-			if strings.HasSuffix(e.What, results.TimelineEnd) {
+			if results.EndsTimeline(e.What) {
 				continue
 			}
 			out = append(out, Finding{Kind: "path_change", Text: fmt.Sprintf("At %s %s: no visible change in the paths' throughput, round trip or loss.", at(e.T), e.What),

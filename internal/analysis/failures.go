@@ -14,14 +14,16 @@ import (
 // failures finds the first step where jobs fail, and why.
 func failures(w Workload) []Finding {
 	for _, s := range sortedByConcurrency(w) {
-		bad := s.Metrics[results.JobsEnded("timeout")] + s.Metrics[results.JobsEnded("failed")] + s.Metrics[results.JobsEnded("corrupt")]
+		m := s.Metrics
+		timeouts, failed, corrupt := m.Value(results.JobsWith(job.Timeout)), m.Value(results.JobsWith(job.Failed)), m.Value(results.JobsWith(job.Corrupt))
+		bad := timeouts + failed + corrupt
 		if bad == 0 {
 			continue
 		}
 		total := 0.0
-		for k, v := range s.Metrics {
-			if strings.HasPrefix(k, results.JobsEnded("")) && k != results.JobsPerClient {
-				total += v
+		for _, f := range m.Figures() {
+			if f.Name == results.Jobs && f.Status != "" {
+				total += m.Value(f)
 			}
 		}
 		reasons := map[string]int{}
@@ -36,8 +38,8 @@ func failures(w Workload) []Finding {
 				top, n = r, c
 			}
 		}
-		values := map[string]float64{"concurrency": Concurrency(s), "timeouts": s.Metrics[results.JobsEnded("timeout")], "failed": s.Metrics[results.JobsEnded("failed")],
-			"corrupt": s.Metrics[results.JobsEnded("corrupt")], "failed_share": bad / max(total, 1)}
+		values := map[string]float64{"concurrency": Concurrency(s), "timeouts": timeouts, "failed": failed,
+			"corrupt": corrupt, "failed_share": bad / max(total, 1)}
 		text := fmt.Sprintf("Jobs start failing at %s: %.0f of %.0f (%.0f timed out, %.0f failed, %.0f corrupt)", jobsWord(s), bad, total,
 			values["timeouts"], values["failed"], values["corrupt"])
 		if top != "" {

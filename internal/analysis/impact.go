@@ -12,18 +12,21 @@ import (
 // impact reports what a load did to the others' round trips and loss.
 func impact(w Workload) []Finding {
 	var out []Finding
+	rtt, lost := results.Named(results.RTTP50Ms), results.Named(results.LostPercent)
 	for _, s := range w.Steps {
 		m := s.Metrics
-		if _, ok := m[results.Phase("loaded", results.RTTP50Ms)]; !ok {
+		loadedRTT, ok := m.Get(rtt.InPhase(results.Loaded))
+		if !ok {
 			continue
 		}
+		idleRTT, idleLost, loadedLost := m.Value(rtt.InPhase(results.Idle)), m.Value(lost.InPhase(results.Idle)), m.Value(lost.InPhase(results.Loaded))
 		i := s.Config.Impact
 		out = append(out, Finding{Kind: "impact", Workload: w.Name, Values: map[string]float64{
-			"idle_rtt_p50_ms": m[results.Phase("idle", results.RTTP50Ms)], "loaded_rtt_p50_ms": m[results.Phase("loaded", results.RTTP50Ms)], "rtt_inflation_ms": m[results.RTTInflationMs],
-			"idle_lost_percent": m[results.Phase("idle", results.LostPercent)], "loaded_lost_percent": m[results.Phase("loaded", results.LostPercent)], "loss_increase_points": m[results.LossIncreasePts], "load_mbps": m[results.LoadMbps]},
+			"idle_rtt_p50_ms": idleRTT, "loaded_rtt_p50_ms": loadedRTT, "rtt_inflation_ms": s.value(results.RTTInflationMs),
+			"idle_lost_percent": idleLost, "loaded_lost_percent": loadedLost, "loss_increase_points": s.value(results.LossIncreasePts), "load_mbps": s.value(results.LoadMbps)},
 			Text: fmt.Sprintf("A %s load %s->%s (%.1f Mbit/s) raised the round trip %s->%s from %.1f to %.1f ms (+%.1f ms) and its loss from %.1f%% to %.1f%%.",
-				plural(float64(i.Streams), "stream"), i.From, i.To, m[results.LoadMbps], i.ProbeFrom, i.ProbeTo, m[results.Phase("idle", results.RTTP50Ms)], m[results.Phase("loaded", results.RTTP50Ms)],
-				m[results.RTTInflationMs], m[results.Phase("idle", results.LostPercent)], m[results.Phase("loaded", results.LostPercent)])})
+				plural(float64(i.Streams), "stream"), i.From, i.To, s.value(results.LoadMbps), i.ProbeFrom, i.ProbeTo, idleRTT, loadedRTT,
+				s.value(results.RTTInflationMs), idleLost, loadedLost)})
 	}
 	return out
 }

@@ -59,16 +59,16 @@ func pathAudit(workloads []Workload) []Finding {
 			}
 			switch {
 			case c.Throughput != nil:
-				rate(at(c.Throughput.From, c.Throughput.To), mt[results.ThroughputMbps], w.Name)
+				rate(at(c.Throughput.From, c.Throughput.To), s.value(results.ThroughputMbps), w.Name)
 			case c.Transfer != nil:
-				rate(at(c.Transfer.From, c.Transfer.To), mt[results.Leg(results.There, "mbps")], w.Name)
+				rate(at(c.Transfer.From, c.Transfer.To), mt.Value(results.Named(results.LegMbps).OnLeg(results.There)), w.Name)
 			case c.Probe != nil:
-				v, ok := mt[results.RTTP50Ms]
-				rtt(at(c.Probe.From, c.Probe.To), v, mt[results.LostPercent], ok)
+				v, ok := mt.Get(results.Named(results.RTTP50Ms))
+				rtt(at(c.Probe.From, c.Probe.To), v, s.value(results.LostPercent), ok)
 			case c.Impact != nil:
-				v, ok := mt[results.Phase("idle", results.RTTP50Ms)]
-				rtt(at(c.Impact.ProbeFrom, c.Impact.ProbeTo), v, mt[results.Phase("idle", results.LostPercent)], ok)
-				rate(at(c.Impact.From, c.Impact.To), mt[results.LoadMbps], w.Name)
+				v, ok := mt.Get(results.Named(results.RTTP50Ms).InPhase(results.Idle))
+				rtt(at(c.Impact.ProbeFrom, c.Impact.ProbeTo), v, mt.Value(results.Named(results.LostPercent).InPhase(results.Idle)), ok)
+				rate(at(c.Impact.From, c.Impact.To), s.value(results.LoadMbps), w.Name)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
 // saturation finds where throughput peaks and where it stops growing, and
@@ -87,14 +88,14 @@ func efficientRunning(w Workload, o Options) []Finding {
 	if len(steps) < 2 || w.Kind != results.EventDB {
 		return nil
 	}
-	single := steps[0].Metrics[results.MeanWallclockS]
+	single := steps[0].value(results.MeanWallclockS)
 	if single <= 0 {
 		return nil
 	}
 	bound := -1
 	for i, s := range steps {
-		wct, ok := s.Metrics[results.MeanWallclockS]
-		if ok && wct < o.EfficientFactor*single && s.Metrics[results.JobsEnded("ok")] > 0 {
+		wct, ok := s.Metrics.Get(results.Named(results.MeanWallclockS))
+		if ok && wct < o.EfficientFactor*single && s.Metrics.Value(results.JobsWith(job.OK)) > 0 {
 			bound = i
 		}
 	}
@@ -104,8 +105,8 @@ func efficientRunning(w Workload, o Options) []Finding {
 	b := steps[bound]
 	values := map[string]float64{
 		"k": o.EfficientFactor, "single_wallclock_s": single, "boundary_concurrency": Concurrency(b),
-		"mean_wallclock_s": b.Metrics[results.MeanWallclockS], "throughput_mbps": b.Metrics[results.ThroughputMbps],
-		"server_cpu_pct": firstOf(b.Metrics, results.Role("server", results.CPUQuotaPct), results.Role("server", results.CPUPct)), "client_cpu_pct": firstOf(b.Metrics, results.Role("client", results.CPUQuotaPct), results.Role("client", results.CPUPct)),
+		"mean_wallclock_s": b.value(results.MeanWallclockS), "throughput_mbps": b.value(results.ThroughputMbps),
+		"server_cpu_pct": must(b.Metrics.First(results.RoleCPUFigures("server")...)), "client_cpu_pct": must(b.Metrics.First(results.RoleCPUFigures("client")...)),
 	}
 	text := fmt.Sprintf("Efficient running (mean job wall-clock under %g x the single job's %.1f s) holds up to %s: mean %.1f s, %.1f Mbit/s, server CPU %.0f%%, client CPU %.0f%%.",
 		o.EfficientFactor, single, jobsWord(b), values["mean_wallclock_s"], values["throughput_mbps"], values["server_cpu_pct"], values["client_cpu_pct"])
@@ -113,13 +114,4 @@ func efficientRunning(w Workload, o Options) []Finding {
 		text += " That is the largest step tried: the boundary lies beyond it."
 	}
 	return []Finding{{Kind: "efficient_running", Workload: w.Name, Text: text, Values: values}}
-}
-
-func firstOf(m map[string]float64, keys ...string) float64 {
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			return v
-		}
-	}
-	return 0
 }

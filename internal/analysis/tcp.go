@@ -42,7 +42,7 @@ func tuning(w Workload) []Finding {
 	}
 	best, base := -1, -1
 	for i, s := range w.Steps {
-		if best < 0 || s.Metrics[results.ThroughputMbps] > w.Steps[best].Metrics[results.ThroughputMbps] {
+		if best < 0 || s.value(results.ThroughputMbps) > w.Steps[best].Metrics.Value(results.Named(results.ThroughputMbps)) {
 			best = i
 		}
 		if base < 0 || s.Config.Throughput.Streams < w.Steps[base].Config.Throughput.Streams {
@@ -56,10 +56,10 @@ func tuning(w Workload) []Finding {
 			return nil // repeats of one setting: see asymmetry
 		}
 	}
-	values := map[string]float64{"best_mbps": b.Metrics[results.ThroughputMbps], "best_streams": float64(t.Streams), "best_window_bytes": float64(t.Window),
-		"baseline_mbps": one.Metrics[results.ThroughputMbps], "baseline_streams": float64(one.Config.Throughput.Streams)}
-	if one.Metrics[results.ThroughputMbps] > 0 {
-		values["gain"] = b.Metrics[results.ThroughputMbps] / one.Metrics[results.ThroughputMbps]
+	values := map[string]float64{"best_mbps": b.value(results.ThroughputMbps), "best_streams": float64(t.Streams), "best_window_bytes": float64(t.Window),
+		"baseline_mbps": one.value(results.ThroughputMbps), "baseline_streams": float64(one.Config.Throughput.Streams)}
+	if one.value(results.ThroughputMbps) > 0 {
+		values["gain"] = b.value(results.ThroughputMbps) / one.value(results.ThroughputMbps)
 	}
 	window := "autotuned windows"
 	if t.Window > 0 {
@@ -78,16 +78,19 @@ func tuning(w Workload) []Finding {
 // single is what one throughput test achieved: with its retransmits over
 // TCP, with its loss and jitter over UDP (an imported iperf3 -u test).
 func single(workload string, s Step) Finding {
-	t, m := s.Config.Throughput, s.Metrics
-	f := Finding{Kind: "throughput", Workload: workload, Values: map[string]float64{"throughput_mbps": m[results.ThroughputMbps], "streams": float64(t.Streams)}}
+	t := s.Config.Throughput
+	mbps := s.value(results.ThroughputMbps)
+	f := Finding{Kind: "throughput", Workload: workload, Values: map[string]float64{"throughput_mbps": mbps, "streams": float64(t.Streams)}}
 	if t.Protocol == "udp" {
-		f.Values[results.LostPercent], f.Values[results.JitterMs] = m[results.LostPercent], m[results.JitterMs]
-		f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s of UDP with %s, %s%% lost, jitter %.3f ms.", t.From, t.To, m[results.ThroughputMbps],
-			plural(float64(t.Streams), "stream"), strconv.FormatFloat(m[results.LostPercent], 'g', 3, 64), m[results.JitterMs])
+		lost, jitter := s.value(results.LostPercent), s.value(results.JitterMs)
+		f.Values["lost_percent"], f.Values["jitter_ms"] = lost, jitter
+		f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s of UDP with %s, %s%% lost, jitter %.3f ms.", t.From, t.To, mbps,
+			plural(float64(t.Streams), "stream"), strconv.FormatFloat(lost, 'g', 3, 64), jitter)
 		return f
 	}
-	f.Values[results.Retransmits] = m[results.Retransmits]
-	f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", t.From, t.To, m[results.ThroughputMbps], plural(float64(t.Streams), "stream"), m[results.Retransmits])
+	retransmits := s.value(results.Retransmits)
+	f.Values["retransmits"] = retransmits
+	f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", t.From, t.To, mbps, plural(float64(t.Streams), "stream"), retransmits)
 	return f
 }
 
@@ -149,11 +152,11 @@ func modelFit(w Workload) []Finding {
 	var worst Finding
 	for _, s := range w.Steps {
 		a, ok := allowed(w, s)
-		if !ok || s.Metrics[results.ThroughputMbps] <= 0 {
+		if !ok || s.value(results.ThroughputMbps) <= 0 {
 			continue
 		}
 		predicted := a.bps
-		measured := s.Metrics[results.ThroughputMbps] * 1e6
+		measured := s.value(results.ThroughputMbps) * 1e6
 		res := (measured - predicted) / predicted
 		residuals = append(residuals, math.Abs(res))
 		if worst.Values == nil || math.Abs(res) > math.Abs(worst.Values["residual"]) {
@@ -193,7 +196,7 @@ func limitingFactor(w Workload, ws WorkloadSteps) []Finding {
 			counts["failed"]++
 			continue
 		}
-		mbps := s.Metrics[results.ThroughputMbps]
+		mbps := s.value(results.ThroughputMbps)
 		share := mbps * 1e6 / a.bps
 		part := fmt.Sprintf("%s: %s, %.0f%% of the %s the path allows (%s): ", label, rateText(mbps*1e6), 100*share, rateText(a.bps), a.what)
 		switch {
@@ -208,7 +211,7 @@ func limitingFactor(w Workload, ws WorkloadSteps) []Finding {
 			part += "the test-bed held it, not the path (" + strings.Join(signs, "; ") + ")"
 			counts["testbed"]++
 		default:
-			part += fmt.Sprintf("TCP itself fell short (%.0f retransmits%s)", s.Metrics[results.Retransmits], slowStartNote(s, a))
+			part += fmt.Sprintf("TCP itself fell short (%.0f retransmits%s)", s.value(results.Retransmits), slowStartNote(s, a))
 			counts["tcp"]++
 		}
 		parts = append(parts, part)

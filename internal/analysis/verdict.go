@@ -28,7 +28,7 @@ type resource struct {
 // server. A share of a quota follows results.QuotaShare over the step's
 // time; where that is not stored, a share over 100% is not known either.
 func cpuShare(w Workload, s Step, host string, singleThreaded bool) (float64, bool) {
-	used, ok := results.CPUPct.In(s.Metrics, host)
+	used, ok := s.Metrics.Get(results.CPUPct.About(host))
 	if !ok {
 		return 0, false
 	}
@@ -78,15 +78,15 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 	if s.TestbedLimited {
 		v.Bottleneck, v.Confidence = Testbed, "high"
 		v.Why = "the test-bed itself was saturated: " + strings.Join(s.LimitedBy, "; ")
-		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Machine)], "engine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Engine)]}
+		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics.Value(results.CPUPct.About(results.Machine)), "engine_cpu_pct": s.Metrics.Value(results.CPUPct.About(results.Engine))}
 		return v
 	}
 	if why := strainedShort(w, s); why != "" {
 		v.Bottleneck, v.Confidence, v.Why = Testbed, "medium", why
-		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Machine)], "engine_cpu_pct": s.Metrics[results.CPUPct.Of(results.Engine)]}
+		v.Evidence = map[string]float64{"machine_cpu_pct": s.Metrics.Value(results.CPUPct.About(results.Machine)), "engine_cpu_pct": s.Metrics.Value(results.CPUPct.About(results.Engine))}
 		return v
 	}
-	res := resources(w, s)
+	res, unknown := resources(w, s)
 	if len(res) == 0 {
 		return v // nothing was measured to judge by (an imported test)
 	}
@@ -105,16 +105,46 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 			v.Confidence = "medium"
 			v.Why += fmt.Sprintf(", and %s %.0f%%", res[1].what, res[1].util)
 		}
-		return v
+		return withUnknown(v, s, unknown)
 	}
-	return notFull(w, s, res, o, v)
+	return withUnknown(notFull(w, s, res, unknown, o, v), s, unknown)
+}
+
+// withUnknown says which CPUs of a step could not be told and lowers the
+// verdict's confidence by one: any of them may have been full.
+func withUnknown(v StepVerdict, s Step, unknown []string) StepVerdict {
+	if len(unknown) == 0 || v.Bottleneck == Latency {
+		return v // notFull says it in its own words
+	}
+	v.Confidence = lower(v.Confidence)
+	v.Why += "; but " + unknownText(s, unknown)
+	return v
+}
+
+// lower is the confidence one step below c.
+func lower(c string) string {
+	if c == "high" {
+		return "medium"
+	}
+	return "low"
+}
+
+// unknownText says that the CPUs of step s that unknown describes are not
+// known, and why.
+func unknownText(s Step, unknown []string) string {
+	verb := "is"
+	if len(unknown) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("%s %s not known %s", strings.Join(unknown, " and "), verb, quotaUnknownWhy(s))
 }
 
 // resources are what a step's figures say of its candidate bottlenecks,
 // the fullest first: the busiest link, a transfer's legs or the hosts'
-// disks, and the CPU of each server and client.
-func resources(w Workload, s Step) []resource {
-	var res []resource
+// disks, and the CPU of each server and client. unknown describes the
+// CPUs the step measured but whose share cannot be told (a share of a
+// quota over a step under a second).
+func resources(w Workload, s Step) (res []resource, unknown []string) {
 	if name, util := results.BusiestLink(s.Metrics); name != "" {
 		res = append(res, resource{Network, util, "link " + name})
 	}
@@ -132,28 +162,41 @@ func resources(w Workload, s Step) []resource {
 			group.name, group.role = ClientCPU, "node"
 		}
 		for _, h := range group.hosts {
+			what := fmt.Sprintf("the CPU of the %s (host %s)", group.role, h)
 			if util, ok := cpuShare(w, s, h, group.single); ok {
-				res = append(res, resource{group.name, util, fmt.Sprintf("the CPU of the %s (host %s)", group.role, h)})
+				res = append(res, resource{group.name, util, what})
+			} else if _, measured := s.Metrics.Get(results.CPUPct.About(h)); measured {
+				unknown = append(unknown, what)
 			}
 		}
 	}
 	sort.SliceStable(res, func(i, j int) bool { return res[i].util > res[j].util })
-	return res
+	return res, unknown
+}
+
+// quotaUnknownWhy says why a host's share of its CPU quota cannot be told
+// in step s (results.QuotaShare).
+func quotaUnknownWhy(s Step) string {
+	if s.Seconds > 0 && s.Seconds < results.MinQuotaWindow.Seconds() {
+		return fmt.Sprintf("(a step of %.2g s is too short to tell a share of a CPU quota, which takes %v)", s.Seconds, results.MinQuotaWindow)
+	}
+	return "(more CPU was used than the quota allows, so no share of it can be told)"
 }
 
 // notFull decides a step none of whose resources was full.
-func notFull(w Workload, s Step, res []resource, o Options, v StepVerdict) StepVerdict {
+// With a CPU not known, the step waited on round trips or on that CPU.
+func notFull(w Workload, s Step, res []resource, unknown []string, o Options, v StepVerdict) StepVerdict {
 	top := fmt.Sprintf("%s at %.0f%%", res[0].what, res[0].util)
-	if idle, ok := s.Metrics[results.AppLimitedPct]; ok && idle >= 100*appLimitedShare {
+	if idle, ok := s.Metrics.Get(results.Named(results.AppLimitedPct)); ok && idle >= 100*appLimitedShare {
 		v.Bottleneck, v.Confidence = Application, "high"
 		v.Why = fmt.Sprintf("a watched sender had nothing to send %.0f%% of the time (application-limited, from TCP_INFO), and no resource was full (busiest: %s)", idle, top)
 		v.Evidence["application_limited_pct"] = idle
 		return v
 	}
-	if w.Kind == results.TaskFarm && s.Metrics[results.Efficiency] >= 0.95 {
+	if w.Kind == results.TaskFarm && s.value(results.Efficiency) >= 0.95 {
 		v.Bottleneck, v.Confidence = ClientCPU, "medium"
-		v.Why = fmt.Sprintf("the workers were busy with the tasks %.0f%% of the ideal time (busiest other resource: %s)", 100*s.Metrics[results.Efficiency], top)
-		v.Evidence["efficiency"] = s.Metrics[results.Efficiency]
+		v.Why = fmt.Sprintf("the workers were busy with the tasks %.0f%% of the ideal time (busiest other resource: %s)", 100*s.value(results.Efficiency), top)
+		v.Evidence["efficiency"] = s.value(results.Efficiency)
 		return v
 	}
 	// A transfer's legs are measured against exact capacities: a disk or
@@ -166,8 +209,16 @@ func notFull(w Workload, s Step, res []resource, o Options, v StepVerdict) StepV
 	}
 	v.Bottleneck, v.Confidence = Latency, "medium"
 	v.Why = fmt.Sprintf("no resource was full (busiest: %s): the step waited on round trips", top)
+	if len(unknown) > 0 {
+		v.Confidence = "low"
+		that := "that CPU"
+		if len(unknown) > 1 {
+			that = "those CPUs"
+		}
+		v.Why = fmt.Sprintf("no resource known was full (busiest: %s), but %s: the step waited on round trips, or on %s", top, unknownText(s, unknown), that)
+	}
 	if w.Kind == results.TaskFarm {
-		v.Evidence["worker_idle_share"] = s.Metrics[results.WorkerIdleShare]
+		v.Evidence["worker_idle_share"] = s.value(results.WorkerIdleShare)
 	}
 	return v
 }
@@ -183,14 +234,14 @@ func transferResources(w Workload, s Step) []resource {
 	}
 	var res []resource
 	for _, leg := range []struct{ name, from, to string }{{results.There, t.From, t.To}, {results.Back, t.To, t.From}} {
-		mbps, ok := s.Metrics[results.Leg(leg.name, "mbps")]
+		mbps, ok := s.Metrics.Get(results.Named(results.LegMbps).OnLeg(leg.name))
 		if !ok || mbps <= 0 {
 			continue
 		}
 		bytesPerSec := mbps * 1e6 / 8
 		if p, ok := path(w.Testbed, leg.from, leg.to); ok && p.Bottleneck > 0 {
 			wire := mbps * 1e6
-			if r := s.Metrics[results.Leg(leg.name, "compression_ratio")]; r > 0 {
+			if r := s.Metrics.Value(results.Named(results.CompressionRatio).OnLeg(leg.name)); r > 0 {
 				wire /= r
 			}
 			res = append(res, resource{Network, 100 * wire / p.TCPCeiling(), fmt.Sprintf("the path %s->%s (%.1f of its %.1f Mbit/s TCP ceiling)", leg.from, leg.to, wire/1e6, p.TCPCeiling()/1e6)})
@@ -208,15 +259,15 @@ func transferResources(w Workload, s Step) []resource {
 // sampledDisks are the capped disks of hosts as the step's samples saw
 // them: the mean read and write over the step, as % of the caps. A
 // transfer is judged by its legs instead (see transferResources).
-func sampledDisks(m map[string]float64, hosts []string) []resource {
+func sampledDisks(m results.Metrics, hosts []string) []resource {
 	var res []resource
 	for _, h := range hosts {
 		for _, dir := range []struct {
 			pct, mbs results.Family
 			verb     string
 		}{{results.DiskReadPct, results.DiskReadMBs, "read"}, {results.DiskWritePct, results.DiskWriteMBs, "written"}} {
-			if pct, ok := dir.pct.In(m, h); ok {
-				mbs, _ := dir.mbs.In(m, h)
+			if pct, ok := m.Get(dir.pct.About(h)); ok {
+				mbs := m.Value(dir.mbs.About(h))
 				res = append(res, resource{Disk, pct, fmt.Sprintf("the disk of host %s (%s at %.1f MB/s, %.0f%% of its cap, over the step)", h, dir.verb, mbs, pct)})
 			}
 		}
@@ -238,7 +289,7 @@ func strainedShort(w Workload, s Step) string {
 		return ""
 	}
 	a, ok := allowed(w, s)
-	mbps := s.Metrics[results.ThroughputMbps]
+	mbps := s.value(results.ThroughputMbps)
 	if !ok || mbps*1e6 >= reachedShare*a.bps {
 		return ""
 	}
@@ -253,10 +304,10 @@ func strainedShort(w Workload, s Step) string {
 // strainedSigns are the step's signs of a test-bed near its limits.
 func strainedSigns(s Step) []string {
 	signs := results.Signs{MachineBusyPct: -1, EngineCPUPct: -1, LatenessP99us: -1}
-	if v, ok := s.Metrics[results.CPUPct.Of(results.Machine)]; ok {
+	if v, ok := s.Metrics.Get(results.CPUPct.About(results.Machine)); ok {
 		signs.MachineBusyPct = v
 	}
-	if v, ok := s.Metrics[results.CPUPct.Of(results.Engine)]; ok {
+	if v, ok := s.Metrics.Get(results.CPUPct.About(results.Engine)); ok {
 		signs.EngineCPUPct = v
 	}
 	return signs.Strained()

@@ -93,7 +93,7 @@ func TestOpenRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.db.Exec(`INSERT INTO schema_version VALUES (99, 'future')`)
+	a.pool.Exec(`INSERT INTO schema_version VALUES (99, 'future')`)
 	a.Close()
 	if _, err := Open(newer); err == nil || !strings.Contains(err.Error(), "newer than this wanlab knows") {
 		t.Errorf("opening a newer archive: %v", err)
@@ -199,7 +199,7 @@ func testStepsJobsEvents(t *testing.T, path string) {
 	if ids, err := a.MarkAbandoned(ctx); err != nil || len(ids) != 0 {
 		t.Fatalf("MarkAbandoned with a live controller: %v, %v", ids, err)
 	}
-	if _, err := a.db.Exec(a.q(`UPDATE runs SET controller = ? WHERE id = ?`), strings.Fields(controllerID())[0]+" 999999999", run); err != nil {
+	if _, err := a.pool.Exec(a.q(`UPDATE runs SET controller = ? WHERE id = ?`), strings.Fields(controllerID())[0]+" 999999999", run); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := a.MarkAbandoned(ctx)

@@ -115,9 +115,19 @@ type Timeline interface {
 }
 
 // HostFiles is a bed whose hosts' data directories are on this machine:
-// the folder each host's programs run in.
+// the folder each host's programs run in, and what a workload of the
+// user's own programs needs there (the command kind: its methods are
+// kind.Files'), so that the controller need not know the backend.
 type HostFiles interface {
+	// DataDir is a host's data directory.
 	DataDir(host string) (string, error)
+	// MakeFile makes a file in a host's data directory, never through a
+	// link: text when size is 0, else size bytes of generated data,
+	// dropped from the page cache so that the first read comes from disk.
+	MakeFile(ctx context.Context, host, name string, size int64, text string) error
+	// Listening says whether process pid, in host, has a TCP socket
+	// listening on port (in the host's network namespace).
+	Listening(host string, pid, port int) (bool, error)
 }
 
 // ChangeLog is a bed that records its links' changes; Changes lists those

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -305,7 +304,7 @@ func printRun(w io.Writer, res *controller.Result) {
 		head := "STEP\tSTATUS"
 		for _, col := range results.Columns[kind] {
 			head += "\t" + col.Head
-			quotaCPU = quotaCPU || strings.Contains(col.Metric, "quota")
+			quotaCPU = quotaCPU || col.Shows(results.CPUQuotaPct)
 		}
 		fmt.Fprintln(t, head)
 		for ; i < len(res.Steps) && res.Steps[i].Workload == name; i++ {
@@ -318,7 +317,7 @@ func printRun(w io.Writer, res *controller.Result) {
 			row := label + "\t" + s.Status
 			for _, col := range results.Columns[kind] {
 				cell := "-"
-				if v := results.Lookup(s.Metrics, col.Metric); !math.IsNaN(v) {
+				if v, ok := col.Value(s.Metrics); ok {
 					cell = fmt.Sprintf(col.Format, v)
 				}
 				row += "\t" + cell

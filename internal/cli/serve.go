@@ -19,6 +19,7 @@ import (
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/dashboard"
 	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/topology"
@@ -83,9 +84,9 @@ load it puts on each host and link, and starts nothing.`,
 
 // expected is the topology a configuration's hosts are expected to have:
 // the test-bed's, or the inventory's hosts with no known links.
-func expected(cfg *monitor.Config) (*topology.Topology, error) {
+func expected(cfg *core.Config) (*topology.Topology, error) {
 	if cfg.Testbed != "" {
-		f, _, _, err := cfg.TestbedFile()
+		f, _, _, err := monitor.TestbedFile(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +103,7 @@ func expected(cfg *monitor.Config) (*topology.Topology, error) {
 	return t, nil
 }
 
-func dryRunServe(w io.Writer, cfg *monitor.Config, horizon time.Duration, asJSON bool) error {
+func dryRunServe(w io.Writer, cfg *core.Config, horizon time.Duration, asJSON bool) error {
 	if horizon < time.Minute || horizon > 31*24*time.Hour {
 		return usagef("--horizon %s: give 1m to 744h", horizon)
 	}
@@ -117,18 +118,18 @@ func dryRunServe(w io.Writer, cfg *monitor.Config, horizon time.Duration, asJSON
 	if err := cfg.CheckHosts(known); err != nil {
 		return usageError{err}
 	}
-	if err := monitor.Impossible(cfg); err != nil {
+	if err := core.Impossible(cfg); err != nil {
 		return usageError{err}
 	}
-	paths := map[[2]string]monitor.Path{}
+	paths := map[[2]string]core.Path{}
 	for _, p := range topo.Paths {
-		paths[[2]string{p.From, p.To}] = monitor.Path{Via: p.Via, Bottleneck: p.Bottleneck}
+		paths[[2]string{p.From, p.To}] = core.Path{Via: p.Via, Bottleneck: p.Bottleneck}
 	}
 	rates := map[string]float64{}
 	for _, d := range topo.Dirs {
 		rates[d.Name] = float64(d.Config.Rate)
 	}
-	plan := monitor.DryRun(cfg, time.Now().Truncate(time.Minute), horizon, paths, rates)
+	plan := core.DryRun(cfg, time.Now().Truncate(time.Minute), horizon, paths, rates)
 	if asJSON {
 		return writeJSON(w, plan)
 	}
@@ -138,13 +139,13 @@ func dryRunServe(w io.Writer, cfg *monitor.Config, horizon time.Duration, asJSON
 	for _, tt := range cfg.Tests {
 		each := fmt.Sprintf("%g probes a second, summarised", tt.Rate)
 		switch tt.Type {
-		case monitor.Throughput:
+		case core.Throughput:
 			each = fmt.Sprintf("%s, %d streams", tt.Duration, tt.Streams)
-		case monitor.Transfer:
+		case core.Transfer:
 			each = fmt.Sprintf("%s disk to disk, %d streams", units.Size(tt.Bytes), tt.Streams)
-		case monitor.Trace:
+		case core.Trace:
 			each = fmt.Sprintf("up to %d hops, %s each", tt.MaxHops, tt.Wait)
-		case monitor.Disk:
+		case core.Disk:
 			each = fmt.Sprintf("%s written and read on each host", units.Size(tt.Bytes))
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%s\t%s\n", tt.Name, tt.Type, tt.Group, len(cfg.Pairs(tt)), tt.Period(), each)
@@ -186,7 +187,7 @@ func defaultBufferDir() string {
 	return filepath.Join(os.TempDir(), "wanlab-buffer")
 }
 
-func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpAddr, db, bufferDir string) error {
+func serve(ctx context.Context, logTo, out io.Writer, cfg *core.Config, httpAddr, db, bufferDir string) error {
 	logger := log.New(logTo, "wanlab serve: ", log.LstdFlags)
 	logf := func(format string, args ...any) { logger.Printf(format, args...) }
 	// Ask before anything is built: the listener's port may be taken.
@@ -217,7 +218,8 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpA
 	defer store.Close()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	svc, err := monitor.New(cfg, monitor.Options{Bed: bed, Store: store, Logf: logf, Webhook: monitor.NewWebhook(ctx, cfg.Webhook, logf), Seed: uint64(time.Now().UnixNano())})
+	svc, err := monitor.New(cfg, monitor.Options{Bed: bed, Store: store, Logf: logf, Webhook: monitor.NewWebhook(ctx, cfg.Webhook, logf), Seed: uint64(time.Now().UnixNano()),
+		Hosts: monitor.ListenerNames(ctx, httpAddr)})
 	if err != nil {
 		return err
 	}
@@ -248,7 +250,7 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *monitor.Config, httpA
 
 // openMonitored brings up the configuration's test-bed, or opens its
 // inventory of real agents.
-func openMonitored(ctx context.Context, logTo io.Writer, cfg *monitor.Config) (backend.Bed, error) {
+func openMonitored(ctx context.Context, logTo io.Writer, cfg *core.Config) (backend.Bed, error) {
 	if cfg.Inventory != "" {
 		inv, err := realhosts.LoadHosts(cfg.Inventory)
 		if err != nil {
@@ -259,7 +261,7 @@ func openMonitored(ctx context.Context, logTo io.Writer, cfg *monitor.Config) (b
 	if err := testbed.CheckEnvironment(); err != nil {
 		return nil, err
 	}
-	f, source, text, err := cfg.TestbedFile()
+	f, source, text, err := monitor.TestbedFile(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/dashboard"
+	"github.com/wanlab/wanlab/internal/monitor"
 )
 
 // defaultUI is wanlab ui's listener unless told otherwise: loopback only,
@@ -41,7 +43,9 @@ The archive is opened read-only; nothing is measured. Ctrl-C stops.`,
 			if err != nil {
 				return fmt.Errorf("--http %s: %w", httpAddr, err)
 			}
-			srv := &http.Server{Handler: dashboard.Lab(ar, Version), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+			logf := log.New(c.ErrOrStderr(), "wanlab ui: ", log.LstdFlags).Printf
+			names := monitor.ListenerNames(c.Context(), httpAddr)
+			srv := &http.Server{Handler: dashboard.Lab(ar, Version, names, logf), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 			go srv.Serve(ln)
 			defer srv.Close()
 			fmt.Fprintf(c.OutOrStdout(), "runs of %s: dashboard at http://%s/; Ctrl-C stops\n", ar.Location(), ln.Addr())

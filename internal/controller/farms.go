@@ -14,6 +14,7 @@ import (
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/eventdb"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/taskfarm"
 )
 
@@ -46,7 +47,7 @@ func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcom
 	if stopErr == nil {
 		stopErr = srv.Summary(c.add, &totals)
 	}
-	o := &outcome{jobs: c.jobs, metrics: jobMetrics(c.jobs)}
+	o := &outcome{jobs: c.jobs, metrics: kind.JobMetrics(c.jobs)}
 	o.metrics[results.Jobs] = float64(e.Jobs * len(e.Clients))
 	o.metrics[results.JobsPerClient] = float64(e.Jobs)
 	if span := jobSpan(c.jobs); span > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/mesh"
 )
 
@@ -55,7 +56,7 @@ func runMesh(ctx context.Context, env *stepEnv, m *scenario.Mesh) (*outcome, err
 			n.Drain()
 		}
 	}
-	o := &outcome{jobs: c.jobs, metrics: jobMetrics(c.jobs)}
+	o := &outcome{jobs: c.jobs, metrics: kind.JobMetrics(c.jobs)}
 	var bytes int64
 	for _, j := range c.jobs {
 		bytes += j.Bytes

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -9,24 +10,16 @@ import (
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
+	"github.com/wanlab/wanlab/internal/workload/command"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
-func TestJobMetrics(t *testing.T) {
+func TestJobSpan(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	jobs := []job.Record{
 		{Start: t0, End: t0.Add(60 * time.Second), Status: job.OK},
 		{Start: t0.Add(time.Second), End: t0.Add(121 * time.Second), Status: job.OK},
-		{Start: t0.Add(2 * time.Second), End: t0.Add(27 * time.Second), Status: job.Timeout, TCPRTTms: 30, TCPRetransmits: 4},
-		{Start: t0.Add(3 * time.Second), End: t0.Add(4 * time.Second), Status: job.OK, TCPRTTms: 10, TCPRetransmits: 1},
-	}
-	m := jobMetrics(jobs)
-	want := map[string]float64{"jobs_ok": 3, "jobs_timeout": 1, "mean_wallclock_s": 181.0 / 3, "min_wallclock_s": 1, "max_wallclock_s": 120,
-		"tcp_rtt_mean_ms": 20, "tcp_retransmits": 5}
-	for k, v := range want {
-		if m[k] != v {
-			t.Errorf("%s = %v, want %v", k, m[k], v)
-		}
+		{Start: t0.Add(3 * time.Second), End: t0.Add(4 * time.Second), Status: job.OK},
 	}
 	if got := jobSpan(jobs); got != 121 {
 		t.Errorf("span %v, want 121", got)
@@ -38,7 +31,8 @@ func TestJobMetrics(t *testing.T) {
 
 func TestRoleCPU(t *testing.T) {
 	m := results.Metrics{"cpu_pct.s": 50, "cpu_quota_pct.s": 100, "cpu_pct.c1": 20, "cpu_pct.c2": 40}
-	roleCPU(m, scenario.Step{EventDB: &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}}, nil)
+	e := &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}
+	roleCPU(m, scenario.Step{EventDB: e, Spec: e}, nil)
 	if m["server_cpu_pct"] != 50 || m["server_cpu_quota_pct"] != 100 || m["client_cpu_pct"] != 30 {
 		t.Errorf("%v", m)
 	}
@@ -99,5 +93,27 @@ func TestDiskRatesUnderACap(t *testing.T) {
 	v2 := &sampler{diskQueued: map[string]*[2]float64{}}
 	if read, _ := v2.diskRates(h, 2.4e6, 0, 0.1, false); read != 24e6 {
 		t.Errorf("v2 counts: read %v, want 24e6 as counted", read)
+	}
+}
+
+// TestExecStepDispatch: a step runs through the registry (command), or the
+// legacy table of the kinds not yet in it, and a step that fits neither
+// says so.
+func TestExecStepDispatch(t *testing.T) {
+	env := &stepEnv{bed: topoBed{}, expected: &counter{}, finished: &counter{}, failed: &counter{}}
+	cmd := &command.Spec{Clients: []command.Program{{Host: "c", Run: []string{"true"}}}, Timeout: time.Second}
+	for _, tc := range []struct {
+		kind results.Kind
+		step scenario.Step
+		want string
+	}{
+		{results.Command, scenario.Step{Spec: cmd}, "a command workload runs in emulated hosts"},
+		{results.EventDB, scenario.Step{Spec: cmd}, "a step with a *command.Spec spec where a *scenario.EventDB belongs"},
+		{results.Probe, scenario.Step{}, "a step with no workload"},
+		{"toy", scenario.Step{Spec: cmd}, `no driver for workload kind "toy"`},
+	} {
+		if _, err := execStep(context.Background(), env, tc.kind, tc.step); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.kind, err, tc.want)
+		}
 	}
 }

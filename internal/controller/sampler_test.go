@@ -43,7 +43,8 @@ func quotaBed(t *testing.T) topoBed {
 // figures with it, so that no column shows one core's share in its place),
 // and over, what the cut periods explain is no more than full.
 func TestQuotaFigures(t *testing.T) {
-	step := scenario.Step{EventDB: &scenario.EventDB{Server: "s", Clients: []string{"c"}}}
+	e := &scenario.EventDB{Server: "s", Clients: []string{"c"}}
+	step := scenario.Step{EventDB: e, Spec: e}
 	for _, tc := range []struct {
 		name      string
 		seconds   float64

@@ -279,7 +279,7 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 	}
 	stopCaptures := r.captures(p)
 	stopWatches := r.watches(ctx, p)
-	out, err := execStep(ctx, env, p.step)
+	out, err := execStep(ctx, env, p.workload.Kind, p.step)
 	err = errors.Join(err, stopEvents())
 	if out == nil {
 		out = &outcome{metrics: results.Metrics{}}
@@ -436,21 +436,10 @@ func roleCPU(m results.Metrics, s scenario.Step, leftOut map[string]bool) {
 			}
 		}
 	}
-	switch {
-	case s.EventDB != nil:
-		alias("server", s.EventDB.Server)
-		alias("client", s.EventDB.Clients...)
-	case s.TaskFarm != nil:
-		alias("master", s.TaskFarm.Master)
-		alias("worker", s.TaskFarm.Workers...)
-	case s.Command != nil:
-		if s.Command.Server != nil {
-			alias("server", s.Command.Server.Host)
-		}
-		var clients []string
-		for _, c := range s.Command.Clients {
-			clients = append(clients, c.Host)
-		}
-		alias("client", clients...)
+	if s.Spec == nil {
+		return
+	}
+	for role, hosts := range s.Spec.RoleHosts() {
+		alias(role, hosts...)
 	}
 }

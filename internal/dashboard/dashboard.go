@@ -15,11 +15,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -50,6 +50,7 @@ func Handler(svc *monitor.Service) http.Handler {
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "favicon.svg")
 	})
+	api := svc.HTTP()
 	d := &dash{svc: svc}
 	mux.HandleFunc("GET /{$}", d.grid)
 	mux.HandleFunc("GET /path/{src}/{dst}", d.path)
@@ -59,7 +60,7 @@ func Handler(svc *monitor.Service) http.Handler {
 		render(w, "login.html", page{Who: monitor.Identity(r)})
 	})
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := svc.Login(w, r); err != nil {
+		if _, err := api.Login(w, r); err != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			render(w, "login.html", page{Error: err.Error()})
 			return
@@ -67,11 +68,11 @@ func Handler(svc *monitor.Service) http.Handler {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})
 	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
-		svc.Logout(w, r)
+		api.Logout(w, r)
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 	})
-	mux.Handle("/", svc.Mux())
-	return secure(svc.Guard(mux))
+	mux.Handle("/", api.Mux())
+	return secure(api.Guard(mux))
 }
 
 // filesOnly is a file system whose folders cannot be opened: a file server
@@ -126,22 +127,24 @@ func pathURL(src, dst string) string {
 	return "/path/" + url.PathEscape(src) + "/" + url.PathEscape(dst)
 }
 
-// Format shows a metric's value in the unit people read it in.
+// Format shows a metric's value in the unit people read it in (its unit
+// in the registry, core.ByName).
 func Format(metric string, v float64) string {
+	m, _ := core.ByName(metric)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "?"
-	case strings.HasSuffix(metric, "_bits_per_second"):
+	case m.Unit == core.BitsPerSecond:
 		return units.Rate(v).String() + "/s"
-	case strings.HasSuffix(metric, "_seconds"):
+	case m.Unit == core.Seconds:
 		ms := v * 1e3
 		if ms >= 100 {
 			return fmt.Sprintf("%.0f ms", ms)
 		}
 		return fmt.Sprintf("%.3g ms", ms)
-	case strings.HasSuffix(metric, "_ratio"):
+	case m.Unit == core.Ratio:
 		return units.FormatPercent(v)
-	case strings.HasSuffix(metric, "_percent"):
+	case m.Unit == core.Percent:
 		return fmt.Sprintf("%.0f%%", v)
 	}
 	return fmt.Sprintf("%.4g", v)
@@ -154,19 +157,14 @@ func ago(t time.Time) string {
 	return time.Since(t).Round(time.Second).String() + " ago"
 }
 
-// metricsOf are the metrics a test type's grid can show, the first by default.
+// metricsOf are the metrics a test type's grid can show, the first by
+// default (core.Of, as the archive names them).
 func metricsOf(typ string) []string {
-	switch typ {
-	case monitor.Probe:
-		return []string{"rtt_median_seconds", "rtt_min_seconds", "loss_ratio", "jitter_seconds", "owd_forward_seconds", "owd_back_seconds", "reordered_ratio", "duplicates_ratio"}
-	case monitor.Throughput, monitor.Transfer:
-		return []string{"throughput_bits_per_second", "retransmits", "src_cpu_percent", "dst_cpu_percent"}
-	case monitor.Trace:
-		return []string{"hop_count"}
-	case monitor.Disk:
-		return []string{"disk_read_bits_per_second", "disk_write_bits_per_second"}
+	var out []string
+	for _, n := range core.Of(typ) {
+		out = append(out, string(n))
 	}
-	return nil
+	return out
 }
 
 // Cell is one path of the grid.
@@ -276,7 +274,7 @@ func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 	for _, p := range snap.Paths {
 		if p.Src == src && p.Dst == dst {
 			pg.Views = append(pg.Views, p)
-			if p.Type == monitor.Throughput || p.Type == monitor.Transfer || p.Type == monitor.Disk {
+			if p.Type == core.Throughput || p.Type == core.Transfer || p.Type == core.Disk {
 				pg.OnDemand = append(pg.OnDemand, p.Test)
 			}
 			if len(p.Hops) > 0 {

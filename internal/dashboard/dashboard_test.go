@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/workload/probe"
@@ -121,7 +124,7 @@ func viewer(t testing.TB, dir, cfgText string, pts []archive.Point, add func(*ar
 	for _, h := range cfg.Hosts() {
 		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
 	}
-	store, err := monitor.OpenStore(filepath.Join(dir, "a.db"), filepath.Join(dir, "buffer"), monitor.DefaultBufferMax, t.Logf)
+	store, err := monitor.OpenStore(filepath.Join(dir, "a.db"), filepath.Join(dir, "buffer"), core.DefaultBufferMax, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,5 +365,36 @@ func TestInBrowser(t *testing.T) {
 	}
 	if err := testsupport.Screenshot(ctx, shots, "dashboard-grid-phone.png"); err != nil {
 		t.Error(err)
+	}
+}
+
+// Every metric the pages and the script ask for by name is in the
+// monitoring core's registry: the grid's lists (core.Of), the charts of a
+// path and of an interface, the interfaces' table.
+func TestDashboardMetricsAreRegistered(t *testing.T) {
+	named := regexp.MustCompile(`(?:metric: |value )"([a-z_]+)"`)
+	n := 0
+	for _, f := range []string{"web/app.js", "templates/interfaces.html", "templates/path.html", "templates/grid.html"} {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
+			n++
+			if _, ok := core.ByName(m[1]); !ok {
+				t.Errorf("%s asks for metric %q, which core's registry does not have", f, m[1])
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d metric names found in the pages: the pattern misses them", n)
+	}
+	for _, typ := range []string{core.Probe, core.Throughput, core.Transfer, core.Trace, core.Disk} {
+		if len(metricsOf(typ)) == 0 {
+			t.Errorf("the grid of %s tests has no metric", typ)
+		}
 	}
 }

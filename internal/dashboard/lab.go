@@ -13,6 +13,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/report"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/topology"
@@ -23,8 +24,10 @@ import (
 const maxCompared = 20
 
 // Lab serves an archive of lab runs (wanlab ui): the list of runs, each
-// run's report, runs compared side by side, and the runs as JSON.
-func Lab(ar *archive.Archive, version string) http.Handler {
+// run's report, runs compared side by side, and the runs as JSON. A request
+// must name the listener in its Host header (its address, or one of hosts:
+// monitor.ListenerNames), as wanlab serve's must: logf is told of refusals.
+func Lab(ar *archive.Archive, version string, hosts []string, logf func(format string, args ...any)) http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(web, "web")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
@@ -47,7 +50,7 @@ func Lab(ar *archive.Archive, version string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		writeJSONTo(w, map[string]any{"runs": runs})
 	})
-	return secure(mux)
+	return secure(monitor.HostGuard(hosts, "reach wanlab ui by the name in --http, or by its address", logf, mux))
 }
 
 type lab struct {

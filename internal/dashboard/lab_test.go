@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ func labArchive(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ar.Close() })
-	srv := httptest.NewServer(Lab(ar, "test"))
+	srv := httptest.NewServer(Lab(ar, "test", []string{"lab.example.org"}, t.Logf))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -87,5 +88,26 @@ func TestLabInBrowser(t *testing.T) {
 	}
 	if err := testsupport.Screenshot(ctx, shots, "dashboard-compare.png"); err != nil {
 		t.Error(err)
+	}
+}
+
+// wanlab ui refuses a DNS-rebinding page's requests as serve does: the
+// Host must be the listener's address or one of its names.
+func TestLabChecksTheHost(t *testing.T) {
+	base := labArchive(t)
+	port := base[strings.LastIndex(base, ":")+1:]
+	for host, want := range map[string]int{"": 200, "lab.example.org:" + port: 200, "localhost:" + port: 200, "rebind.attacker.example:" + port: 421} {
+		req, _ := http.NewRequest("GET", base+"/api/v1/runs", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, resp.StatusCode, want)
+		}
 	}
 }

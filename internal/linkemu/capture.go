@@ -85,7 +85,7 @@ func (e *shard) startCapture(dirs []int, snaplen int) (*captureRing, error) {
 	e.changeMu.Lock()
 	defer e.changeMu.Unlock()
 	for _, d := range dirs {
-		if d < 0 || d >= len(e.dirs) {
+		if d < 0 || d >= len(e.m.dirs) {
 			return nil, fmt.Errorf("linkemu: no direction %d", d)
 		}
 		if e.captured[d] {
@@ -106,7 +106,7 @@ func (e *shard) stopCapture(dirs []int) {
 	e.changeMu.Lock()
 	defer e.changeMu.Unlock()
 	for _, d := range dirs {
-		if d >= 0 && d < len(e.dirs) && e.captured[d] {
+		if d >= 0 && d < len(e.m.dirs) && e.captured[d] {
 			e.captured[d] = false
 			changes = append(changes, change{dir: d, captureSet: true})
 		}
@@ -169,14 +169,14 @@ func (c *captureRing) packet(r captured) CapturedPacket {
 // carried it: a super-packet's segment gets the headers segmentation
 // would give it (its checksum stays partial, as a host's own capture of
 // offloaded traffic shows it).
-func (e *shard) captureSegment(d *direction, dir int32, slot int32, k int, reason string, t int64) {
+func (m *model) captureSegment(d *direction, dir int32, slot int32, k int, reason string, t int64) {
 	c := d.capture
 	b, ok := c.free.pop()
 	if !ok {
 		c.lost.Add(1)
 		return
 	}
-	pkt, payload := e.segment(slot, k)
+	pkt, payload := m.segment(slot, k)
 	n := copy(c.bufs[b], pkt)
 	n += copy(c.bufs[b][n:], payload)
 	c.full.push(captured{slot: b, dir: dir, reason: reason, at: t, n: int32(n), orig: int32(len(pkt) + len(payload))})
@@ -186,15 +186,15 @@ func (e *shard) captureSegment(d *direction, dir int32, slot int32, k int, reaso
 // it: its headers and the payload after them (nil when pkt is all of it).
 // A super-packet's segment gets its headers in the engine's scratch,
 // valid until the next call.
-func (e *shard) segment(slot int32, k int) (pkt, payload []byte) {
-	sh := e.pool.shapes[slot]
-	head, payload := e.pool.frame(slot)
+func (m *model) segment(slot int32, k int) (pkt, payload []byte) {
+	sh := m.pool.shapes[slot]
+	head, payload := m.pool.frame(slot)
 	if sh.segs == 1 {
-		return e.pool.buf(slot), payload
+		return m.pool.buf(slot), payload
 	}
 	if payload == nil {
 		head, payload = head[:VnetHdrLen+sh.hdr], head[VnetHdrLen+sh.hdr:]
 	}
-	n := cutHeader(e.hdrScratch, head, sh, k, 1)
-	return e.hdrScratch[VnetHdrLen:n], payload[k*sh.mss : k*sh.mss+sh.payloadOf(k, 1)]
+	n := cutHeader(m.hdrScratch, head, sh, k, 1)
+	return m.hdrScratch[VnetHdrLen:n], payload[k*sh.mss : k*sh.mss+sh.payloadOf(k, 1)]
 }

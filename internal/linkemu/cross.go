@@ -177,7 +177,7 @@ func (g *crossGen) nextFlowPacket() {
 }
 
 // crossUpTo admits direction d's virtual arrivals until t.
-func (e *shard) crossUpTo(d *direction, t int64) {
+func (m *model) crossUpTo(d *direction, t int64) {
 	g := d.cross
 	for g.at <= t {
 		if d.admitCross(g.at, g.size) {

@@ -60,11 +60,11 @@ func TestCrossTrafficTakesItsShare(t *testing.T) {
 		{"8 Mbit/s beside 6", 1000 * time.Microsecond, true, 10},
 	} {
 		d := newDirection(DirConfig{Rate: 10e6, QueuePackets: 50, Cross: &CrossConfig{Rate: 6e6, Size: 1000, Pattern: CrossPoisson, Seed: 1}}, &DirStats{})
-		e := &shard{}
+		m := &model{}
 		var sent, passed int
 		const span = 20 * time.Second
 		for t0 := int64(0); t0 < int64(span); t0 += int64(tt.every) {
-			e.crossUpTo(&d, t0)
+			m.crossUpTo(&d, t0)
 			sent++
 			if _, v := d.admit(t0, 1000, nil); v == pass {
 				passed++

@@ -2,10 +2,7 @@ package linkemu
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/netip"
 	"os"
 	"runtime"
 	"slices"
@@ -16,21 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Port is one host's attachment to the engine: a non-blocking packet fd (a TUN
-// device opened without packet information) and the host's IPv4 address.
-type Port struct {
-	Name string
-	FD   int
-	Addr netip.Addr
-	// writeOnly marks, in a shard, a port another shard reads: this one
-	// only delivers to it.
-	writeOnly bool
-}
-
 // Config is everything the engine needs: ports, link directions and, for each
 // ordered pair of ports, the directions a packet crosses.
 type Config struct {
-	Ports []Port
+	Ports []PortConfig
 	Dirs  []DirConfig
 	// Paths maps {src port, dst port} to indexes into Dirs, in crossing order.
 	// A pair with no entry is unreachable; an empty path forwards directly.
@@ -100,42 +86,28 @@ func AutoCoalesce(cfg DirConfig) time.Duration {
 	return min(max(half, DefaultCoalesce), MaxAutoCoalesce)
 }
 
-// shard forwards packets between its ports through the link model, on a
-// thread of its own and its writer's. An Engine runs one shard per group of
-// ports that share no direction, so that no state crosses threads.
+// shard forwards packets between its ports through its link model, on a
+// thread of its own and its writer's: it waits for the ports' fds, reads
+// through each Port into the model's pool, tells the model the time, and
+// writes what the model delivers. Everything here is I/O, clocks and
+// threads; what happens to a packet on a link is the model's. An Engine runs
+// one shard per group of ports that share no direction, so that no state
+// crosses threads.
 type shard struct {
-	ports    []Port
-	portOf   map[netip.Addr]int
-	dirs     []direction
-	current  []DirConfig // the settings in force, under changeMu
-	dirStats []DirStats
-	portStat []PortStats
-	pathOf   []int32   // [src*len(ports)+dst] -> index into paths, -1 if none
-	paths    [][]int32 // direction indexes
-	pathDst  []int32   // destination port of each path
-	rng      *rand.Rand
-	pool     pool
-	events   eventHeap
-	seq      uint64
-	inFlight atomic.Int64
+	m       model // the link model, which the loop below drives
+	portCfg []PortConfig
+	ports   []Port // the same, as the packet loop moves packets through them
+	// readBufs and readSizes are the engine's read batch; writeBatch its writes.
+	readBufs   [1][]byte
+	readSizes  [1]int
+	writeBatch writeBatch
+	current    []DirConfig // the settings in force, under changeMu
 	// Lateness of each wire segment when its write completed: in all, the
 	// share it waited for the rest of its run, and the engine's share.
 	late, lateCoalesce, lateEngine latenessHist
 	writeTime                      latenessHist // each write's system call
 	wakeLate                       latenessHist // the engine's timer, past its time
 	io                             ioCounters
-	vnet                           bool
-	// fixedCoalesce is the engine's window for every direction, 0 when
-	// each has its own (AutoCoalesce); windows is each direction's in
-	// force, ns.
-	fixedCoalesce int64
-	windows       []int64
-	// wakeAt is the release time the engine last chose to sleep until: the
-	// latest within the coalescing window of the earliest, so that one
-	// wake-up releases them all. heldUntil is min(wakeAt, now) while
-	// releasing: what a packet waited before it is the coalescing's share.
-	wakeAt, heldUntil int64
-	hdrScratch        []byte // a piece's headers, for capture
 
 	poller *poller
 	polled []int // the ports the poller watches, by its index; the wake fd after them
@@ -159,14 +131,6 @@ type shard struct {
 	// globalDir and globalPort are the Engine's index of each direction
 	// and port; nil when the Engine has this one shard.
 	globalDir, globalPort []int
-	pathSrc               []int32 // source port of each path
-	// crossDue is when the engine next brings every direction's cross
-	// traffic up to date, so that counters move while no real packet comes;
-	// crossDirs are the directions with cross traffic, as it last found.
-	crossDue  int64
-	crossDirs []int
-	local     []int32 // per port, an empty path: packets the engine makes for it
-	icmpSent  atomic.Uint64
 
 	changeMu   sync.Mutex
 	pending    []change // in due order; immediate ones are due at 0
@@ -253,81 +217,28 @@ func poolBytes(cfg Config) int64 {
 	return cfg.PoolBytes
 }
 
-// newShard checks the configuration and prepares a shard.
+// newShard checks the configuration and prepares a shard: its model, its
+// ports and the poller that waits for them.
 func newShard(cfg Config) (*shard, error) {
-	if len(cfg.Ports) == 0 {
-		return nil, errors.New("linkemu: no ports")
-	}
-	if cfg.MaxPacket <= 0 {
-		cfg.MaxPacket = 1500
-	}
-	cfg.PoolBytes = poolBytes(cfg)
 	n := len(cfg.Ports)
 	e := &shard{
-		ports:    cfg.Ports,
-		portOf:   make(map[netip.Addr]int, n),
-		dirs:     make([]direction, len(cfg.Dirs)),
+		portCfg:  cfg.Ports,
+		ports:    make([]Port, n),
 		current:  slices.Clone(cfg.Dirs),
 		captured: make([]bool, len(cfg.Dirs)),
-		dirStats: make([]DirStats, len(cfg.Dirs)),
-		portStat: make([]PortStats, n),
-		pathOf:   make([]int32, n*n),
-		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		seed:     cfg.Seed,
 		epoch:    time.Now(),
-		local:    make([]int32, n),
 		realtime: cfg.Realtime,
 		awake:    cfg.KeepCPUsAwake,
 		spin:     int64(cfg.Spin),
 	}
+	if err := e.m.init(cfg); err != nil {
+		return nil, err
+	}
 	e.nextDue.Store(noneDue)
-	e.crossDue = 0 // look once: directions may start with cross traffic
-	e.vnet = cfg.Offloads
-	e.fixedCoalesce = int64(max(0, cfg.Coalesce))
-	e.windows = make([]int64, len(cfg.Dirs))
-	e.hdrScratch = make([]byte, smallSlot)
-	e.pool.init(e.frameOff()+max(cfg.MaxPacket, icmpMaxLen), cfg.PoolBytes, e.vnet)
+	e.m.crossDue = 0 // look once: directions may start with cross traffic
 	for i, p := range cfg.Ports {
-		if !p.Addr.Is4() {
-			return nil, fmt.Errorf("linkemu: port %s: address %v is not IPv4", p.Name, p.Addr)
-		}
-		if _, dup := e.portOf[p.Addr]; dup {
-			return nil, fmt.Errorf("linkemu: port %s: address %v used twice", p.Name, p.Addr)
-		}
-		e.portOf[p.Addr] = i
-	}
-	for i, d := range cfg.Dirs {
-		if err := d.check(); err != nil {
-			return nil, err
-		}
-		e.dirs[i] = newDirection(d, &e.dirStats[i])
-		e.windows[i] = e.windowOf(d)
-	}
-	for i := range e.pathOf {
-		e.pathOf[i] = -1
-	}
-	for pair, path := range cfg.Paths {
-		src, dst := pair[0], pair[1]
-		if src < 0 || src >= n || dst < 0 || dst >= n || src == dst {
-			return nil, fmt.Errorf("linkemu: path %v: no such pair of ports", pair)
-		}
-		p := make([]int32, len(path))
-		for j, d := range path {
-			if d < 0 || d >= len(cfg.Dirs) {
-				return nil, fmt.Errorf("linkemu: path %v: no direction %d", pair, d)
-			}
-			p[j] = int32(d)
-		}
-		e.pathOf[src*n+dst] = int32(len(e.paths))
-		e.paths = append(e.paths, p)
-		e.pathDst = append(e.pathDst, int32(dst))
-		e.pathSrc = append(e.pathSrc, int32(src))
-	}
-	for port := range n {
-		e.local[port] = int32(len(e.paths))
-		e.paths = append(e.paths, nil)
-		e.pathDst = append(e.pathDst, int32(port))
-		e.pathSrc = append(e.pathSrc, -1)
+		e.ports[i] = tunPort{fd: p.FD}
 	}
 	wake, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -381,20 +292,23 @@ func (e *shard) Run() error {
 			e.applyChanges(now)
 		}
 		e.reclaim()
-		e.releaseDue(now)
-		if now >= e.crossDue {
-			e.crossAll(now)
+		if e.m.releaseDue(now) > 0 {
+			e.spinning = false
 		}
-		wait := min(idleWait, max(0, e.nextDue.Load()-e.now()), max(0, e.crossDue-e.now()))
-		if e.events.len() > 0 {
+		e.flush()
+		if now >= e.m.crossDue {
+			e.m.crossAll(now)
+		}
+		wait := min(idleWait, max(0, e.nextDue.Load()-e.now()), max(0, e.m.crossDue-e.now()))
+		if e.m.events.len() > 0 {
 			// Sleep until the latest release within the coalescing window,
 			// so that one wake-up makes them all; when one is due already,
 			// there is no sleep to share.
-			e.wakeAt = e.events.top().at
-			if e.wakeAt > now {
-				e.wakeAt = e.events.wakeTime()
+			e.m.wakeAt = e.m.events.top().at
+			if e.m.wakeAt > now {
+				e.m.wakeAt = e.m.events.wakeTime()
 			}
-			wait = min(wait, max(0, e.wakeAt-e.now()))
+			wait = min(wait, max(0, e.m.wakeAt-e.now()))
 			// Before a long sleep, wake early and poll through the last
 			// stretch: waking from a long sleep is the least punctual. When
 			// packets are dense, sleeps are short and spinning would only
@@ -426,7 +340,7 @@ func (e *shard) Run() error {
 				var drain [8]byte
 				unix.Read(e.wakeFD, drain[:]) // a Set (applied at the top of the loop) or Stop
 			case r.failed:
-				return fmt.Errorf("linkemu: port %s: device closed or failed", e.ports[e.polled[r.index]].Name)
+				return fmt.Errorf("linkemu: port %s: device closed or failed", e.portCfg[e.polled[r.index]].Name)
 			default:
 				e.readPort(e.polled[r.index])
 			}
@@ -479,24 +393,6 @@ func (e *shard) Applied() []Applied {
 	out := e.applied
 	e.applied = nil
 	return out
-}
-
-// crossTick is how often the engine brings cross traffic up to date.
-const crossTick = int64(10 * time.Millisecond)
-
-// crossAll brings every direction's cross traffic up to now.
-func (e *shard) crossAll(now int64) {
-	e.crossDirs = e.crossDirs[:0]
-	for i := range e.dirs {
-		if d := &e.dirs[i]; d.cross != nil {
-			e.crossUpTo(d, now)
-			e.crossDirs = append(e.crossDirs, i)
-		}
-	}
-	e.crossDue = noneDue
-	if len(e.crossDirs) > 0 {
-		e.crossDue = now + crossTick
-	}
 }
 
 // noneDue is nextDue when no change is pending.
@@ -554,13 +450,11 @@ func (e *shard) applyChanges(now int64) {
 	e.changeMu.Unlock()
 	for _, c := range todo {
 		if c.captureSet {
-			e.dirs[c.dir].capture = c.capture
+			e.m.dirs[c.dir].capture = c.capture
 			continue
 		}
-		e.dirs[c.dir].set(c.cfg, at)
-		e.windows[c.dir] = e.windowOf(c.cfg)
+		e.m.set(c.dir, c.cfg, at)
 	}
-	e.crossDue = 0 // a direction may have gained cross traffic
 }
 
 // keepCPUsAwake holds a PM QoS request for zero CPU wake-up latency; the
@@ -623,317 +517,77 @@ func (e *shard) readPort(src int) {
 	if now := e.now(); now >= e.nextDue.Load() {
 		e.applyChanges(now)
 	}
-	for _, i := range e.crossDirs {
-		if d := &e.dirs[i]; d.cross != nil { // a change may just have ended it
-			e.crossUpTo(d, e.now())
-		}
-	}
-	fd := e.ports[src].FD
-	st := &e.portStat[src]
+	e.m.crossCatchUp(e.now())
+	port := e.ports[src]
 	for range readBatch {
-		if len(e.pool.free[e.pool.largest()]) == 0 {
+		if len(e.m.pool.free[e.m.pool.largest()]) == 0 {
 			e.reclaim() // before the pool grows, take back what the writer is done with
 		}
-		slot, buf := e.pool.get(e.pool.largest())
+		slot, buf := e.m.pool.get(e.m.pool.largest())
 		if slot < 0 {
 			// The pool is at its cap: read into scratch to drain the device, and count it.
 			e.io.reads.Add(1)
-			if _, err := rawRead(fd, e.pool.scratch); err != nil {
+			e.readBufs[0] = e.m.pool.scratch
+			if _, err := port.Read(e.readBufs[:], e.readSizes[:]); err != nil {
 				return
 			}
-			e.pool.drops.Add(1)
+			e.m.pool.drops.Add(1)
 			continue
 		}
 		e.io.reads.Add(1)
-		n, err := rawRead(fd, buf)
-		if err != nil || n <= e.frameOff() {
-			e.pool.put(slot)
+		e.readBufs[0] = buf
+		got, err := port.Read(e.readBufs[:], e.readSizes[:])
+		n := e.readSizes[0]
+		if err != nil || got == 0 || n <= e.m.frameOff() {
+			e.m.pool.put(slot)
 			return
 		}
 		e.io.readBytes.Add(uint64(n))
-		slot = e.settle(slot, n)
-		pkt := e.pool.buf(slot)
-		var vnet []byte
-		if e.vnet {
-			vnet = e.pool.mem[slot][:VnetHdrLen]
-		}
-		sh := shapeOf(vnet, pkt)
-		e.pool.shapes[slot] = sh
-		st.RxPackets.Add(uint64(sh.segs))
-		path := int32(-1)
-		if dst, ok := e.dest(pkt); ok && dst != src {
-			path = e.pathOf[src*len(e.ports)+dst]
-		}
-		if path < 0 {
-			st.Unroutable.Add(uint64(sh.segs))
-			e.pool.put(slot)
-			continue
-		}
 		now := e.now()
-		e.pool.path[slot] = path
-		e.pool.hop[slot] = 0
-		e.pool.born[slot] = now
-		e.inFlight.Add(1)
-		e.forward(slot, now, now)
+		e.m.ingest(src, slot, n, now)
+		e.flush()
 		// A release due by this read goes before the next read: a
 		// sender's burst of super-packets takes tens of microseconds each
 		// to read.
-		if e.events.len() > 0 && e.events.top().at <= now {
+		if e.m.dueBy(now) {
 			return
 		}
 	}
 }
 
-// frameOff is where a packet starts in a frame: after the virtio-net
-// header, when the ports carry one.
-func (e *shard) frameOff() int {
-	if e.vnet {
-		return VnetHdrLen
-	}
-	return 0
-}
-
-// settle moves a frame of n bytes just read into the largest class's slot
-// to the smallest class it fits, so that the big slot serves the next read.
-func (e *shard) settle(slot int32, n int) int32 {
-	for c := range e.pool.largest() {
-		if n > e.pool.classes[c] {
+// flush writes the model's deliveries, or hands them to the writer.
+func (e *shard) flush() {
+	for i, d := range e.m.out {
+		e.m.out[i] = delivery{}
+		// An idle writer with nothing queued would have to be woken: a
+		// light load is cheaper written here, and nothing queued can be
+		// overtaken.
+		if e.writer.idle.Load() && e.writer.out.empty() {
+			e.write(d, &e.writeBatch)
+			e.m.drop(d.slot)
 			continue
 		}
-		small, buf := e.pool.get(c)
-		if small < 0 {
-			break
-		}
-		copy(buf, e.pool.mem[slot][:n])
-		e.pool.put(slot)
-		slot = small
-		break
+		e.writer.submit(d)
 	}
-	e.pool.len[slot] = int32(n)
-	e.pool.off[slot] = int16(e.frameOff())
-	return slot
-}
-
-// dest returns the port that owns the packet's IPv4 destination address.
-func (e *shard) dest(pkt []byte) (int, bool) {
-	if len(pkt) < 20 || pkt[0]>>4 != 4 {
-		return 0, false
-	}
-	dst, ok := e.portOf[netip.AddrFrom4([4]byte(pkt[16:20]))]
-	return dst, ok
-}
-
-// forward sends the packet in slot into the next direction of its path, or
-// delivers it when the path is done. Its wire segments arrive from tFirst
-// (the first) to tLast (the last), evenly spaced.
-func (e *shard) forward(slot int32, tFirst, tLast int64) {
-	path := e.paths[e.pool.path[slot]]
-	hop := e.pool.hop[slot]
-	if int(hop) == len(path) {
-		e.deliver(slot, tFirst, tLast)
-		return
-	}
-	sh := e.pool.shapes[slot]
-	segs := uint64(sh.segs)
-	dir := path[hop]
-	d := &e.dirs[dir]
-	if d.cross != nil {
-		e.crossUpTo(d, tFirst)
-	}
-	if d.cfg.Down {
-		d.stats.DownDrops.Add(segs)
-		e.dropAt(d, dir, slot, ByDown, tFirst, tLast)
-		return
-	}
-	if d.cfg.MTU > 0 && sh.wire(0) > d.cfg.MTU {
-		d.stats.MTUDrops.Add(segs)
-		if !d.cfg.Blackhole {
-			e.fragNeeded(slot, d, tFirst)
-		}
-		e.dropAt(d, dir, slot, ByMTU, tFirst, tLast)
-		return
-	}
-	if len(d.cfg.Hops) > 0 && !e.crossHops(slot, d, tFirst) {
-		d.stats.Expired.Add(segs)
-		e.dropAt(d, dir, slot, ByTTL, tFirst, tLast)
-		return
-	}
-	if sh.segs == 1 {
-		release, v := d.admit(tFirst, sh.wire(0), e.rng)
-		switch v {
-		case dropQueue:
-			d.stats.QueueDrops.Add(1)
-			e.dropAt(d, dir, slot, ByQueue, tFirst, tLast)
-		case dropLoss:
-			d.stats.LossDrops.Add(1)
-			e.dropAt(d, dir, slot, ByLoss, tFirst, tLast)
-		default:
-			e.seq++
-			e.events.push(event{at: release, first: release, seq: e.seq, slot: slot, window: int32(e.windows[dir])})
-		}
-		return
-	}
-	e.forwardSegments(slot, sh, d, dir, tFirst, tLast)
-}
-
-// forwardSegments admits a super-packet's wire segments one by one and
-// releases each run of them that the model passed and released within
-// the coalescing window of each other, in order, as one piece.
-func (e *shard) forwardSegments(slot int32, sh shape, d *direction, dir int32, tFirst, tLast int64) {
-	runFirst, runCount := 0, 0
-	var runStart, runLast int64
-	cut := false
-	flush := func() {
-		if runCount == 0 {
-			return
-		}
-		piece := slot
-		if runFirst != 0 || runCount != sh.segs {
-			piece = e.cut(slot, sh, runFirst, runCount)
-			cut = true
-		}
-		if piece >= 0 {
-			e.seq++
-			e.events.push(event{at: runLast, first: runStart, seq: e.seq, slot: piece, window: int32(e.windows[dir])})
-		} else {
-			e.pool.drops.Add(uint64(runCount)) // no slot for the piece's headers
-		}
-		runCount = 0
-	}
-	for k := range sh.segs {
-		t := segmentTime(tFirst, tLast, k, sh.segs)
-		release, v := d.admit(t, sh.wire(k), e.rng)
-		if v != pass {
-			flush()
-			cut = true
-			reason := ByLoss
-			if v == dropQueue {
-				d.stats.QueueDrops.Add(1)
-				reason = ByQueue
-			} else {
-				d.stats.LossDrops.Add(1)
-			}
-			if d.capture != nil {
-				e.captureSegment(d, dir, slot, k, reason, t)
-			}
-			continue
-		}
-		if runCount > 0 && (release < runLast || release-runStart > e.windows[dir]) {
-			flush()
-		}
-		if runCount == 0 {
-			runFirst, runStart = k, release
-		}
-		runLast = release
-		runCount++
-	}
-	if !cut && runFirst == 0 && runCount == sh.segs {
-		flush() // the whole super-packet, as it came
-		return
-	}
-	flush()
-	e.drop(slot) // its pieces hold its payload
-}
-
-// segmentTime is when segment k of segs, spread evenly from first to
-// last, arrives.
-func segmentTime(first, last int64, k, segs int) int64 {
-	if segs <= 1 || last <= first {
-		return last
-	}
-	return first + (last-first)*int64(k)/int64(segs-1)
-}
-
-// cut makes a piece of the super-packet in slot: segments first to
-// first+count-1, with headers of its own and its payload left in place.
-// It returns the piece's slot, -1 if the pool is at its cap.
-func (e *shard) cut(slot int32, sh shape, first, count int) int32 {
-	piece, buf := e.pool.get(classSmall)
-	if piece < 0 {
-		return -1
-	}
-	head, _ := e.pool.frame(slot)
-	e.pool.len[piece] = int32(cutHeader(buf, head, sh, first, count))
-	e.pool.off[piece] = VnetHdrLen
-	parent, payOff := slot, int32(VnetHdrLen+sh.hdr)
-	if p := e.pool.parent[slot]; p >= 0 { // a piece of a piece: its payload is still in the first parent
-		parent, payOff = p, e.pool.payOff[slot]
-	}
-	e.pool.parent[piece] = parent
-	e.pool.refs[parent]++
-	e.pool.payOff[piece] = payOff + int32(first*sh.mss)
-	e.pool.payLen[piece] = int32(sh.payloadOf(first, count))
-	e.pool.shapes[piece] = shape{hdr: sh.hdr, ihl: sh.ihl, mss: sh.mss, payload: sh.payloadOf(first, count), segs: count, udp: sh.udp}
-	if count == 1 {
-		e.pool.shapes[piece] = single(sh.wire(first))
-	}
-	e.pool.path[piece], e.pool.hop[piece], e.pool.born[piece] = e.pool.path[slot], e.pool.hop[slot], e.pool.born[slot]
-	e.inFlight.Add(1)
-	return piece
-}
-
-// releaseDue moves every packet whose release time has come out of its direction.
-func (e *shard) releaseDue(now int64) {
-	e.heldUntil = min(e.wakeAt, now)
-	for e.events.len() > 0 && e.events.top().at <= now {
-		e.spinning = false
-		ev := e.events.pop()
-		slot := ev.slot
-		// A packet the engine made (an ICMP error) crosses no direction.
-		if path, hop := e.paths[e.pool.path[slot]], e.pool.hop[slot]; int(hop) < len(path) {
-			d := &e.dirs[path[hop]]
-			sh := e.pool.shapes[slot]
-			d.stats.Packets.Add(uint64(sh.segs))
-			d.stats.Bytes.Add(uint64(sh.wireBytes(0, sh.segs)))
-			if d.capture != nil {
-				for k := range sh.segs {
-					e.captureSegment(d, path[hop], slot, k, Passed, segmentTime(ev.first, ev.at, k, sh.segs))
-				}
-			}
-			e.pool.hop[slot]++
-		}
-		// The next direction sees the packet arrive when the model says, not
-		// when this thread got round to it, so lateness does not accumulate.
-		e.forward(slot, ev.first, ev.at)
-	}
-	e.heldUntil = 0 // a packet delivered outside a release was not held
-}
-
-// deliver hands a packet whose path is done to the writer; its wire
-// segments were due from first to last.
-func (e *shard) deliver(slot int32, first, last int64) {
-	head, payload := e.pool.frame(slot)
-	d := delivery{head: head, payload: payload, dst: e.pathDst[e.pool.path[slot]], slot: slot,
-		segs: int32(e.pool.shapes[slot].segs), first: first, last: last, held: max(0, e.heldUntil-last)}
-	// An idle writer with nothing queued would have to be woken: a light
-	// load is cheaper written here, and nothing queued can be overtaken.
-	if e.writer.idle.Load() && e.writer.out.empty() {
-		e.write(d)
-		e.drop(slot)
-		return
-	}
-	e.writer.submit(d)
+	e.m.out = e.m.out[:0]
 }
 
 // write puts a packet into its destination host; the engine or the writer
 // calls it. Each of its wire segments is as late as its write's end.
-func (e *shard) write(d delivery) {
+func (e *shard) write(d delivery, b *writeBatch) {
 	start := e.now()
-	var err error
-	if d.payload == nil {
-		err = rawWrite(e.ports[d.dst].FD, d.head)
-	} else {
-		err = writev2(e.ports[d.dst].FD, d.head, d.payload)
-	}
+	b.heads[0], b.payloads[0] = d.head, d.payload
+	_, err := e.ports[d.dst].Write(b.heads[:], b.payloads[:])
+	b.heads[0], b.payloads[0] = nil, nil
 	done := e.now()
 	e.writeTime.record(done - start)
 	e.io.writes.Add(1)
 	if err != nil {
-		e.portStat[d.dst].WriteDrops.Add(uint64(d.segs))
+		e.m.portStat[d.dst].WriteDrops.Add(uint64(d.segs))
 		return
 	}
 	e.io.writeBytes.Add(uint64(len(d.head) + len(d.payload)))
-	e.portStat[d.dst].TxPackets.Add(uint64(d.segs))
+	e.m.portStat[d.dst].TxPackets.Add(uint64(d.segs))
 	e.lateEngine.recordN(done-d.last-d.held, uint64(d.segs))
 	for k := range int(d.segs) {
 		due := segmentTime(d.first, d.last, k, int(d.segs))
@@ -949,44 +603,18 @@ func (e *shard) reclaim() {
 		if !ok {
 			return
 		}
-		e.pool.put(slot)
+		e.m.pool.put(slot)
 	}
-}
-
-// windowOf is the coalescing window, ns, of a direction with cfg.
-func (e *shard) windowOf(cfg DirConfig) int64 {
-	if e.fixedCoalesce > 0 {
-		return e.fixedCoalesce
-	}
-	return int64(AutoCoalesce(cfg))
-}
-
-// dropAt drops the packet in slot, whose wire segments arrived from
-// tFirst to tLast and which direction dir's model refused for reason,
-// capturing each segment if the direction is captured.
-func (e *shard) dropAt(d *direction, dir int32, slot int32, reason string, tFirst, tLast int64) {
-	if d.capture != nil {
-		segs := e.pool.shapes[slot].segs
-		for k := range segs {
-			e.captureSegment(d, dir, slot, k, reason, segmentTime(tFirst, tLast, k, segs))
-		}
-	}
-	e.drop(slot)
-}
-
-func (e *shard) drop(slot int32) {
-	e.inFlight.Add(-1)
-	e.pool.put(slot)
 }
 
 // Stats returns a snapshot of every counter.
 func (e *shard) Stats() Stats {
 	late := e.late.load()
 	s := Stats{
-		PoolDrops:         e.pool.drops.Load(),
+		PoolDrops:         e.m.pool.drops.Load(),
 		Realtime:          e.rtActive.Load(),
 		CPUsAwake:         e.awakeOK.Load(),
-		InFlight:          e.inFlight.Load(),
+		InFlight:          e.m.inFlight.Load(),
 		Lateness:          late.summary(),
 		LatenessHistogram: late.histogram(),
 		Coalescing:        e.lateCoalesce.summary(),
@@ -994,17 +622,17 @@ func (e *shard) Stats() Stats {
 		WriteTime:         e.writeTime.summary(),
 		WakeLateness:      e.wakeLate.summary(),
 		IO:                e.io.snapshot(),
-		Offloads:          e.vnet,
+		Offloads:          e.m.vnet,
 		Changes:           e.changeLate.summary(),
-		ICMPSent:          e.icmpSent.Load(),
+		ICMPSent:          e.m.icmpSent.Load(),
 		Uptime:            time.Since(e.epoch).Seconds(),
 	}
 	settings := e.Settings()
-	for i := range e.dirStats {
-		st := &e.dirStats[i]
+	for i := range e.m.dirStats {
+		st := &e.m.dirStats[i]
 		s.Dirs = append(s.Dirs, DirSnapshot{
-			Name:         e.dirs[i].cfg.Name,
-			CoalesceUS:   float64(e.windowOf(settings[i])) / 1e3,
+			Name:         settings[i].Name, // not the model's copy, which the engine thread writes
+			CoalesceUS:   float64(e.m.windowOf(settings[i])) / 1e3,
 			Packets:      st.Packets.Load(),
 			Bytes:        st.Bytes.Load(),
 			QueueDrops:   st.QueueDrops.Load(),
@@ -1017,10 +645,10 @@ func (e *shard) Stats() Stats {
 			CrossDrops:   st.CrossDrops.Load(),
 		})
 	}
-	for i := range e.portStat {
-		st := &e.portStat[i]
+	for i := range e.m.portStat {
+		st := &e.m.portStat[i]
 		s.Ports = append(s.Ports, PortSnapshot{
-			Name:       e.ports[i].Name,
+			Name:       e.portCfg[i].Name,
 			RxPackets:  st.RxPackets.Load(),
 			TxPackets:  st.TxPackets.Load(),
 			Unroutable: st.Unroutable.Load(),

@@ -30,7 +30,7 @@ func startNet(t *testing.T, nPorts int, dirs []DirConfig, paths map[[2]int][]int
 }
 
 // startNetWith is startNet with the engine's configuration given, but its ports.
-func startNetWith(t *testing.T, cfg Config, nPorts int) *testNet {
+func startNetWith(t testing.TB, cfg Config, nPorts int) *testNet {
 	t.Helper()
 	tn := &testNet{done: make(chan error, 1)}
 	for i := range nPorts {
@@ -43,7 +43,7 @@ func startNetWith(t *testing.T, cfg Config, nPorts int) *testNet {
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 		}
-		cfg.Ports = append(cfg.Ports, Port{Name: string(rune('a' + i)), FD: fds[0], Addr: addr(i)})
+		cfg.Ports = append(cfg.Ports, PortConfig{Name: string(rune('a' + i)), FD: fds[0], Addr: addr(i)})
 		tn.hosts = append(tn.hosts, fds[1])
 		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 	}
@@ -181,14 +181,14 @@ func TestEngineRejectsBadConfig(t *testing.T) {
 		cfg  Config
 	}{
 		{"no ports", Config{}},
-		{"duplicate address", Config{Ports: []Port{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(0)}}}},
-		{"path to itself", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Paths: map[[2]int][]int{{0, 0}: nil}}},
-		{"unknown direction", Config{Ports: []Port{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(1)}}, Paths: map[[2]int][]int{{0, 1}: {3}}}},
-		{"negative delay", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: -1}}}},
-		{"a delay of years", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: 2562047 * time.Hour}}}},
-		{"a jitter of years", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Jitter: 2562047 * time.Hour}}}},
-		{"a rate past any NIC", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: 1e15}}}},
-		{"a rate that is not a number", Config{Ports: []Port{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: math.NaN()}}}},
+		{"duplicate address", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(0)}}}},
+		{"path to itself", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Paths: map[[2]int][]int{{0, 0}: nil}}},
+		{"unknown direction", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}, {FD: 2, Addr: addr(1)}}, Paths: map[[2]int][]int{{0, 1}: {3}}}},
+		{"negative delay", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: -1}}}},
+		{"a delay of years", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Delay: 2562047 * time.Hour}}}},
+		{"a jitter of years", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Jitter: 2562047 * time.Hour}}}},
+		{"a rate past any NIC", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: 1e15}}}},
+		{"a rate that is not a number", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: math.NaN()}}}},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg); err == nil {

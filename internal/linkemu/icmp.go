@@ -29,8 +29,8 @@ const (
 // crossHops takes a packet over direction d's routers at time t: each
 // decrements its TTL. It reports false if the TTL ran out at one of them,
 // which then answered with ICMP time exceeded.
-func (e *shard) crossHops(slot int32, d *direction, t int64) bool {
-	pkt := e.pool.buf(slot)
+func (m *model) crossHops(slot int32, d *direction, t int64) bool {
+	pkt := m.pool.buf(slot)
 	if len(pkt) < ipHeaderLen {
 		return true
 	}
@@ -44,15 +44,15 @@ func (e *shard) crossHops(slot int32, d *direction, t int64) bool {
 	// direction's delay, so each hop is further away than the one before.
 	k := max(ttl, 1)
 	at := t + int64(d.cfg.Delay)*int64(k)/int64(n+1)
-	e.sendError(slot, d.cfg.Hops[k-1], icmpTimeExceeded, 0, 0, at, e.hopsBefore(slot)+k-1)
+	m.sendError(slot, d.cfg.Hops[k-1], icmpTimeExceeded, 0, 0, at, m.hopsBefore(slot)+k-1)
 	return false
 }
 
 // fragNeeded answers a packet too large for direction d, if it forbids
 // fragmentation, from the direction's first router (or, with none
 // declared, from the packet's destination, as the last router before it).
-func (e *shard) fragNeeded(slot int32, d *direction, t int64) {
-	pkt := e.pool.buf(slot)
+func (m *model) fragNeeded(slot int32, d *direction, t int64) {
+	pkt := m.pool.buf(slot)
 	if len(pkt) < ipHeaderLen || pkt[6]&0x40 == 0 {
 		return
 	}
@@ -60,15 +60,15 @@ func (e *shard) fragNeeded(slot int32, d *direction, t int64) {
 	if len(d.cfg.Hops) > 0 {
 		from = d.cfg.Hops[0]
 	}
-	e.sendError(slot, from, icmpUnreachable, codeFragNeeded, uint16(d.cfg.MTU), t, e.hopsBefore(slot))
+	m.sendError(slot, from, icmpUnreachable, codeFragNeeded, uint16(d.cfg.MTU), t, m.hopsBefore(slot))
 }
 
 // hopsBefore counts the routers the packet in slot crossed before the
 // direction it is entering.
-func (e *shard) hopsBefore(slot int32) int {
+func (m *model) hopsBefore(slot int32) int {
 	n := 0
-	for _, d := range e.paths[e.pool.path[slot]][:e.pool.hop[slot]] {
-		n += len(e.dirs[d].cfg.Hops)
+	for _, d := range m.paths[m.pool.path[slot]][:m.pool.hop[slot]] {
+		n += len(m.dirs[d].cfg.Hops)
 	}
 	return n
 }
@@ -77,33 +77,33 @@ func (e *shard) hopsBefore(slot int32) int {
 // from, and schedules it into the packet's source host. The error travels
 // back as long as the packet took to get where it died (at), and arrives
 // with its TTL less the routers back (back), as if it had crossed them.
-func (e *shard) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint16, at int64, back int) {
-	orig := e.pool.buf(slot)
+func (m *model) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint16, at int64, back int) {
+	orig := m.pool.buf(slot)
 	if !answerable(orig) {
 		return
 	}
-	src := e.pathSrc[e.pool.path[slot]]
+	src := m.pathSrc[m.pool.path[slot]]
 	if src < 0 {
 		return
 	}
-	reply, buf := e.pool.get(classPacket)
+	reply, buf := m.pool.get(classPacket)
 	if reply < 0 {
 		return
 	}
-	off := e.frameOff()
+	off := m.frameOff()
 	clear(buf[:off]) // a plain packet: no offload, checksums complete
 	n := icmpError(buf[off:], from, typ, code, mtu, orig, byte(max(1, icmpTTL-back)))
-	e.pool.len[reply] = int32(off + n)
-	e.pool.off[reply] = int16(off)
-	e.pool.shapes[reply] = single(n)
-	e.pool.path[reply] = e.local[src]
-	e.pool.hop[reply] = 0
-	e.pool.born[reply] = at
-	e.inFlight.Add(1)
-	e.icmpSent.Add(1)
-	e.seq++
-	arrive := at + max(0, at-e.pool.born[slot])
-	e.events.push(event{at: arrive, first: arrive, seq: e.seq, slot: reply, window: int32(e.windowOf(DirConfig{}))}) // crosses no direction
+	m.pool.len[reply] = int32(off + n)
+	m.pool.off[reply] = int16(off)
+	m.pool.shapes[reply] = single(n)
+	m.pool.path[reply] = m.local[src]
+	m.pool.hop[reply] = 0
+	m.pool.born[reply] = at
+	m.inFlight.Add(1)
+	m.icmpSent.Add(1)
+	m.seq++
+	arrive := at + max(0, at-m.pool.born[slot])
+	m.events.push(event{at: arrive, first: arrive, seq: m.seq, slot: reply, window: int32(m.windowOf(DirConfig{}))}) // crosses no direction
 }
 
 // answerable says whether a router may answer a packet with an ICMP error:

@@ -29,6 +29,12 @@ type delivery struct {
 	first, last, held int64
 }
 
+// writeBatch is the one-packet batch a thread writes through a Port, kept
+// where it lives so that passing it through the interface allocates nothing.
+type writeBatch struct {
+	heads, payloads [1][]byte
+}
+
 // writev2 writes a piece, its headers and its payload, in one system call
 // and without allocating; a raw one, as rawWrite.
 func writev2(fd int, head, payload []byte) error {
@@ -87,13 +93,14 @@ func (r *ring[T]) empty() bool { return r.head.Load() == r.tail.Load() }
 const writerQueue = 1 << 16
 
 type writer struct {
-	e    *shard
-	out  *ring[delivery] // engine -> writer
-	back *ring[int32]    // written slots, writer -> engine
-	wake int             // eventfd the idle writer sleeps on
-	idle atomic.Bool
-	quit atomic.Bool // set by stop: the engine is done, even by a panic
-	done chan struct{}
+	e     *shard
+	out   *ring[delivery] // engine -> writer
+	back  *ring[int32]    // written slots, writer -> engine
+	wake  int             // eventfd the idle writer sleeps on
+	idle  atomic.Bool
+	quit  atomic.Bool // set by stop: the engine is done, even by a panic
+	done  chan struct{}
+	batch writeBatch // the writer's, apart from the engine's
 }
 
 func newWriter(e *shard) (*writer, error) {
@@ -115,8 +122,8 @@ func (w *writer) run() {
 			if !ok {
 				break
 			}
-			w.e.write(d)
-			w.e.inFlight.Add(-1)
+			w.e.write(d, &w.batch)
+			w.e.m.inFlight.Add(-1)
 			for !w.back.push(d.slot) {
 				runtime.Gosched() // the engine returns slots every loop
 			}

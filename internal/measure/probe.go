@@ -105,11 +105,19 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 		return nil, err
 	}
 	sum, err := src.Agent.Probe(ctx, &agentpb.ProbeRequest{Spec: agent.ProbeSpecToPB(spec), Address: addr, Token: l.GetToken()})
-	if err != nil {
+	stepped, clockStepped := agent.ClockStepOf(err)
+	switch {
+	case clockStepped:
+		sum = stepped
+	case err != nil:
 		return nil, AgentError(src.Host, err)
 	}
 	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), Clocks(src.Agent, dst.Agent))
 	res.Alongside = int(max(sum.Alongside, l.GetAlongside()))
+	if clockStepped {
+		res.Partial, res.Error = true, sum.Error
+		return res, &reported{msg: sum.Error, err: probe.ErrClockStep}
+	}
 	if sum.Partial {
 		res.Partial, res.Error = true, sum.Error
 		return res, errors.New(sum.Error)
@@ -120,6 +128,16 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	}
 	return res, nil
 }
+
+// reported is an error an agent reported in its words, which is err of
+// this build (errors.Is finds it).
+type reported struct {
+	msg string
+	err error
+}
+
+func (e *reported) Error() string { return e.msg }
+func (e *reported) Unwrap() error { return e.err }
 
 // ClockAgreement is how far two hosts' clocks can be trusted for one-way
 // delays between them.

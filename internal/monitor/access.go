@@ -3,6 +3,7 @@ package monitor
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -15,26 +16,14 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
-
-// Access is who may read and who may act (docs/dashboard.md, access).
-type Access struct {
-	// ReadNeedsToken closes every page and API call to those without an
-	// identity; by default reading is open and acting needs one.
-	ReadNeedsToken bool
-	// Tokens is a file of "NAME sha256:HEX" lines: the identities that
-	// may act, by the SHA-256 of their token (never the token itself).
-	Tokens string
-	// Hosts are the names, besides the listener's own address (and
-	// localhost on loopback), that requests may give in their Host
-	// header: those a browser or a scraper reaches the service by.
-	Hosts []string
-}
 
 // Bounds of the access layer.
 const (
@@ -46,12 +35,17 @@ const (
 	// before the stale ones are swept.
 	maxFailingAddresses = 10000
 	// loginAudits bounds the refused sign-ins written one by one (audit
-	// and log), from all addresses together, a minute; past it, and for
-	// every sign-in an address makes while it is throttled, they are
-	// counted and written as one summary a minute (quietLogins).
-	loginAudits = 60
-	// maxQuietAddresses bounds the addresses a summary names counts of.
+	// and log) from one address a minute: its first ones, until it is
+	// throttled. Every sign-in an address makes while it is throttled is
+	// counted instead and written in one summary a minute (quietLogins),
+	// as are those past loginAuditsAll from all addresses together (many
+	// addresses at once), so that one address's tries hide no other's.
+	loginAudits    = failuresAllowed
+	loginAuditsAll = 1000
+	// maxQuietAddresses bounds the addresses counted apart; quietNamed
+	// bounds those a summary names, the most first.
 	maxQuietAddresses = 1000
+	quietNamed        = 20
 	sessionCookie     = "wanlab_session"
 	// RequestHeader must come with a browser's state-changing request: a
 	// page of another site cannot send it without a CORS preflight, which
@@ -147,19 +141,21 @@ func NewToken(name string) (token, line string, err error) {
 // gate authenticates requests and bounds what they may do.
 type gate struct {
 	mu       sync.Mutex
-	access   Access
+	access   core.Access
 	tokens   *tokenSet
 	sessions map[string]session
 	failures map[string][]time.Time // remote address -> recent wrong tokens
 	actions  map[string][]time.Time // identity -> recent state changes
 	// logged are the times of the refused sign-ins written one by one in
-	// the last minute; quiet counts those that were not.
+	// the last minute, from all addresses; quiet counts those that were
+	// not.
 	logged []time.Time
 	quiet  quietLogins
-	// hosts are the configured names of the listener (Access.Hosts),
-	// normalised; refusedHost paces the log of Host refusals.
+	// hosts are the names of the listener (Access.Hosts and
+	// Options.Hosts), normalised; refusedHost paces the log of Host
+	// refusals.
 	hosts       []string
-	refusedHost hostRefusals
+	refusedHost *hostRefusals
 }
 
 // quietLogins counts refused sign-ins that were not written one by one.
@@ -170,22 +166,19 @@ type quietLogins struct {
 	other int            // counted from addresses past that bound
 }
 
-// hostRefusals paces the log lines of requests refused for their Host:
-// the first is logged, then at most one a minute with the count since.
-type hostRefusals struct {
-	last   time.Time
-	missed int
-}
-
 type session struct {
 	name    string
 	expires time.Time
 }
 
-func newGate(a Access) (*gate, error) {
-	g := &gate{access: a, sessions: map[string]session{}, failures: map[string][]time.Time{}, actions: map[string][]time.Time{}}
-	for _, h := range a.Hosts {
-		g.hosts = append(g.hosts, normalHost(h))
+// newGate makes the gate of an access: section; listener are the names the
+// listener answers to besides (Options.Hosts).
+func newGate(a core.Access, listener []string) (*gate, error) {
+	g := &gate{access: a, refusedHost: &hostRefusals{}, sessions: map[string]session{}, failures: map[string][]time.Time{}, actions: map[string][]time.Time{}}
+	for _, h := range slices.Concat(a.Hosts, listener) {
+		if h = normalHost(h); !slices.Contains(g.hosts, h) {
+			g.hosts = append(g.hosts, h)
+		}
 	}
 	if a.Tokens != "" {
 		ts, err := LoadTokens(a.Tokens)
@@ -260,8 +253,9 @@ var errWrongToken = errors.New("that token is not one of the tokens file's")
 
 // login checks a token and opens a browser session. audit says whether the
 // attempt is to be written one by one: a sign-in that succeeds always is,
-// a refused one while fewer than loginAudits were this minute, a throttled
-// one never; those not written are counted for the next summary
+// a refused one while its address is not throttled (its first loginAudits
+// a minute) and fewer than loginAuditsAll were written this minute, a
+// throttled one never; those not written are counted for the next summary
 // (quietSummary).
 func (g *gate) login(r *http.Request, token string) (name, id string, audit bool, err error) {
 	now := time.Now()
@@ -280,7 +274,7 @@ func (g *gate) login(r *http.Request, token string) (name, id string, audit bool
 		if len(g.failures[addr]) == failuresAllowed {
 			err = fmt.Errorf("%w; %d this minute from %s: its sign-ins are refused for a minute and counted, not recorded one by one", errWrongToken, failuresAllowed, addr)
 		}
-		if g.logged = recent(g.logged, now); len(g.logged) >= loginAudits {
+		if g.logged = recent(g.logged, now); len(g.logged) >= loginAuditsAll {
 			g.hush(addr, now)
 			return "", "", false, err
 		}
@@ -327,18 +321,34 @@ func (g *gate) quietSummary(now time.Time) (e archive.AuditEntry, ok bool) {
 	if q.n == 0 {
 		return e, false
 	}
-	most, n := "", 0
-	for a, k := range q.from {
-		if k > n || k == n && a < most {
-			most, n = a, k
-		}
+	type count struct {
+		addr string
+		n    int
 	}
-	what := fmt.Sprintf("refused: %d sign-ins not recorded one by one since %s (throttled, or past %d a minute), from %d addresses",
-		q.n, q.since.UTC().Format(time.RFC3339), loginAudits, len(q.from))
+	var counts []count
+	for a, k := range q.from {
+		counts = append(counts, count{a, k})
+	}
+	slices.SortFunc(counts, func(a, b count) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.addr, b.addr))
+	})
+	what := fmt.Sprintf("refused: %d sign-ins not recorded one by one since %s (throttled, or past %d a minute from all addresses), from %d addresses",
+		q.n, q.since.UTC().Format(time.RFC3339), loginAuditsAll, len(q.from))
 	if q.other > 0 {
 		what += fmt.Sprintf(" and more (%d sign-ins from addresses past the first %d)", q.other, maxQuietAddresses)
 	}
-	what += fmt.Sprintf("; the most from %s: %d", most, n)
+	var named []string
+	for _, c := range counts[:min(len(counts), quietNamed)] {
+		named = append(named, fmt.Sprintf("%s %d", c.addr, c.n))
+	}
+	what += "; the most from " + strings.Join(named, ", ")
+	if len(counts) > quietNamed {
+		what += fmt.Sprintf(" and %d addresses more", len(counts)-quietNamed)
+	}
+	most := ""
+	if len(counts) > 0 {
+		most = counts[0].addr
+	}
 	return archive.AuditEntry{T: now, Remote: most, Action: "login", Target: "summary", Outcome: what}, true
 }
 
@@ -402,14 +412,15 @@ func sameOrigin(r *http.Request) bool {
 // without one where reading needs a token, and refuses state changes (any
 // method but GET and HEAD) from anonymous callers or other sites' pages.
 // Static assets and the login page are always served.
-func (s *Service) Guard(h http.Handler) http.Handler {
+func (a *API) Guard(h http.Handler) http.Handler {
+	s := a.s
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		g := s.gate
 		s.mu.Unlock()
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 		if !hostAllowed(r.Host, local, g.hosts) {
-			s.refuseHost(g, r)
+			a.refuseHost(g, r)
 			problem(w, http.StatusMisdirectedRequest, fmt.Sprintf("this service is not %q: give its address or a name of access: hosts: in the Host header", r.Host))
 			return
 		}
@@ -459,7 +470,8 @@ func (s *Service) Guard(h http.Handler) http.Handler {
 
 // Login opens a browser session for a valid token (POST /login, form field
 // token) and sets its cookie; LoggedOut ends it.
-func (s *Service) Login(w http.ResponseWriter, r *http.Request) (string, error) {
+func (a *API) Login(w http.ResponseWriter, r *http.Request) (string, error) {
+	s := a.s
 	s.mu.Lock()
 	g := s.gate
 	s.mu.Unlock()
@@ -469,7 +481,7 @@ func (s *Service) Login(w http.ResponseWriter, r *http.Request) (string, error) 
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	name, id, audit, err := g.login(r, r.PostFormValue("token"))
 	if audit {
-		s.Audit(r, name, "login", "", err)
+		a.Audit(r, name, "login", "", err)
 	}
 	if err != nil {
 		return "", err
@@ -480,7 +492,8 @@ func (s *Service) Login(w http.ResponseWriter, r *http.Request) (string, error) 
 }
 
 // Logout ends the request's browser session.
-func (s *Service) Logout(w http.ResponseWriter, r *http.Request) {
+func (a *API) Logout(w http.ResponseWriter, r *http.Request) {
+	s := a.s
 	s.mu.Lock()
 	g := s.gate
 	s.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 func TestLoadTokens(t *testing.T) {
@@ -61,7 +62,7 @@ func accessService(t *testing.T, read string) (*Service, http.Handler, string) {
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte(line+"\n"), 0o600)
 	s, h := costServiceWith(t, "access: {read: "+read+", tokens: "+tokens+"}\n")
-	a := archive.Alert{Ref: "r1", Rule: RuleRTTStep, Src: "cern", Dst: "cnaf", Test: "latency", Started: time.Now().Add(-time.Hour), Message: "route changed"}
+	a := archive.Alert{Ref: "r1", Rule: core.RuleRTTStep, Src: "cern", Dst: "cnaf", Test: "latency", Started: time.Now().Add(-time.Hour), Message: "route changed"}
 	if _, err := s.Archive().OpenAlert(a); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestBrowserSession(t *testing.T) {
 	login := httptest.NewRequest("POST", "/login", strings.NewReader("token="+tok))
 	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	w := httptest.NewRecorder()
-	name, err := s.Login(w, login)
+	name, err := s.HTTP().Login(w, login)
 	if err != nil || name != "alice" {
 		t.Fatalf("login: %q, %v", name, err)
 	}
@@ -193,7 +194,7 @@ func TestBrowserSession(t *testing.T) {
 	// Signing out (a plain form) ends the session.
 	logout := httptest.NewRequest("POST", "/logout", nil)
 	logout.Header.Set("Cookie", session["Cookie"])
-	s.Logout(httptest.NewRecorder(), logout)
+	s.HTTP().Logout(httptest.NewRecorder(), logout)
 	if w := (call{"GET", "/api/v1/whoami", "", session}).do(h); w.Code != 401 {
 		t.Errorf("whoami after signing out: %d %s, want 401 (reading needs a token)", w.Code, w.Body)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // Bounds of the state changes.
@@ -19,7 +20,8 @@ const (
 
 // Audit records a state change asked of the service, done (err nil) or
 // refused, in the archive (buffered like results) and the log.
-func (s *Service) Audit(r *http.Request, who, action, target string, err error) {
+func (a *API) Audit(r *http.Request, who, action, target string, err error) {
+	s := a.s
 	e := archive.AuditEntry{T: time.Now(), Identity: who, Remote: remote(r), Action: action, Target: target, Outcome: "ok"}
 	if err != nil {
 		e.Outcome = "refused: " + err.Error()
@@ -27,7 +29,7 @@ func (s *Service) Audit(r *http.Request, who, action, target string, err error) 
 	s.mu.Lock()
 	s.auditf("audit: %s %q by %q from %s: %q", action, target, who, e.Remote, e.Outcome)
 	s.mu.Unlock()
-	s.opts.Store.Put(record{At: e.T, Audit: &e})
+	s.out.Put(record{At: e.T, Audit: &e})
 }
 
 // summariseLogins writes, as one audit entry, the refused sign-ins that
@@ -43,15 +45,15 @@ func (s *Service) summariseLogins(now time.Time) {
 	s.mu.Lock()
 	s.auditf("audit: login summary from %s: %s", e.Remote, e.Outcome)
 	s.mu.Unlock()
-	s.opts.Store.Put(record{At: e.T, Audit: &e})
+	s.out.Put(record{At: e.T, Audit: &e})
 }
 
 // actionRoutes are the API's state changes, each behind Guard.
-func (s *Service) actionRoutes() []Route {
+func (a *API) actionRoutes() []Route {
 	return []Route{
-		{"POST", "/api/v1/alerts/{ref}/ack", s.ack},
-		{"POST", "/api/v1/paths/{src}/{dst}/run", s.runNow},
-		{"GET", "/api/v1/audit", s.audit},
+		{"POST", "/api/v1/alerts/{ref}/ack", a.ack},
+		{"POST", "/api/v1/paths/{src}/{dst}/run", a.runNow},
+		{"GET", "/api/v1/audit", a.audit},
 		{"GET", "/api/v1/whoami", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"identity": Identity(r)})
 		}},
@@ -60,7 +62,8 @@ func (s *Service) actionRoutes() []Route {
 
 // act answers a state change: refused past the identity's rate, audited
 // either way.
-func (s *Service) act(w http.ResponseWriter, r *http.Request, action, target string, do func() (int, error)) {
+func (a *API) act(w http.ResponseWriter, r *http.Request, action, target string, do func() (int, error)) {
+	s := a.s
 	who := Identity(r)
 	code, err := http.StatusTooManyRequests, fmt.Errorf("more than %d state changes a minute by %s", actionsAllowed, who)
 	s.mu.Lock()
@@ -69,7 +72,7 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, action, target str
 	if g.allowAction(who) {
 		code, err = do()
 	}
-	s.Audit(r, who, action, target, err)
+	a.Audit(r, who, action, target, err)
 	if err != nil {
 		problem(w, code, err.Error())
 		return
@@ -78,9 +81,10 @@ func (s *Service) act(w http.ResponseWriter, r *http.Request, action, target str
 }
 
 // POST /api/v1/alerts/{ref}/ack {"note": "..."}
-func (s *Service) ack(w http.ResponseWriter, r *http.Request) {
+func (a *API) ack(w http.ResponseWriter, r *http.Request) {
+	s := a.s
 	ref := r.PathValue("ref")
-	s.act(w, r, "ack", ref, func() (int, error) {
+	a.act(w, r, "ack", ref, func() (int, error) {
 		var body struct {
 			Note string `json:"note"`
 		}
@@ -101,7 +105,7 @@ func (s *Service) ack(w http.ResponseWriter, r *http.Request) {
 		if !found {
 			return http.StatusNotFound, fmt.Errorf("no active alert %q", ref)
 		}
-		s.opts.Store.Put(record{At: now, Ack: &acked{Ref: ref, By: Identity(r), Note: body.Note, At: now}})
+		s.out.Put(record{At: now, Ack: &acked{Ref: ref, By: Identity(r), Note: body.Note, At: now}})
 		return http.StatusOK, nil
 	})
 }
@@ -109,7 +113,8 @@ func (s *Service) ack(w http.ResponseWriter, r *http.Request) {
 // POST /api/v1/paths/{src}/{dst}/run {"test": "bulk"}: one run of a
 // throughput-class test now, through the scheduler (never beside another
 // on the same host).
-func (s *Service) runNow(w http.ResponseWriter, r *http.Request) {
+func (a *API) runNow(w http.ResponseWriter, r *http.Request) {
+	s := a.s
 	src, dst := r.PathValue("src"), r.PathValue("dst")
 	var body struct {
 		Test string `json:"test"`
@@ -117,14 +122,14 @@ func (s *Service) runNow(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		s.Audit(r, Identity(r), "run", src+"->"+dst, err)
+		a.Audit(r, Identity(r), "run", src+"->"+dst, err)
 		problem(w, http.StatusBadRequest, "body: give {\"test\": \"NAME\"}: "+err.Error())
 		return
 	}
-	s.act(w, r, "run", body.Test+" "+src+"->"+dst, func() (int, error) {
+	a.act(w, r, "run", body.Test+" "+src+"->"+dst, func() (int, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		i := slices.IndexFunc(s.cfg.Tests, func(t Test) bool { return t.Name == body.Test })
+		i := slices.IndexFunc(s.cfg.Tests, func(t core.Test) bool { return t.Name == body.Test })
 		if i < 0 || !s.cfg.Tests[i].Exclusive() || !slices.Contains(s.cfg.Pairs(s.cfg.Tests[i]), [2]string{src, dst}) {
 			return http.StatusNotFound, fmt.Errorf("no throughput, transfer or disk test %q of %s->%s in the configuration", body.Test, src, dst)
 		}
@@ -144,7 +149,7 @@ func (s *Service) runNow(w http.ResponseWriter, r *http.Request) {
 }
 
 // GET /api/v1/audit[?since=T&limit=N]: for identities only.
-func (s *Service) audit(w http.ResponseWriter, r *http.Request) {
+func (a *API) audit(w http.ResponseWriter, r *http.Request) {
 	if Identity(r) == "" {
 		problem(w, http.StatusUnauthorized, "the audit is for identities: Authorization: Bearer TOKEN")
 		return
@@ -158,7 +163,7 @@ func (s *Service) audit(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "since: an RFC 3339 time or Unix seconds; limit: 1 to 10000")
 		return
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/cost"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -23,24 +24,25 @@ const (
 
 // Evidence gathers what the archive holds of a path and its end hosts over
 // the baseline window: the inputs of a cost prediction.
-func (s *Service) Evidence(ctx context.Context, ar *archive.Archive, src, dst string, now time.Time) (cost.Evidence, error) {
+func (a *API) Evidence(ctx context.Context, ar *archive.Archive, src, dst string, now time.Time) (cost.Evidence, error) {
+	s := a.s
 	s.mu.Lock()
 	cfg := s.cfg
 	s.mu.Unlock()
 	ev := cost.Evidence{Src: src, Dst: dst}
 	from := now.Add(-cfg.Baseline.Window)
-	tests := map[string]Test{}
+	tests := map[string]core.Test{}
 	for _, t := range cfg.Tests {
 		tests[t.Name] = t
 	}
-	read := func(src, dst, metric string) ([]archive.Point, error) {
-		pts, err := ar.Points(ctx, src, dst, metric, from, now)
+	read := func(src, dst string, metric core.Name) ([]archive.Point, error) {
+		pts, err := ar.Points(ctx, src, dst, string(metric), from, now)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s of %s->%s: %w", metric, src, dst, err)
 		}
 		return pts, nil
 	}
-	pts, err := read(src, dst, "throughput_bits_per_second")
+	pts, err := read(src, dst, core.ThroughputRate)
 	if err != nil {
 		return ev, err
 	}
@@ -51,20 +53,20 @@ func (s *Service) Evidence(ctx context.Context, ar *archive.Archive, src, dst st
 		}
 		smp := cost.Sample{At: p.T, BitsPerSecond: p.Value, Streams: t.Streams, Window: t.Window}
 		switch t.Type {
-		case Throughput:
+		case core.Throughput:
 			smp.Bytes = int64(p.Value / 8 * t.Duration.Seconds())
 			ev.Throughput = append(ev.Throughput, smp)
-		case Transfer:
+		case core.Transfer:
 			smp.Bytes = t.Bytes
 			ev.Transfers = append(ev.Transfers, smp)
 		}
 	}
 	// The path's floor RTT and its loss, from the latest probe summaries.
-	rtts, err := read(src, dst, "rtt_min_seconds")
+	rtts, err := read(src, dst, core.RTTMin)
 	if err != nil {
 		return ev, err
 	}
-	losses, err := read(src, dst, "loss_ratio")
+	losses, err := read(src, dst, core.LossRatio)
 	if err != nil {
 		return ev, err
 	}
@@ -80,7 +82,7 @@ func (s *Service) Evidence(ctx context.Context, ar *archive.Archive, src, dst st
 	var lost float64
 	for _, p := range losses {
 		t, ok := tests[p.Test]
-		if !ok || t.Type != Probe {
+		if !ok || t.Type != core.Probe {
 			continue
 		}
 		n := t.Rate * t.Summary.Seconds()
@@ -91,9 +93,10 @@ func (s *Service) Evidence(ctx context.Context, ar *archive.Archive, src, dst st
 		ev.Loss = lost / float64(ev.Probes)
 	}
 	for _, d := range []struct {
-		host, metric string
-		into         *[]cost.Sample
-	}{{src, "disk_read_bits_per_second", &ev.SrcRead}, {dst, "disk_write_bits_per_second", &ev.DstWrite}} {
+		host   string
+		metric core.Name
+		into   *[]cost.Sample
+	}{{src, core.DiskRead, &ev.SrcRead}, {dst, core.DiskWrite, &ev.DstWrite}} {
 		pts, err := read(d.host, d.host, d.metric)
 		if err != nil {
 			return ev, err
@@ -110,7 +113,8 @@ func (s *Service) Evidence(ctx context.Context, ar *archive.Archive, src, dst st
 const recentSummaries = 20
 
 // knownHost says whether a host is in the configuration.
-func (s *Service) knownHost(h string) bool {
+func (a *API) knownHost(h string) bool {
+	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Contains(s.cfg.Hosts(), h)
@@ -140,7 +144,7 @@ func diskMode(v string) (bool, error) {
 }
 
 // GET /api/v1/cost?src=A&dst=B&bytes=N[&mode=disk|memory]
-func (s *Service) cost(w http.ResponseWriter, r *http.Request) {
+func (a *API) cost(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	src, dst := q.Get("src"), q.Get("dst")
 	if src == "" || dst == "" || src == dst {
@@ -158,24 +162,24 @@ func (s *Service) cost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, h := range []string{src, dst} {
-		if !s.knownHost(h) {
+		if !a.knownHost(h) {
 			problem(w, http.StatusNotFound, fmt.Sprintf("no host %q in the monitoring configuration", h))
 			return
 		}
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}
 	now := time.Now()
-	ev, err := s.Evidence(r.Context(), ar, src, dst, now)
+	ev, err := a.Evidence(r.Context(), ar, src, dst, now)
 	if err != nil {
 		problem(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	p, err := cost.Predict(ev, bytes, disk, now)
 	if errors.Is(err, cost.ErrNoData) {
-		problem(w, http.StatusNotFound, err.Error()+" in the last "+s.window())
+		problem(w, http.StatusNotFound, err.Error()+" in the last "+a.window())
 		return
 	}
 	if err != nil {
@@ -202,7 +206,7 @@ type RankAnswer struct {
 }
 
 // POST /api/v1/rank {"dst": "B", "bytes": N, "sources": ["A", "C"]}
-func (s *Service) rank(w http.ResponseWriter, r *http.Request) {
+func (a *API) rank(w http.ResponseWriter, r *http.Request) {
 	var req RankRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRankBody))
 	dec.DisallowUnknownFields()
@@ -221,11 +225,11 @@ func (s *Service) rank(w http.ResponseWriter, r *http.Request) {
 	case len(req.Sources) == 0 || len(req.Sources) > maxRankSources:
 		problem(w, http.StatusBadRequest, fmt.Sprintf("sources: give 1 to %d candidate hosts", maxRankSources))
 		return
-	case !s.knownHost(req.Dst):
+	case !a.knownHost(req.Dst):
 		problem(w, http.StatusNotFound, fmt.Sprintf("no host %q in the monitoring configuration", req.Dst))
 		return
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}
@@ -236,10 +240,10 @@ func (s *Service) rank(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case src == req.Dst:
 			ans.Refused = append(ans.Refused, cost.Refusal{Src: src, Reason: "the destination itself"})
-		case !s.knownHost(src):
+		case !a.knownHost(src):
 			ans.Refused = append(ans.Refused, cost.Refusal{Src: src, Reason: "not a host of the monitoring configuration"})
 		default:
-			ev, err := s.Evidence(r.Context(), ar, src, req.Dst, now)
+			ev, err := a.Evidence(r.Context(), ar, src, req.Dst, now)
 			if err != nil {
 				problem(w, http.StatusInternalServerError, err.Error())
 				return
@@ -254,8 +258,9 @@ func (s *Service) rank(w http.ResponseWriter, r *http.Request) {
 }
 
 // window says how far back predictions look.
-func (s *Service) window() string {
+func (a *API) window() string {
+	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return days(s.cfg.Baseline.Window)
+	return core.Days(s.cfg.Baseline.Window)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/golden"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/topology"
 )
 
@@ -42,7 +43,7 @@ func costServiceWith(t testing.TB, more string) (*Service, http.Handler) {
 	for _, h := range cfg.Hosts() {
 		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
 	}
-	store, err := OpenStore(filepath.Join(t.TempDir(), "a.db"), t.TempDir(), DefaultBufferMax, t.Logf)
+	store, err := OpenStore(filepath.Join(t.TempDir(), "a.db"), t.TempDir(), core.DefaultBufferMax, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

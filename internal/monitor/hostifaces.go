@@ -40,7 +40,8 @@ func hostRates(prev, cur Counters) map[string]Rate {
 // hostPollLoop reads every monitored host's interfaces through its agent
 // every interval: utilisation series of the hosts' own interfaces. Each
 // host is read by the process that measures the share of (host, host).
-func (s *Service) hostPollLoop(ctx context.Context, every time.Duration) {
+func (rs *runners) hostPollLoop(ctx context.Context, every time.Duration) {
+	s := rs.s
 	prev := map[string]Counters{}
 	for sleep(ctx, every) {
 		s.mu.Lock()
@@ -48,7 +49,7 @@ func (s *Service) hostPollLoop(ctx context.Context, every time.Duration) {
 		s.mu.Unlock()
 		for _, h := range hosts {
 			s.mu.Lock()
-			_, down := s.blocked(h)
+			_, down := s.down.blocked(time.Now(), h)
 			mine := s.owns(h, h)
 			s.mu.Unlock()
 			if down || !mine {
@@ -81,7 +82,7 @@ func (s *Service) hostPollLoop(ctx context.Context, every time.Duration) {
 					s.snmp.ifaces[[2]string{h, name}] = IfaceState{Source: "agent", Device: h, Interface: name, At: cur.At, InBPS: r.In, OutBPS: r.Out, SpeedBPS: r.Speed}
 				}
 				s.snmp.mu.Unlock()
-				s.opts.Store.Put(record{At: cur.At, Points: ifacePoints("agent", h, cur.At, rates)})
+				s.out.Put(record{At: cur.At, Points: ifacePoints("agent", h, cur.At, rates)})
 			}
 			prev[h] = cur
 		}

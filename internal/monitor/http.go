@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // OpenAPI describes the API of Handler.
@@ -27,7 +28,8 @@ type Route struct {
 }
 
 // Routes are the API's, as Handler serves them and openapi.yaml documents them.
-func (s *Service) Routes() []Route {
+func (a *API) Routes() []Route {
+	s := a.s
 	return append([]Route{
 		{"GET", "/api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 			snap := s.Snapshot()
@@ -41,7 +43,7 @@ func (s *Service) Routes() []Route {
 		{"GET", "/api/v1/paths", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
 		}},
-		{"GET", "/api/v1/alerts", s.alerts},
+		{"GET", "/api/v1/alerts", a.alerts},
 		{"GET", "/api/v1/interfaces", func(w http.ResponseWriter, r *http.Request) {
 			ifaces, errs := s.Interfaces()
 			if ifaces == nil {
@@ -49,28 +51,39 @@ func (s *Service) Routes() []Route {
 			}
 			writeJSON(w, http.StatusOK, map[string]any{"interfaces": ifaces, "unreachable": errs})
 		}},
-		{"GET", "/api/v1/paths/{src}/{dst}/series", s.series},
-		{"GET", "/api/v1/paths/{src}/{dst}/tests", s.tests},
-		{"GET", "/api/v1/paths/{src}/{dst}/changes", s.changes},
-		{"GET", "/api/v1/cost", s.cost},
-		{"POST", "/api/v1/rank", s.rank},
+		{"GET", "/api/v1/paths/{src}/{dst}/series", a.series},
+		{"GET", "/api/v1/paths/{src}/{dst}/tests", a.tests},
+		{"GET", "/api/v1/paths/{src}/{dst}/changes", a.changes},
+		{"GET", "/api/v1/cost", a.cost},
+		{"POST", "/api/v1/rank", a.rank},
 		{"GET", "/api/v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			w.Write(OpenAPI)
 		}},
-	}, s.actionRoutes()...)
+	}, a.actionRoutes()...)
 }
 
+// API is the service's HTTP layer: the API under /api/v1/ and /metrics
+// (Mux), who may read and act (Guard, Login, Logout), the actions and the
+// network cost answers. It reads and acts on one Service.
+type API struct{ s *Service }
+
+// HTTP is the service's HTTP layer.
+func (s *Service) HTTP() *API { return &API{s} }
+
 // Handler serves /metrics and the API under /api/v1/, behind Guard.
-func (s *Service) Handler() http.Handler { return s.Guard(s.Mux()) }
+func (s *Service) Handler() http.Handler {
+	a := s.HTTP()
+	return a.Guard(a.Mux())
+}
 
 // Mux serves /metrics and the API, for a caller that guards it itself.
-func (s *Service) Mux() *http.ServeMux {
+func (a *API) Mux() *http.ServeMux {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(newCollector(a.s), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	for _, rt := range s.Routes() {
+	for _, rt := range a.Routes() {
 		mux.HandleFunc(rt.Method+" "+rt.Pattern, rt.handler)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +106,8 @@ func problem(w http.ResponseWriter, code int, msg string) {
 }
 
 // archiveOr answers 503 while the archive is unreachable.
-func (s *Service) archiveOr(w http.ResponseWriter) *archive.Archive {
+func (a *API) archiveOr(w http.ResponseWriter) *archive.Archive {
+	s := a.s
 	ar := s.opts.Store.Archive()
 	if ar == nil {
 		problem(w, http.StatusServiceUnavailable, "the archive is unreachable: results are buffered; try again later")
@@ -117,9 +131,9 @@ func timeParam(r *http.Request, name string, def time.Time) (time.Time, bool) {
 }
 
 // GET /api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T
-func (s *Service) series(w http.ResponseWriter, r *http.Request) {
+func (a *API) series(w http.ResponseWriter, r *http.Request) {
 	metric := r.URL.Query().Get("metric")
-	if _, ok := MetricByName(metric); !ok && !slices.Contains(ifaceMetrics, metric) {
+	if _, ok := core.ByName(metric); !ok {
 		problem(w, http.StatusBadRequest, "metric: give one of the metrics of /api/v1/paths, as rtt_median_seconds, or of an interface, as in_bits_per_second")
 		return
 	}
@@ -130,7 +144,7 @@ func (s *Service) series(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "from and to: give RFC 3339 times or Unix seconds, from before to, at most 400 days apart")
 		return
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}
@@ -157,7 +171,7 @@ func (s *Service) series(w http.ResponseWriter, r *http.Request) {
 
 // GET /api/v1/paths/{src}/{dst}/tests?test=T&limit=N: the last tests with
 // both ends' CPU, to tell a slow host from a slow network.
-func (s *Service) tests(w http.ResponseWriter, r *http.Request) {
+func (a *API) tests(w http.ResponseWriter, r *http.Request) {
 	limit := 20
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -167,7 +181,7 @@ func (s *Service) tests(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}
@@ -185,7 +199,8 @@ func (s *Service) tests(w http.ResponseWriter, r *http.Request) {
 // GET /api/v1/paths/{src}/{dst}/changes?from=T&to=T: the test-bed's link
 // changes on the path's links (either way) over a range; every change
 // where the path's links are unknown.
-func (s *Service) changes(w http.ResponseWriter, r *http.Request) {
+func (a *API) changes(w http.ResponseWriter, r *http.Request) {
+	s := a.s
 	now := time.Now()
 	from, ok1 := timeParam(r, "from", now.Add(-24*time.Hour))
 	to, ok2 := timeParam(r, "to", now)
@@ -193,7 +208,7 @@ func (s *Service) changes(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "from and to: give RFC 3339 times or Unix seconds, from before to")
 		return
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}
@@ -217,7 +232,8 @@ func (s *Service) changes(w http.ResponseWriter, r *http.Request) {
 }
 
 // GET /api/v1/alerts[?since=T]: active alerts, or every alert since T.
-func (s *Service) alerts(w http.ResponseWriter, r *http.Request) {
+func (a *API) alerts(w http.ResponseWriter, r *http.Request) {
+	s := a.s
 	if r.URL.Query().Get("since") == "" {
 		writeJSON(w, http.StatusOK, map[string]any{"alerts": s.Snapshot().Alerts})
 		return
@@ -227,7 +243,7 @@ func (s *Service) alerts(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "since: give an RFC 3339 time or Unix seconds")
 		return
 	}
-	ar := s.archiveOr(w)
+	ar := a.archiveOr(w)
 	if ar == nil {
 		return
 	}

@@ -26,7 +26,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	s, _ := costService(t)
 	served := map[string]bool{"/metrics get": true}
-	for _, r := range s.Routes() {
+	for _, r := range s.HTTP().Routes() {
 		key := r.Pattern + " " + strings.ToLower(r.Method)
 		served[key] = true
 		if doc.Paths[r.Pattern][strings.ToLower(r.Method)] == nil {

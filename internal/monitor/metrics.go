@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // collector exposes a snapshot of the service on each scrape: a path's
@@ -19,7 +21,7 @@ type collector struct {
 
 func newCollector(s *Service) *collector {
 	c := &collector{s: s, series: map[string]*prometheus.Desc{}}
-	for _, m := range Metrics {
+	for _, m := range core.Metrics {
 		if _, ok := c.series[m.Series]; ok {
 			continue
 		}
@@ -30,21 +32,21 @@ func newCollector(s *Service) *collector {
 		c.series[m.Series] = prometheus.NewDesc(m.Series, m.Help, labels, nil)
 	}
 	d := prometheus.NewDesc
-	c.up = d("wanlab_path_up", "1 while the path's test gives fresh results, 0 when it has no data", []string{"src", "dst", "test", "type"}, nil)
-	c.alert = d("wanlab_alert_active", "1 for each active alert", []string{"src", "dst", "test", "rule"}, nil)
-	c.tests = d("wanlab_monitor_tests_total", "Tests run, by type and outcome", []string{"type", "status"}, nil)
-	c.late = d("wanlab_monitor_tests_late_total", "Throughput-class tests that started later than their slip allows", nil, nil)
-	c.running = d("wanlab_monitor_tests_running", "Throughput-class tests running now", nil, nil)
-	c.queued = d("wanlab_monitor_queue_depth", "Throughput-class tests due and waiting for their hosts", nil, nil)
-	c.connected = d("wanlab_monitor_archive_up", "1 while results go straight to the archive", nil, nil)
-	c.lag = d("wanlab_monitor_archive_lag_seconds", "Age of the oldest result waiting in the local buffer", nil, nil)
-	c.buffered = d("wanlab_monitor_buffer_bytes", "Bytes of results waiting in the local buffer", nil, nil)
-	c.dropped = d("wanlab_monitor_buffer_dropped_total", "Results lost because the local buffer was full", nil, nil)
-	c.hostDown = d("wanlab_host_down", "1 for each host whose agent does not answer", []string{"host"}, nil)
-	c.ifRate = d("wanlab_interface_bits_per_second", "Traffic of a monitored interface between the last two SNMP polls", []string{"device", "interface", "direction", "source"}, nil)
-	c.ifUse = d("wanlab_interface_utilisation_ratio", "Share of the interface's speed in use", []string{"device", "interface", "direction", "source"}, nil)
-	c.ifSpeed = d("wanlab_interface_speed_bits_per_second", "The interface's speed (ifHighSpeed, or the host's kernel)", []string{"device", "interface", "source"}, nil)
-	c.snmpUp = d("wanlab_snmp_up", "1 while an SNMP device answers", []string{"device"}, nil)
+	c.up = d(core.SeriesPathUp, "1 while the path's test gives fresh results, 0 when it has no data", []string{"src", "dst", "test", "type"}, nil)
+	c.alert = d(core.SeriesAlertActive, "1 for each active alert", []string{"src", "dst", "test", "rule"}, nil)
+	c.tests = d(core.SeriesTests, "Tests run, by type and outcome", []string{"type", "status"}, nil)
+	c.late = d(core.SeriesTestsLate, "Throughput-class tests that started later than their slip allows", nil, nil)
+	c.running = d(core.SeriesTestsRunning, "Throughput-class tests running now", nil, nil)
+	c.queued = d(core.SeriesQueueDepth, "Throughput-class tests due and waiting for their hosts", nil, nil)
+	c.connected = d(core.SeriesArchiveUp, "1 while results go straight to the archive", nil, nil)
+	c.lag = d(core.SeriesArchiveLag, "Age of the oldest result waiting in the local buffer", nil, nil)
+	c.buffered = d(core.SeriesBufferBytes, "Bytes of results waiting in the local buffer", nil, nil)
+	c.dropped = d(core.SeriesBufferDropped, "Results lost because the local buffer was full", nil, nil)
+	c.hostDown = d(core.SeriesHostDown, "1 for each host whose agent does not answer", []string{"host"}, nil)
+	c.ifRate = d(core.SeriesIfaceRate, "Traffic of a monitored interface between the last two SNMP polls", []string{"device", "interface", "direction", "source"}, nil)
+	c.ifUse = d(core.SeriesIfaceUse, "Share of the interface's speed in use", []string{"device", "interface", "direction", "source"}, nil)
+	c.ifSpeed = d(core.SeriesIfaceSpeed, "The interface's speed (ifHighSpeed, or the host's kernel)", []string{"device", "interface", "source"}, nil)
+	c.snmpUp = d(core.SeriesSNMPUp, "1 while an SNMP device answers", []string{"device"}, nil)
 	return c
 }
 
@@ -72,7 +74,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.up, up, p.Src, p.Dst, p.Test, p.Type)
 		for name, v := range p.Values {
-			m, ok := MetricByName(name)
+			m, ok := core.PathMetric(name)
 			if !ok {
 				continue
 			}

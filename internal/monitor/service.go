@@ -2,23 +2,17 @@ package monitor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
-	"github.com/wanlab/wanlab/internal/measure"
-	"github.com/wanlab/wanlab/internal/workload/probe"
-	"github.com/wanlab/wanlab/internal/workload/throughput"
-	"github.com/wanlab/wanlab/internal/workload/transfer"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // Options are what a service needs besides its configuration.
@@ -33,6 +27,9 @@ type Options struct {
 	Webhook *Webhook
 	// Seed makes the schedule's slips repeatable.
 	Seed uint64
+	// Hosts are the names the HTTP listener answers to besides its
+	// address and access: hosts: (ListenerNames of --http).
+	Hosts []string
 	// Viewer makes a service that measures nothing and shows what the
 	// archive holds of every path (wanlab ui): Run refuses to start it.
 	Viewer bool
@@ -40,15 +37,19 @@ type Options struct {
 
 // Service runs a configuration's tests and keeps what they found.
 type Service struct {
-	opts    Options
+	opts Options
+	// out is where results, alerts and audit entries go (opts.Store).
+	out appender
+	// run are the loops that measure.
+	run     *runners
 	started time.Time
 
 	mu    sync.Mutex
-	cfg   *Config
-	sched *Scheduler
-	det   *Detector
-	paths map[PathKey]*PathState
-	down  map[string]*hostDown
+	cfg   *core.Config
+	sched *core.Scheduler
+	det   *core.Detector
+	paths map[core.PathKey]*PathState
+	down  backoff
 	last  map[[3]string]time.Time // when each exclusive test last started
 	// changed is the time of the last link change recorded.
 	changed  time.Time
@@ -82,9 +83,9 @@ type span struct {
 
 // PathState is what the service knows of one test of a path now.
 type PathState struct {
-	Key    PathKey `json:"-"`
-	Type   string  `json:"type"`
-	Period float64 `json:"period_seconds"`
+	Key    core.PathKey `json:"-"`
+	Type   string       `json:"type"`
+	Period float64      `json:"period_seconds"`
 	// At is when the last result came, Values its figures by metric.
 	At     time.Time          `json:"at,omitzero"`
 	Values map[string]float64 `json:"values,omitempty"`
@@ -102,13 +103,6 @@ func (p *PathState) Fresh(now time.Time, budget time.Duration) bool {
 		return false
 	}
 	return now.Sub(p.At) <= time.Duration(2*p.Period*float64(time.Second))+budget+30*time.Second
-}
-
-type hostDown struct {
-	Since   time.Time     `json:"since"`
-	Until   time.Time     `json:"retry_at"`
-	Backoff time.Duration `json:"-"`
-	Reason  string        `json:"reason"`
 }
 
 // Event is something the service noticed.
@@ -131,7 +125,7 @@ const (
 )
 
 // New prepares a service; Run starts it.
-func New(cfg *Config, opts Options) (*Service, error) {
+func New(cfg *core.Config, opts Options) (*Service, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
@@ -142,22 +136,23 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	if err := cfg.CheckHosts(known); err != nil {
 		return nil, err
 	}
-	if err := Impossible(cfg); err != nil {
+	if err := core.Impossible(cfg); err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, cfg: cfg, det: NewDetector(cfg), paths: map[PathKey]*PathState{}, down: map[string]*hostDown{},
+	s := &Service{opts: opts, out: opts.Store, cfg: cfg, det: core.NewDetector(cfg), paths: map[core.PathKey]*PathState{}, down: backoff{},
 		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
 		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}, owner: newOwner()}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
 	}
-	g, err := newGate(cfg.Access)
+	g, err := newGate(cfg.Access, s.opts.Hosts)
 	if err != nil {
 		return nil, err
 	}
 	s.gate = g
+	s.run = &runners{s}
 	latest := s.resume()
-	s.sched = NewScheduler(cfg, time.Now(), s.last, opts.Seed)
+	s.sched = core.NewScheduler(cfg, time.Now(), s.last, opts.Seed)
 	s.addPaths(cfg)
 	for k, l := range latest {
 		if ps := s.paths[k]; ps != nil {
@@ -170,8 +165,8 @@ func New(cfg *Config, opts Options) (*Service, error) {
 // resume reads what the archive remembers: when each exclusive test last
 // ran, the recent results that make the baselines, the alerts still active,
 // the interfaces' latest rates; it returns each path's latest result.
-func (s *Service) resume() map[PathKey]*PathState {
-	latest := map[PathKey]*PathState{}
+func (s *Service) resume() map[core.PathKey]*PathState {
+	latest := map[core.PathKey]*PathState{}
 	ar := s.opts.Store.Archive()
 	if ar == nil {
 		s.logf("archive unreachable at start: the schedule starts afresh and baselines are learnt anew")
@@ -198,12 +193,12 @@ func (s *Service) resume() map[PathKey]*PathState {
 			if p.T.After(st.At) {
 				st = IfaceState{Source: p.Test, Device: p.Src, Interface: p.Dst, At: p.T}
 			}
-			switch p.Metric {
-			case "in_bits_per_second":
+			switch core.Name(p.Metric) {
+			case core.IfaceIn:
 				st.InBPS = p.Value
-			case "out_bits_per_second":
+			case core.IfaceOut:
 				st.OutBPS = p.Value
-			case "speed_bits_per_second":
+			case core.IfaceSpeed:
 				st.SpeedBPS = p.Value
 			}
 			s.snmp.ifaces[k] = st
@@ -211,7 +206,7 @@ func (s *Service) resume() map[PathKey]*PathState {
 		}
 		// Each path's latest result is its state until a new one comes,
 		// shown while fresh: a restart does not blank the grid.
-		k := PathKey{p.Src, p.Dst, p.Test}
+		k := core.PathKey{Src: p.Src, Dst: p.Dst, Test: p.Test}
 		ps := latest[k]
 		if ps == nil || p.T.After(ps.At) {
 			ps = &PathState{At: p.T, Values: map[string]float64{}}
@@ -237,10 +232,10 @@ func (s *Service) resume() map[PathKey]*PathState {
 	return latest
 }
 
-func (s *Service) addPaths(cfg *Config) {
+func (s *Service) addPaths(cfg *core.Config) {
 	for _, t := range cfg.Tests {
 		for _, p := range cfg.Pairs(t) {
-			k := PathKey{p[0], p[1], t.Name}
+			k := core.PathKey{Src: p[0], Dst: p[1], Test: t.Name}
 			if ps, ok := s.paths[k]; ok && ps.Type == t.Type {
 				ps.Period = t.Period().Seconds()
 				continue
@@ -249,7 +244,9 @@ func (s *Service) addPaths(cfg *Config) {
 		}
 	}
 	for k := range s.paths {
-		if !slices.ContainsFunc(cfg.Tests, func(t Test) bool { return t.Name == k.Test && slices.Contains(cfg.Pairs(t), [2]string{k.Src, k.Dst}) }) {
+		if !slices.ContainsFunc(cfg.Tests, func(t core.Test) bool {
+			return t.Name == k.Test && slices.Contains(cfg.Pairs(t), [2]string{k.Src, k.Dst})
+		}) {
 			delete(s.paths, k)
 		}
 	}
@@ -278,11 +275,11 @@ func (s *Service) Run(ctx context.Context) error {
 	s.started = time.Now()
 	s.coordinate(ctx)
 	s.mu.Lock()
-	s.startProbes(ctx)
+	s.run.startProbes(ctx)
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); s.exclusive(ctx) }()
+	go func() { defer wg.Done(); s.run.exclusive(ctx) }()
 	go func() { defer wg.Done(); s.maintain(ctx) }()
 	go func() {
 		defer wg.Done()
@@ -309,7 +306,7 @@ func (s *Service) Run(ctx context.Context) error {
 
 // Reload takes a new configuration of the same hosts without losing the
 // paths' state, baselines or alerts.
-func (s *Service) Reload(ctx context.Context, cfg *Config) error {
+func (s *Service) Reload(ctx context.Context, cfg *core.Config) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cfg.Testbed != s.cfg.Testbed || cfg.Inventory != s.cfg.Inventory {
@@ -322,10 +319,10 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	if err := cfg.CheckHosts(known); err != nil {
 		return err
 	}
-	if err := Impossible(cfg); err != nil {
+	if err := core.Impossible(cfg); err != nil {
 		return err
 	}
-	g, err := newGate(cfg.Access)
+	g, err := newGate(cfg.Access, s.opts.Hosts)
 	if err != nil {
 		return err
 	}
@@ -341,6 +338,7 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	for a, ts := range s.gate.failures {
 		g.failures[a] = slices.Clone(ts)
 	}
+	// The Host refusals' pacing is shared: it has a lock of its own.
 	g.logged, g.quiet, g.refusedHost = slices.Clone(s.gate.logged), s.gate.quiet, s.gate.refusedHost
 	g.quiet.from = maps.Clone(s.gate.quiet.from)
 	s.gate.quiet = quietLogins{}
@@ -351,10 +349,10 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	s.det.SetConfig(cfg)
 	s.addPaths(cfg)
 	old := s.sched
-	s.sched = NewScheduler(cfg, time.Now(), s.last, s.opts.Seed+1)
+	s.sched = core.NewScheduler(cfg, time.Now(), s.last, s.opts.Seed+1)
 	// Tests still running hold their hosts in the new plan too.
-	s.sched.busy, s.sched.held = old.busy, old.held
-	s.startProbes(ctx)
+	s.sched.Carry(old)
+	s.run.startProbes(ctx)
 	s.logf("configuration %s reloaded: %d tests over %d hosts", cfg.Source, len(cfg.Tests), len(cfg.Hosts()))
 	select {
 	case s.wake <- struct{}{}:
@@ -363,287 +361,8 @@ func (s *Service) Reload(ctx context.Context, cfg *Config) error {
 	return nil
 }
 
-// startProbes starts one loop per probe test and pair, and one per SNMP
-// device; s.mu is held.
-func (s *Service) startProbes(ctx context.Context) {
-	pctx, cancel := context.WithCancel(ctx)
-	s.probes = cancel
-	for _, t := range s.cfg.Tests {
-		if t.Exclusive() {
-			continue
-		}
-		pairs := s.cfg.Pairs(t)
-		for i, p := range pairs {
-			s.probesWG.Add(1)
-			// Stagger the loops, so that a mesh's sessions do not start
-			// together: over one period, but probes (light) over at most
-			// 10 s, so that a new service's grid fills within a minute.
-			spread := t.Period()
-			if t.Type == Probe {
-				spread = min(spread, probeStagger)
-			}
-			delay := time.Duration(i) * spread / time.Duration(len(pairs))
-			go func() {
-				defer s.probesWG.Done()
-				if t.Type == Trace {
-					s.traceLoop(pctx, t, p[0], p[1], delay)
-				} else {
-					s.probeLoop(pctx, t, p[0], p[1], delay)
-				}
-			}()
-		}
-	}
-	if every := s.cfg.HostInterfaces; every > 0 {
-		s.probesWG.Add(1)
-		go func() {
-			defer s.probesWG.Done()
-			s.hostPollLoop(pctx, every)
-		}()
-	}
-	for _, t := range s.cfg.SNMP {
-		s.probesWG.Add(1)
-		go func() {
-			defer s.probesWG.Done()
-			s.pollLoop(pctx, t)
-		}()
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func (s *Service) probeLoop(ctx context.Context, t Test, src, dst string, delay time.Duration) {
-	if !sleep(ctx, delay) {
-		return
-	}
-	k := PathKey{src, dst, t.Name}
-	interval := time.Duration(float64(time.Second) / t.Rate)
-	spec := probe.Spec{Count: max(2, int(math.Round(t.Rate*t.Summary.Seconds()))), Interval: interval, Size: t.Size, Timeout: 2*time.Second + 4*interval}
-	for ctx.Err() == nil {
-		s.mu.Lock()
-		mine := s.owns(src, dst)
-		s.mu.Unlock()
-		if !mine {
-			if !sleep(ctx, min(t.Summary, coordinateEvery)) {
-				return
-			}
-			continue
-		}
-		if until, down := s.blockedPair(src, dst); down {
-			if !sleep(ctx, time.Until(until)) {
-				return
-			}
-			continue
-		}
-		start := time.Now()
-		var res *measure.ProbeResult
-		// An agent that stops answering mid-session ends it, not the loop.
-		sctx, cancel := context.WithTimeout(ctx, t.Summary+spec.Timeout+30*time.Second)
-		err := s.session(sctx, src, dst, func(ctx context.Context, a, b measure.Endpoint) error {
-			var err error
-			res, err = measure.Probe(ctx, a, b, spec)
-			return err
-		})
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		o := Observation{Key: k, Type: Probe, At: time.Now()}
-		switch {
-		case err != nil && strings.Contains(err.Error(), probe.ErrClockStep.Error()):
-			// The round trips across the step are wrong: this summary is
-			// dropped, and said so.
-			s.mu.Lock()
-			s.logf("%s->%s (%s): %v: summary dropped", src, dst, t.Name, err)
-			s.mu.Unlock()
-			continue
-		case res != nil && res.Sent > 0:
-			o.Points = ProbePoints(o.At, t.Name, res)
-			o.Disturbed, o.Covered = s.disturbance(src, dst, start, o.At)
-			if res.OneWay.Clock != "" && !res.OneWay.Reliable && res.OneWay.ErrorBoundMS < 0 {
-				o.ClockProblem = res.OneWay.Clock
-			}
-		case err != nil:
-			o.Failed = err.Error()
-		}
-		s.observe(o, nil)
-		// A failed session waits before the next, not in a tight loop.
-		if o.Failed != "" && time.Since(start) < t.Summary {
-			if !sleep(ctx, t.Summary-time.Since(start)) {
-				return
-			}
-		}
-	}
-}
-
-// traceLoop traces a pair's path every t.Every.
-func (s *Service) traceLoop(ctx context.Context, t Test, src, dst string, delay time.Duration) {
-	if !sleep(ctx, delay) {
-		return
-	}
-	k := PathKey{src, dst, t.Name}
-	for next := time.Now(); ctx.Err() == nil; {
-		if !sleep(ctx, time.Until(next)) {
-			return
-		}
-		next = next.Add(t.Every)
-		s.mu.Lock()
-		mine := s.owns(src, dst)
-		_, down := s.hold(Job{Test: &t, Src: src, Dst: dst})
-		s.mu.Unlock()
-		if !mine || down {
-			continue
-		}
-		started := time.Now()
-		var res *measure.TraceResult
-		sctx, cancel := context.WithTimeout(ctx, t.Budget()+30*time.Second)
-		err := s.session(sctx, src, dst, func(ctx context.Context, a, b measure.Endpoint) error {
-			var err error
-			res, err = measure.Trace(ctx, a, b, t.MaxHops, t.Wait)
-			return err
-		})
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		o := Observation{Key: k, Type: Trace, At: time.Now()}
-		rec := &archive.TestRecord{Test: t.Name, Kind: Trace, Src: src, Dst: dst, Started: started, Ended: o.At, Status: "ok"}
-		if err != nil || res == nil || len(res.Hops) == 0 {
-			if err == nil {
-				err = errors.New("the trace found no hop")
-			}
-			o.Failed, rec.Status, rec.Reason = err.Error(), "failed", err.Error()
-		} else {
-			o.Hops = res.Addrs()
-			if !res.Reached {
-				o.Hops = append(o.Hops, Unreached)
-			}
-			o.Points = []archive.Point{{T: o.At, Src: src, Dst: dst, Test: t.Name, Metric: "hop_count", Value: float64(len(res.Hops))}}
-			rec.Result, _ = json.Marshal(res)
-		}
-		s.observe(o, rec)
-	}
-}
-
-// session connects to both hosts' agents and runs fn; a host whose agent
-// does not answer is marked down and retried with backoff.
-func (s *Service) session(ctx context.Context, src, dst string, fn func(ctx context.Context, a, b measure.Endpoint) error) error {
-	eps := map[string]measure.Endpoint{}
-	defer measure.CloseAll(eps)
-	for _, h := range ends(src, dst) {
-		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		ep, err := measure.Connect(dctx, s.opts.Bed, h)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.hostFailed(h, err)
-			}
-			return err
-		}
-		eps[h] = ep[h]
-	}
-	s.hostAnswered(src)
-	s.hostAnswered(dst)
-	return fn(ctx, eps[src], eps[dst])
-}
-
-// disturbance names the throughput-class tests that shared a host or a
-// link with the path (either way) between start and end ("" if none did),
-// and the share of that time they covered.
-func (s *Service) disturbance(src, dst string, start, end time.Time) (string, float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	links := append(slices.Clone(s.via[[2]string{src, dst}]), s.via[[2]string{dst, src}]...)
-	var who []string
-	var covered time.Duration
-	for _, sp := range s.spans {
-		spEnd := sp.end
-		if spEnd.IsZero() {
-			spEnd = end
-		}
-		from, to := later(sp.start, start), spEnd
-		if to.After(end) {
-			to = end
-		}
-		if !to.After(from) {
-			continue
-		}
-		shared := slices.Contains([]string{src, dst}, sp.src) || slices.Contains([]string{src, dst}, sp.dst)
-		for _, d := range append(slices.Clone(s.via[[2]string{sp.src, sp.dst}]), s.via[[2]string{sp.dst, sp.src}]...) {
-			shared = shared || slices.Contains(links, d)
-		}
-		if shared {
-			who = append(who, sp.src+"->"+sp.dst)
-			covered += to.Sub(from)
-		}
-	}
-	if len(who) == 0 {
-		return "", 0
-	}
-	return "throughput-class tests ran meanwhile on a shared host or link: " + strings.Join(who, ", "), min(1, covered.Seconds()/end.Sub(start).Seconds())
-}
-
-func (s *Service) hostFailed(h string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.down[h]
-	now := time.Now()
-	if d == nil {
-		d = &hostDown{Since: now, Backoff: firstBackoff}
-		s.down[h] = d
-		s.logf("host %s does not answer: %v (retrying with backoff; its paths show no data)", h, err)
-	} else if now.After(d.Until) {
-		d.Backoff = min(2*d.Backoff, maxBackoff)
-	}
-	d.Until, d.Reason = now.Add(d.Backoff), err.Error()
-}
-
-func (s *Service) hostAnswered(h string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d := s.down[h]; d != nil {
-		delete(s.down, h)
-		s.logf("host %s answers again after %s", h, time.Since(d.Since).Round(time.Second))
-	}
-}
-
-// blocked says until when a host may not be tried; s.mu is held.
-func (s *Service) blocked(h string) (time.Time, bool) {
-	if d := s.down[h]; d != nil && time.Now().Before(d.Until) {
-		return d.Until, true
-	}
-	return time.Time{}, false
-}
-
-// hold says whether an exclusive job may not start now, and until when:
-// a host is down, or another process measures the pair; s.mu is held.
-func (s *Service) hold(j Job) (time.Time, bool) {
-	if !s.owns(j.Src, j.Dst) {
-		return time.Now().Add(coordinateEvery), true
-	}
-	ua, da := s.blocked(j.Src)
-	ub, db := s.blocked(j.Dst)
-	return later(ua, ub), da || db
-}
-
-func (s *Service) blockedPair(a, b string) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ua, da := s.blocked(a)
-	ub, db := s.blocked(b)
-	return later(ua, ub), da || db
-}
-
 // observe records an observation: the path's state, the archive, alerts.
-func (s *Service) observe(o Observation, test *archive.TestRecord) {
+func (s *Service) observe(o core.Observation, test *archive.TestRecord) {
 	s.mu.Lock()
 	ps := s.paths[o.Key]
 	if ps == nil {
@@ -671,137 +390,16 @@ func (s *Service) observe(o Observation, test *archive.TestRecord) {
 	}
 	s.mu.Unlock()
 	if len(o.Points) > 0 || test != nil {
-		s.opts.Store.Put(record{At: o.At, Points: o.Points, Test: test})
+		s.out.Put(record{At: o.At, Points: o.Points, Test: test})
 	}
 	for _, a := range fired {
-		s.opts.Store.Put(record{At: o.At, Open: &a})
+		s.out.Put(record{At: o.At, Open: &a})
 		s.opts.Webhook.Send("firing", a)
 	}
 	for _, a := range resolved {
-		s.opts.Store.Put(record{At: o.At, Close: &closed{Ref: a.Ref, Ended: a.Ended}})
+		s.out.Put(record{At: o.At, Close: &closed{Ref: a.Ref, Ended: a.Ended}})
 		s.opts.Webhook.Send("resolved", a)
 	}
-}
-
-// exclusive starts throughput-class tests as the scheduler allows.
-func (s *Service) exclusive(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for ctx.Err() == nil {
-		s.mu.Lock()
-		now := time.Now()
-		j, ok, wake := s.sched.Next(now, s.hold)
-		sched := s.sched
-		s.mu.Unlock()
-		if ok {
-			if free, retry := s.lockHosts(ctx, j); !free {
-				s.mu.Lock()
-				sched.Defer(j, now, retry)
-				s.mu.Unlock()
-				continue
-			}
-			s.mu.Lock()
-			if now.Sub(j.Due) > j.Test.Slip+10*time.Second {
-				s.late++
-			}
-			s.last[[3]string{j.Test.Name, j.Src, j.Dst}] = now
-			s.running++
-			s.spans = append(s.spans, span{src: j.Src, dst: j.Dst, start: now})
-			// Spans older than any probe summary no longer matter.
-			s.spans = slices.DeleteFunc(s.spans, func(sp span) bool { return !sp.end.IsZero() && now.Sub(sp.end) > 25*time.Hour })
-			s.mu.Unlock()
-		}
-		if !ok {
-			t := time.NewTimer(min(time.Until(wake), time.Minute))
-			select {
-			case <-ctx.Done():
-			case <-s.wake:
-			case <-t.C:
-			}
-			t.Stop()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.runJob(ctx, j)
-			s.unlockHosts(context.WithoutCancel(ctx), j)
-			s.mu.Lock()
-			s.running--
-			for i := range s.spans {
-				if sp := &s.spans[i]; sp.src == j.Src && sp.dst == j.Dst && sp.end.IsZero() {
-					sp.end = time.Now()
-				}
-			}
-			sched.Done(j, time.Now())
-			s.mu.Unlock()
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}()
-	}
-}
-
-func (s *Service) runJob(ctx context.Context, j Job) {
-	t := j.Test
-	k := PathKey{j.Src, j.Dst, t.Name}
-	started := time.Now()
-	jctx, cancel := context.WithTimeout(ctx, t.Budget()+30*time.Second)
-	defer cancel()
-	var pts []archive.Point
-	var result any
-	var load InterfaceLoad
-	err := s.session(jctx, j.Src, j.Dst, func(ctx context.Context, a, b measure.Endpoint) error {
-		ctx = measure.WithWait(ctx, 0)
-		// The end hosts' interfaces during the test: a host busy with
-		// other traffic, not the network, may be what held a test back.
-		after := loadDuring(ctx, a, b)
-		defer func() { load = after() }()
-		switch t.Type {
-		case Throughput:
-			r, err := measure.Throughput(ctx, a, b, throughput.Spec{Protocol: throughput.TCP, Streams: t.Streams, Duration: t.Duration,
-				Window: t.Window, Congestion: t.Congestion, Interval: time.Second})
-			if r != nil && err == nil {
-				r.Intervals = nil
-				pts, result = ThroughputPoints(time.Now(), t.Name, r), r
-			}
-			return err
-		case Disk:
-			r, err := measure.Disk(ctx, a, &agentpb.DiskRequest{Size: uint64(t.Bytes), Block: 1 << 20, Fsync: true})
-			if err == nil {
-				pts, result = DiskPoints(time.Now(), t.Name, j.Src, r), r
-			}
-			return err
-		default:
-			r, err := measure.Transfer(ctx, a, b, measure.TransferSpec{Spec: transfer.Spec{Streams: t.Streams, Window: t.Window, Block: transfer.DefaultBlock, Uncached: true},
-				Size: t.Bytes, CorruptAt: -1})
-			if r != nil && err == nil {
-				pts, result = TransferPoints(time.Now(), t.Name, r), r
-			}
-			return err
-		}
-	})
-	if ctx.Err() != nil {
-		return // the service stops: a cut test is no result
-	}
-	rec := &archive.TestRecord{Test: t.Name, Kind: t.Type, Src: j.Src, Dst: j.Dst, Started: started, Ended: time.Now(), Status: "ok"}
-	o := Observation{Key: k, Type: t.Type, At: time.Now(), Points: pts}
-	if err != nil {
-		rec.Status, rec.Reason = "failed", err.Error()
-		o.Failed, o.Points = err.Error(), nil
-	} else {
-		rec.Result, _ = json.Marshal(TestDetail{Result: result, InterfaceLoad: load})
-	}
-	s.observe(o, rec)
-}
-
-// TestDetail is what the archive keeps of a throughput-class test: its
-// result (with both ends' CPU) and what the end hosts' interfaces carried
-// meanwhile.
-type TestDetail struct {
-	Result        any           `json:"result"`
-	InterfaceLoad InterfaceLoad `json:"interface_load,omitempty"`
 }
 
 // maintain flushes the buffer, aggregates hours, applies retention and
@@ -851,7 +449,7 @@ func (s *Service) watchChanges() {
 		s.mu.Lock()
 		s.logf("link change: %s", c.What)
 		s.mu.Unlock()
-		s.opts.Store.Put(record{At: c.T, Change: &archive.Change{T: c.T, What: c.What, Dirs: c.Dirs}})
+		s.out.Put(record{At: c.T, Change: &archive.Change{T: c.T, What: c.What, Dirs: c.Dirs}})
 		s.changed = c.T
 	}
 }
@@ -945,9 +543,9 @@ func (s *Service) Snapshot() Snapshot {
 		budgets[t.Name] = t.Budget()
 		snap.Configured = append(snap.Configured, t.Name)
 	}
-	alerting := map[PathKey]bool{}
+	alerting := map[core.PathKey]bool{}
 	for _, a := range snap.Alerts {
-		alerting[PathKey{a.Src, a.Dst, a.Test}] = true
+		alerting[core.PathKey{Src: a.Src, Dst: a.Dst, Test: a.Test}] = true
 	}
 	for _, ps := range s.paths {
 		v := PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At}

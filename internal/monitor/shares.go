@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // Several service processes may share one archive and split a mesh
@@ -134,7 +135,7 @@ func (s *Service) owns(src, dst string) bool {
 // lockHosts leases a throughput-class test's two hosts in the archive for
 // its budget; false if another process's test holds one. Without an
 // archive it goes ahead: the agents' admission control still guards.
-func (s *Service) lockHosts(ctx context.Context, j Job) (bool, time.Time) {
+func (s *Service) lockHosts(ctx context.Context, j core.Job) (bool, time.Time) {
 	ar := s.opts.Store.Archive()
 	if ar == nil {
 		return true, time.Time{}
@@ -156,7 +157,7 @@ func (s *Service) lockHosts(ctx context.Context, j Job) (bool, time.Time) {
 	return true, time.Time{}
 }
 
-func (s *Service) unlockHosts(ctx context.Context, j Job) {
+func (s *Service) unlockHosts(ctx context.Context, j core.Job) {
 	if ar := s.opts.Store.Archive(); ar != nil {
 		for _, h := range []string{j.Src, j.Dst} {
 			ar.Release(ctx, "host "+h, s.owner)

@@ -14,6 +14,7 @@ import (
 	"github.com/gosnmp/gosnmp"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // IF-MIB and SNMPv2-MIB objects the poller reads.
@@ -81,7 +82,7 @@ func delta(prev, cur uint64, bits int) uint64 {
 }
 
 // snmpClient connects to a target as its configuration says.
-func snmpClient(t SNMPTarget) (*gosnmp.GoSNMP, error) {
+func snmpClient(t core.SNMPTarget) (*gosnmp.GoSNMP, error) {
 	host, port, err := net.SplitHostPort(t.Address)
 	if err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func snmpClient(t SNMPTarget) (*gosnmp.GoSNMP, error) {
 }
 
 // Poll reads a device's interface counters once.
-func Poll(t SNMPTarget) (Counters, error) {
+func Poll(t core.SNMPTarget) (Counters, error) {
 	g, err := snmpClient(t)
 	if err != nil {
 		return Counters{}, fmt.Errorf("SNMP %s (%s): %w", t.Name, t.Address, err)
@@ -245,29 +246,25 @@ type snmpPoller struct {
 	errs   map[string]string
 }
 
-// ifaceMetrics are the archive's metrics of an interface, whose points
-// have the device (or host) as src and the interface as dst, of test
-// "snmp" (or "agent").
-var ifaceMetrics = []string{"in_bits_per_second", "out_bits_per_second", "speed_bits_per_second"}
-
 // ifacePoints are a device's interfaces' rates as archive points of test
 // ("snmp" or "agent").
 func ifacePoints(test, device string, at time.Time, rates map[string]Rate) []archive.Point {
 	var out []archive.Point
 	for name, r := range rates {
-		p := func(metric string, v float64) archive.Point {
-			return archive.Point{T: at, Src: device, Dst: name, Test: test, Metric: metric, Value: v}
+		p := func(metric core.Name, v float64) archive.Point {
+			return archive.Point{T: at, Src: device, Dst: name, Test: test, Metric: string(metric), Value: v}
 		}
-		out = append(out, p("in_bits_per_second", r.In), p("out_bits_per_second", r.Out))
+		out = append(out, p(core.IfaceIn, r.In), p(core.IfaceOut, r.Out))
 		if r.Speed > 0 {
-			out = append(out, p("speed_bits_per_second", r.Speed))
+			out = append(out, p(core.IfaceSpeed, r.Speed))
 		}
 	}
 	return out
 }
 
 // pollLoop polls one device every t.Every until ctx ends.
-func (s *Service) pollLoop(ctx context.Context, t SNMPTarget) {
+func (rs *runners) pollLoop(ctx context.Context, t core.SNMPTarget) {
+	s := rs.s
 	var prev Counters
 	for {
 		cur, err := Poll(t)
@@ -301,7 +298,7 @@ func (s *Service) pollLoop(ctx context.Context, t SNMPTarget) {
 					s.snmp.ifaces[[2]string{t.Name, name}] = IfaceState{Source: "snmp", Device: t.Name, Interface: name, At: cur.At, InBPS: r.In, OutBPS: r.Out, SpeedBPS: r.Speed}
 				}
 				s.snmp.mu.Unlock()
-				s.opts.Store.Put(record{At: cur.At, Points: ifacePoints("snmp", t.Name, cur.At, rates)})
+				s.out.Put(record{At: cur.At, Points: ifacePoints("snmp", t.Name, cur.At, rates)})
 			} else if !prev.At.IsZero() && cur.Uptime < prev.Uptime {
 				s.mu.Lock()
 				s.logf("SNMP %s rebooted (uptime went from %d to %d): rates resume at the next poll", t.Name, prev.Uptime/100, cur.Uptime/100)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
@@ -44,7 +45,7 @@ func TestRatesWrapAndReboot(t *testing.T) {
 // the test sends through it.
 func TestPollRealSnmpd(t *testing.T) {
 	addr := testsupport.Snmpd(t)
-	targets := []SNMPTarget{
+	targets := []core.SNMPTarget{
 		{Name: "v2c", Address: addr, Timeout: time.Second, Version: "2c", Community: testsupport.SNMPCommunity, Interfaces: []string{"lo"}},
 		{Name: "v3", Address: addr, Timeout: time.Second, Version: "3", User: testsupport.SNMPUser, AuthProto: "SHA", AuthPass: testsupport.SNMPAuthPass,
 			PrivProto: "AES", PrivPass: testsupport.SNMPPrivPass, Interfaces: []string{"lo"}},

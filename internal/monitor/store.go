@@ -15,6 +15,14 @@ import (
 )
 
 // record is one write to the archive, as it waits in the local buffer.
+// appender is where the service's findings go: the Store, which writes
+// them to the archive or buffers them while it is away, or a test's
+// recorder. As Prometheus' scrape loops append through an Appendable, the
+// runners, observe and the actions write through this alone.
+type appender interface {
+	Put(r record)
+}
+
 type record struct {
 	At     time.Time           `json:"at"`
 	Points []archive.Point     `json:"points,omitempty"`

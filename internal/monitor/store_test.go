@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
@@ -65,7 +66,7 @@ func TestStoreBuffersAndReplays(t *testing.T) {
 	for i := range 10 {
 		s.Put(record{At: t0, Points: points(t0.Add(time.Duration(i)*time.Second), 3)})
 	}
-	al := archive.Alert{Ref: "r1", Rule: RuleRTTStep, Src: "a", Dst: "b", Test: "lat", Started: t0, Message: "m"}
+	al := archive.Alert{Ref: "r1", Rule: core.RuleRTTStep, Src: "a", Dst: "b", Test: "lat", Started: t0, Message: "m"}
 	s.Put(record{At: t0, Open: &al})
 	s.Put(record{At: t0, Close: &closed{Ref: "r1", Ended: t0.Add(time.Second)}})
 	h := s.Health()

@@ -281,8 +281,8 @@ func TestControllerChecksItsOwnCertificate(t *testing.T) {
 		{"not valid yet", files(dir, "early"), "is not valid yet: valid from " + future.UTC().Format(time.RFC3339)},
 		{"an agent's certificate", files(dir, "agent1"), "is not a controller's: issued for another role"},
 		{"no key usage", files(dir, "bare"), "is not a controller's: it names no extended key usage"},
-		{"from another CA", Files{CA: filepath.Join(dir, CACert), Cert: filepath.Join(other, "ctl.crt"), Key: filepath.Join(other, "ctl.key")},
-			"is not accepted by the CA it is given (tls.ca): unknown authority"},
+		// Agents may trust another CA than tls.ca: theirs to refuse.
+		{"from another CA", Files{CA: filepath.Join(dir, CACert), Cert: filepath.Join(other, "ctl.crt"), Key: filepath.Join(other, "ctl.key")}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,6 +298,18 @@ func TestControllerChecksItsOwnCertificate(t *testing.T) {
 			}
 		})
 	}
+	// A certificate from another CA than tls.ca has a hint, naming its
+	// issuer, for an agent's refusal; one from tls.ca's has none.
+	foreign, err := ClientConfig(Files{CA: filepath.Join(dir, CACert), Cert: filepath.Join(other, "ctl.crt"), Key: filepath.Join(other, "ctl.key")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint := ForeignIssuer(foreign, time.Now()); !strings.Contains(hint, `is not signed by a CA of tls.ca: it was issued by "another lab's CA"`) {
+		t.Errorf("the hint for a certificate from another CA: %q", hint)
+	}
+	if hint := ForeignIssuer(mustClientConfig(t, files(dir, "ctl")), time.Now()); hint != "" {
+		t.Errorf("a hint for a certificate from tls.ca's CA: %q", hint)
+	}
 	// A certificate that expires while a controller runs is refused at
 	// the next dial.
 	config, err := ClientConfig(files(dir, "ctl"))
@@ -308,4 +320,13 @@ func TestControllerChecksItsOwnCertificate(t *testing.T) {
 	if err := CheckOwn(config, later); !errors.Is(err, ErrOwnCertificate) || !strings.Contains(err.Error(), "expired on") {
 		t.Errorf("a year later: %v", err)
 	}
+}
+
+func mustClientConfig(t *testing.T, f Files) *tls.Config {
+	t.Helper()
+	c, err := ClientConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -236,26 +236,19 @@ func verifyAgent(cs tls.ConnectionState) error {
 }
 
 // ErrOwnCertificate means a controller's own certificate would be refused
-// by any agent: not valid at the time, not for a controller, or not from
-// the CA it is given.
+// by any agent: not valid at the time, or not for a controller.
 var ErrOwnCertificate = errors.New("this controller's certificate cannot be used")
 
 // CheckOwn checks a controller's own certificate (config's first) before
-// it is sent to an agent: valid at now, issued for client use, and
-// signed by a CA of config.RootCAs (the inventory's tls.ca, which must
-// hold the CA that signed it). An error wraps ErrOwnCertificate and says
-// what is wrong, with the dates.
+// it is sent to an agent: valid at now and issued for client use. An error
+// wraps ErrOwnCertificate and says what is wrong, with the dates. Whether
+// an agent trusts its CA is the agent's to say (an agent may trust
+// another CA than the one that signed its own certificate); ForeignIssuer
+// gives the hint for its refusal.
 func CheckOwn(config *tls.Config, now time.Time) error {
-	if len(config.Certificates) == 0 || len(config.Certificates[0].Certificate) == 0 {
-		return fmt.Errorf("%w: there is none (give tls.cert and tls.key)", ErrOwnCertificate)
-	}
-	cert := config.Certificates[0]
-	leaf := cert.Leaf
-	if leaf == nil {
-		var err error
-		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return fmt.Errorf("%w: %w", ErrOwnCertificate, err)
-		}
+	leaf, _, err := ownLeaf(config)
+	if err != nil {
+		return err
 	}
 	switch {
 	case now.Before(leaf.NotBefore):
@@ -267,18 +260,53 @@ func CheckOwn(config *tls.Config, now time.Time) error {
 	case !hasUsage(leaf, x509.ExtKeyUsageClientAuth):
 		return fmt.Errorf("%w: %s is not a controller's: %s", ErrOwnCertificate, Describe(leaf), Explain(roleError(leaf)))
 	}
+	return nil
+}
+
+// ownLeaf is config's own certificate, parsed, and the intermediates sent
+// with it.
+func ownLeaf(config *tls.Config) (*x509.Certificate, *x509.CertPool, error) {
+	if len(config.Certificates) == 0 || len(config.Certificates[0].Certificate) == 0 {
+		return nil, nil, fmt.Errorf("%w: there is none (give tls.cert and tls.key)", ErrOwnCertificate)
+	}
+	cert := config.Certificates[0]
+	leaf := cert.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrOwnCertificate, err)
+		}
+	}
 	inter := x509.NewCertPool()
 	for _, der := range cert.Certificate[1:] {
 		if c, err := x509.ParseCertificate(der); err == nil {
 			inter.AddCert(c)
 		}
 	}
-	_, err := leaf.Verify(x509.VerifyOptions{Roots: config.RootCAs, Intermediates: inter, CurrentTime: now,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return leaf, inter, nil
+}
+
+// ForeignIssuer is the hint to add to an agent's refusal of config's own
+// certificate when no CA of config.RootCAs (the inventory's tls.ca) signed
+// it, naming its issuer; "" when one did (or it cannot be read). Agents
+// whose CA is not the controller's refuse it unless they trust its CA too.
+func ForeignIssuer(config *tls.Config, now time.Time) string {
+	leaf, inter, err := ownLeaf(config)
 	if err != nil {
-		return fmt.Errorf("%w: %s is not accepted by the CA it is given (tls.ca): %s; agents trust controllers by their CA, so tls.ca must hold the CA that signed it", ErrOwnCertificate, Describe(leaf), Explain(err))
+		return ""
 	}
-	return nil
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: config.RootCAs, Intermediates: inter, CurrentTime: now,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	var ua x509.UnknownAuthorityError
+	if !errors.As(err, &ua) {
+		return ""
+	}
+	issuer := leaf.Issuer.CommonName
+	if issuer == "" {
+		issuer = leaf.Issuer.String()
+	}
+	return fmt.Sprintf("hint: this controller's certificate %q is not signed by a CA of tls.ca: it was issued by %q, so an agent accepts it only if it trusts that CA",
+		leaf.Subject.CommonName, issuer)
 }
 
 // Identities are the names a verified certificate proves, as a policy

@@ -74,7 +74,10 @@ type Rule struct {
 	// Wait is the longest a request may wait for the host to be free.
 	Wait time.Duration
 	// Limits bound each test (MaxTests: this identity's tests at once).
-	Limits      limits.Limits
+	Limits limits.Limits
+	// Rate is the rule's own limits.rate, in bit/s (0: it gives none, and
+	// Limits.MaxRate is the agent's).
+	Rate        float64
 	BytesPerDay int64
 	// Requests bounds the calls per second of one identity (hellos
 	// included); bursts of twice as many pass.
@@ -286,7 +289,7 @@ func ruleLimits(c *yamlfile.Checker, f string, rl rawLimits, agent limits.Limits
 		case v <= 0:
 			c.Fail(f+".rate", "give a positive rate")
 		default:
-			r.Limits.MaxRate = float64(v)
+			r.Limits.MaxRate, r.Rate = float64(v), float64(v)
 		}
 	}
 	if rl.Duration != "" {

@@ -221,7 +221,11 @@ func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadVie
 	for _, s := range wl.Steps {
 		r := rowView{Label: s.Label, Status: s.Status, Reason: s.Reason, Limited: s.TestbedLimited}
 		for _, c := range results.Columns[wl.Kind] {
-			r.Cells = append(r.Cells, results.Lookup(s.Metrics, c.Metric))
+			v, ok := c.Value(s.Metrics)
+			if !ok {
+				v = math.NaN()
+			}
+			r.Cells = append(r.Cells, v)
 		}
 		wv.Rows = append(wv.Rows, r)
 	}
@@ -257,23 +261,23 @@ func sweepPlots(wl analysis.Workload) ([]template.HTML, error) {
 	var err error
 	switch wl.Kind {
 	case results.EventDB, results.Mesh, results.Throughput:
-		key := map[results.Kind]string{results.EventDB: results.ThroughputMbps, results.Mesh: results.AggregateMbps, results.Throughput: results.ThroughputMbps}[wl.Kind]
+		fig := results.Named(map[results.Kind]string{results.EventDB: results.ThroughputMbps, results.Mesh: results.AggregateMbps, results.Throughput: results.ThroughputMbps}[wl.Kind])
 		var levels []level
 		if c := capacity(wl); c > 0 {
 			levels = append(levels, level{"TCP ceiling of the link", c})
 		}
-		err = add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, key, "measured")}, levels, true))
+		err = add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, "measured", fig)}, levels, true))
 	case results.TaskFarm:
-		err = add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, results.TaskRateHz, "measured"), idealRate(wl, x)}, nil, true))
+		err = add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, "measured", results.Named(results.TaskRateHz)), idealRate(wl, x)}, nil, true))
 	}
 	if err != nil || wl.Kind != results.EventDB {
 		return plots, err
 	}
-	cpu := []series{collect(wl, x, results.RoleCPU("server"), "server"), collect(wl, x, results.RoleCPU("client"), "client")}
+	cpu := []series{collect(wl, x, "server", results.RoleCPUFigures("server")...), collect(wl, x, "client", results.RoleCPUFigures("client")...)}
 	if err := add(linePlot(wl.Name+": CPU (% of quota)", xLabel, "%", cpu, []level{{"full", 100}}, true)); err != nil {
 		return plots, err
 	}
-	return plots, add(linePlot(wl.Name+": mean job wall-clock", xLabel, "s", []series{collect(wl, x, results.MeanWallclockS, "mean WCT")}, nil, true))
+	return plots, add(linePlot(wl.Name+": mean job wall-clock", xLabel, "s", []series{collect(wl, x, "mean WCT", results.Named(results.MeanWallclockS))}, nil, true))
 }
 
 // durations is the histogram of the workload's job times: wall-clock,
@@ -339,14 +343,16 @@ func paramValue(s string) float64 {
 	return math.NaN()
 }
 
-func collect(wl analysis.Workload, x func(analysis.Step) float64, key, name string) series {
+// collect is the series name of the workload's steps' figure (the first
+// of figs each has) against x.
+func collect(wl analysis.Workload, x func(analysis.Step) float64, name string, figs ...results.Figure) series {
 	s := series{name: name}
 	steps := slices.Clone(wl.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return x(steps[i]) < x(steps[j]) })
 	for _, st := range steps {
-		v := results.Lookup(st.Metrics, key)
+		v, ok := st.Metrics.First(figs...)
 		xv := x(st)
-		if !math.IsNaN(v) && !math.IsNaN(xv) {
+		if ok && !math.IsNaN(xv) {
 			s.xs, s.ys = append(s.xs, xv), append(s.ys, v)
 		}
 	}
@@ -403,7 +409,7 @@ func heat(wl analysis.Workload) *heatView {
 	}
 	top := 0.0
 	for _, s := range wl.Steps {
-		top = math.Max(top, s.Metrics[results.ThroughputMbps])
+		top = math.Max(top, s.Metrics.Value(results.Named(results.ThroughputMbps)))
 	}
 	h := &heatView{Title: wl.Name + ": Mbit/s by streams (across) and window (down)", Cols: cols, Rows: rows}
 	for _, r := range rows {
@@ -412,7 +418,7 @@ func heat(wl analysis.Workload) *heatView {
 			cell := heatCell{Value: math.NaN()}
 			for _, s := range wl.Steps {
 				if s.Params["streams"] == c && s.Params["window"] == r {
-					cell.Value = s.Metrics[results.ThroughputMbps]
+					cell.Value = s.Metrics.Value(results.Named(results.ThroughputMbps))
 				}
 			}
 			if !math.IsNaN(cell.Value) && top > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/golden"
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -122,20 +123,10 @@ func BenchmarkAnalyzeAndReport100k(b *testing.B) {
 // (every workload kind, testdata/every-kind.yaml) opens, analyses to the
 // same findings and reports the same tables and text (the plots may be
 // drawn differently) as that release did; its steps of under a second no
-// longer show a share of host a's CPU quota as evidence (results.QuotaShare).
+// longer show a share of host a's CPU quota as evidence (results.QuotaShare),
+// and their verdicts say that CPU is not known.
 func TestArchiveOfAnEarlierRelease(t *testing.T) {
-	const base = "testdata/every-kind-a223ce5"
-	db, err := os.ReadFile(base + ".db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "old.db")
-	os.WriteFile(path, db, 0o600) // opening may bring its schema up to date
-	a, err := archive.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openFixture(t)
 	rep, err := analysis.Analyze(context.Background(), a, 1, analysis.DefaultOptions)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +136,7 @@ func TestArchiveOfAnEarlierRelease(t *testing.T) {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // as wanlab analyze --json writes it
 	enc.Encode(rep)
-	golden.Check(t, base+".analysis.json", got.String())
+	golden.Check(t, fixture+".analysis.json", got.String())
 	var b bytes.Buffer
 	if err := Write(context.Background(), a, 1, "test", &b); err != nil {
 		t.Fatal(err)
@@ -154,14 +145,79 @@ func TestArchiveOfAnEarlierRelease(t *testing.T) {
 	// the intended changes since: a single-step transfer workload's finding
 	// names its step ("step 7"), where it had a gap; a throughput
 	// workload's steps say what limited each.
-	want, _ := os.ReadFile(base + ".report.txt")
+	want, _ := os.ReadFile(fixture + ".report.txt")
 	fixed := strings.Replace(string(want), "1 transfer:  (the path", "1 transfer: step 7 (the path", 1)
 	fixed = strings.Replace(fixed, "predicted Mbit/s).\ncopy\n", "predicted Mbit/s).\nbulk\n"+
 		": What limited a-&gt;b: streams=1: 19.31 Mbit/s, 100% of the 19.31 Mbit/s the path allows (the link, 20 Mbit/s): the path held it; "+
 		"streams=4: 18.81 Mbit/s, 97% of the 19.31 Mbit/s the path allows (the link, 20 Mbit/s): the path held it.\ncopy\n", 1)
+	// Host a's share of its CPU quota cannot be told over its steps under
+	// a second: the verdicts say so, one confidence lower.
+	short := func(s string) string {
+		return "the CPU of the server (host a) is not known (a step of " + s + " s is too short to tell a share of a CPU quota, which takes 1s)"
+	}
+	fixed = strings.NewReplacer(
+		"link a-&gt;b was 98% busy (confidence high).", "link a-&gt;b was 98% busy; but "+short("0.82")+" (confidence medium).",
+		"(link a-&gt;b was 98% busy)", "(link a-&gt;b was 98% busy; but "+short("0.82")+")",
+		"(no resource was full (busiest: link a-&gt;b at 44%): the step waited on round trips)",
+		"(no resource known was full (busiest: link a-&gt;b at 44%), but "+short("0.62")+": the step waited on round trips, or on that CPU)",
+		"(no resource was full (busiest: link b-&gt;a at 3%): the step waited on round trips)",
+		"(no resource known was full (busiest: link b-&gt;a at 3%), but "+short("0.6")+": the step waited on round trips, or on that CPU)",
+	).Replace(fixed)
 	if g := reportText(b.String()); g != fixed {
 		t.Errorf("the report's text differs from what a223ce5 wrote:\n%s", firstDifference(g, fixed))
 	}
+}
+
+// TestFigureNamesOfAnEarlierRelease: every figure name the archive of
+// a223ce5 holds is one results.ParseFigure knows, and encodes back to
+// itself.
+func TestFigureNamesOfAnEarlierRelease(t *testing.T) {
+	a := openFixture(t)
+	steps, err := a.Steps(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, st := range steps {
+		res, err := results.DecodeStep(st.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name := range res.Metrics {
+			seen[name] = true
+		}
+	}
+	if len(seen) < 70 {
+		t.Fatalf("%d figure names in the archive, want every kind's (80 or so)", len(seen))
+	}
+	for name := range seen {
+		f, ok := results.ParseFigure(name)
+		if !ok || f.String() != name {
+			t.Errorf("%q reads as %+v (known: %v), which encodes as %q", name, f, ok, f)
+		}
+	}
+}
+
+// fixture is the archive that wanlab a223ce5 wrote, of every workload kind.
+const fixture = "testdata/every-kind-a223ce5"
+
+// openFixture opens a copy of the fixture archive.
+func openFixture(t *testing.T) *archive.Archive {
+	t.Helper()
+	db, err := os.ReadFile(fixture + ".db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := os.WriteFile(path, db, 0o600); err != nil { // opening may bring its schema up to date
+		t.Fatal(err)
+	}
+	a, err := archive.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
 }
 
 var (

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 )
 
 // Kind is the kind of a workload.
@@ -61,24 +60,20 @@ const (
 	Machine = "machine" // the whole machine, all cores
 )
 
-// Of names the family's figure about subject.
-func (f Family) Of(subject string) string { return string(f) + "." + subject }
+// Of names the family's figure about subject (f.About(subject)).
+func (f Family) Of(subject string) string { return f.About(subject).String() }
 
 // In returns the figure of the family about subject, if m has it.
-func (f Family) In(m Metrics, subject string) (float64, bool) {
-	v, ok := m[f.Of(subject)]
-	return v, ok
-}
+func (f Family) In(m Metrics, subject string) (float64, bool) { return m.Get(f.About(subject)) }
 
 // Subjects returns the subjects m has a figure of the family about, in order.
 func (f Family) Subjects(m Metrics) []string {
 	var out []string
-	for name := range m {
-		if s, ok := strings.CutPrefix(name, string(f)+"."); ok {
-			out = append(out, s)
+	for _, fig := range m.Figures() {
+		if fig.Family == f && fig.Subject != "" && fig.Leg == "" && fig.Phase == "" {
+			out = append(out, fig.Subject)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -97,8 +92,8 @@ const (
 	HostRcvbufErrors = "host_rcvbuf_errors"
 	LostPercent      = "lost_percent"
 	JitterMs         = "jitter_ms"
-	SenderCPUPct     = "sender_cpu_pct"
-	ReceiverCPUPct   = "receiver_cpu_pct"
+	SenderCPUPct     = "sender_cpu_pct"   // CPUPct.OfRole("sender"): iperf3's own figure of the sending host
+	ReceiverCPUPct   = "receiver_cpu_pct" // CPUPct.OfRole("receiver")
 	Jobs             = "jobs"
 	// AppLimitedPct is the largest share of time a watched sender had
 	// nothing to send (%), over a step's watches.
@@ -139,11 +134,15 @@ const (
 
 // JobsEnded names the count of a step's jobs that ended with status (ok,
 // timeout, failed, corrupt, cancelled): jobs_ok, jobs_timeout, ...
-func JobsEnded(status string) string { return "jobs_" + status }
+// (JobsWith(status)).
+func JobsEnded(status string) string { return JobsWith(status).String() }
 
 // Leg names a figure of one leg of a transfer ("there" or "back"), e.g.
-// there_mbps, back_sender_cpu_pct.
-func Leg(leg, figure string) string { return leg + "_" + figure }
+// there_mbps, back_sender_cpu_pct (Figure.OnLeg).
+func Leg(leg, figure string) string {
+	f, _ := ParseFigure(figure)
+	return f.OnLeg(leg).String()
+}
 
 // The legs of a transfer.
 const (
@@ -152,12 +151,15 @@ const (
 )
 
 // Phase names a figure of one phase of an impact test ("idle", "loaded",
-// "after"), e.g. loaded_rtt_p50_ms.
-func Phase(phase, figure string) string { return phase + "_" + figure }
+// "after"), e.g. loaded_rtt_p50_ms (Figure.InPhase).
+func Phase(phase, figure string) string {
+	f, _ := ParseFigure(figure)
+	return f.InPhase(phase).String()
+}
 
 // Role names a figure about a workload role's hosts: the mean over them,
-// e.g. server_cpu_pct (a Family's figure over the role's hosts).
-func Role(role string, f Family) string { return role + "_" + string(f) }
+// e.g. server_cpu_pct (Family.OfRole).
+func Role(role string, f Family) string { return f.OfRole(role).String() }
 
 // StepVersion is the version of a step's result that this wanlab writes.
 const StepVersion = 2

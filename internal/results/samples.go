@@ -118,7 +118,7 @@ func ParseSubject(s string) (sub Subject, ok bool) {
 // "" when the step has none.
 func BusiestLink(m Metrics) (direction string, util float64) {
 	for _, d := range LinkUtilizationPct.Subjects(m) {
-		if v := m[LinkUtilizationPct.Of(d)]; direction == "" || v > util {
+		if v := m.Value(LinkUtilizationPct.About(d)); direction == "" || v > util {
 			direction, util = d, v
 		}
 	}
@@ -128,6 +128,10 @@ func BusiestLink(m Metrics) (direction string, util float64) {
 // TimelineEnd ends what a test-bed records when a timeline ends and its
 // links go back to what they were before it.
 const TimelineEnd = "back to its settings before"
+
+// EndsTimeline says whether a change to the links, as recorded, is the end
+// of a timeline (the links put back), not a change of its own.
+func EndsTimeline(what string) bool { return strings.HasSuffix(what, TimelineEnd) }
 
 // LinkEventMessage is how a run's archive records a change to the links:
 // what it was, then the directions it changed in brackets.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/workload/command"
 	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
@@ -49,7 +50,7 @@ var everyField = map[results.Kind]map[string]string{
 // all give.
 var rawKinds = map[results.Kind]any{
 	results.EventDB: rawEventDB{}, results.TaskFarm: rawTaskFarm{}, results.Mesh: rawMesh{}, results.Throughput: rawThroughput{},
-	results.Transfer: rawTransfer{}, results.Probe: rawProbe{}, results.Impact: rawImpact{}, results.Command: rawCommand{},
+	results.Transfer: rawTransfer{}, results.Probe: rawProbe{}, results.Impact: rawImpact{}, results.Command: command.Raw{},
 }
 
 // TestMergeKeysEveryField: for every kind, every setting given in an

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/workload/command"
 )
 
 const farmBed = `name: wl
@@ -169,7 +171,7 @@ func TestCommandAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := f.Workloads[0]
-	c := w.Steps[0].Command
+	c, _ := w.Steps[0].Spec.(*command.Spec)
 	if c == nil || c.Server.Ready != 8080 || len(c.Clients) != 1 || c.Timeout != time.Minute || c.Files[1].Size != 10_000_000 {
 		t.Fatalf("command %+v", c)
 	}
@@ -178,11 +180,5 @@ func TestCommandAndWatch(t *testing.T) {
 	}
 	if !f.Workloads[1].Steps[0].Transfer.Serial {
 		t.Error("read_ahead: false is not a serial transfer")
-	}
-	dir := func(h string) string { return "/data/" + h }
-	addr := func(h string) string { return map[string]string{"server": "10.0.0.1", "c1": "10.0.0.2"}[h] }
-	got := ExpandPlaceholders("http://{addr:server}:8080/ from {addr} in {dir} {left}", "c1", dir, addr)
-	if want := "http://10.0.0.1:8080/ from 10.0.0.2 in /data/c1 {left}"; got != want {
-		t.Errorf("expanded %q, want %q", got, want)
 	}
 }

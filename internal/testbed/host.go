@@ -46,7 +46,7 @@ func Hosts(t *topology.Topology) []Host {
 func engineConfig(t *topology.Topology, fds []int, seed uint64) linkemu.Config {
 	cfg := linkemu.Config{Paths: t.PathTable(), Seed: seed}
 	for i, h := range t.Hosts {
-		cfg.Ports = append(cfg.Ports, linkemu.Port{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)})
+		cfg.Ports = append(cfg.Ports, linkemu.PortConfig{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)})
 		cfg.MaxPacket = max(cfg.MaxPacket, h.MTU)
 	}
 	for _, d := range t.Dirs {

@@ -93,6 +93,34 @@ func TestRunEndsWithItsContext(t *testing.T) {
 	}
 }
 
+// TestFsyncIsChunked: a buffered test with fsync wrote its whole file
+// into the page cache and synced it in one call, which nothing could
+// interrupt: it held a host long after its controller had gone. Its
+// chunks go to the disk as they are written, and it stops between them.
+func TestFsyncIsChunked(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var chunks []int64
+	syncRange = func(fd int, off, n int64, flags int) error {
+		if flags == unix.SYNC_FILE_RANGE_WRITE {
+			chunks = append(chunks, off+n)
+		}
+		if len(chunks) == 4 {
+			cancel() // the controller goes while the file is written
+		}
+		return unix.SyncFileRange(fd, off, n, flags)
+	}
+	defer func() { syncRange = unix.SyncFileRange }()
+	spec := Spec{Dir: testsupport.TempRoot(t), Size: 256 << 20, Block: 1 << 20, Fsync: true}
+	_, err := Run(ctx, spec)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled after %v: %v, want an error wrapping %v", chunks, err, context.Canceled)
+	}
+	if len(chunks) != 4 || chunks[3] > 4*syncChunk+int64(spec.Block) {
+		t.Errorf("chunks sent to the disk up to %v, want 4 of %d bytes", chunks, syncChunk)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		spec Spec

@@ -161,7 +161,7 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 // as the connection limit allows, until ctx ends; then it closes every
 // session and returns what it did.
 func (s *Server) Serve(ctx context.Context) ServerTotals {
-	job.Serve(ctx, token.NewListener(s.ln, s.spec.Token, token.Wait), s.conns, func(c net.Conn) {
+	job.Serve(ctx, token.NewListener(s.ln, s.spec.Token, token.Options{Expect: s.conns}), s.conns, func(c net.Conn) {
 		if err := s.session(c); err != nil && ctx.Err() == nil {
 			s.totals.errors.Add(1)
 		}

@@ -52,7 +52,13 @@ func TestEventPages(t *testing.T) {
 // function that returns its totals.
 func serve(t *testing.T, spec ServerSpec) (string, func() ServerTotals) {
 	t.Helper()
-	srv, err := Listen(spec, limits.Default, bind.Local{Addr: "127.0.0.1"})
+	return serveWithin(t, spec, limits.Default)
+}
+
+// serveWithin is serve under the limits l.
+func serveWithin(t *testing.T, spec ServerSpec, l limits.Limits) (string, func() ServerTotals) {
+	t.Helper()
+	srv, err := Listen(spec, l, bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,16 +141,19 @@ func TestRefusedConnectionFails(t *testing.T) {
 	}
 }
 
-// TestStrangersAreBounded: plain connections to a server's port wait for
-// their token at most token.MaxPending at once, the oldest dropped for
-// new ones (19,985 of them, each held 30 s, once took an agent to its
-// limit of file descriptors), and the test's own sessions still get in.
+// TestStrangersAreBounded: plain connections from one address to a
+// server's port wait for their token at most max(its connection limit,
+// token.Margin) at once, new ones closed past that (19,985 of them, each
+// held 30 s, once took an agent to its limit of file descriptors), and
+// the test's own sessions still get in.
 func TestStrangersAreBounded(t *testing.T) {
 	store := Store{Events: 100, EventSize: 40000, PageSize: 8192}
 	tok := token.New()
-	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelConnection, Token: tok})
-	const n = 3 * token.MaxPending
-	testsupport.DialStrangers(t, addr, n).WaitClosed(t, n-token.MaxPending)
+	l := limits.Default
+	l.MaxConnections = 8
+	addr, stop := serveWithin(t, ServerSpec{Store: store, Model: ModelConnection, Token: tok}, l)
+	const n = 3 * token.Margin
+	testsupport.DialStrangersFrom(t, addr, "127.0.0.2", n).WaitClosed(t, n-token.Margin)
 	recs := runJobs(t, ClientSpec{Store: store, Address: addr, Token: tok, Jobs: 4, EventsPerJob: 5, Timeout: 5 * time.Second, Seed: 1})
 	totals := stop()
 	for _, r := range recs {
@@ -154,5 +163,28 @@ func TestStrangersAreBounded(t *testing.T) {
 	}
 	if len(recs) != 4 || totals.Sessions != 4 || totals.Errors != 0 {
 		t.Errorf("%d jobs ran, the server counted %d sessions and %d errors; want 4, 4 and 0", len(recs), totals.Sessions, totals.Errors)
+	}
+}
+
+// TestBurstOfClientsAllGetIn: a client's jobs open their sessions all at
+// once; past 64 awaiting their token they once dropped each other's
+// connections. The server holds as many as it may serve.
+func TestBurstOfClientsAllGetIn(t *testing.T) {
+	store := Store{Events: 10, EventSize: 8192, PageSize: 8192}
+	tok := token.New()
+	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelConnection, Token: tok})
+	const jobs = 300
+	recs := runJobs(t, ClientSpec{Store: store, Address: addr, Token: tok, Jobs: jobs, EventsPerJob: 1, Timeout: 10 * time.Second, Seed: 1})
+	totals := stop()
+	failed := 0
+	for _, r := range recs {
+		if r.Status != job.OK {
+			if failed++; failed <= 3 {
+				t.Errorf("job %d: %s %s", r.ID, r.Status, r.Reason)
+			}
+		}
+	}
+	if failed > 0 || len(recs) != jobs || totals.Sessions != jobs {
+		t.Errorf("%d of %d jobs failed, the server counted %d sessions", failed, jobs, totals.Sessions)
 	}
 }

@@ -148,7 +148,7 @@ func (s *Server) Serve(ctx context.Context) {
 	if limit <= 0 {
 		limit = limits.Default.MaxConnections
 	}
-	job.Serve(ctx, token.NewListener(s.ln, s.token, token.Wait), limit, func(c net.Conn) {
+	job.Serve(ctx, token.NewListener(s.ln, s.token, token.Options{Expect: limit}), limit, func(c net.Conn) {
 		serveStream(c, s.Files, s.maxLength)
 	})
 }

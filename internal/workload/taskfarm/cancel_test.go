@@ -3,6 +3,7 @@ package taskfarm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,12 +31,20 @@ func TestWorkersEndWithTheirContext(t *testing.T) {
 			mastered := make(chan Result, 1)
 			go func() { mastered <- m.Run(mctx, func(r job.Record) { tasks <- r }) }()
 
+			started := make(chan struct{})
+			var once sync.Once
+			taskStarted = func(uint32) { once.Do(func() { close(started) }) }
+			defer func() { taskStarted = func(uint32) {} }()
 			ctx, cancel := context.WithCancel(context.Background())
 			worked := make(chan WorkerResult, 1)
 			go func() {
 				worked <- RunWorkers(ctx, WorkerSpec{Address: fmt.Sprintf("127.0.0.1:%d", m.Port()), Workers: 1, Token: tok}, time.Hour)
 			}()
-			time.Sleep(300 * time.Millisecond) // the worker is in its first task
+			select {
+			case <-started: // the worker is in its first task
+			case <-time.After(10 * time.Second):
+				t.Fatal("the worker did not start a task within 10 s")
+			}
 			cancel()
 			select {
 			case res := <-worked:

@@ -200,47 +200,69 @@ func (m *Master) Run(ctx context.Context, report func(job.Record)) Result {
 }
 
 // accept waits up to the connect timeout for the workers. Each connection
-// presents the test's token on its own, within its own wait: a stranger
-// that connects and sends nothing costs the farm a socket, never a worker.
+// presents the test's token on its own, within its own wait, and then its
+// hello, within its own wait too, off the accepting loop: a stranger that
+// connects and sends nothing costs the farm a socket, never a worker, and
+// the wait ends at once with ctx.
 func (m *Master) accept(ctx context.Context) ([]net.Conn, error) {
 	limit := m.spec.ConnectTimeout
 	if limit <= 0 {
 		limit = 30 * time.Second
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the hellos still awaited
 	stop := make(chan struct{})
 	defer close(stop)
-	incoming := token.Accept(m.ln, m.spec.Token, token.Wait, stop)
-	deadline := time.Now().Add(limit)
+	incoming := token.Accept(m.ln, m.spec.Token, token.Options{Expect: m.spec.Workers}, stop)
+	greeted := make(chan net.Conn)
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	var conns []net.Conn
 	for len(conns) < m.spec.Workers {
-		var c net.Conn
 		select {
-		case c = <-incoming:
+		case c := <-incoming:
+			if c == nil {
+				return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, net.ErrClosed)
+			}
+			go func() {
+				if err := readHello(ctx, c); err != nil {
+					c.Close()
+					return
+				}
+				select {
+				case greeted <- c:
+				case <-stop:
+					c.Close()
+				}
+			}()
+		case c := <-greeted:
+			conns = append(conns, c)
 		case <-timer.C:
 			return conns, fmt.Errorf("waiting for workers: %d of %d connected within %v", len(conns), m.spec.Workers, limit)
 		case <-ctx.Done():
 			return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, ctx.Err())
 		}
-		if c == nil {
-			return conns, fmt.Errorf("waiting for workers: %d of %d connected: %w", len(conns), m.spec.Workers, net.ErrClosed)
-		}
-		// A worker sends its hello with the token.
-		var h [4]byte
-		if wait := time.Now().Add(token.Wait); wait.Before(deadline) {
-			c.SetReadDeadline(wait)
-		} else {
-			c.SetReadDeadline(deadline)
-		}
-		if _, err := io.ReadFull(c, h[:]); err != nil || h != hello {
-			c.Close()
-			continue
-		}
-		c.SetReadDeadline(time.Time{})
-		conns = append(conns, c)
 	}
 	return conns, nil
+}
+
+// readHello reads a worker's hello, which it sends with the token, within
+// token.Wait; the connection is closed at once if ctx ends first.
+func readHello(ctx context.Context, c net.Conn) error {
+	c.SetReadDeadline(time.Now().Add(token.Wait))
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	var h [4]byte
+	_, err := io.ReadFull(c, h[:])
+	if !stop() {
+		return fmt.Errorf("reading a worker's hello: %w", ctx.Err())
+	}
+	if err != nil {
+		return fmt.Errorf("reading a worker's hello: %w", err)
+	}
+	if h != hello {
+		return errors.New("not a task farm worker")
+	}
+	return c.SetReadDeadline(time.Time{})
 }
 
 // feed keeps Prefetch tasks in flight on one worker's connection until the
@@ -437,6 +459,7 @@ func work(ctx context.Context, addr string, t token.Token, maxTask time.Duration
 			break
 		}
 		began := time.Now()
+		taskStarted(t.id)
 		do(ctx, t)
 		busy += time.Since(began)
 		if ctx.Err() != nil {
@@ -465,6 +488,9 @@ func work(ctx context.Context, addr string, t token.Token, maxTask time.Duration
 	}
 	return n, busy, idle, nil
 }
+
+// taskStarted is called as a worker starts a task: tests wait for it.
+var taskStarted = func(id uint32) {}
 
 // burnSlice is how much CPU time a task burns between two looks at its
 // context.

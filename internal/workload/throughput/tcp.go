@@ -222,7 +222,7 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	conns := token.Accept(r.ln, r.Token, connectWait, stop)
+	conns := token.Accept(r.ln, r.Token, token.Options{Wait: connectWait, Expect: n}, stop)
 	var open []net.Conn
 	defer func() {
 		for _, c := range open {
@@ -231,20 +231,39 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 	}()
 	accept := time.NewTimer(connectWait + r.spec.Duration)
 	defer accept.Stop()
+	// Each stream's header is read on its own, within its own wait, and
+	// ends with ctx: a connection slow to send it holds up no other.
+	type stream struct {
+		c  net.Conn
+		id int
+	}
+	headed := make(chan stream)
+	headerCtx, endHeaders := context.WithCancel(ctx)
+	defer endHeaders()
 	for remaining := n; remaining > 0; {
 		select {
 		case c, ok := <-conns:
 			if !ok {
 				return Summary{Streams: m.totals(), Partial: true, Err: errors.New("listener closed")}
 			}
-			id, err := readTCPHeader(c, n)
+			go func() {
+				id, err := readTCPHeader(headerCtx, c, n)
+				if err != nil {
+					c.Close() // a broken sender: not part of this test
+					return
+				}
+				select {
+				case headed <- stream{c, id}:
+				case <-stop:
+					c.Close()
+				}
+			}()
+		case h := <-headed:
+			c, id := h.c, h.id
 			mu.Lock()
-			if err == nil && connected[id] {
-				err = fmt.Errorf("stream %d connected twice", id)
-			}
-			if err != nil {
+			if connected[id] {
 				mu.Unlock()
-				c.Close() // a stranger or a broken sender: not part of this test
+				c.Close() // stream id connected twice
 				continue
 			}
 			connected[id] = true
@@ -310,13 +329,20 @@ func (r *Receiver) runTCP(ctx context.Context, emit func(Interval)) Summary {
 	return s
 }
 
-func readTCPHeader(c net.Conn, streams int) (int, error) {
+// readTCPHeader reads a stream's header within connectWait; the
+// connection is closed at once if ctx ends first.
+func readTCPHeader(ctx context.Context, c net.Conn, streams int) (int, error) {
 	var h [tcpHeaderLen]byte
 	c.SetReadDeadline(time.Now().Add(connectWait))
-	defer c.SetReadDeadline(time.Time{})
-	if _, err := io.ReadFull(c, h[:]); err != nil {
-		return 0, err
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	_, err := io.ReadFull(c, h[:])
+	if !stop() {
+		return 0, fmt.Errorf("reading a stream's header: %w", ctx.Err())
 	}
+	if err != nil {
+		return 0, fmt.Errorf("reading a stream's header: %w", err)
+	}
+	c.SetReadDeadline(time.Time{})
 	if [4]byte(h[:4]) != tcpMagic {
 		return 0, errors.New("not a wanlab stream")
 	}

@@ -125,27 +125,118 @@ func TestStrangerIsIgnored(t *testing.T) {
 	}
 }
 
-// TestStrangersDoNotBreakATest: a port full of silent strangers costs a
-// test nothing (64 of them once got the real sender's connection reset:
-// "only 0 of 1 streams connected").
+// TestStrangersDoNotBreakATest: strangers on a receiver's port cost a
+// test nothing, and a test's own streams, all dialled at once, never take
+// each other's places. 64 silent connections once got the real sender's
+// connection reset ("only 0 of 1 streams connected"); then a flood faster
+// than a stream's greeting, or a burst of more than 64 streams, had
+// streams dropped for newer connections.
 func TestStrangersDoNotBreakATest(t *testing.T) {
-	spec := Spec{Protocol: TCP, Streams: 2, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
-	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
+	tests := []struct {
+		name      string
+		streams   int
+		strangers int  // silent connections from another address
+		flood     bool // re-dialled as the receiver closes them
+	}{
+		{"a port full of strangers", 2, token.Margin + 36, false},
+		{"a continuous flood", 8, 512, true},
+		{"200 streams at once", 200, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := Spec{Protocol: TCP, Streams: tc.streams, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
+			r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan Summary)
+			go func() { done <- r.Run(ctx, func(Interval) {}) }()
+			addr := fmt.Sprintf("127.0.0.1:%d", r.Port)
+			switch {
+			case tc.flood:
+				testsupport.FloodStrangers(t, addr, "127.0.0.2", tc.strangers).WaitClosed(t, 2*token.Margin)
+			case tc.strangers > 0:
+				testsupport.DialStrangersFrom(t, addr, "127.0.0.2", tc.strangers).WaitClosed(t, tc.strangers-token.Margin)
+			}
+			sent := Send(ctx, spec, addr, r.Token, func(Interval) {})
+			recv := <-done
+			if sent.Partial || recv.Partial || total(recv) != total(sent) {
+				t.Errorf("%d streams: sent %d (%v), received %d (%v)", tc.streams, total(sent), sent.Err, total(recv), recv.Err)
+			}
+		})
+	}
+}
+
+// muteStream connects to a receiver at addr, presents the token and sends
+// no header; it closes when the test ends.
+func muteStream(t *testing.T, addr string, tok token.Token) {
+	t.Helper()
+	c, err := net.Dial("tcp4", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan Summary)
-	go func() { done <- r.Run(ctx, func(Interval) {}) }()
-	addr := fmt.Sprintf("127.0.0.1:%d", r.Port)
-	const n = token.MaxPending + 36
-	testsupport.DialStrangers(t, addr, n).WaitClosed(t, n-token.MaxPending)
-	sent := Send(ctx, spec, addr, r.Token, func(Interval) {})
-	recv := <-done
-	if sent.Partial || recv.Partial || total(recv) != total(sent) {
-		t.Errorf("with %d strangers connected: sent %d (%v), received %d (%v)", n, total(sent), sent.Err, total(recv), recv.Err)
+	t.Cleanup(func() { c.Close() })
+	if err := token.Greet(c, tok, 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
+}
+
+// TestStreamHeadersAreReadEachOnItsOwn: the receiver read each stream's
+// header inline, for up to 10 s whatever its context: a connection that
+// presented the token and no header held up the other streams, and the
+// receiver's end. Each header is read on its own and ends with ctx.
+func TestStreamHeadersAreReadEachOnItsOwn(t *testing.T) {
+	t.Run("others get in", func(t *testing.T) {
+		spec := Spec{Protocol: TCP, Streams: 2, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
+		r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		addr := fmt.Sprintf("127.0.0.1:%d", r.Port)
+		watch := testsupport.WatchReads(r.ln)
+		r.ln = watch
+		done := make(chan Summary)
+		go func() { done <- r.Run(ctx, func(Interval) {}) }()
+		muteStream(t, addr, r.Token)
+		watch.Wait(t)
+		began := time.Now()
+		sent := Send(ctx, spec, addr, r.Token, func(Interval) {})
+		recv := <-done
+		if sent.Partial || recv.Partial || total(recv) != total(sent) {
+			t.Errorf("with a mute stream connected: sent %d (%v), received %d (%v)", total(sent), sent.Err, total(recv), recv.Err)
+		}
+		if took := time.Since(began); took > 5*time.Second {
+			t.Errorf("a 200 ms test took %v with a mute stream connected", took)
+		}
+	})
+	t.Run("ends with its context", func(t *testing.T) {
+		spec := Spec{Protocol: TCP, Streams: 2, Duration: time.Second, Interval: 100 * time.Millisecond}
+		r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		watch := testsupport.WatchReads(r.ln)
+		r.ln = watch
+		done := make(chan Summary)
+		go func() { done <- r.Run(ctx, func(Interval) {}) }()
+		muteStream(t, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token)
+		watch.Wait(t)
+		cancel()
+		select {
+		case recv := <-done:
+			if !errors.Is(recv.Err, context.Canceled) {
+				t.Errorf("a receiver stopped while awaiting a header: %v, want context.Canceled", recv.Err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("the receiver still awaits a stream's header 2 s after its context ended")
+		}
+	})
 }
 
 func TestSenderGoneIsPartial(t *testing.T) {

@@ -19,9 +19,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -140,34 +138,54 @@ func Check(c net.Conn, t Token, wait time.Duration) error {
 }
 
 // A UDP greeting may be lost, so it is repeated until it is answered:
-// first after greetFirst, then after twice as long each time, at most
-// maxGreetings in all. Nothing the peer sends (an ICMP refusal included)
-// hastens a repeat.
+// first after greetFirst, then after twice as long each time, the gap
+// capped at greetGapMax and at a maxGreetings-th of the wait (so that the
+// greetings spread over a short wait too), at most maxGreetings in all.
+// Nothing the peer sends (an ICMP refusal included) hastens a repeat.
 const (
 	greetFirst   = 100 * time.Millisecond
-	maxGreetings = 6
+	greetGapMax  = time.Second
+	maxGreetings = 12
 )
+
+// greetSchedule is when, from the first, the greetings of a wait are sent.
+func greetSchedule(wait time.Duration) []time.Duration {
+	gapMax := min(greetGapMax, max(wait/maxGreetings, greetFirst))
+	at := []time.Duration{0}
+	for gap := greetFirst; len(at) < maxGreetings; gap *= 2 {
+		next := at[len(at)-1] + min(gap, gapMax)
+		if next >= wait {
+			break
+		}
+		at = append(at, next)
+	}
+	return at
+}
 
 // GreetUDP opens a connected UDP socket's part in a test: it sends the
 // greeting and waits for the listener's proof, for at most wait, repeating
-// the greeting after 100 ms, 200 ms, 400 ms... (at most maxGreetings in
-// all). Datagrams other than the proof are discarded meanwhile.
+// the greeting after 100 ms, then 200 ms, 400 ms... apart, at most 1 s (and
+// at most wait/12) apart, at most maxGreetings times in all. Datagrams
+// other than the proof are discarded meanwhile.
 func GreetUDP(ctx context.Context, c net.Conn, t Token, wait time.Duration) error {
 	defer c.SetReadDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
 	defer stop()
-	end := time.Now().Add(wait)
+	start := time.Now()
+	end := start.Add(wait)
 	buf := make([]byte, 2048)
 	want := t.ack()
-	gap := greetFirst
-	for sent := 1; ctx.Err() == nil && time.Now().Before(end); sent++ {
+	schedule := greetSchedule(wait)
+	for i := range schedule {
+		if ctx.Err() != nil || !time.Now().Before(end) {
+			break
+		}
 		if _, err := c.Write(t.greeting()); err != nil && !isRefused(err) {
 			return fmt.Errorf("greeting the listener: %w", err)
 		}
-		next := time.Now().Add(gap)
-		gap *= 2
-		if sent == maxGreetings || next.After(end) {
-			next = end
+		next := end
+		if i+1 < len(schedule) {
+			next = start.Add(schedule[i+1])
 		}
 		c.SetReadDeadline(next)
 		if ctx.Err() != nil {
@@ -186,9 +204,6 @@ func GreetUDP(ctx context.Context, c net.Conn, t Token, wait time.Duration) erro
 			case n == MessageLen && subtle.ConstantTimeCompare(buf[:n], want) == 1:
 				return nil
 			}
-		}
-		if sent == maxGreetings {
-			break
 		}
 	}
 	if ctx.Err() != nil {
@@ -250,187 +265,3 @@ func (a *Admitted) Allows(from netip.AddrPort) bool {
 }
 
 func unmap(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
-
-// Wait is how long a connection to a test's listener has to present the
-// token: a sender sends it as soon as it connects.
-const Wait = 10 * time.Second
-
-// MaxPending bounds the connections awaiting their token at once, so that
-// strangers holding connections open cannot grow a listener. When it is
-// reached, the oldest of them is dropped to make room: a stranger costs a
-// test a socket for a while, never the place of one of its own streams,
-// which present the token as soon as they connect.
-const MaxPending = 64
-
-// maxReady bounds the connections that presented the token and wait for
-// the listener's owner to take them: a test has at most its streams'
-// worth.
-const maxReady = 4096
-
-// Listener is a test's listener: it accepts every connection of ln,
-// checks each one's token on its own (a stranger that sends nothing holds
-// up no one) within its own wait, keeps at most MaxPending awaiting their
-// token, and passes on, through Accept, only the connections that present
-// it.
-type Listener struct {
-	ln    net.Listener
-	token Token
-	wait  time.Duration
-	ready chan net.Conn
-	quit  chan struct{} // closed by Close, or when ln fails
-
-	mu      sync.Mutex
-	pending []net.Conn // awaiting their token, oldest first
-	waiting int        // presented it, not taken yet
-	err     error      // why Accept fails, once quit is closed
-	closing sync.Once
-}
-
-// NewListener checks the connections of ln for the token t, giving each
-// wait (Wait if 0) to present it.
-func NewListener(ln net.Listener, t Token, wait time.Duration) *Listener {
-	if wait <= 0 {
-		wait = Wait
-	}
-	l := &Listener{ln: ln, token: t, wait: wait, ready: make(chan net.Conn), quit: make(chan struct{})}
-	go l.run()
-	return l
-}
-
-// Accept returns the next connection that presented the token.
-func (l *Listener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ready:
-		select {
-		case <-l.quit: // closed meanwhile: nothing more is passed on
-			c.Close()
-		default:
-			return c, nil
-		}
-	case <-l.quit:
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return nil, l.err
-}
-
-// Close closes the listener and every connection still awaiting its token.
-func (l *Listener) Close() error {
-	l.stop(net.ErrClosed)
-	return l.ln.Close()
-}
-
-// Addr is the listener's address.
-func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
-
-// stop ends the listener for err (the first reason given stays).
-func (l *Listener) stop(err error) {
-	l.closing.Do(func() {
-		l.mu.Lock()
-		l.err = err
-		for _, c := range l.pending {
-			c.Close()
-		}
-		l.pending = nil
-		l.mu.Unlock()
-		close(l.quit)
-	})
-}
-
-func (l *Listener) run() {
-	backoff := time.Duration(0)
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			if outOfFiles(err) {
-				// A full descriptor table passes; the listener stays.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				select {
-				case <-time.After(backoff):
-					continue
-				case <-l.quit:
-					return
-				}
-			}
-			l.stop(fmt.Errorf("accepting a connection of the test: %w", err))
-			return
-		}
-		backoff = 0
-		l.admit(c)
-	}
-}
-
-func outOfFiles(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
-}
-
-// admit starts checking c's token, dropping the oldest connection that
-// still awaits its own if MaxPending do.
-func (l *Listener) admit(c net.Conn) {
-	l.mu.Lock()
-	select {
-	case <-l.quit:
-		l.mu.Unlock()
-		c.Close()
-		return
-	default:
-	}
-	if len(l.pending) >= MaxPending {
-		l.pending[0].Close()
-		l.pending = slices.Delete(l.pending, 0, 1)
-	}
-	l.pending = append(l.pending, c)
-	l.mu.Unlock()
-	go l.check(c)
-}
-
-// check waits for c's token and hands c on if it presents it in time and
-// was not dropped meanwhile.
-func (l *Listener) check(c net.Conn) {
-	err := Check(c, l.token, l.wait)
-	l.mu.Lock()
-	i := slices.Index(l.pending, c)
-	if i >= 0 {
-		l.pending = slices.Delete(l.pending, i, i+1)
-	}
-	ok := err == nil && i >= 0 && l.waiting < maxReady
-	if ok {
-		l.waiting++
-	}
-	l.mu.Unlock()
-	if !ok {
-		c.Close()
-		return
-	}
-	select {
-	case l.ready <- c:
-	case <-l.quit:
-		c.Close()
-	}
-	l.mu.Lock()
-	l.waiting--
-	l.mu.Unlock()
-}
-
-// Accept accepts connections on ln until it closes, checks each one's token
-// as a Listener does, and passes on those that present t, until stop
-// closes. The channel closes when ln does.
-func Accept(ln net.Listener, t Token, wait time.Duration, stop <-chan struct{}) <-chan net.Conn {
-	l := NewListener(ln, t, wait)
-	out := make(chan net.Conn)
-	go func() {
-		defer close(out)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			select {
-			case out <- c:
-			case <-stop:
-				c.Close()
-			}
-		}
-	}()
-	return out
-}

@@ -8,8 +8,6 @@ import (
 	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 func TestStreamGreeting(t *testing.T) {
@@ -150,106 +148,4 @@ func FuzzAdmitted(f *testing.F) {
 			t.Fatalf("the right greeting was not taken for one")
 		}
 	})
-}
-
-// TestStrangersTakeNoStreamsPlace: a listener full of silent strangers
-// drops the oldest of them for a new connection, so that the test's own
-// stream, which presents the token at once, still gets in (64 strangers
-// once got the real sender's connection reset).
-func TestStrangersTakeNoStreamsPlace(t *testing.T) {
-	tok := New()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	stop := make(chan struct{})
-	defer close(stop)
-	conns := Accept(ln, tok, Wait, stop)
-	const n = MaxPending + 36
-	strangers := testsupport.DialStrangers(t, ln.Addr().String(), n)
-	strangers.WaitClosed(t, n-MaxPending)
-	c, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := Greet(c, tok, 5*time.Second); err != nil {
-		t.Fatalf("the test's own stream, after %d strangers: %v", n, err)
-	}
-	select {
-	case got := <-conns:
-		got.Close()
-	case <-time.After(5 * time.Second):
-		t.Fatal("the test's own stream was not passed on")
-	}
-	if got := strangers.Closed(); got > n-MaxPending+1 {
-		t.Errorf("%d strangers closed for one stream, want at most %d", got, n-MaxPending+1)
-	}
-}
-
-// TestListenerBoundsStrangers: plain connections never pile up beyond
-// MaxPending, and each is closed when its wait for the token is over,
-// while a stream with the token is passed on meanwhile.
-func TestListenerBoundsStrangers(t *testing.T) {
-	tests := []struct {
-		name       string
-		strangers  int
-		wait       time.Duration
-		wantClosed int
-	}{
-		{"flood", 3 * MaxPending, Wait, 2 * MaxPending},
-		{"each waits its own time", 3, 300 * time.Millisecond, 3},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tok := New()
-			inner, err := net.Listen("tcp4", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ln := NewListener(inner, tok, tc.wait)
-			defer ln.Close()
-			strangers := testsupport.DialStrangers(t, ln.Addr().String(), tc.strangers)
-			c, err := net.Dial("tcp4", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := Greet(c, tok, 5*time.Second); err != nil {
-				t.Fatalf("with %d strangers connected: %v", tc.strangers, err)
-			}
-			got, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			got.Close()
-			strangers.WaitClosed(t, tc.wantClosed)
-		})
-	}
-}
-
-func TestListenerClose(t *testing.T) {
-	inner, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := NewListener(inner, New(), Wait)
-	strangers := testsupport.DialStrangers(t, ln.Addr().String(), 3)
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		ln.mu.Lock()
-		pending := len(ln.pending)
-		ln.mu.Unlock()
-		if pending == 3 {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("after 10 s, %d of 3 strangers are awaiting their token", pending)
-		}
-	}
-	ln.Close()
-	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
-	}
-	strangers.WaitClosed(t, 3)
 }

@@ -73,7 +73,7 @@ func (s SenderSpec) Validate(l limits.Limits) error {
 	if len(s.Streams) == 0 || len(s.Streams) > MaxStreams {
 		return fmt.Errorf("%d streams: give 1 to %d", len(s.Streams), MaxStreams)
 	}
-	packets, lasts := 0, time.Duration(0)
+	packets, lasts, bytes := 0, time.Duration(0), int64(0)
 	for i, st := range s.Streams {
 		if st.Count < 2 {
 			return fmt.Errorf("stream %d: %d packets: give at least 2", i+1, st.Count)
@@ -86,9 +86,15 @@ func (s SenderSpec) Validate(l limits.Limits) error {
 		}
 		packets += st.Count
 		lasts += time.Duration(st.Count)*st.Gap + st.Pause
+		if packets <= MaxPackets {
+			bytes += int64(st.Count) * int64(st.Size)
+		}
 	}
 	if packets > MaxPackets {
 		return fmt.Errorf("%d packets in all: at most %d", packets, MaxPackets)
+	}
+	if err := l.Bytes("the trains' packets", bytes); err != nil {
+		return err
 	}
 	if l.MaxDuration > 0 && lasts > l.MaxDuration {
 		return fmt.Errorf("the streams last %v, above the limit of %v", lasts, l.MaxDuration)

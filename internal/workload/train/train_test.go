@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -42,6 +43,12 @@ func TestSenderSpecValidate(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+	// The trains' bytes in all are within the bytes of one test.
+	lim := limits.Default
+	lim.MaxBytes = 10000
+	if err := ok.Validate(lim); !errors.Is(err, limits.ErrLimit) || !strings.Contains(err.Error(), "the trains' packets 14720 bytes") {
+		t.Errorf("14720 bytes of trains against a limit of 10000: %v", err)
 	}
 }
 

@@ -38,8 +38,8 @@ func TestStrangersDoNotBreakATransfer(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	addr := fmt.Sprintf("127.0.0.1:%d", r.Port)
-	const n = token.MaxPending + 36
-	testsupport.DialStrangers(t, addr, n).WaitClosed(t, n-token.MaxPending)
+	const n = token.Margin + 36
+	testsupport.DialStrangersFrom(t, addr, "127.0.0.2", n).WaitClosed(t, n-token.Margin)
 	sent, err := Send(ctx, spec, src, addr, r.Token)
 	if err != nil {
 		t.Fatalf("sending with %d strangers connected: %v", n, err)

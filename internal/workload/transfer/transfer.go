@@ -228,7 +228,9 @@ func sendRange(ctx context.Context, d net.Dialer, addr string, t token.Token, f 
 		return 0, err
 	}
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	// ctx's end closes the stream: a deadline set from it would be
+	// cleared by Greet's own.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	if err := token.Greet(c, t, streamWait); err != nil {
 		return 0, err
@@ -353,7 +355,7 @@ func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 	}
 	stopAccept := make(chan struct{})
 	defer close(stopAccept)
-	conns := token.Accept(r.ln, r.Token, token.Wait, stopAccept)
+	conns := token.Accept(r.ln, r.Token, token.Options{Expect: r.spec.Streams}, stopAccept)
 	for i := 0; i < r.spec.Streams; i++ {
 		var c net.Conn
 		select {
@@ -375,9 +377,11 @@ func (r *Receiver) Run(ctx context.Context, out *os.File) (Result, error) {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			stopConn := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
-			defer stopConn()
+			// The header has its own wait; ctx's end closes the stream
+			// (a deadline set from ctx could be cleared after the header).
 			c.SetReadDeadline(time.Now().Add(streamWait))
+			stopConn := context.AfterFunc(ctx, func() { c.Close() })
+			defer stopConn()
 			h, err := readHeader(c, r.spec.Streams, r.MaxBytes)
 			if err == nil {
 				mu.Lock()

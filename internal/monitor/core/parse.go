@@ -1,192 +1,20 @@
-// Package monitor is wanlab's monitoring service: a scheduler that runs a
-// mesh of regular tests (probes, throughput, disk-to-disk transfers)
-// among the hosts of an emulated test-bed or of real agents, archives
-// every result as soon as it lands (buffering to local disk while the
-// archive is away), learns each path's baseline, raises alerts when a path
-// leaves it, polls routers' interface counters over SNMP, and exposes it
-// all on /metrics and /api/v1. It is one more controller: it measures
-// through package measure, as the CLI's verbs do.
-package monitor
+package core
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
-// Test types.
-const (
-	Probe      = "probe"
-	Throughput = "throughput"
-	Transfer   = "transfer"
-	// Trace is a hop list, as tracepath finds it.
-	Trace = "trace"
-	// Disk is a host's sequential disk write and read rates: what a
-	// disk-to-disk transfer from or to it can reach, whatever the network.
-	Disk = "disk"
-)
-
-// Config is a validated monitoring configuration.
-type Config struct {
-	Source string
-	// Testbed is a scenario file (relative to the config's folder) or a
-	// built-in name, which serve brings up and tears down; Inventory is
-	// an inventory of real agents instead.
-	Testbed, Inventory string
-	Groups             yamlfile.Ordered[[]string]
-	Tests              []Test
-	Alerts             Thresholds
-	// Overrides are thresholds of some pairs or groups, later ones first.
-	Overrides []Override
-	Baseline  Baseline
-	Retention Retention
-	Buffer    Buffer
-	Webhook   string
-	SNMP      []SNMPTarget
-	// HostInterfaces is how often the hosts' own interfaces are read
-	// through their agents; 0 never.
-	HostInterfaces time.Duration
-	Access         Access
-}
-
-// Test is one kind of test run between every ordered pair of a group.
-type Test struct {
-	Name  string
-	Type  string
-	Group string
-	// Probe: packets per second, summarised every Summary.
-	Rate    float64
-	Summary time.Duration
-	Size    int
-	// Throughput and transfer: one test per pair every Every, each moved
-	// by up to Slip at random so that a mesh does not synchronise.
-	Every, Slip time.Duration
-	Duration    time.Duration // throughput
-	Streams     int
-	Congestion  string
-	Window      int
-	Bytes       int64 // transfer
-	// Trace: at most MaxHops, waiting Wait for each hop, every Every.
-	MaxHops int
-	Wait    time.Duration
-}
-
-// Exclusive says whether the test takes a host's network to itself:
-// throughput-class tests never overlap on a host.
-func (t Test) Exclusive() bool { return t.Type == Throughput || t.Type == Transfer || t.Type == Disk }
-
-// Period is how often a pair's test starts.
-func (t Test) Period() time.Duration {
-	if t.Type == Probe {
-		return t.Summary
-	}
-	return t.Every
-}
-
-// Budget is how long one run of the test holds its hosts, with the time
-// to connect and to wait for the last packet.
-func (t Test) Budget() time.Duration {
-	switch t.Type {
-	case Probe:
-		return t.Summary
-	case Throughput:
-		return t.Duration + 2*time.Second
-	case Trace:
-		return time.Duration(t.MaxHops)*2*t.Wait + 5*time.Second
-	case Disk:
-		return 2 * TransferTimeout(t.Bytes) // written, then read
-	}
-	// A transfer's length depends on the path: bound it by its timeout.
-	return TransferTimeout(t.Bytes)
-}
-
-// TransferTimeout bounds a monitoring transfer of n bytes: at 1 Mbit/s.
-func TransferTimeout(n int64) time.Duration {
-	return 10*time.Second + time.Duration(float64(n)*8/1e6*float64(time.Second))
-}
-
-// Thresholds say when a path has left its baseline; a zero field is not checked.
-type Thresholds struct {
-	// ThroughputBelow is the fraction of the baseline under which a
-	// throughput or transfer result alerts.
-	ThroughputBelow float64
-	// LossAbove is the round-trip loss ratio over which a probe summary alerts.
-	LossAbove float64
-	// RTTStep is the rise of the median round trip over the baseline's
-	// that alerts (a route change).
-	RTTStep time.Duration
-	// For is how many results in a row must break a threshold.
-	For int
-}
-
-// Override is thresholds for some pairs ("a->b") or groups.
-type Override struct {
-	Pairs  []string
-	Groups []string
-	Thresholds
-}
-
-// Baseline is how a path's normal is learnt.
-type Baseline struct {
-	Window    time.Duration
-	MinPoints int
-}
-
-// Retention is how long the archive keeps raw points, hourly aggregates
-// and the audit of what callers asked (mon_audit).
-type Retention struct{ Raw, Hourly, Audit time.Duration }
-
-// Buffer is where results wait while the archive is unreachable.
-type Buffer struct {
-	Dir string
-	Max int64
-}
-
-// SNMPTarget is a router or switch whose interface counters are polled.
-type SNMPTarget struct {
-	Name       string
-	Address    string // host:port
-	Version    string // 2c or 3
-	Community  string
-	User       string
-	AuthProto  string // SHA or MD5
-	AuthPass   string
-	PrivProto  string // AES or DES
-	PrivPass   string
-	Every      time.Duration
-	Timeout    time.Duration // of one request; it is tried twice
-	Interfaces []string      // names; empty for all
-}
-
-// Defaults.
-const (
-	DefaultSummary   = time.Minute
-	DefaultProbeRate = 10
-	DefaultBufferMax = 256 << 20
-	// DefaultDiskBytes is a disk test's file: large enough to pass a
-	// disk's write cache, small enough to run every few hours.
-	DefaultDiskBytes = 64 << 20
-	// MaxGroup bounds a group, and so a test's mesh: 100 hosts, 9,900 pairs.
-	MaxGroup = 100
-)
-
-var (
-	defaultThresholds = Thresholds{ThroughputBelow: 0.5, LossAbove: 0.01, RTTStep: 5 * time.Millisecond, For: 2}
-	defaultBaseline   = Baseline{Window: 24 * time.Hour, MinPoints: 5}
-	defaultRetention  = Retention{Raw: 30 * 24 * time.Hour, Hourly: 400 * 24 * time.Hour, Audit: 400 * 24 * time.Hour}
-)
-
+// rawConfig is the configuration as written; Parse checks it, section by
+// section, into a Config.
 type rawConfig struct {
 	Testbed   string                     `yaml:"testbed"`
 	Inventory string                     `yaml:"inventory"`
@@ -267,18 +95,19 @@ type rawSNMP struct {
 	Interfaces []string `yaml:"interfaces"`
 }
 
-// Load reads and validates a configuration file.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the monitoring configuration: %w", err)
-	}
-	return Parse(path, data)
-}
-
 // Parse validates a configuration; every problem is reported at its line.
 // Host names are checked against the test-bed or inventory by CheckHosts.
-func Parse(file string, data []byte) (*Config, error) {
+func Parse(file string, data []byte) (*Config, error) { return ParseWith(file, data, Checks{}) }
+
+// Checks are what Parse cannot see without I/O, given by its caller
+// (monitor.Parse reads the tokens file); a nil check is skipped.
+type Checks struct {
+	// Tokens checks the tokens file of access: tokens:.
+	Tokens func(path string) error
+}
+
+// ParseWith is Parse with checks that need I/O.
+func ParseWith(file string, data []byte, checks Checks) (*Config, error) {
 	var raw rawConfig
 	c, _, err := yamlfile.Decode(file, data, &raw, "the configuration is empty: it needs testbed: or inventory:, groups: and tests: (README, monitoring)")
 	if err != nil {
@@ -364,7 +193,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		cfg.Retention.Audit = v.duration("retention.audit", raw.Retention.Audit, 24*time.Hour, 100*365*24*time.Hour)
 	}
 	if cfg.Retention.Hourly < cfg.Retention.Raw {
-		c.Fail("retention.hourly", "hourly aggregates (%s) must be kept at least as long as raw results (%s)", days(cfg.Retention.Hourly), days(cfg.Retention.Raw))
+		c.Fail("retention.hourly", "hourly aggregates (%s) must be kept at least as long as raw results (%s)", Days(cfg.Retention.Hourly), Days(cfg.Retention.Raw))
 	}
 	cfg.Buffer = Buffer{Dir: raw.Buffer.Dir, Max: DefaultBufferMax}
 	if cfg.Buffer.Dir != "" && !filepath.IsAbs(cfg.Buffer.Dir) {
@@ -400,8 +229,10 @@ func Parse(file string, data []byte) (*Config, error) {
 			t = filepath.Join(filepath.Dir(file), t)
 		}
 		cfg.Access.Tokens = t
-		if _, err := LoadTokens(t); err != nil {
-			c.Fail("access.tokens", "%v", err)
+		if checks.Tokens != nil {
+			if err := checks.Tokens(t); err != nil {
+				c.Fail("access.tokens", "%v", err)
+			}
 		}
 	} else if cfg.Access.ReadNeedsToken {
 		c.Fail("access.tokens", "read: token needs a tokens file, as tokens: dashboard-tokens (wanlab token NAME --file FILE makes one)")
@@ -428,50 +259,6 @@ type checker struct{ *yamlfile.Checker }
 
 func hasGroup(groups yamlfile.Ordered[[]string], name string) bool {
 	return slices.ContainsFunc(groups, func(g yamlfile.Keyed[[]string]) bool { return g.Key == name })
-}
-
-// Group returns the hosts of a group.
-func (c *Config) Group(name string) []string {
-	for _, g := range c.Groups {
-		if g.Key == name {
-			return g.Value
-		}
-	}
-	return nil
-}
-
-// Hosts are every host the configuration names, in order of first mention.
-func (c *Config) Hosts() []string {
-	var out []string
-	for _, g := range c.Groups {
-		for _, h := range g.Value {
-			if !slices.Contains(out, h) {
-				out = append(out, h)
-			}
-		}
-	}
-	return out
-}
-
-// CheckHosts refuses host names that the test-bed or inventory lacks, at
-// the line of their group.
-func (c *Config) CheckHosts(known []string) error {
-	var bad []string
-	for _, g := range c.Groups {
-		for _, h := range g.Value {
-			if !slices.Contains(known, h) {
-				bad = append(bad, fmt.Sprintf("group %s names host %q", g.Key, h))
-			}
-		}
-	}
-	if len(bad) > 0 {
-		where := c.Testbed
-		if where == "" {
-			where = c.Inventory
-		}
-		return fmt.Errorf("%s: %s, which %s does not have (hosts: %s)", c.Source, strings.Join(bad, "; "), where, strings.Join(known, ", "))
-	}
-	return nil
 }
 
 func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) Test {
@@ -646,7 +433,7 @@ func (v checker) snmp(f string, r rawSNMP) SNMPTarget {
 	if !scenario.ValidName(r.Name) {
 		v.Fail(f+".name", "%q: name the device with 1-32 letters, digits, '-' or '_'", r.Name)
 	}
-	if _, port, err := net.SplitHostPort(r.Address); err != nil || port == "" || port == "0" {
+	if _, port, ok := SplitHostPort(r.Address); !ok || port == "" || port == "0" {
 		v.Fail(f+".address", "%q: give the agent's host:port, as 192.0.2.1:161", r.Address)
 	}
 	if r.Every != "" {
@@ -693,7 +480,7 @@ func (v checker) duration(f, s string, lo, hi time.Duration) time.Duration {
 		return lo
 	}
 	if d < lo || d > hi {
-		v.Fail(f, "%s: give %s to %s", s, days(lo), days(hi))
+		v.Fail(f, "%s: give %s to %s", s, Days(lo), Days(hi))
 		return lo
 	}
 	return d
@@ -709,8 +496,8 @@ func parseDuration(s string) (time.Duration, error) {
 	return units.ParseDuration(s)
 }
 
-// days prints a duration, in days when it is whole days.
-func days(d time.Duration) string {
+// Days prints a duration, in days when it is whole days.
+func Days(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
 	}
@@ -723,88 +510,4 @@ func days(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
-}
-
-// For returns the thresholds of a pair: the last override naming the pair
-// or one of its groups, else the configuration's.
-func (c *Config) For(src, dst string) Thresholds {
-	for i := len(c.Overrides) - 1; i >= 0; i-- {
-		o := c.Overrides[i]
-		if slices.Contains(o.Pairs, src+"->"+dst) {
-			return o.Thresholds
-		}
-		for _, g := range o.Groups {
-			if hosts := c.Group(g); slices.Contains(hosts, src) && slices.Contains(hosts, dst) {
-				return o.Thresholds
-			}
-		}
-	}
-	return c.Alerts
-}
-
-// Pairs are the ordered pairs of a test's group; a disk test's are each
-// host with itself.
-func (c *Config) Pairs(t Test) [][2]string {
-	hosts := c.Group(t.Group)
-	if t.Type == Disk {
-		out := make([][2]string, len(hosts))
-		for i, h := range hosts {
-			out[i] = [2]string{h, h}
-		}
-		return out
-	}
-	out := make([][2]string, 0, len(hosts)*(len(hosts)-1))
-	for _, a := range hosts {
-		for _, b := range hosts {
-			if a != b {
-				out = append(out, [2]string{a, b})
-			}
-		}
-	}
-	return out
-}
-
-// LoadNamed reads a configuration file, or a shipped one by name (monitor-lab).
-func LoadNamed(name string) (*Config, error) {
-	data, err := os.ReadFile(name)
-	if errors.Is(err, os.ErrNotExist) {
-		if source, text, ok := examples.File(name); ok {
-			return Parse(source, text)
-		}
-		return nil, fmt.Errorf("no monitoring configuration %q (a file, or a shipped one such as monitor-lab): %w", name, os.ErrNotExist)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the monitoring configuration: %w", err)
-	}
-	return Parse(name, data)
-}
-
-// TestbedFile reads and validates the scenario of the configuration's
-// test-bed, and gives its source and text too.
-func (c *Config) TestbedFile() (f *scenario.File, source string, text []byte, err error) {
-	if source, text, err = c.TestbedScenario(); err != nil {
-		return nil, "", nil, err
-	}
-	f, err = scenario.Parse(source, text, false)
-	return f, source, text, err
-}
-
-// TestbedScenario reads the scenario of the configuration's test-bed: a
-// file, relative to the configuration's folder, or a shipped one by name.
-func (c *Config) TestbedScenario() (source string, text []byte, err error) {
-	path := c.Testbed
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(filepath.Dir(c.Source), path)
-	}
-	text, err = os.ReadFile(path)
-	if err == nil {
-		return path, text, nil
-	}
-	if source, text, ok := examples.File(c.Testbed); ok {
-		return source, text, nil
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil, fmt.Errorf("%s: testbed: no scenario file %s and no shipped scenario %q", c.Source, path, c.Testbed)
-	}
-	return "", nil, fmt.Errorf("%s: testbed: %w", c.Source, err)
 }

@@ -1,4 +1,4 @@
-package monitor
+package core
 
 import (
 	"encoding/json"
@@ -64,7 +64,7 @@ const maxCovered = 0.5
 // It is not safe for concurrent use.
 type Detector struct {
 	cfg      *Config
-	base     map[PathKey]map[string]*window
+	base     map[PathKey]map[Name]*window
 	breaches map[alertKey][]float64
 	active   map[alertKey]archive.Alert
 	// route is each traced path's known hop list; candidate a new one
@@ -80,7 +80,7 @@ type routeSeen struct {
 
 // NewDetector starts with no baselines and no alerts.
 func NewDetector(cfg *Config) *Detector {
-	return &Detector{cfg: cfg, base: map[PathKey]map[string]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]archive.Alert{},
+	return &Detector{cfg: cfg, base: map[PathKey]map[Name]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]archive.Alert{},
 		route: map[PathKey][]string{}, candidate: map[PathKey]routeSeen{}}
 }
 
@@ -90,7 +90,7 @@ func (d *Detector) SetConfig(cfg *Config) { d.cfg = cfg }
 // Learn adds a stored point to its path's baseline, as a restarted
 // service does with its recent history.
 func (d *Detector) Learn(p archive.Point) {
-	d.window(PathKey{p.Src, p.Dst, p.Test}, p.Metric).add(p.T, p.Value, d.cfg.Baseline.Window)
+	d.window(PathKey{p.Src, p.Dst, p.Test}, Name(p.Metric)).add(p.T, p.Value, d.cfg.Baseline.Window)
 }
 
 // Resume takes alerts still active in the archive, so that a restart
@@ -124,7 +124,7 @@ func (d *Detector) Active() []archive.Alert {
 }
 
 // Baseline is a path metric's baseline: the median and MAD of its window.
-func (d *Detector) Baseline(k PathKey, metric string) (median, mad float64, n int) {
+func (d *Detector) Baseline(k PathKey, metric Name) (median, mad float64, n int) {
 	w := d.base[k][metric]
 	if w == nil {
 		return 0, 0, 0
@@ -132,10 +132,10 @@ func (d *Detector) Baseline(k PathKey, metric string) (median, mad float64, n in
 	return w.stats()
 }
 
-func (d *Detector) window(k PathKey, metric string) *window {
+func (d *Detector) window(k PathKey, metric Name) *window {
 	m := d.base[k]
 	if m == nil {
-		m = map[string]*window{}
+		m = map[Name]*window{}
 		d.base[k] = m
 	}
 	w := m[metric]
@@ -153,15 +153,15 @@ type check struct {
 	value, baseline, threshold float64
 	message                    string
 	// learn is the metric whose value joins the baseline when not breached.
-	learn string
+	learn Name
 }
 
 // Observe judges an observation and returns the alerts it fires and those
 // it resolves.
 func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 	th := d.cfg.For(o.Key.Src, o.Key.Dst)
-	value := func(metric string) (float64, bool) {
-		i := slices.IndexFunc(o.Points, func(p archive.Point) bool { return p.Metric == metric })
+	value := func(metric Name) (float64, bool) {
+		i := slices.IndexFunc(o.Points, func(p archive.Point) bool { return p.Metric == string(metric) })
 		if i < 0 {
 			return 0, false
 		}
@@ -171,13 +171,13 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 	if o.Failed == "" {
 		switch o.Type {
 		case Probe:
-			if v, ok := value("loss_ratio"); ok && th.LossAbove > 0 && o.Disturbed == "" {
+			if v, ok := value(LossRatio); ok && th.LossAbove > 0 && o.Disturbed == "" {
 				checks = append(checks, check{rule: RuleLossAbove, applies: true, breach: v > th.LossAbove, value: v, threshold: th.LossAbove,
 					message: fmt.Sprintf("round-trip loss %.2f%% is above %.2f%%", 100*v, 100*th.LossAbove)})
 			}
 			// The minimum round trip is the route's: queues only add to it.
-			if v, ok := value("rtt_min_seconds"); ok && o.Covered <= maxCovered {
-				c := check{rule: RuleRTTStep, value: v, learn: "rtt_min_seconds"}
+			if v, ok := value(RTTMin); ok && o.Covered <= maxCovered {
+				c := check{rule: RuleRTTStep, value: v, learn: RTTMin}
 				if med, mad, n := d.Baseline(o.Key, c.learn); n >= d.cfg.Baseline.MinPoints && th.RTTStep > 0 {
 					step := math.Max(th.RTTStep.Seconds(), 3*1.4826*mad)
 					c.applies, c.baseline, c.threshold = true, med, step
@@ -192,8 +192,8 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 		case Trace:
 			checks = append(checks, d.routeCheck(o))
 		case Throughput, Transfer:
-			if v, ok := value("throughput_bits_per_second"); ok {
-				c := check{rule: RuleThroughputBelow, value: v, learn: "throughput_bits_per_second"}
+			if v, ok := value(ThroughputRate); ok {
+				c := check{rule: RuleThroughputBelow, value: v, learn: ThroughputRate}
 				if med, _, n := d.Baseline(o.Key, c.learn); n >= d.cfg.Baseline.MinPoints && th.ThroughputBelow > 0 {
 					c.applies, c.baseline, c.threshold = true, med, th.ThroughputBelow*med
 					c.breach = v < c.threshold

@@ -1,6 +1,7 @@
-package monitor
+package core
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -139,8 +140,19 @@ func TestDays(t *testing.T) {
 		24 * time.Hour: "1d", 30 * 24 * time.Hour: "30d", 90 * time.Minute: "1h30m", 10 * time.Minute: "10m",
 		time.Hour: "1h", 25 * time.Hour: "25h", 90 * time.Second: "1m30s", 10 * time.Second: "10s",
 	} {
-		if got := days(d); got != want {
-			t.Errorf("days(%v) = %q, want %q", d, got, want)
+		if got := Days(d); got != want {
+			t.Errorf("Days(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// SplitHostPort accepts what net.SplitHostPort accepts, without net.
+func TestSplitHostPort(t *testing.T) {
+	for _, s := range []string{"192.0.2.1:161", "switch.example.org:161", "[2001:db8::1]:161", "[fe80::1%eth0]:161", ":161", "a:", "a", "a:b:c", "[a:b]c:1", "[a]:1]", "a]:1", "[::1]", "", "[]:1", "x:[1]"} {
+		h, p, ok := SplitHostPort(s)
+		nh, np, err := net.SplitHostPort(s)
+		if ok != (err == nil) || ok && (h != nh || p != np) {
+			t.Errorf("SplitHostPort(%q) = %q, %q, %v; net says %q, %q, %v", s, h, p, ok, nh, np, err)
 		}
 	}
 }

@@ -183,7 +183,7 @@ func benchMonitorQuery(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	if a.postgres {
-		a.db.Exec(`VACUUM ANALYZE mon_points`) // as autovacuum does to an insert-only table
+		a.pool.Exec(`VACUUM ANALYZE mon_points`) // as autovacuum does to an insert-only table
 	}
 	ctx := context.Background()
 	b.ResetTimer()

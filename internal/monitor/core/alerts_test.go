@@ -1,4 +1,4 @@
-package monitor
+package core
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ baseline: {window: 1h, min_points: 3}
 func probeObs(at time.Time, rtt, loss float64) Observation {
 	k := PathKey{"a", "b", "lat"}
 	return Observation{Key: k, Type: Probe, At: at, Points: []archive.Point{
-		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: "rtt_min_seconds", Value: rtt},
+		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: string(RTTMin), Value: rtt},
 		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: "loss_ratio", Value: loss},
 	}}
 }
@@ -42,7 +42,7 @@ func TestDetectorRTTStep(t *testing.T) {
 			t.Fatalf("minute %d of a quiet path fired %+v", i, fired)
 		}
 	}
-	if med, _, n := d.Baseline(PathKey{"a", "b", "lat"}, "rtt_min_seconds"); med != 0.010 || n != 20 {
+	if med, _, n := d.Baseline(PathKey{"a", "b", "lat"}, RTTMin); med != 0.010 || n != 20 {
 		t.Errorf("baseline %g over %d, want 0.010 over 20", med, n)
 	}
 	// The route changes: +40 ms. The first result breaks the threshold,
@@ -58,7 +58,7 @@ func TestDetectorRTTStep(t *testing.T) {
 	if fired, _ := d.Observe(probeObs(at(22), 0.050, 0)); len(fired) != 0 {
 		t.Errorf("fired again: %+v", fired)
 	}
-	if med, _, _ := d.Baseline(PathKey{"a", "b", "lat"}, "rtt_min_seconds"); med != 0.010 {
+	if med, _, _ := d.Baseline(PathKey{"a", "b", "lat"}, RTTMin); med != 0.010 {
 		t.Errorf("the baseline learnt the degraded path: %g", med)
 	}
 	if len(d.Active()) != 1 {

@@ -1,4 +1,4 @@
-package monitor
+package core
 
 import (
 	"container/heap"
@@ -71,7 +71,7 @@ func NewScheduler(cfg *Config, start time.Time, last map[[3]string]time.Time, se
 		for k, p := range pairs {
 			due := start.Add(time.Duration(k) * t.Every / time.Duration(len(pairs)))
 			if l, ok := last[[3]string{t.Name, p[0], p[1]}]; ok {
-				due = later(l.Add(t.Every), start)
+				due = Later(l.Add(t.Every), start)
 			}
 			s.queue = append(s.queue, Job{Test: t, Src: p[0], Dst: p[1], Due: due.Add(s.slip(t))})
 		}
@@ -87,6 +87,12 @@ func (s *Scheduler) slip(t *Test) time.Duration {
 	return time.Duration(s.rng.Int64N(int64(t.Slip)))
 }
 
+// Carry makes the hosts that old's running tests hold held here too: a
+// reloaded configuration's plan waits for them.
+func (s *Scheduler) Carry(old *Scheduler) {
+	s.busy, s.held = old.busy, old.held
+}
+
 // Len is how many jobs are planned.
 func (s *Scheduler) Len() int { return len(s.queue) }
 
@@ -100,14 +106,14 @@ func (s *Scheduler) Next(now time.Time, hold func(j Job) (time.Time, bool)) (j J
 		if top.at().After(now) {
 			return Job{}, false, top.at()
 		}
-		free := later(s.busy[top.Src], s.busy[top.Dst])
+		free := Later(s.busy[top.Src], s.busy[top.Dst])
 		if s.held[top.Src] || s.held[top.Dst] {
-			free = later(free, now.Add(time.Second)) // or sooner: Done says when
+			free = Later(free, now.Add(time.Second)) // or sooner: Done says when
 			s.waited[top.Src], s.waited[top.Dst] = true, true
 		}
 		if hold != nil {
 			if until, held := hold(top); held {
-				free = later(free, until)
+				free = Later(free, until)
 			}
 		}
 		if free.After(now) {
@@ -270,8 +276,8 @@ func Impossible(cfg *Config) error {
 	return nil
 }
 
-// ends are a job's distinct hosts: one for a disk test.
-func ends(src, dst string) []string {
+// Ends are a job's distinct hosts: one for a disk test.
+func Ends(src, dst string) []string {
 	if src == dst {
 		return []string{src}
 	}
@@ -287,7 +293,7 @@ func Demand(cfg *Config) map[string]float64 {
 		}
 		share := t.Budget().Seconds() / t.Every.Seconds()
 		for _, p := range cfg.Pairs(t) {
-			for _, h := range ends(p[0], p[1]) {
+			for _, h := range Ends(p[0], p[1]) {
 				out[h] += share
 			}
 		}
@@ -320,7 +326,7 @@ func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]st
 			plan.Late++
 		}
 		plan.Runs = append(plan.Runs, Planned{Test: j.Test.Name, Src: j.Src, Dst: j.Dst, Start: now, End: now.Add(b), LateBySecs: late.Seconds()})
-		for _, h := range ends(j.Src, j.Dst) {
+		for _, h := range Ends(j.Src, j.Dst) {
 			busy[h] += b
 			runs[h]++
 		}
@@ -374,7 +380,8 @@ func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]st
 	return plan
 }
 
-func later(a, b time.Time) time.Time {
+// Later is the later of two times.
+func Later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}

@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+// SeriesStore keeps the monitoring service's series and state: points and
+// their hourly aggregates, the tests it ran, alerts, the audit, link
+// changes and the leases of processes sharing the archive (the mon_
+// tables).
+type SeriesStore struct{ *db }
+
 // Point is one summarised result of a path, in base units.
 type Point struct {
 	T        time.Time `json:"t"`
@@ -25,13 +31,13 @@ type Point struct {
 var pointColumns = []string{"t", "src", "dst", "test", "metric", "value"}
 
 // AddPoints stores points in one transaction.
-func (a *Archive) AddPoints(points []Point) error {
+func (s *SeriesStore) AddPoints(points []Point) error {
 	rows := make([][]any, len(points))
 	for i, p := range points {
 		rows[i] = []any{unixSeconds(p.T), p.Src, p.Dst, p.Test, p.Metric, p.Value}
 	}
-	if err := a.insertRows("mon_points", pointColumns, rows); err != nil {
-		return fmt.Errorf("storing %d monitoring results in %s: %w", len(points), a.path, err)
+	if err := s.insertRows("mon_points", pointColumns, rows); err != nil {
+		return fmt.Errorf("storing %d monitoring results in %s: %w", len(points), s.path, err)
 	}
 	return nil
 }
@@ -43,9 +49,9 @@ const MaxPoints = 525_600
 // Points returns a path's metric from one time to another, oldest first:
 // raw points where they are kept, hourly medians before that; at most
 // MaxPoints.
-func (a *Archive) Points(ctx context.Context, src, dst, metric string, from, to time.Time) ([]Point, error) {
+func (s *SeriesStore) Points(ctx context.Context, src, dst, metric string, from, to time.Time) ([]Point, error) {
 	var oldestRaw sql.NullFloat64
-	if err := a.db.QueryRowContext(ctx, a.q(`SELECT MIN(t) FROM mon_points WHERE src = ? AND dst = ? AND metric = ?`), src, dst, metric).Scan(&oldestRaw); err != nil {
+	if err := s.pool.QueryRowContext(ctx, s.q(`SELECT MIN(t) FROM mon_points WHERE src = ? AND dst = ? AND metric = ?`), src, dst, metric).Scan(&oldestRaw); err != nil {
 		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
 	}
 	var out []Point
@@ -54,66 +60,61 @@ func (a *Archive) Points(ctx context.Context, src, dst, metric string, from, to 
 		if oldestRaw.Valid {
 			end = fromUnix(oldestRaw.Float64).Truncate(time.Hour)
 		}
-		rows, err := a.db.QueryContext(ctx, a.q(`SELECT hour, test, median, min, max FROM mon_hourly
-			WHERE src = ? AND dst = ? AND metric = ? AND hour >= ? AND hour < ? ORDER BY hour`),
-			src, dst, metric, unixSeconds(from.Truncate(time.Hour)), unixSeconds(end))
+		hourly, err := queryAll(ctx, s.db, `SELECT hour, test, median, min, max FROM mon_hourly
+			WHERE src = ? AND dst = ? AND metric = ? AND hour >= ? AND hour < ? ORDER BY hour`, func(sc scanner) (Point, error) {
+			var t float64
+			p := Point{Src: src, Dst: dst, Metric: metric, Hourly: true}
+			err := sc.Scan(&t, &p.Test, &p.Value, &p.Min, &p.Max)
+			p.T = fromUnix(t)
+			return p, err
+		}, src, dst, metric, unixSeconds(from.Truncate(time.Hour)), unixSeconds(end))
 		if err != nil {
 			return nil, fmt.Errorf("reading hourly results of %s->%s: %w", src, dst, err)
 		}
-		for rows.Next() {
-			var t float64
-			p := Point{Src: src, Dst: dst, Metric: metric, Hourly: true}
-			if err := rows.Scan(&t, &p.Test, &p.Value, &p.Min, &p.Max); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			p.T = fromUnix(t)
-			out = append(out, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		out = hourly
 	}
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, test, value FROM mon_points
-		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ? ORDER BY t LIMIT ?`),
-		src, dst, metric, unixSeconds(from), unixSeconds(to), MaxPoints-len(out))
-	if err != nil {
-		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := s.queryEach(ctx, `SELECT t, test, value FROM mon_points
+		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ? ORDER BY t LIMIT ?`, func(sc scanner) error {
 		var t float64
 		p := Point{Src: src, Dst: dst, Metric: metric}
-		if err := rows.Scan(&t, &p.Test, &p.Value); err != nil {
-			return nil, err
+		if err := sc.Scan(&t, &p.Test, &p.Value); err != nil {
+			return err
 		}
 		p.T, p.Min, p.Max = fromUnix(t), p.Value, p.Value
 		out = append(out, p)
+		return nil
+	}, src, dst, metric, unixSeconds(from), unixSeconds(to), MaxPoints-len(out))
+	if err != nil {
+		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RecentPoints returns every point since a time, oldest first: what a
 // restarted service learns its baselines from.
-func (a *Archive) RecentPoints(ctx context.Context, since time.Time, fn func(Point) error) error {
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? ORDER BY t`), unixSeconds(since))
-	if err != nil {
+func (s *SeriesStore) RecentPoints(ctx context.Context, since time.Time, fn func(Point) error) error {
+	var fnErr error
+	err := s.queryEach(ctx, `SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? ORDER BY t`, func(sc scanner) error {
+		p, err := scanPoint(sc)
+		if err != nil {
+			return err
+		}
+		fnErr = fn(p)
+		return fnErr
+	}, unixSeconds(since))
+	if err != nil && err != fnErr {
 		return fmt.Errorf("reading recent monitoring results: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t float64
-		var p Point
-		if err := rows.Scan(&t, &p.Src, &p.Dst, &p.Test, &p.Metric, &p.Value); err != nil {
-			return err
-		}
-		p.T = fromUnix(t)
-		if err := fn(p); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return err
+}
+
+// scanPoint reads a row of the columns t, src, dst, test, metric, value.
+func scanPoint(sc scanner) (Point, error) {
+	var t float64
+	var p Point
+	err := sc.Scan(&t, &p.Src, &p.Dst, &p.Test, &p.Metric, &p.Value)
+	p.T = fromUnix(t)
+	return p, err
 }
 
 // Aggregate is one hour of a path's metric.
@@ -127,45 +128,39 @@ type Aggregate struct {
 // AggregateHours summarises every whole hour of raw points from since
 // (inclusive) to before, replacing aggregates already stored for those
 // hours, and returns how many aggregates it wrote.
-func (a *Archive) AggregateHours(ctx context.Context, since, before time.Time) (int, error) {
+func (s *SeriesStore) AggregateHours(ctx context.Context, since, before time.Time) (int, error) {
 	since, before = since.Truncate(time.Hour), before.Truncate(time.Hour)
 	if !since.Before(before) {
 		return 0, nil
-	}
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? AND t < ?`), unixSeconds(since), unixSeconds(before))
-	if err != nil {
-		return 0, fmt.Errorf("reading results to aggregate: %w", err)
 	}
 	type key struct {
 		hour                   int64
 		src, dst, test, metric string
 	}
 	groups := map[key][]float64{}
-	for rows.Next() {
-		var t, v float64
-		var k key
-		if err := rows.Scan(&t, &k.src, &k.dst, &k.test, &k.metric, &v); err != nil {
-			rows.Close()
-			return 0, err
+	err := s.queryEach(ctx, `SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? AND t < ?`, func(sc scanner) error {
+		p, err := scanPoint(sc)
+		if err != nil {
+			return err
 		}
-		k.hour = fromUnix(t).Truncate(time.Hour).Unix()
-		groups[k] = append(groups[k], v)
+		k := key{p.T.Truncate(time.Hour).Unix(), p.Src, p.Dst, p.Test, p.Metric}
+		groups[k] = append(groups[k], p.Value)
+		return nil
+	}, unixSeconds(since), unixSeconds(before))
+	if err != nil {
+		return 0, fmt.Errorf("reading results to aggregate: %w", err)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	tx, err := a.db.BeginTx(ctx, nil)
+	tx, err := s.pool.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, a.q(`DELETE FROM mon_hourly WHERE hour >= ? AND hour < ?`), unixSeconds(since), unixSeconds(before)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM mon_hourly WHERE hour >= ? AND hour < ?`), unixSeconds(since), unixSeconds(before)); err != nil {
 		return 0, err
 	}
 	for k, vs := range groups {
 		g := Summarize(vs)
-		if _, err := tx.ExecContext(ctx, a.q(`INSERT INTO mon_hourly (hour, src, dst, test, metric, min, mean, median, p95, max, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO mon_hourly (hour, src, dst, test, metric, min, mean, median, p95, max, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			float64(k.hour), k.src, k.dst, k.test, k.metric, g.Min, g.Mean, g.Median, g.P95, g.Max, g.Count); err != nil {
 			return 0, fmt.Errorf("storing hourly aggregates: %w", err)
 		}
@@ -196,9 +191,9 @@ func Summarize(vs []float64) Aggregate {
 }
 
 // LastAggregated is the start of the latest hour with aggregates, zero if none.
-func (a *Archive) LastAggregated(ctx context.Context) (time.Time, error) {
+func (s *SeriesStore) LastAggregated(ctx context.Context) (time.Time, error) {
 	var h sql.NullFloat64
-	if err := a.db.QueryRowContext(ctx, `SELECT MAX(hour) FROM mon_hourly`).Scan(&h); err != nil || !h.Valid {
+	if err := s.pool.QueryRowContext(ctx, `SELECT MAX(hour) FROM mon_hourly`).Scan(&h); err != nil || !h.Valid {
 		return time.Time{}, err
 	}
 	return fromUnix(h.Float64), nil
@@ -206,7 +201,7 @@ func (a *Archive) LastAggregated(ctx context.Context) (time.Time, error) {
 
 // Prune deletes raw points, tests and ended alerts older than rawBefore and
 // hourly aggregates older than hourlyBefore, and returns how many rows went.
-func (a *Archive) Prune(ctx context.Context, rawBefore, hourlyBefore time.Time) (int64, error) {
+func (s *SeriesStore) Prune(ctx context.Context, rawBefore, hourlyBefore time.Time) (int64, error) {
 	var n int64
 	for _, d := range []struct {
 		stmt string
@@ -217,7 +212,7 @@ func (a *Archive) Prune(ctx context.Context, rawBefore, hourlyBefore time.Time) 
 		{`DELETE FROM mon_alerts WHERE ended IS NOT NULL AND ended < ?`, hourlyBefore},
 		{`DELETE FROM mon_hourly WHERE hour < ?`, hourlyBefore},
 	} {
-		res, err := a.db.ExecContext(ctx, a.q(d.stmt), unixSeconds(d.t))
+		res, err := s.pool.ExecContext(ctx, s.q(d.stmt), unixSeconds(d.t))
 		if err != nil {
 			return n, fmt.Errorf("pruning the archive: %w", err)
 		}
@@ -229,8 +224,8 @@ func (a *Archive) Prune(ctx context.Context, rawBefore, hourlyBefore time.Time) 
 
 // PruneAudit deletes the audit entries older than before (the service's
 // retention: audit) and returns how many went.
-func (a *Archive) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	res, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_audit WHERE t < ?`), unixSeconds(before))
+func (s *SeriesStore) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.pool.ExecContext(ctx, s.q(`DELETE FROM mon_audit WHERE t < ?`), unixSeconds(before))
 	if err != nil {
 		return 0, fmt.Errorf("pruning the audit: %w", err)
 	}
@@ -252,59 +247,53 @@ type TestRecord struct {
 }
 
 // AddTest stores a test that ran.
-func (a *Archive) AddTest(r TestRecord) error {
+func (s *SeriesStore) AddTest(r TestRecord) error {
 	result := string(r.Result)
 	if result == "" {
 		result = "{}"
 	}
-	_, err := a.db.Exec(a.q(`INSERT INTO mon_tests (test, kind, src, dst, started, ended, status, reason, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err := s.pool.Exec(s.q(`INSERT INTO mon_tests (test, kind, src, dst, started, ended, status, reason, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		r.Test, r.Kind, r.Src, r.Dst, unixSeconds(r.Started), unixSeconds(r.Ended), r.Status, r.Reason, result)
 	if err != nil {
-		return fmt.Errorf("storing a %s test %s->%s in %s: %w", r.Test, r.Src, r.Dst, a.path, err)
+		return fmt.Errorf("storing a %s test %s->%s in %s: %w", r.Test, r.Src, r.Dst, s.path, err)
 	}
 	return nil
 }
 
 // Tests returns a path's latest tests, newest first ("" matches any test).
-func (a *Archive) Tests(ctx context.Context, src, dst, test string, limit int) ([]TestRecord, error) {
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT id, test, kind, src, dst, started, ended, status, reason, result FROM mon_tests
-		WHERE src = ? AND dst = ? AND (CAST(? AS TEXT) = '' OR test = ?) ORDER BY started DESC LIMIT ?`), src, dst, test, test, limit)
+func (s *SeriesStore) Tests(ctx context.Context, src, dst, test string, limit int) ([]TestRecord, error) {
+	out, err := queryAll(ctx, s.db, `SELECT id, test, kind, src, dst, started, ended, status, reason, result FROM mon_tests
+		WHERE src = ? AND dst = ? AND (CAST(? AS TEXT) = '' OR test = ?) ORDER BY started DESC LIMIT ?`, func(sc scanner) (TestRecord, error) {
+		var r TestRecord
+		var started, ended float64
+		var result string
+		err := sc.Scan(&r.ID, &r.Test, &r.Kind, &r.Src, &r.Dst, &started, &ended, &r.Status, &r.Reason, &result)
+		r.Started, r.Ended, r.Result = fromUnix(started), fromUnix(ended), json.RawMessage(result)
+		return r, err
+	}, src, dst, test, test, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading tests of %s->%s: %w", src, dst, err)
 	}
-	defer rows.Close()
-	var out []TestRecord
-	for rows.Next() {
-		var r TestRecord
-		var s, e float64
-		var result string
-		if err := rows.Scan(&r.ID, &r.Test, &r.Kind, &r.Src, &r.Dst, &s, &e, &r.Status, &r.Reason, &result); err != nil {
-			return nil, err
-		}
-		r.Started, r.Ended, r.Result = fromUnix(s), fromUnix(e), json.RawMessage(result)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // LastStarts is when each (test, src, dst) last started a test: where a
 // restarted schedule resumes.
-func (a *Archive) LastStarts(ctx context.Context) (map[[3]string]time.Time, error) {
-	rows, err := a.db.QueryContext(ctx, `SELECT test, src, dst, MAX(started) FROM mon_tests GROUP BY test, src, dst`)
+func (s *SeriesStore) LastStarts(ctx context.Context) (map[[3]string]time.Time, error) {
+	out := map[[3]string]time.Time{}
+	err := s.queryEach(ctx, `SELECT test, src, dst, MAX(started) FROM mon_tests GROUP BY test, src, dst`, func(sc scanner) error {
+		var k [3]string
+		var t float64
+		if err := sc.Scan(&k[0], &k[1], &k[2], &t); err != nil {
+			return err
+		}
+		out[k] = fromUnix(t)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the last tests: %w", err)
 	}
-	defer rows.Close()
-	out := map[[3]string]time.Time{}
-	for rows.Next() {
-		var k [3]string
-		var t float64
-		if err := rows.Scan(&k[0], &k[1], &k[2], &t); err != nil {
-			return nil, err
-		}
-		out[k] = fromUnix(t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Alert is one alert: active while Ended is zero.
@@ -329,13 +318,13 @@ type Alert struct {
 }
 
 // OpenAlert stores a new active alert and returns its id.
-func (a *Archive) OpenAlert(al Alert) (int64, error) {
+func (s *SeriesStore) OpenAlert(al Alert) (int64, error) {
 	ev := string(al.Evidence)
 	if ev == "" {
 		ev = "{}"
 	}
 	var id int64
-	err := a.db.QueryRow(a.q(`INSERT INTO mon_alerts (ref, rule, src, dst, test, started, value, baseline, threshold, message, evidence)
+	err := s.pool.QueryRow(s.q(`INSERT INTO mon_alerts (ref, rule, src, dst, test, started, value, baseline, threshold, message, evidence)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
 		al.Ref, al.Rule, al.Src, al.Dst, al.Test, unixSeconds(al.Started), al.Value, al.Baseline, al.Threshold, al.Message, ev).Scan(&id)
 	if err != nil {
@@ -345,8 +334,8 @@ func (a *Archive) OpenAlert(al Alert) (int64, error) {
 }
 
 // CloseAlert ends the active alert of a ref.
-func (a *Archive) CloseAlert(ref string, ended time.Time) error {
-	if _, err := a.db.Exec(a.q(`UPDATE mon_alerts SET ended = ? WHERE ref = ? AND ended IS NULL`), unixSeconds(ended), ref); err != nil {
+func (s *SeriesStore) CloseAlert(ref string, ended time.Time) error {
+	if _, err := s.pool.Exec(s.q(`UPDATE mon_alerts SET ended = ? WHERE ref = ? AND ended IS NULL`), unixSeconds(ended), ref); err != nil {
 		return fmt.Errorf("ending alert %s: %w", ref, err)
 	}
 	return nil
@@ -354,8 +343,8 @@ func (a *Archive) CloseAlert(ref string, ended time.Time) error {
 
 // AckAlert records that who acknowledged the alert of a ref (active or
 // not) at a time, with a note.
-func (a *Archive) AckAlert(ref, who, note string, at time.Time) error {
-	if _, err := a.db.Exec(a.q(`UPDATE mon_alerts SET acked_by = ?, acked_at = ?, ack_note = ? WHERE ref = ?`), who, unixSeconds(at), note, ref); err != nil {
+func (s *SeriesStore) AckAlert(ref, who, note string, at time.Time) error {
+	if _, err := s.pool.Exec(s.q(`UPDATE mon_alerts SET acked_by = ?, acked_at = ?, ack_note = ? WHERE ref = ?`), who, unixSeconds(at), note, ref); err != nil {
 		return fmt.Errorf("acknowledging alert %s: %w", ref, err)
 	}
 	return nil
@@ -372,33 +361,27 @@ type AuditEntry struct {
 }
 
 // AddAudit stores an audit entry.
-func (a *Archive) AddAudit(e AuditEntry) error {
-	if _, err := a.db.Exec(a.q(`INSERT INTO mon_audit (t, identity, remote, action, target, outcome) VALUES (?, ?, ?, ?, ?, ?)`),
+func (s *SeriesStore) AddAudit(e AuditEntry) error {
+	if _, err := s.pool.Exec(s.q(`INSERT INTO mon_audit (t, identity, remote, action, target, outcome) VALUES (?, ?, ?, ?, ?, ?)`),
 		unixSeconds(e.T), e.Identity, e.Remote, e.Action, e.Target, e.Outcome); err != nil {
-		return fmt.Errorf("storing an audit entry in %s: %w", a.path, err)
+		return fmt.Errorf("storing an audit entry in %s: %w", s.path, err)
 	}
 	return nil
 }
 
 // Audit lists the audit entries since a time, newest first, at most limit.
-func (a *Archive) Audit(ctx context.Context, since time.Time, limit int) ([]AuditEntry, error) {
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, identity, remote, action, target, outcome FROM mon_audit WHERE t >= ? ORDER BY t DESC LIMIT ?`),
-		unixSeconds(since), limit)
+func (s *SeriesStore) Audit(ctx context.Context, since time.Time, limit int) ([]AuditEntry, error) {
+	out, err := queryAll(ctx, s.db, `SELECT t, identity, remote, action, target, outcome FROM mon_audit WHERE t >= ? ORDER BY t DESC LIMIT ?`, func(sc scanner) (AuditEntry, error) {
+		var e AuditEntry
+		var t float64
+		err := sc.Scan(&t, &e.Identity, &e.Remote, &e.Action, &e.Target, &e.Outcome)
+		e.T = fromUnix(t)
+		return e, err
+	}, unixSeconds(since), limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit: %w", err)
 	}
-	defer rows.Close()
-	var out []AuditEntry
-	for rows.Next() {
-		var e AuditEntry
-		var t float64
-		if err := rows.Scan(&t, &e.Identity, &e.Remote, &e.Action, &e.Target, &e.Outcome); err != nil {
-			return nil, err
-		}
-		e.T = fromUnix(t)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Change is a change of a test-bed's links while the service watched it.
@@ -409,18 +392,18 @@ type Change struct {
 }
 
 // AddChange stores a link change.
-func (a *Archive) AddChange(c Change) error {
+func (s *SeriesStore) AddChange(c Change) error {
 	dirs, _ := json.Marshal(c.Dirs)
-	if _, err := a.db.Exec(a.q(`INSERT INTO mon_changes (t, what, dirs) VALUES (?, ?, ?)`), unixSeconds(c.T), c.What, string(dirs)); err != nil {
-		return fmt.Errorf("storing a link change in %s: %w", a.path, err)
+	if _, err := s.pool.Exec(s.q(`INSERT INTO mon_changes (t, what, dirs) VALUES (?, ?, ?)`), unixSeconds(c.T), c.What, string(dirs)); err != nil {
+		return fmt.Errorf("storing a link change in %s: %w", s.path, err)
 	}
 	return nil
 }
 
 // LastChange is the time of the newest link change stored (zero if none).
-func (a *Archive) LastChange(ctx context.Context) (time.Time, error) {
+func (s *SeriesStore) LastChange(ctx context.Context) (time.Time, error) {
 	var t sql.NullFloat64
-	if err := a.db.QueryRowContext(ctx, `SELECT MAX(t) FROM mon_changes`).Scan(&t); err != nil || !t.Valid {
+	if err := s.pool.QueryRowContext(ctx, `SELECT MAX(t) FROM mon_changes`).Scan(&t); err != nil || !t.Valid {
 		return time.Time{}, err
 	}
 	return fromUnix(t.Float64), nil
@@ -428,73 +411,66 @@ func (a *Archive) LastChange(ctx context.Context) (time.Time, error) {
 
 // Changes lists the link changes from one time to another, oldest first
 // (at most MaxPoints).
-func (a *Archive) Changes(ctx context.Context, from, to time.Time) ([]Change, error) {
-	rows, err := a.db.QueryContext(ctx, a.q(`SELECT t, what, dirs FROM mon_changes WHERE t >= ? AND t <= ? ORDER BY t LIMIT ?`),
-		unixSeconds(from), unixSeconds(to), MaxPoints)
-	if err != nil {
-		return nil, fmt.Errorf("reading link changes: %w", err)
-	}
-	defer rows.Close()
-	var out []Change
-	for rows.Next() {
+func (s *SeriesStore) Changes(ctx context.Context, from, to time.Time) ([]Change, error) {
+	out, err := queryAll(ctx, s.db, `SELECT t, what, dirs FROM mon_changes WHERE t >= ? AND t <= ? ORDER BY t LIMIT ?`, func(sc scanner) (Change, error) {
 		var c Change
 		var t float64
 		var dirs string
-		if err := rows.Scan(&t, &c.What, &dirs); err != nil {
-			return nil, err
+		if err := sc.Scan(&t, &c.What, &dirs); err != nil {
+			return c, err
 		}
 		c.T = fromUnix(t)
 		if err := json.Unmarshal([]byte(dirs), &c.Dirs); err != nil {
-			return nil, fmt.Errorf("link change at %v: directions %q: %w", c.T, dirs, err)
+			return c, fmt.Errorf("link change at %v: directions %q: %w", c.T, dirs, err)
 		}
-		out = append(out, c)
+		return c, nil
+	}, unixSeconds(from), unixSeconds(to), MaxPoints)
+	if err != nil {
+		return nil, fmt.Errorf("reading link changes: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Alerts lists alerts that were active at some time since a moment, newest
 // first; activeOnly lists those still active.
-func (a *Archive) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {
+func (s *SeriesStore) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {
 	q := `SELECT id, ref, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence,
 		acked_by, COALESCE(acked_at, 0), ack_note FROM mon_alerts
 		WHERE (ended IS NULL OR ended >= ?)`
 	if activeOnly {
 		q += ` AND ended IS NULL`
 	}
-	rows, err := a.db.QueryContext(ctx, a.q(q+` ORDER BY started DESC`), unixSeconds(since))
-	if err != nil {
-		return nil, fmt.Errorf("reading alerts: %w", err)
-	}
-	defer rows.Close()
-	var out []Alert
-	for rows.Next() {
+	out, err := queryAll(ctx, s.db, q+` ORDER BY started DESC`, func(sc scanner) (Alert, error) {
 		var al Alert
-		var s, e, acked float64
+		var started, ended, acked float64
 		var ev string
-		if err := rows.Scan(&al.ID, &al.Ref, &al.Rule, &al.Src, &al.Dst, &al.Test, &s, &e, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev,
+		if err := sc.Scan(&al.ID, &al.Ref, &al.Rule, &al.Src, &al.Dst, &al.Test, &started, &ended, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev,
 			&al.AckedBy, &acked, &al.AckNote); err != nil {
-			return nil, err
+			return al, err
 		}
-		al.Started, al.Evidence = fromUnix(s), json.RawMessage(ev)
+		al.Started, al.Evidence = fromUnix(started), json.RawMessage(ev)
 		if acked > 0 {
 			al.AckedAt = fromUnix(acked)
 		}
-		if e > 0 {
-			al.Ended = fromUnix(e)
+		if ended > 0 {
+			al.Ended = fromUnix(ended)
 		}
-		out = append(out, al)
+		return al, nil
+	}, unixSeconds(since))
+	if err != nil {
+		return nil, fmt.Errorf("reading alerts: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // leaseTx begins a transaction on the leases and members, one process at
 // a time (SQLite: its write lock; PostgreSQL: an advisory lock).
-func (a *Archive) leaseTx(ctx context.Context) (*sql.Tx, error) {
-	tx, err := a.db.BeginTx(ctx, nil)
+func (s *SeriesStore) leaseTx(ctx context.Context) (*sql.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	if a.postgres {
+	if s.postgres {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7400113)`); err != nil {
 			tx.Rollback()
 			return nil, err
@@ -508,23 +484,23 @@ var ErrLeaseHeld = errors.New("lease held by another process")
 
 // Claim takes or renews the lease called name for owner until expires: it
 // succeeds when the lease is free, expired, or owner's already.
-func (a *Archive) Claim(ctx context.Context, name, owner string, expires time.Time) error {
-	tx, err := a.leaseTx(ctx)
+func (s *SeriesStore) Claim(ctx context.Context, name, owner string, expires time.Time) error {
+	tx, err := s.leaseTx(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var holder string
 	var until float64
-	err = tx.QueryRowContext(ctx, a.q(`SELECT owner, expires FROM mon_leases WHERE name = ?`), name).Scan(&holder, &until)
+	err = tx.QueryRowContext(ctx, s.q(`SELECT owner, expires FROM mon_leases WHERE name = ?`), name).Scan(&holder, &until)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, a.q(`INSERT INTO mon_leases (name, owner, expires) VALUES (?, ?, ?)`), name, owner, unixSeconds(expires))
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO mon_leases (name, owner, expires) VALUES (?, ?, ?)`), name, owner, unixSeconds(expires))
 	case err != nil:
 	case holder != owner && fromUnix(until).After(time.Now()):
 		return fmt.Errorf("%s: %w (%s, until %s)", name, ErrLeaseHeld, holder, fromUnix(until).Format(time.RFC3339))
 	default:
-		_, err = tx.ExecContext(ctx, a.q(`UPDATE mon_leases SET owner = ?, expires = ? WHERE name = ?`), owner, unixSeconds(expires), name)
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE mon_leases SET owner = ?, expires = ? WHERE name = ?`), owner, unixSeconds(expires), name)
 	}
 	if err != nil {
 		return fmt.Errorf("claiming %s: %w", name, err)
@@ -533,23 +509,23 @@ func (a *Archive) Claim(ctx context.Context, name, owner string, expires time.Ti
 }
 
 // Release gives up a lease of owner's; with name "" all its leases.
-func (a *Archive) Release(ctx context.Context, name, owner string) error {
-	_, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_leases WHERE owner = ? AND (CAST(? AS TEXT) = '' OR name = ?)`), owner, name, name)
+func (s *SeriesStore) Release(ctx context.Context, name, owner string) error {
+	_, err := s.pool.ExecContext(ctx, s.q(`DELETE FROM mon_leases WHERE owner = ? AND (CAST(? AS TEXT) = '' OR name = ?)`), owner, name, name)
 	return err
 }
 
 // Heartbeat says owner is alive until expires and returns how many
 // processes are alive now, owner included.
-func (a *Archive) Heartbeat(ctx context.Context, owner string, expires time.Time) (int, error) {
-	tx, err := a.leaseTx(ctx)
+func (s *SeriesStore) Heartbeat(ctx context.Context, owner string, expires time.Time) (int, error) {
+	tx, err := s.leaseTx(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, a.q(`DELETE FROM mon_members WHERE owner = ? OR expires < ?`), owner, unixSeconds(time.Now())); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM mon_members WHERE owner = ? OR expires < ?`), owner, unixSeconds(time.Now())); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, a.q(`INSERT INTO mon_members (owner, expires) VALUES (?, ?)`), owner, unixSeconds(expires)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO mon_members (owner, expires) VALUES (?, ?)`), owner, unixSeconds(expires)); err != nil {
 		return 0, err
 	}
 	var n int
@@ -560,11 +536,11 @@ func (a *Archive) Heartbeat(ctx context.Context, owner string, expires time.Time
 }
 
 // Leave removes owner from the members and gives up its leases.
-func (a *Archive) Leave(ctx context.Context, owner string) error {
-	if _, err := a.db.ExecContext(ctx, a.q(`DELETE FROM mon_members WHERE owner = ?`), owner); err != nil {
+func (s *SeriesStore) Leave(ctx context.Context, owner string) error {
+	if _, err := s.pool.ExecContext(ctx, s.q(`DELETE FROM mon_members WHERE owner = ?`), owner); err != nil {
 		return err
 	}
-	return a.Release(ctx, "", owner)
+	return s.Release(ctx, "", owner)
 }
 
 // Redact is dsn without its password, to print.

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/policy"
+)
+
+// tcpReserveRate is the rate, in bit/s, at which a TCP test that declares
+// only its duration reserves its bytes when its rule gives no rate: a
+// modest figure, so that a legitimate test is not refused for what the
+// host could move at most. A test that moves more takes more of its
+// identity's day as it goes (see extend), and is stopped when there is no
+// more.
+const tcpReserveRate = 1e9
+
+// extendStep is the least a running test's reservation grows by.
+const extendStep = 64 << 20
+
+// counted are the kinds whose bytes count toward bytes_per_day (their
+// results say what they moved): the others (watch, which moves nothing,
+// and the application workloads, whose traffic is bounded by their own
+// limits) reserve nothing.
+var counted = map[string]bool{policy.Throughput: true, policy.Probe: true, policy.Transfer: true, policy.Disk: true, policy.Bandwidth: true}
+
+// reservation is what a test counts for in its identity's bytes of the
+// day while it runs: nothing for a kind that is not counted; else the
+// bytes it declares; else, for a test that declares only its length, what
+// it can move in that time at its rate (a UDP test's own; a TCP test's:
+// its rule's rate, or tcpReserveRate), within its rule's bytes per test;
+// else nothing.
+func reservation(req request, l limits.Limits, ruleRate float64) int64 {
+	if !counted[req.kind] {
+		return 0
+	}
+	if req.bytes > 0 {
+		return min(req.bytes, 1<<62)
+	}
+	if req.lasts <= 0 {
+		return 0
+	}
+	bps := req.rate
+	if bps <= 0 {
+		bps = ruleRate
+	}
+	if bps <= 0 {
+		bps = tcpReserveRate
+	}
+	b := min(bps, l.MaxRate) / 8 * req.lasts.Seconds()
+	if !(b < float64(l.MaxBytes)) { // also NaN
+		return l.MaxBytes
+	}
+	return int64(b)
+}
+
+// reservationBasis says what a test's reservation was drawn from.
+func reservationBasis(req request, ruleRate float64) string {
+	switch {
+	case req.bytes > 0:
+		return "the bytes it declares"
+	case req.lasts > 0 && req.rate > 0:
+		return "its rate for its duration"
+	case req.lasts > 0 && ruleRate > 0:
+		return "the rule's rate for its duration"
+	case req.lasts > 0:
+		return "1 Gbit/s for its duration, as the rule gives no rate"
+	}
+	return "it declares neither bytes nor a duration"
+}
+
+// addBytes adds byte counts, saturating at 1<<62.
+func addBytes(a, b int64) int64 {
+	const most = 1 << 62
+	a, b = min(max(a, 0), most), min(max(b, 0), most)
+	return a + min(b, most-a)
+}
+
+// extend grows a running test's reservation to cover moved bytes, taking
+// at least extendStep more of its identity's day where the day has it; it
+// says false when the day has not enough left for moved, and the test
+// must stop.
+func (s *Server) extend(d *decision, moved int64) bool {
+	if d == nil || d.rule == nil || moved <= d.reserved {
+		return true
+	}
+	h := &s.host
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	u := h.usage[d.who.key()]
+	if u == nil {
+		return false
+	}
+	left := d.rule.BytesPerDay - addBytes(u.bytes, u.reserved)
+	more := min(max(moved-d.reserved, extendStep), max(left, 0))
+	u.reserved += more
+	d.reserved += more
+	return moved <= d.reserved
+}

@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"context"
+	"os/exec"
+
+	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/kind"
+	"github.com/wanlab/wanlab/internal/workload/token"
+)
+
+// A step's env is what the registry's kinds run with (kind.Env): the
+// bed's hosts, whatever the backend.
+var _ kind.Env = (*stepEnv)(nil)
+
+// The data directories of a bed's hosts are a kind's Files.
+var _ kind.Files = backend.HostFiles(nil)
+
+// Addr is a host's test address ("" for a host the topology lacks).
+func (e *stepEnv) Addr(host string) string {
+	h, _ := e.topo.Host(host)
+	return h.Addr
+}
+
+// Command prepares argv to run in a host of the bed.
+func (e *stepEnv) Command(ctx context.Context, host string, argv ...string) *exec.Cmd {
+	return e.bed.Command(ctx, host, argv...)
+}
+
+// Files are the bed's hosts' data directories, when they are on this
+// machine; nil otherwise.
+func (e *stepEnv) Files() kind.Files {
+	if f, ok := e.bed.(backend.HostFiles); ok {
+		return f
+	}
+	return nil
+}
+
+// Expect adds n jobs to those the progress bar expects.
+func (e *stepEnv) Expect(n int) { e.expected.add(n) }
+
+// Done counts a job that ended, and whether it failed.
+func (e *stepEnv) Done(r job.Record) {
+	e.finished.add(1)
+	if r.Status != job.OK {
+		e.failed.add(1)
+	}
+}
+
+func (e *stepEnv) Seed() uint64       { return e.seed }
+func (e *stepEnv) ID() string         { return e.id }
+func (e *stepEnv) Token() token.Token { return e.token }

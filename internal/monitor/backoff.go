@@ -1,0 +1,56 @@
+package monitor
+
+import (
+	"time"
+
+	"github.com/wanlab/wanlab/internal/monitor/core"
+)
+
+// hostDown is a host whose agent does not answer.
+type hostDown struct {
+	Since   time.Time     `json:"since"`
+	Until   time.Time     `json:"retry_at"`
+	Backoff time.Duration `json:"-"`
+	Reason  string        `json:"reason"`
+}
+
+// backoff is the hosts whose agents do not answer, and until when each is
+// left alone: from firstBackoff, doubling to maxBackoff while the host
+// keeps failing. The service's lock (s.mu) guards it.
+type backoff map[string]*hostDown
+
+// failed notes that h failed at now; first says whether it was answering
+// until then.
+func (b backoff) failed(h string, err error, now time.Time) (first bool) {
+	d := b[h]
+	if d == nil {
+		d = &hostDown{Since: now, Backoff: firstBackoff}
+		b[h] = d
+		first = true
+	} else if now.After(d.Until) {
+		d.Backoff = min(2*d.Backoff, maxBackoff)
+	}
+	d.Until, d.Reason = now.Add(d.Backoff), err.Error()
+	return first
+}
+
+// answered notes that h answers; down is how long it did not, 0 if it did.
+func (b backoff) answered(h string, now time.Time) (down time.Duration) {
+	d := b[h]
+	if d == nil {
+		return 0
+	}
+	delete(b, h)
+	return max(now.Sub(d.Since), time.Nanosecond)
+}
+
+// blocked says whether one of hosts may not be tried at now, and until
+// when.
+func (b backoff) blocked(now time.Time, hosts ...string) (until time.Time, down bool) {
+	for _, h := range hosts {
+		if d := b[h]; d != nil && now.Before(d.Until) {
+			until, down = core.Later(until, d.Until), true
+		}
+	}
+	return until, down
+}

@@ -1,0 +1,130 @@
+// Package kind is the vocabulary of a workload kind: what a kind registers
+// (its name, how a step's settings are decoded and checked, how a step is
+// run) and what the scenario and the controller hand it in return (a
+// Check, an Env). A kind is one package under internal/workload that
+// declares a Kind; internal/workload/kinds lists them. This package knows
+// no kind, no scenario, no controller and no backend.
+package kind
+
+import (
+	"context"
+	"os/exec"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/token"
+)
+
+// Kind is everything wanlab knows about one kind of workload.
+//
+// Room is left for what a kind will register as the other kinds move in
+// (issue 32): Roles (the agent roles it serves, each with its spec and
+// Validate), Figures (its typed step figures and summary columns),
+// Findings (the analysis hooks for its steps) and Model (its simulation
+// model, for the simulated backend). Each will be a field here, and
+// whatever iterates over kinds will read it.
+type Kind struct {
+	// Name is the kind's key in a scenario's workload (command:).
+	Name results.Kind
+	// Decode reads one step's settings: it decodes them with decode into
+	// the kind's raw form (a pointer to a struct with yaml tags) and
+	// checks them through c, reporting every problem there. It returns the
+	// step's spec (also when c was told of problems: the scenario then
+	// refuses the file), or nil when nothing decoded.
+	Decode func(decode Decoder, c Check) Spec
+	// Run runs one step of the kind and says what it measured. An error
+	// with an Outcome that holds jobs, figures or samples is a partial
+	// step; without, a failed one.
+	Run func(ctx context.Context, env Env, s Spec) (*Outcome, error)
+}
+
+// Decoder decodes a step's settings into raw (a pointer to the kind's raw
+// struct), reporting at their lines the settings that do not decode
+// (unknown, of the wrong type); it returns false when there is nothing
+// left to check.
+type Decoder func(raw any) bool
+
+// Spec is one step of a kind, as its settings made it.
+type Spec interface {
+	// Length is how long the step lasts when its settings say (a
+	// duration, a count of probes); 0 when it ends as its work is done.
+	Length() time.Duration
+	// RoleHosts are the hosts of each of the step's roles ("server",
+	// "client"), whose CPU figures the controller averages per role.
+	RoleHosts() map[string][]string
+}
+
+// Check is what a kind checks a step's settings with: the scenario's
+// validator, which says every problem at once, each at the line of its
+// setting. Fields are relative to the step's settings ("timeout",
+// "clients[0].host"; "" is the kind's mapping itself).
+type Check interface {
+	// Fail records a problem at field.
+	Fail(field, format string, args ...any)
+	// Host checks a reference to a host of the test-bed.
+	Host(field, name string)
+	// Reaches refuses, at field, host a that must reach host b and cannot.
+	Reaches(field, a, b string)
+	// RealHosts says the test-bed's hosts are real ones, behind agents on
+	// the network, not emulated.
+	RealHosts() bool
+	// Duration, Size and Count parse a setting, or give def when it is
+	// not set; Count checks the range [lo, hi].
+	Duration(field, s string, def time.Duration) time.Duration
+	Size(field, s string, def int64) int64
+	Count(field string, n *int, def, lo, hi int) int
+	// Limits are the limits workloads are checked against before anything
+	// runs (an agent's defaults); Limit records a limit's refusal, if any.
+	Limits() limits.Limits
+	Limit(field string, err error)
+}
+
+// Env is what a step runs with: the hosts, as the controller reaches them
+// on whatever backend it drives.
+type Env interface {
+	// Addr is a host's test address.
+	Addr(host string) string
+	// Command prepares argv to run in a host (its namespace and cgroups on
+	// the emulated backend).
+	Command(ctx context.Context, host string, argv ...string) *exec.Cmd
+	// Files are the hosts' data directories, when they are on this
+	// machine (the emulated backend); nil otherwise.
+	Files() Files
+	// Expect adds n to the jobs the step's progress expects; Done counts
+	// one that ended, ok or not.
+	Expect(n int)
+	Done(r job.Record)
+	// Seed is the step's (the scenario's plus its place in the run); ID is
+	// unique among the run's steps (for role ids); Token opens the
+	// connections of the step's roles.
+	Seed() uint64
+	ID() string
+	Token() token.Token
+}
+
+// Files are hosts' data directories on this machine: the folder each
+// host's programs run in (the methods of backend.HostFiles).
+type Files interface {
+	// DataDir is a host's data directory.
+	DataDir(host string) (string, error)
+	// MakeFile makes a file in a host's data directory, never through a
+	// link: text when size is 0, else size bytes of generated data,
+	// dropped from the page cache so that the first read comes from disk.
+	MakeFile(ctx context.Context, host, name string, size int64, text string) error
+	// Listening says whether process pid, in host, has a TCP socket
+	// listening on port.
+	Listening(host string, pid, port int) (bool, error)
+}
+
+// Outcome is what one step measured: named figures and jobs of its own
+// (the controller adds the test-bed's samples and figures), and what
+// happened on the way.
+type Outcome struct {
+	Metrics results.Metrics
+	Jobs    []job.Record
+	// Events are warnings worth keeping with the step; Notes what else
+	// happened.
+	Events, Notes []string
+}
