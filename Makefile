@@ -63,7 +63,7 @@ unit:
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
 	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
-	./internal/monitor:FuzzParse ./internal/monitor:FuzzAPI ./internal/monitor:FuzzHostCheck ./internal/scenario:FuzzTrace:10000x ./internal/linkemu:FuzzRouterAnswer ./internal/linkemu:FuzzSuperPacket ./internal/workload/tcpwatch:FuzzSockDiag \
+	./internal/monitor/core:FuzzParse ./internal/monitor:FuzzAPI ./internal/monitor:FuzzHostCheck ./internal/scenario:FuzzTrace:10000x ./internal/linkemu:FuzzRouterAnswer ./internal/linkemu:FuzzSuperPacket ./internal/workload/tcpwatch:FuzzSockDiag \
 	./internal/agent:FuzzDecodeRequest
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
