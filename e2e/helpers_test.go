@@ -71,6 +71,16 @@ type result struct {
 	code           int
 }
 
+// decode decodes the JSON a command printed into v, and fails t if the
+// command failed or printed no JSON, its message led by what ("" or a
+// prefix such as "measure rtt: ").
+func (r result) decode(t testing.TB, what string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.stdout), v); err != nil || r.code != 0 {
+		t.Fatalf("%sexit %d: %v\n%s", what, r.code, err, r.stderr)
+	}
+}
+
 // wanlab runs the CLI and returns its output and exit status.
 func wanlab(t testing.TB, args ...string) result {
 	t.Helper()

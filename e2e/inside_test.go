@@ -167,9 +167,7 @@ links:
 		t.Helper()
 		r := wanlab(t, "measure", verb, "--testbed", name, "--from", from, "--to", "b", "--json")
 		var doc map[string]any
-		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
-			t.Fatalf("measure %s: exit %d: %v\n%s", verb, r.code, err, r.stderr)
-		}
+		r.decode(t, "measure "+verb+": ", &doc)
 		v, _ := doc[key].(float64)
 		return v
 	}
@@ -209,9 +207,7 @@ func TestApplicationDesign(t *testing.T) {
 			} `json:"findings"`
 		} `json:"analysis"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
-		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
-	}
+	r.decode(t, "", &doc)
 	limited := map[string]float64{}
 	for _, f := range doc.Analysis.Findings {
 		if f.Kind == "application_limited" {

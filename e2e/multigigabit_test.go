@@ -44,9 +44,7 @@ func TestSC2003Quick(t *testing.T) {
 			} `json:"findings"`
 		} `json:"analysis"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
-		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
-	}
+	r.decode(t, "", &doc)
 	assertNothingLeft(t, "sc2003-multigigabit")
 	if after, _ := os.ReadFile("/proc/sys/net/core/rmem_max"); string(after) != string(before) {
 		t.Errorf("net.core.rmem_max is %s after the run, was %s", after, before)

@@ -154,9 +154,7 @@ func runBottleneck(t *testing.T, db, scenario, want string) {
 			} `json:"findings"`
 		} `json:"analysis"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
-		t.Fatalf("%s: exit %d: %v\n%s", scenario, r.code, err, r.stderr)
-	}
+	r.decode(t, scenario+": ", &doc)
 	if doc.Analysis.Bottleneck != want {
 		t.Errorf("%s: bottleneck %q, want %q (the seed's); findings: %+v", scenario, doc.Analysis.Bottleneck, want, doc.Analysis.Findings)
 	}
@@ -254,9 +252,7 @@ func TestAliceDisks(t *testing.T) {
 			} `json:"workloads"`
 		} `json:"analysis"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
-		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
-	}
+	r.decode(t, "", &doc)
 	got := map[string]verdict{}
 	for _, w := range doc.Analysis.Workloads {
 		for _, s := range w.Steps {

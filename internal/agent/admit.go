@@ -161,15 +161,22 @@ func (s *Server) auditRefusal(d *decision, method, reason string) {
 	s.early.once.Do(func() {
 		s.early.flush = s.auditFlush
 		s.early.summary = func(key string, n int64) {
-			s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: key, Decision: "refuse",
-				Reason: fmt.Sprintf("%d calls refused before they were authorised, not logged one by one", n)})
+			id, of := key, ""
+			if key == overflowKey {
+				id, of = "", fmt.Sprintf(" of identities past the %d the agent counts apart", maxAuditKeys)
+			}
+			s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: id, Decision: "refuse",
+				Reason: fmt.Sprintf("%d calls%s refused before they were authorised, not logged one by one", n, of)})
 		}
 	})
-	ok, held := s.early.allow(d.who.key())
+	ok, held, counted := s.early.allow(d.who.key())
 	if !ok {
 		return
 	}
-	if held > 0 {
+	switch {
+	case held > 0 && counted == overflowKey:
+		reason = fmt.Sprintf("%s (and %d calls of identities past the %d the agent counts apart refused before this one, not logged one by one)", reason, held, maxAuditKeys)
+	case held > 0:
 		reason = fmt.Sprintf("%s (and %d calls of this identity refused before this one, not logged one by one)", reason, held)
 	}
 	s.audit(d, method, "refuse", reason, 0)

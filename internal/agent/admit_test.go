@@ -4,11 +4,13 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -74,7 +76,7 @@ func TestAuditPacerFlushes(t *testing.T) {
 	p := &auditPacer{flush: 50 * time.Millisecond, summary: func(key string, n int64) { mu.Lock(); summaries[key] += n; mu.Unlock() }}
 	written := 0
 	for range auditBurst + 7 {
-		if ok, _ := p.allow("cn:x"); ok {
+		if ok, _, _ := p.allow("cn:x"); ok {
 			written++
 		}
 	}
@@ -126,5 +128,31 @@ func TestInterfacesTakesNoSlot(t *testing.T) {
 	wantRefusal(t, "a test while the agent runs its most", err, codes.ResourceExhausted, "busy")
 	if _, err := c.Interfaces(ctx, &agentpb.InterfacesRequest{}); err != nil {
 		t.Errorf("the interfaces' counters while the agent runs its most tests: %v", err)
+	}
+}
+
+// TestAuditOverflowIsNotAnIdentitys: once every key held a count, a new
+// identity's refusals were counted under one shared key, and its next line
+// said the shared count was "calls of this identity". The line says whose
+// they are.
+func TestAuditOverflowIsNotAnIdentitys(t *testing.T) {
+	var entries []AuditEntry
+	s := &Server{Audit: func(e AuditEntry) { entries = append(entries, e) }}
+	s.early.keys = map[string]*pacedKey{}
+	for i := range maxAuditKeys - 1 {
+		k := &pacedKey{lim: rate.NewLimiter(0, 0), held: 1, timer: time.AfterFunc(time.Hour, func() {})}
+		defer k.timer.Stop()
+		s.early.keys["cn:flood"+strconv.Itoa(i)] = k
+	}
+	// The shared key holds 5 lines, of other identities, and may write.
+	shared := &pacedKey{lim: rate.NewLimiter(auditLinesPerSecond, auditBurst), held: 5, timer: time.AfterFunc(time.Hour, func() {})}
+	defer shared.timer.Stop()
+	s.early.keys[overflowKey] = shared
+	s.auditRefusal(&decision{who: caller{ids: []string{"cn:new"}}}, "/m", "refused")
+	if len(entries) != 1 {
+		t.Fatalf("%d lines, want 1", len(entries))
+	}
+	if r := entries[0].Reason; !strings.Contains(r, "5 calls of identities past the") || strings.Contains(r, "this identity") {
+		t.Errorf("the new identity's line says %q", r)
 	}
 }

@@ -44,8 +44,10 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
-// APIVersion is the version of the agent API this build speaks.
-const APIVersion = 2
+// APIVersion is the version of the agent API this build speaks. 3: packet
+// trains wait for the receiver's token proof, a clock-stepped probe answers
+// Aborted with its partial summary, an event store's spec says its sessions.
+const APIVersion = 3
 
 // Server runs workloads for controllers. One server serves many tests at
 // once, each its own call, up to its limits.
@@ -220,8 +222,10 @@ func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 	}
 	g := &guardedStream{ServerStream: ss, s: s, d: d, first: req}
 	g.ctx, g.cancel = s.bound(actx)
+	metered := g.meter(time.Now(), meterEvery)
 	err = s.nameRule(g.d, handler(srv, g))
 	g.cancel()
+	<-metered
 	ended := err
 	if g.spent {
 		ended = fmt.Errorf("stopped after %d bytes: its identity's bytes_per_day (%d) are spent", g.live, g.d.rule.BytesPerDay)
@@ -245,9 +249,14 @@ type guardedStream struct {
 	d      *decision
 	first  proto.Message // the request, until the handler reads it
 	moved  int64
-	// live counts the bytes its intervals say it has moved so far;
-	// spent says it was stopped for its identity's bytes of the day.
+	// mu guards what follows: live counts the bytes its intervals say it
+	// has moved up to known; spent says it was stopped for its identity's
+	// bytes of the day; rate (bytes/s, 0: not metered) is what a test may
+	// have moved since known as far as the agent is concerned (see meter).
+	mu    sync.Mutex
 	live  int64
+	known time.Time
+	rate  float64
 	spent bool
 }
 
@@ -272,13 +281,19 @@ func (g *guardedStream) RecvMsg(m any) error {
 // is stopped when the day has no more.
 func (g *guardedStream) SendMsg(m any) error {
 	if ev, ok := m.(*agentpb.ThroughputEvent); ok && ev.GetInterval() != nil {
-		for _, st := range ev.GetInterval().GetStreams() {
+		iv := ev.GetInterval()
+		now := time.Now()
+		g.mu.Lock()
+		for _, st := range iv.GetStreams() {
 			g.live = addBytes(g.live, int64(min(st.GetBytes(), 1<<62)))
 		}
-		if !g.spent && !g.s.extend(g.d, g.live) {
-			g.spent = true
-			g.cancel()
+		// An interval is sent one interval after it ends (the
+		// throughput package holds each back to fold a short tail in).
+		if at := now.Add(-time.Duration(max(iv.GetEndNs()-iv.GetStartNs(), 0))); at.After(g.known) {
+			g.known = at
 		}
+		g.check(now)
+		g.mu.Unlock()
 	}
 	g.moved += g.s.stamp(g.d, m)
 	return g.ServerStream.SendMsg(m)

@@ -18,9 +18,10 @@ const (
 	auditBurst          = 100
 	auditFlush          = 10 * time.Second
 	// maxAuditKeys bounds the keys paced at once; past it, those that
-	// hold no count are forgotten, and if all hold one, new keys share
-	// one.
+	// hold no count are forgotten (at most once every auditSweep), and
+	// if all hold one, new keys share one (overflowKey).
 	maxAuditKeys = 4096
+	auditSweep   = time.Second
 )
 
 // auditPacer paces audit lines per key.
@@ -32,8 +33,9 @@ type auditPacer struct {
 	// once sets flush and summary where they are set late.
 	once sync.Once
 
-	mu   sync.Mutex
-	keys map[string]*pacedKey
+	mu    sync.Mutex
+	keys  map[string]*pacedKey
+	swept time.Time // when keys were last swept
 }
 
 type pacedKey struct {
@@ -46,9 +48,10 @@ type pacedKey struct {
 const overflowKey = "\x00others"
 
 // allow says whether a line of key may be written now, and how many lines
-// of key were held back since its last one (for the line to say). A line
+// were held back since its last one (for the line to say), under the key
+// it was counted under: key, or overflowKey when the keys are full. A line
 // not allowed is counted.
-func (p *auditPacer) allow(key string) (ok bool, held int64) {
+func (p *auditPacer) allow(key string) (ok bool, held int64, counted string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.keys == nil {
@@ -56,9 +59,11 @@ func (p *auditPacer) allow(key string) (ok bool, held int64) {
 	}
 	k := p.keys[key]
 	if k == nil {
-		if len(p.keys) >= maxAuditKeys {
+		if now := time.Now(); len(p.keys) >= maxAuditKeys && now.Sub(p.swept) >= auditSweep {
 			// Forget the keys that hold nothing: they start again with a
-			// full burst.
+			// full burst. At most once a sweep time, as a flood of new
+			// keys would sweep on every line.
+			p.swept = now
 			for key, k := range p.keys {
 				if k.timer == nil {
 					delete(p.keys, key)
@@ -76,7 +81,7 @@ func (p *auditPacer) allow(key string) (ok bool, held int64) {
 	}
 	if k.lim.Allow() {
 		held, k.held = k.held, 0
-		return true, held
+		return true, held, key
 	}
 	k.held++
 	if k.timer == nil {
@@ -86,7 +91,7 @@ func (p *auditPacer) allow(key string) (ok bool, held int64) {
 		}
 		k.timer = time.AfterFunc(flush, func() { p.flushKey(key, k) })
 	}
-	return false, 0
+	return false, 0, key
 }
 
 // flushKey writes the summary of what key holds, if anything.

@@ -21,8 +21,11 @@ import (
 // that strangers without a certificate can never take the room of
 // controllers: they can fill only the handshakes, a few per address, each
 // for at most handshakeWait. When the handshakes are full, a new connection
-// takes the place of the oldest in its handshake from the address that has
-// the most, so that no number of addresses can keep a controller out.
+// takes the place of one that has sent nothing, or else of one midway
+// through its handshake for at least handshakeGrace; of those, one of the
+// address that has the most, then the oldest: so that no number of
+// addresses can keep a controller out, and a controller's handshake under
+// way is not cut.
 const (
 	// maxConnections bounds the authenticated connections open at once.
 	maxConnections = 256
@@ -40,6 +43,10 @@ const (
 	// HTTP/2 frames): TLS 1.3 takes one or two round trips, under a second
 	// over the longest WAN path.
 	handshakeWait = 4 * time.Second
+	// handshakeGrace is how long a connection midway through its
+	// handshake is safe from making room for newer ones (see
+	// evictLocked): a controller's handshake takes a round trip or two.
+	handshakeGrace = time.Second
 	// maxCallsPerConnection bounds the calls open at once on one
 	// connection; a controller's further calls wait for one to end.
 	maxCallsPerConnection = 256
@@ -50,6 +57,7 @@ const (
 type connGuard struct {
 	s    *Server
 	wait time.Duration
+	now  func() time.Time // time.Now, but in tests
 
 	mu          sync.Mutex
 	handshakes  int
@@ -73,7 +81,7 @@ type sourceCount struct {
 }
 
 func newConnGuard(s *Server) *connGuard {
-	g := &connGuard{s: s, wait: s.handshakeWait, sources: map[string]*sourceCount{}, identities: map[string]int{}}
+	g := &connGuard{s: s, wait: s.handshakeWait, now: time.Now, sources: map[string]*sourceCount{}, identities: map[string]int{}}
 	if g.wait <= 0 {
 		g.wait = handshakeWait
 	}
@@ -151,13 +159,17 @@ func (g *connGuard) admit(conn net.Conn) (*guardedConn, error) {
 		g.mu.Unlock()
 		return nil, fmt.Errorf("refused before its TLS handshake: %s has %d connections open, the most one address may have", src, sc.open)
 	}
+	now := g.now()
 	var evicted *guardedConn
 	had := 0
 	if g.handshakes >= maxHandshakes {
-		evicted, had = g.evictLocked()
+		if evicted, had = g.evictLocked(now); evicted == nil {
+			g.mu.Unlock()
+			return nil, fmt.Errorf("refused before its TLS handshake: %d connections are in theirs, the agent's limit, all midway for under %v", g.handshakes, handshakeGrace)
+		}
 	}
 	g.sources[src] = sc
-	c := &guardedConn{Conn: conn, g: g, source: src, accepted: time.Now()}
+	c := &guardedConn{Conn: conn, g: g, source: src, accepted: now}
 	sc.handshaking = append(sc.handshaking, c)
 	sc.open++
 	g.handshakes++
@@ -170,28 +182,43 @@ func (g *connGuard) admit(conn net.Conn) (*guardedConn, error) {
 	return c, nil
 }
 
-// evictLocked ends the count of the oldest connection in its handshake
-// from the source with the most, and returns it to be closed, with how many
-// that source had.
-func (g *connGuard) evictLocked() (*guardedConn, int) {
-	var most *sourceCount
+// evictLocked ends the count of a connection in its handshake that has
+// sent nothing, or else that has been midway through it for handshakeGrace
+// at least, and returns it to be closed, with how many its source had in
+// theirs; nil when there is none. Of those it takes one of the source with
+// the most, then the oldest.
+func (g *connGuard) evictLocked(now time.Time) (*guardedConn, int) {
+	var pick *guardedConn
+	var pickSource *sourceCount
 	for _, sc := range g.sources {
-		if len(sc.handshaking) == 0 {
-			continue
-		}
-		if most == nil || len(sc.handshaking) > len(most.handshaking) ||
-			len(sc.handshaking) == len(most.handshaking) && sc.handshaking[0].accepted.Before(most.handshaking[0].accepted) {
-			most = sc
+		for _, c := range sc.handshaking {
+			if c.read.Load() > 0 && now.Sub(c.accepted) < handshakeGrace {
+				continue
+			}
+			if pick == nil || evictBefore(c, len(sc.handshaking), pick, len(pickSource.handshaking)) {
+				pick, pickSource = c, sc
+			}
 		}
 	}
-	if most == nil {
+	if pick == nil {
 		return nil, 0
 	}
-	had := len(most.handshaking)
-	c := most.handshaking[0]
-	g.dropLocked(c)
-	c.evicted = true
-	return c, had
+	had := len(pickSource.handshaking)
+	g.dropLocked(pick)
+	pick.evicted = true
+	return pick, had
+}
+
+// evictBefore says whether connection a, whose source has na in their
+// handshake, makes room before b, whose source has nb.
+func evictBefore(a *guardedConn, na int, b *guardedConn, nb int) bool {
+	if silentA, silentB := a.read.Load() == 0, b.read.Load() == 0; silentA != silentB {
+		return silentA
+	}
+	if na != nb {
+		return na > nb
+	}
+	return a.accepted.Before(b.accepted)
 }
 
 // establish moves a connection whose peer passed the handshake out of the
@@ -250,7 +277,7 @@ func (g *connGuard) note(remote net.Addr, identity, why string) {
 	if g.s.Audit == nil {
 		return
 	}
-	ok, held := g.lines.allow("")
+	ok, held, _ := g.lines.allow("")
 	if !ok {
 		return
 	}

@@ -18,7 +18,8 @@ import (
 // TestHandshakeFloodFromManyAddresses: the handshakes were one pool of 64
 // for all strangers, 8 per address, so 8 addresses filled it and every new
 // connection, controllers' included, was closed. A full pool makes room by
-// closing the oldest handshake of the address with the most.
+// closing a handshake past its grace: a flood from one address more than
+// fills it, and a controller still connects.
 func TestHandshakeFloodFromManyAddresses(t *testing.T) {
 	dir := tlsLab(t, "ctl")
 	// A handshake's time far longer than the controller's dial: only
@@ -31,37 +32,105 @@ func TestHandshakeFloodFromManyAddresses(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	var mu sync.Mutex
 	open := 0
-	for a := 2; a <= 20; a++ {
+	const addresses = maxHandshakes/maxHandshakesPerSource + 1
+	for a := 2; a < 2+addresses; a++ {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(a))}, Timeout: 5 * time.Second}
 		for range maxHandshakesPerSource {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
-					c, err := d.DialContext(ctx, "tcp4", addr)
-					if err != nil {
-						time.Sleep(20 * time.Millisecond)
-						continue
+					if c, err := d.DialContext(ctx, "tcp4", addr); err == nil {
+						mu.Lock()
+						open++
+						mu.Unlock()
+						stop := context.AfterFunc(ctx, func() { c.Close() })
+						c.Read(make([]byte, 1)) // silent until the agent closes it
+						stop()
+						c.Close()
 					}
-					mu.Lock()
-					open++
-					mu.Unlock()
-					stop := context.AfterFunc(ctx, func() { c.Close() })
-					c.Read(make([]byte, 1)) // silent until the agent closes it
-					stop()
-					c.Close()
-					time.Sleep(10 * time.Millisecond)
+					select { // redial, as a flood would, but gently
+					case <-ctx.Done():
+					case <-time.After(100 * time.Millisecond):
+					}
 				}
 			}()
 		}
 	}
-	// The flood fills the handshakes before the controller dials.
-	if !eventually(20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return open >= 2*maxHandshakes }) {
+	// The flood fills the handshakes, and more, before the controller dials.
+	if !eventually(20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return open >= maxHandshakes+2*maxHandshakesPerSource }) {
+		mu.Lock()
+		defer mu.Unlock()
 		t.Fatalf("the flood opened only %d connections", open)
 	}
 	c := controller(t, dir, "ctl", addr)
 	if c.Info.GetGrant().GetRule() != "ops" {
 		t.Errorf("the controller's hello during the flood: %+v", c.Info)
+	}
+}
+
+// pipeConn is a connection from addr that is never read.
+type pipeConn struct {
+	net.Conn
+	addr net.Addr
+}
+
+func (p pipeConn) RemoteAddr() net.Addr { return p.addr }
+func (p pipeConn) Close() error         { return nil }
+
+// TestHandshakeEvictionSparesAController: on a tie of addresses' counts
+// the oldest handshake made room, so 80 addresses with one silent
+// connection each, re-dialled, pushed out a controller's handshake under
+// way. One that has sent nothing makes room before one midway, and one
+// midway is safe for a grace.
+func TestHandshakeEvictionSparesAController(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	g := newConnGuard(&Server{})
+	g.now = func() time.Time { now = now.Add(10 * time.Millisecond); return now }
+	from := func(a int) net.Conn {
+		return pipeConn{addr: &net.TCPAddr{IP: net.IPv4(127, 0, byte(a>>8), byte(a)), Port: 40000}}
+	}
+	silent := func(a int) { g.admit(from(a)) } // refused or not: a flood redials
+	for a := 2; a < 2+maxHandshakes; a++ {
+		silent(a)
+	}
+	ctl, err := g.admit(from(1000))
+	if err != nil {
+		t.Fatalf("a controller's connection: %v", err)
+	}
+	ctl.read.Add(300) // its ClientHello: it is midway
+	admitted := 0
+	for i := range 3 * maxHandshakes {
+		if c, err := g.admit(from(2 + i%80)); err == nil && c != nil {
+			admitted++
+		}
+		g.mu.Lock()
+		evicted := ctl.evicted
+		g.mu.Unlock()
+		if evicted {
+			t.Fatalf("the controller's handshake, %v old, was closed to make room for a silent one", now.Sub(ctl.accepted))
+		}
+	}
+	if admitted < maxHandshakes {
+		t.Errorf("only %d of the flood's redials were let in: the pool made no room", admitted)
+	}
+
+	// Handshakes midway all: none makes room within its grace.
+	g = newConnGuard(&Server{})
+	g.now = func() time.Time { return now }
+	for a := 2; a < 2+maxHandshakes; a++ {
+		c, err := g.admit(from(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.read.Add(1)
+	}
+	if _, err := g.admit(from(1000)); err == nil {
+		t.Error("a handshake midway, in its grace, was closed to make room")
+	}
+	now = now.Add(handshakeGrace)
+	if _, err := g.admit(from(1000)); err != nil {
+		t.Errorf("after the grace: %v", err)
 	}
 }
 

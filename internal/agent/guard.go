@@ -69,6 +69,13 @@ type usage struct {
 	reserved int64
 }
 
+// roll starts the count of bytes again on a new day (UTC).
+func (u *usage) roll(now time.Time) {
+	if today := now.UTC().Format(time.DateOnly); u.day != today {
+		u.day, u.bytes = today, 0
+	}
+}
+
 // host is the agent's state shared by all calls: every test running,
 // each identity's usage, and who holds the host for throughput.
 type host struct {
@@ -464,9 +471,7 @@ func (s *Server) grant(d *decision, pol *policy.Policy, method string) error {
 		u = &usage{}
 		h.usage[d.who.key()] = u
 	}
-	if today := time.Now().UTC().Format(time.DateOnly); u.day != today {
-		u.day, u.bytes = today, 0
-	}
+	u.roll(time.Now())
 	want := reservation(d.req, d.limits, d.rule.Rate)
 	held := addBytes(u.bytes, u.reserved)
 	switch {

@@ -282,6 +282,60 @@ func TestRunningTestStopsAtTheDaysBytes(t *testing.T) {
 	}
 }
 
+// TestSilentTestStopsAtTheDaysBytes: a TCP test that declares only its
+// duration, with an interval as long (so no interval reports its bytes),
+// went past its identity's bytes of the day by all it could move in that
+// time; the agent holds it to the day on its own tick, at its limits'
+// rate, and stops it about when the day may be spent.
+func TestSilentTestStopsAtTheDaysBytes(t *testing.T) {
+	// 1000 bytes a day at 1000 bytes/s: the test reserves 500 for its 0.5 s.
+	s, pol := guarded(t, "rules:\n  - {name: ops, identities: [cn:ctl], limits: {bytes_per_day: 1000, rate: 8kbit}}\n")
+	req := &agentpb.ReceiveRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_TCP, Streams: 1,
+		DurationNs: int64(500 * time.Millisecond), IntervalNs: int64(500 * time.Millisecond)}}
+	d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe(agentpb.Agent_Receive_FullMethodName, req)}
+	if err := s.grant(d, pol, agentpb.Agent_Receive_FullMethodName); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := &guardedStream{ServerStream: nopStream{}, s: s, d: d, ctx: ctx, cancel: cancel}
+	start := time.Now()
+	metered := g.meter(start, 20*time.Millisecond)
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("a test whose intervals say nothing runs on past its identity's bytes of the day")
+	}
+	// The day's 1000 bytes last 1 s at the rule's rate: not stopped before.
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("stopped after %v, before the day could be spent", took)
+	}
+	<-metered
+	if !g.spent || d.reserved != 1000 {
+		t.Errorf("spent %v, reserved %d: want spent, the day's 1000", g.spent, d.reserved)
+	}
+}
+
+// TestExtendAcrossMidnight: a running test took more of its identity's
+// day against yesterday's bytes, and was stopped after midnight UTC when
+// yesterday's were spent. The count starts again, as for a new test.
+func TestExtendAcrossMidnight(t *testing.T) {
+	s, pol := guarded(t, "rules:\n  - {name: ops, identities: [cn:ctl], limits: {bytes_per_day: 1000, rate: 8kbit}}\n")
+	req := &agentpb.ReceiveRequest{Spec: &agentpb.ThroughputSpec{Protocol: agentpb.Protocol_PROTOCOL_TCP, Streams: 1, DurationNs: int64(400 * time.Millisecond)}}
+	d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", req)}
+	if err := s.grant(d, pol, ""); err != nil {
+		t.Fatal(err)
+	}
+	u := s.host.usage["cn:ctl"]
+	u.day, u.bytes = "2000-01-01", 600 // yesterday's: with its 400 reserved, the day was spent
+	if !s.extend(d, 700) {
+		t.Errorf("a test past midnight was held to yesterday's bytes (%d used on %s)", u.bytes, u.day)
+	}
+	if u.bytes != 0 || u.day == "2000-01-01" {
+		t.Errorf("after midnight: %d bytes used on %s, want 0 today", u.bytes, u.day)
+	}
+}
+
 // nopStream is a server stream that sends nowhere.
 type nopStream struct{ grpc.ServerStream }
 

@@ -51,6 +51,13 @@ func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb
 		return nil, s.refusal("the probes", err)
 	}
 	res, err := probe.Run(ctx, spec, req.GetAddress(), tok)
+	return probeReply(ctx, res, spec.Size, err)
+}
+
+// probeReply is the answer to probes that ended with err (nil: all went
+// well). Probes the clock stepped during are refused (ClockStepped); the
+// bytes they sent still count (countFailed), as the refusal is no result.
+func probeReply(ctx context.Context, res []probe.Result, size int, err error) (*agentpb.ProbeSummary, error) {
 	sum := &agentpb.ProbeSummary{}
 	for _, r := range res {
 		sum.Results = append(sum.Results, &agentpb.ProbeResult{
@@ -62,6 +69,7 @@ func (s *Server) Probe(ctx context.Context, req *agentpb.ProbeRequest) (*agentpb
 		sum.Partial, sum.Error = true, err.Error()
 	}
 	if errors.Is(err, probe.ErrClockStep) {
+		countFailed(ctx, int64(len(res))*int64(max(size, 0)))
 		return nil, ClockStepped(sum)
 	}
 	return sum, nil

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
 )
@@ -89,9 +91,70 @@ func (s *Server) extend(d *decision, moved int64) bool {
 	if u == nil {
 		return false
 	}
+	u.roll(time.Now()) // a test running across midnight takes of the new day
 	left := d.rule.BytesPerDay - addBytes(u.bytes, u.reserved)
 	more := min(max(moved-d.reserved, extendStep), max(left, 0))
 	u.reserved += more
 	d.reserved += more
 	return moved <= d.reserved
+}
+
+// meterEvery is how often a running throughput test that declares only
+// its duration is held to its identity's bytes of the day, whatever
+// interval its caller asked for reports at.
+const meterEvery = time.Second
+
+// meter holds a throughput test that declares only its duration to its
+// identity's bytes of the day every meterEvery from start: its intervals
+// say what it moved up to when they end, and since then it may have moved
+// its limits' rate; that much is reserved, and the test is stopped when
+// the day has not as much left. A test thus goes at most about meterEvery
+// of that rate past the day, however rarely its intervals come (a TCP
+// test faster than the rate is caught by its next interval). The channel
+// is closed when metering ends, after the stream's context is done.
+func (g *guardedStream) meter(start time.Time, every time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	d := g.d
+	if d == nil || d.rule == nil || d.req.kind != policy.Throughput || d.req.bytes > 0 || d.req.lasts <= 0 {
+		close(done)
+		return done
+	}
+	g.mu.Lock()
+	g.known = start
+	if d.limits.MaxRate < 1e15 { // else unlimited: intervals alone count
+		g.rate = d.limits.MaxRate / 8
+	}
+	g.mu.Unlock()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.ctx.Done():
+				return
+			case now := <-t.C:
+				g.mu.Lock()
+				g.check(now)
+				g.mu.Unlock()
+			}
+		}
+	}()
+	return done
+}
+
+// check stops the test, with g.mu held, when its identity's day has not
+// enough left for what it may have moved by now.
+func (g *guardedStream) check(now time.Time) {
+	if g.spent {
+		return
+	}
+	most := g.live
+	if g.rate > 0 {
+		most = addBytes(most, int64(min(g.rate*max(now.Sub(g.known).Seconds(), 0), 1<<62)))
+	}
+	if !g.s.extend(g.d, most) {
+		g.spent = true
+		g.cancel()
+	}
 }

@@ -275,6 +275,7 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		}
 		srv.Files = files
 		srv.MaxConnections = lim.MaxConnections
+		srv.Expect = spec.Connections()
 		served := make(chan struct{})
 		go func() { srv.Serve(sctx); close(served) }()
 		if err := w.listening(srv.Port()); err != nil {

@@ -2,10 +2,8 @@ package archtest
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -19,29 +17,13 @@ func init() {
 // TestArchiveShape holds the archive to its shape: rows are iterated in
 // db.go alone (queryAll, queryEach), and no type has more than 25 methods.
 func TestArchiveShape(t *testing.T) {
-	files, err := filepath.Glob("../archive/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	methods := map[string]int{}
 	fset := token.NewFileSet()
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
+	files := parseSources(t, fset, "../archive/*.go")
+	for _, f := range files {
+		if filepath.Base(f.path) == "db.go" {
 			continue
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
-				methods[receiverType(fn.Recv.List[0].Type)]++
-			}
-		}
-		if filepath.Base(path) == "db.go" {
-			continue
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
+		ast.Inspect(f.File, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
 				return true
@@ -55,25 +37,5 @@ func TestArchiveShape(t *testing.T) {
 			return true
 		})
 	}
-	if len(methods) == 0 {
-		t.Fatal("found no methods in ../archive")
-	}
-	for typ, n := range methods {
-		if n > 25 {
-			t.Errorf("archive.%s has %d methods: at most 25 (split it by the tables it keeps)", typ, n)
-		}
-	}
-}
-
-// receiverType is the name of a method's receiver type.
-func receiverType(e ast.Expr) string {
-	switch e := e.(type) {
-	case *ast.StarExpr:
-		return receiverType(e.X)
-	case *ast.IndexExpr:
-		return receiverType(e.X)
-	case *ast.Ident:
-		return e.Name
-	}
-	return "?"
+	checkMethodCounts(t, "archive", files, "split it by the tables it keeps")
 }

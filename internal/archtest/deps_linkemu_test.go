@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -29,31 +28,15 @@ var engineClockReads = []string{"time.Now", "time.Since", "time.Until", "time.Sl
 // declares a method of a model type makes no system call and reads no
 // clock, and no type of the engine has more than 25 methods.
 func TestModelMakesNoSyscalls(t *testing.T) {
-	paths, err := filepath.Glob("../linkemu/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
-	methods := map[string]int{}
+	files := parseSources(t, fset, "../linkemu/*.go")
 	var modelFiles []string
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil {
-				methods[engineReceiver(fn)]++
-			}
-		}
-		problems := engineModelProblems(fset, f)
+	for _, f := range files {
+		problems := engineModelProblems(fset, f.File)
 		if problems == nil {
 			continue
 		}
-		modelFiles = append(modelFiles, filepath.Base(path))
+		modelFiles = append(modelFiles, filepath.Base(f.path))
 		for _, p := range problems {
 			t.Error(p)
 		}
@@ -61,11 +44,7 @@ func TestModelMakesNoSyscalls(t *testing.T) {
 	if len(modelFiles) < 5 {
 		t.Errorf("found model methods in %v only: is engineModelTypes out of date?", modelFiles)
 	}
-	for typ, n := range methods {
-		if n > 25 {
-			t.Errorf("linkemu.%s has %d methods: split it (at most 25)", typ, n)
-		}
-	}
+	checkMethodCounts(t, "linkemu", files, "split it")
 }
 
 // TestModelRuleCatchesABreach checks the rule on a made-up model file.
@@ -96,7 +75,7 @@ func TestModelRuleCatchesABreach(t *testing.T) {
 func engineModelProblems(fset *token.FileSet, f *ast.File) []string {
 	model := false
 	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && slices.Contains(engineModelTypes, engineReceiver(fn)) {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv != nil && slices.Contains(engineModelTypes, receiverName(fn)) {
 			model = true
 		}
 	}
@@ -122,22 +101,4 @@ func engineModelProblems(fset *token.FileSet, f *ast.File) []string {
 		return true
 	})
 	return problems
-}
-
-// engineReceiver is the name of fn's receiver type, without * or type parameters.
-func engineReceiver(fn *ast.FuncDecl) string {
-	typ := fn.Recv.List[0].Type
-	if star, ok := typ.(*ast.StarExpr); ok {
-		typ = star.X
-	}
-	switch x := typ.(type) {
-	case *ast.IndexExpr:
-		typ = x.X
-	case *ast.IndexListExpr:
-		typ = x.X
-	}
-	if id, ok := typ.(*ast.Ident); ok {
-		return id.Name
-	}
-	return ""
 }

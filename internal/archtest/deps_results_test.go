@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -24,34 +22,18 @@ var byString = map[string]bool{"Leg": true, "Phase": true, "Role": true, "JobsEn
 // takes one apart, or indexes Metrics by a name. results.Figure's String
 // and ParseFigure are the one encoder and decoder.
 func TestFiguresReadByFigure(t *testing.T) {
-	var files []string
-	for _, glob := range []string{"../analysis/*.go", "../report/*.go", "../cli/run.go"} {
-		m, err := filepath.Glob(glob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
 	fset := token.NewFileSet()
-	read := 0
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		read++
-		ast.Inspect(f, func(n ast.Node) bool {
+	files := parseSources(t, fset, "../analysis/*.go", "../report/*.go", "../cli/run.go")
+	for _, f := range files {
+		ast.Inspect(f.File, func(n ast.Node) bool {
 			if why := byName(n); why != "" {
 				t.Errorf("%s: %s: read it as a results.Figure", fset.Position(n.Pos()), why)
 			}
 			return true
 		})
 	}
-	if read < 10 {
-		t.Fatalf("read %d files of analysis, report and cli/run.go", read)
+	if len(files) < 10 {
+		t.Fatalf("read %d files of analysis, report and cli/run.go", len(files))
 	}
 }
 

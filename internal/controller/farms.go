@@ -21,7 +21,8 @@ import (
 // runEventDB runs the event server and its clients' jobs at once.
 func runEventDB(ctx context.Context, env *stepEnv, e *scenario.EventDB) (*outcome, error) {
 	srv, err := measure.StartRole(ctx, env.hosts[e.Server], env.id+"-server", agent.RoleEventServer,
-		eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage, Token: env.token}, true)
+		eventdb.ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage,
+			Sessions: e.Jobs * len(e.Clients), Token: env.token}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func Probe(ctx context.Context, src, dst Endpoint, spec probe.Spec) (*ProbeResul
 	}
 	res := Summarise(src.Host, dst.Host, spec, agent.ProbeResultsFromPB(sum.Results), Clocks(src.Agent, dst.Agent))
 	res.Alongside = int(max(sum.Alongside, l.GetAlongside()))
-	if clockStepped {
+	if clockStepped || olderClockStep(sum) {
 		res.Partial, res.Error = true, sum.Error
 		return res, &reported{msg: sum.Error, err: probe.ErrClockStep}
 	}
@@ -262,4 +262,14 @@ func Trace(ctx context.Context, src, dst Endpoint, maxHops int, wait time.Durati
 		return res, errors.New(sum.Error)
 	}
 	return res, nil
+}
+
+// olderClockStep says whether a summary is an older agent's answer to
+// probes its clock stepped during: before ClockStepped, an agent sent the
+// summary, partial, with the error's text, which begins with
+// probe.ErrClockStep's. This reads a peer's message for compatibility (it
+// is the only place the text is matched), so that errors.Is finds
+// probe.ErrClockStep whichever agent answered.
+func olderClockStep(sum *agentpb.ProbeSummary) bool {
+	return sum.GetPartial() && strings.HasPrefix(sum.GetError(), probe.ErrClockStep.Error()+" ")
 }

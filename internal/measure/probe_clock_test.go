@@ -74,6 +74,7 @@ func TestProbeClockStep(t *testing.T) {
 		wantError string
 	}{
 		{"clock stepped", func() (*agentpb.ProbeSummary, error) { return nil, agent.ClockStepped(sum(true, stepped)) }, true, 2, stepped},
+		{"clock stepped, said by an older agent", func() (*agentpb.ProbeSummary, error) { return sum(true, stepped), nil }, true, 2, stepped},
 		{"partial for another reason", func() (*agentpb.ProbeSummary, error) { return sum(true, "reflector went away"), nil }, false, 2, "reflector went away"},
 		{"aborted without a summary", func() (*agentpb.ProbeSummary, error) { return nil, status.Error(codes.Aborted, stepped) }, false, -1, ""},
 		{"complete", func() (*agentpb.ProbeSummary, error) { return sum(false, ""), nil }, false, 2, ""},

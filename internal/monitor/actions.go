@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
@@ -155,25 +154,12 @@ func (a *API) audit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	since, ok := timeParam(r, "since", time.Now().Add(-7*24*time.Hour))
-	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
-	if r.URL.Query().Get("limit") == "" {
-		limit, err = 100, nil
-	}
-	if !ok || err != nil || limit < 1 || limit > 10000 {
+	limit, ok2 := intParam(r, "limit", 100, 1, 10000)
+	if !ok || !ok2 {
 		problem(w, http.StatusBadRequest, "since: an RFC 3339 time or Unix seconds; limit: 1 to 10000")
 		return
 	}
-	ar := a.archiveOr(w)
-	if ar == nil {
-		return
-	}
-	entries, err := ar.Audit(r.Context(), since, limit)
-	if err != nil {
-		problem(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if entries == nil {
-		entries = []archive.AuditEntry{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"audit": entries})
+	listFromArchive(a, w, "audit", func(ar *archive.Archive) ([]archive.AuditEntry, error) {
+		return ar.Audit(r.Context(), since, limit)
+	})
 }

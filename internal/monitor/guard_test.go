@@ -16,6 +16,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 // The Host header must name the listener: its address (and port), localhost
@@ -87,17 +88,8 @@ func TestHostMustNameTheListener(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	for host, want := range map[string]int{"": 200, "rebind.attacker.example:" + srv.URL[strings.LastIndex(srv.URL, ":")+1:]: 421} {
-		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/status", nil)
-		if host != "" {
-			req.Host = host
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %q through a listener: %d, want %d", host, resp.StatusCode, want)
+		if got := testsupport.HostStatus(t, srv.URL+"/api/v1/status", host); got != want {
+			t.Errorf("Host %q through a listener: %d, want %d", host, got, want)
 		}
 	}
 }

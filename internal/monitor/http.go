@@ -115,6 +115,25 @@ func (a *API) archiveOr(w http.ResponseWriter) *archive.Archive {
 	return ar
 }
 
+// listFromArchive answers with the list read reads from the archive, as
+// JSON under key (an empty list, not null, when there is nothing): 503 if
+// the archive is unreachable, 500 if the read fails.
+func listFromArchive[T any](a *API, w http.ResponseWriter, key string, read func(*archive.Archive) ([]T, error)) {
+	ar := a.archiveOr(w)
+	if ar == nil {
+		return
+	}
+	list, err := read(ar)
+	if err != nil {
+		problem(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if list == nil {
+		list = []T{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{key: list})
+}
+
 // timeParam reads an RFC 3339 time or Unix seconds, or a default.
 func timeParam(r *http.Request, name string, def time.Time) (time.Time, bool) {
 	v := r.URL.Query().Get(name)
@@ -128,6 +147,19 @@ func timeParam(r *http.Request, name string, def time.Time) (time.Time, bool) {
 		return time.Unix(0, int64(f*1e9)), true
 	}
 	return time.Time{}, false
+}
+
+// intParam reads a whole number from lo to hi, or a default.
+func intParam(r *http.Request, name string, def, lo, hi int) (int, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, false
+	}
+	return n, true
 }
 
 // GET /api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T
@@ -148,14 +180,10 @@ func (a *API) series(w http.ResponseWriter, r *http.Request) {
 	if ar == nil {
 		return
 	}
-	most := archive.MaxPoints
-	if v := r.URL.Query().Get("max"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 10 || n > 100000 {
-			problem(w, http.StatusBadRequest, "max: give 10 to 100000 points")
-			return
-		}
-		most = n
+	most, ok := intParam(r, "max", archive.MaxPoints, 10, 100000)
+	if !ok {
+		problem(w, http.StatusBadRequest, "max: give 10 to 100000 points")
+		return
 	}
 	pts, err := ar.Points(r.Context(), r.PathValue("src"), r.PathValue("dst"), metric, from, to)
 	if err != nil {
@@ -172,28 +200,14 @@ func (a *API) series(w http.ResponseWriter, r *http.Request) {
 // GET /api/v1/paths/{src}/{dst}/tests?test=T&limit=N: the last tests with
 // both ends' CPU, to tell a slow host from a slow network.
 func (a *API) tests(w http.ResponseWriter, r *http.Request) {
-	limit := 20
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			problem(w, http.StatusBadRequest, "limit: give 1 to 1000")
-			return
-		}
-		limit = n
-	}
-	ar := a.archiveOr(w)
-	if ar == nil {
+	limit, ok := intParam(r, "limit", 20, 1, 1000)
+	if !ok {
+		problem(w, http.StatusBadRequest, "limit: give 1 to 1000")
 		return
 	}
-	recs, err := ar.Tests(r.Context(), r.PathValue("src"), r.PathValue("dst"), r.URL.Query().Get("test"), limit)
-	if err != nil {
-		problem(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if recs == nil {
-		recs = []archive.TestRecord{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tests": recs})
+	listFromArchive(a, w, "tests", func(ar *archive.Archive) ([]archive.TestRecord, error) {
+		return ar.Tests(r.Context(), r.PathValue("src"), r.PathValue("dst"), r.URL.Query().Get("test"), limit)
+	})
 }
 
 // GET /api/v1/paths/{src}/{dst}/changes?from=T&to=T: the test-bed's link
@@ -243,19 +257,9 @@ func (a *API) alerts(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "since: give an RFC 3339 time or Unix seconds")
 		return
 	}
-	ar := a.archiveOr(w)
-	if ar == nil {
-		return
-	}
-	all, err := ar.Alerts(r.Context(), since, false)
-	if err != nil {
-		problem(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if all == nil {
-		all = []archive.Alert{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"alerts": all})
+	listFromArchive(a, w, "alerts", func(ar *archive.Archive) ([]archive.Alert, error) {
+		return ar.Alerts(r.Context(), since, false)
+	})
 }
 
 // Reduce keeps at most most points of a series for a chart: the time is cut

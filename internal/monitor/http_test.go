@@ -114,3 +114,53 @@ func FuzzAPI(f *testing.F) {
 		}
 	})
 }
+
+// The lists read from the archive (tests, alerts since a time, the audit)
+// are JSON lists under their key: empty, never null, when there is nothing.
+// (The access service's one alert is active, so it is in every list of alerts.)
+func TestListsFromTheArchive(t *testing.T) {
+	_, h, tok := accessService(t, "open")
+	bearer := map[string]string{"Authorization": "Bearer " + tok}
+	earlier, later := time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		call call
+		key  string
+		n    int
+	}{
+		{call{"GET", "/api/v1/paths/cern/cnaf/tests", "", nil}, "tests", 0},
+		{call{"GET", "/api/v1/alerts?since=" + earlier, "", nil}, "alerts", 1},
+		{call{"GET", "/api/v1/audit?since=" + later, "", bearer}, "audit", 0},
+	} {
+		w := c.call.do(h)
+		var doc map[string][]json.RawMessage
+		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || w.Code != http.StatusOK {
+			t.Errorf("%s: %d %s (%v)", c.call.path, w.Code, w.Body, err)
+			continue
+		}
+		if list, ok := doc[c.key]; !ok || list == nil || len(list) != c.n {
+			t.Errorf("%s: %s, want a list of %d under %q", c.call.path, w.Body, c.n, c.key)
+		}
+	}
+}
+
+func TestIntParam(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		n     int
+		ok    bool
+	}{
+		{"", 20, true},
+		{"limit=1", 1, true},
+		{"limit=1000", 1000, true},
+		{"limit=0", 0, false},
+		{"limit=1001", 0, false},
+		{"limit=-1", 0, false},
+		{"limit=ten", 0, false},
+		{"limit=99999999999999999999", 0, false},
+	} {
+		r := httptest.NewRequest("GET", "/x?"+c.query, nil)
+		if n, ok := intParam(r, "limit", 20, 1, 1000); n != c.n || ok != c.ok {
+			t.Errorf("%q: %d, %v, want %d, %v", c.query, n, ok, c.n, c.ok)
+		}
+	}
+}

@@ -192,21 +192,7 @@ func (v *validator) eventDB(field string, r rawEventDB, tb *Testbed) *EventDB {
 		Threads:           v.count(field+".threads", r.Threads, 0, 1, 10000),
 		Timeout:           v.duration(field+".timeout", r.Timeout, 25*time.Second),
 	}
-	v.host(field+".server", r.Server, tb)
-	if len(r.Clients) == 0 {
-		v.fail(field+".clients", "missing: list the client hosts, such as [client1, client2]")
-	}
-	for i, c := range r.Clients {
-		if v.fine(c, r.Server, tb) {
-			continue
-		}
-		f := fmt.Sprintf("%s.clients[%d]", field, i)
-		v.host(f, c, tb)
-		if c == r.Server {
-			v.fail(f, "%q is the server", c)
-		}
-		v.reaches(f, r.Server, c, tb)
-	}
+	v.hub(field, "server", r.Server, "clients", r.Clients, "list the client hosts, such as [client1, client2]", tb)
 	if e.ServerModel == "" {
 		e.ServerModel = eventdb.ModelSingle
 		if e.Threads > 0 {
@@ -242,21 +228,7 @@ func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm
 		ResultSize: int(v.size(field+".result_size", r.ResultSize, 512)),
 		Prefetch:   v.count(field+".prefetch", r.Prefetch, 1, 1, 1000),
 	}
-	v.host(field+".master", r.Master, tb)
-	if len(r.Workers) == 0 {
-		v.fail(field+".workers", "missing: list the worker hosts")
-	}
-	for i, w := range r.Workers {
-		if v.fine(w, r.Master, tb) {
-			continue
-		}
-		f := fmt.Sprintf("%s.workers[%d]", field, i)
-		v.host(f, w, tb)
-		if w == r.Master {
-			v.fail(f, "%q is the master", w)
-		}
-		v.reaches(f, r.Master, w, tb)
-	}
+	v.hub(field, "master", r.Master, "workers", r.Workers, "list the worker hosts", tb)
 	t.Count = v.count(field+".count", r.Count, len(r.Workers), max(1, len(r.Workers)), 100000)
 	if t.Work == "" {
 		t.Work = taskfarm.WorkSleep
@@ -267,6 +239,28 @@ func (v *validator) taskFarm(field string, r rawTaskFarm, tb *Testbed) *TaskFarm
 		v.fail(field, "%v", err)
 	}
 	return t
+}
+
+// hub checks a step's central host (the setting hubName, such as server)
+// and the hosts of the setting spokesName (such as clients), of which there
+// must be at least one (missing says how to list them): each a known host,
+// not the hub, and one the hub reaches.
+func (v *validator) hub(field, hubName, hub, spokesName string, spokes []string, missing string, tb *Testbed) {
+	v.host(field+"."+hubName, hub, tb)
+	if len(spokes) == 0 {
+		v.fail(field+"."+spokesName, "missing: %s", missing)
+	}
+	for i, h := range spokes {
+		if v.fine(h, hub, tb) {
+			continue
+		}
+		f := fmt.Sprintf("%s.%s[%d]", field, spokesName, i)
+		v.host(f, h, tb)
+		if h == hub {
+			v.fail(f, "%q is the %s", h, hubName)
+		}
+		v.reaches(f, hub, h, tb)
+	}
 }
 
 // DefaultMeshPort is where mesh nodes listen unless the scenario says

@@ -27,12 +27,22 @@ type SetRequest struct {
 	Settings []string `json:"settings"`
 }
 
+// readRequest decodes a request's JSON body, of at most limit bytes; if it
+// cannot, it answers 400, saying it was reading what, and returns false.
+func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, what string) (T, bool) {
+	var req T
+	if err := json.NewDecoder(io.LimitReader(r.Body, limit)).Decode(&req); err != nil {
+		http.Error(w, "reading "+what+": "+err.Error(), http.StatusBadRequest)
+		return req, false
+	}
+	return req, true
+}
+
 // setDirections applies a SetRequest to the engine, between two packets,
 // and records the new settings in the test-bed's state.
 func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
-	var req SetRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+	req, ok := readRequest[SetRequest](w, r, 64<<10, "the request")
+	if !ok {
 		return
 	}
 	d.setMu.Lock()
@@ -104,9 +114,8 @@ type TimelineRequest struct {
 const maxTimelineBody = 64 << 20
 
 func (d *daemon) startTimeline(w http.ResponseWriter, r *http.Request) {
-	var req TimelineRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxTimelineBody)).Decode(&req); err != nil {
-		http.Error(w, "reading the timeline: "+err.Error(), http.StatusBadRequest)
+	req, ok := readRequest[TimelineRequest](w, r, maxTimelineBody, "the timeline")
+	if !ok {
 		return
 	}
 	if req.Tag == "" || len(req.Changes) > scenario.MaxTimedChanges {
@@ -148,9 +157,8 @@ func (d *daemon) startTimeline(w http.ResponseWriter, r *http.Request) {
 // endTimeline cancels what a timeline has not done yet and puts its
 // directions back.
 func (d *daemon) endTimeline(w http.ResponseWriter, r *http.Request) {
-	var req TimelineRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+	req, ok := readRequest[TimelineRequest](w, r, 64<<10, "the request")
+	if !ok {
 		return
 	}
 	d.setMu.Lock()

@@ -24,16 +24,7 @@ type PromServer struct {
 // rule files, and stops it at the test's end.
 func Prometheus(t testing.TB, target string, ruleFiles ...string) *PromServer {
 	t.Helper()
-	Need(t, "prometheus")
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := newInstance("prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.terminate)
+	bin, in := newServer(t, "prometheus")
 	var rules string
 	for _, f := range ruleFiles {
 		abs, err := filepath.Abs(f)

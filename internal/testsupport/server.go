@@ -81,6 +81,24 @@ func (in *instance) terminate() {
 	os.RemoveAll(in.dir)
 }
 
+// newServer finds the program name, of the package of the same name (the
+// test is skipped or fails as Need says if it is not installed), and makes
+// a new server of that kind, terminated at the test's end.
+func newServer(t testing.TB, name string) (bin string, in *instance) {
+	t.Helper()
+	Need(t, name)
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err = newInstance(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.terminate)
+	return bin, in
+}
+
 // newInstance makes the directory of a new server of kind.
 func newInstance(kind string) (*instance, error) {
 	dir, err := OwnedDir(kind)

@@ -23,16 +23,7 @@ const (
 // returns its host:port. It reports this machine's interfaces.
 func Snmpd(t testing.TB) string {
 	t.Helper()
-	Need(t, "snmpd")
-	bin, err := exec.LookPath("snmpd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := newInstance("snmpd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.terminate)
+	bin, in := newServer(t, "snmpd")
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)

@@ -110,3 +110,13 @@ func (l Local) Port(port int) (Local, error) {
 	}
 	return Local{Addr: l.Addr, First: port, Last: port}, nil
 }
+
+// ListenPort opens a TCP listener with lc on a fixed port (0: any port of
+// l's range), as Port then Listen: the listen of a workload's server.
+func (l Local) ListenPort(port int, lc net.ListenConfig) (net.Listener, error) {
+	at, err := l.Port(port)
+	if err != nil {
+		return nil, err
+	}
+	return at.Listen(lc)
+}

@@ -60,3 +60,47 @@ func TestListenInRange(t *testing.T) {
 		t.Errorf("listened on %d, want %d (the first free port of the range)", got, port+1)
 	}
 }
+
+// ListenPort opens on the port asked for, or on any port of the range for
+// 0, and refuses a port that is not one or is outside the range.
+func TestListenPort(t *testing.T) {
+	free := Local{Addr: "127.0.0.1"}
+	ranged := Local{Addr: "127.0.0.1", First: 5201, Last: 5299}
+	for _, tc := range []struct {
+		name string
+		at   Local
+		port int
+		err  string
+	}{
+		{"any free port", free, 0, ""},
+		{"not a port", free, 70000, "give 0 (any) to 65535"},
+		{"negative", free, -1, "give 0 (any) to 65535"},
+		{"outside the range", ranged, 80, "outside the agent's test ports 5201-5299"},
+	} {
+		ln, err := tc.at.ListenPort(tc.port, net.ListenConfig{})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.err)
+			}
+			if ln != nil {
+				ln.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		ln.Close()
+	}
+
+	taken, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	if _, err := free.ListenPort(port, net.ListenConfig{}); !errors.Is(err, ErrNoFreePort) {
+		t.Errorf("a taken fixed port: %v, want ErrNoFreePort", err)
+	}
+}

@@ -77,6 +77,10 @@ type ServerSpec struct {
 	CPUPerPage time.Duration `json:"cpu_per_page,omitempty"`
 	// Port to listen on; 0 picks a free one.
 	Port int `json:"port,omitempty"`
+	// Sessions is how many sessions the step's clients open at once (its
+	// clients times their jobs): as many may await their token at once
+	// from one host (0: as many as the server serves at once).
+	Sessions int `json:"sessions,omitempty"`
 	// Token is the test's: a session that does not open with it is not served.
 	Token token.Token `json:"token"`
 }
@@ -88,6 +92,9 @@ func (s ServerSpec) Validate(l limits.Limits) error {
 	}
 	if err := l.Duration("cpu_per_page", s.CPUPerPage); err != nil {
 		return err
+	}
+	if s.Sessions < 0 {
+		return fmt.Errorf("sessions must not be negative (got %d)", s.Sessions)
 	}
 	switch s.Model {
 	case ModelSingle, ModelConnection:
@@ -102,6 +109,15 @@ func (s ServerSpec) Validate(l limits.Limits) error {
 		return fmt.Errorf("unknown server model %q (single, threads or connection)", s.Model)
 	}
 	return nil
+}
+
+// expect is how many sessions the server's listener lets in at once
+// awaiting their token, serving at most conns at once.
+func (s ServerSpec) expect(conns int) int {
+	if s.Sessions > 0 {
+		return min(s.Sessions, conns)
+	}
+	return conns
 }
 
 // ServerTotals is what a server did.
@@ -161,7 +177,7 @@ func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 // as the connection limit allows, until ctx ends; then it closes every
 // session and returns what it did.
 func (s *Server) Serve(ctx context.Context) ServerTotals {
-	job.Serve(ctx, token.NewListener(s.ln, s.spec.Token, token.Options{Expect: s.conns}), s.conns, func(c net.Conn) {
+	job.Serve(ctx, token.NewListener(s.ln, s.spec.Token, token.Options{Expect: s.spec.expect(s.conns)}), s.conns, func(c net.Conn) {
 		if err := s.session(c); err != nil && ctx.Err() == nil {
 			s.totals.errors.Add(1)
 		}

@@ -142,16 +142,14 @@ func TestRefusedConnectionFails(t *testing.T) {
 }
 
 // TestStrangersAreBounded: plain connections from one address to a
-// server's port wait for their token at most max(its connection limit,
+// server's port wait for their token at most max(the sessions it expects,
 // token.Margin) at once, new ones closed past that (19,985 of them, each
 // held 30 s, once took an agent to its limit of file descriptors), and
 // the test's own sessions still get in.
 func TestStrangersAreBounded(t *testing.T) {
 	store := Store{Events: 100, EventSize: 40000, PageSize: 8192}
 	tok := token.New()
-	l := limits.Default
-	l.MaxConnections = 8
-	addr, stop := serveWithin(t, ServerSpec{Store: store, Model: ModelConnection, Token: tok}, l)
+	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelConnection, Sessions: 4, Token: tok})
 	const n = 3 * token.Margin
 	testsupport.DialStrangersFrom(t, addr, "127.0.0.2", n).WaitClosed(t, n-token.Margin)
 	recs := runJobs(t, ClientSpec{Store: store, Address: addr, Token: tok, Jobs: 4, EventsPerJob: 5, Timeout: 5 * time.Second, Seed: 1})
@@ -172,8 +170,8 @@ func TestStrangersAreBounded(t *testing.T) {
 func TestBurstOfClientsAllGetIn(t *testing.T) {
 	store := Store{Events: 10, EventSize: 8192, PageSize: 8192}
 	tok := token.New()
-	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelConnection, Token: tok})
 	const jobs = 300
+	addr, stop := serve(t, ServerSpec{Store: store, Model: ModelConnection, Sessions: jobs, Token: tok})
 	recs := runJobs(t, ClientSpec{Store: store, Address: addr, Token: tok, Jobs: jobs, EventsPerJob: 1, Timeout: 10 * time.Second, Seed: 1})
 	totals := stop()
 	failed := 0
@@ -186,5 +184,22 @@ func TestBurstOfClientsAllGetIn(t *testing.T) {
 	}
 	if failed > 0 || len(recs) != jobs || totals.Sessions != jobs {
 		t.Errorf("%d of %d jobs failed, the server counted %d sessions", failed, jobs, totals.Sessions)
+	}
+}
+
+// TestExpect: the server's listener expects the sessions of the step's
+// clients, not the agent's connection limit (1,024 by default, which let
+// one stranger hold as many connections awaiting their token).
+func TestExpect(t *testing.T) {
+	for _, tc := range []struct {
+		sessions, conns, want int
+	}{
+		{0, 1024, 1024},
+		{300, 1024, 300},
+		{5000, 1024, 1024},
+	} {
+		if got := (ServerSpec{Sessions: tc.sessions}).expect(tc.conns); got != tc.want {
+			t.Errorf("%d sessions, %d connections at most: expects %d, want %d", tc.sessions, tc.conns, got, tc.want)
+		}
 	}
 }

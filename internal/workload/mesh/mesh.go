@@ -112,6 +112,9 @@ type Server struct {
 	// MaxConnections bounds the streams served at once (0: the agent's
 	// default limit of connections).
 	MaxConnections int
+	// Expect is how many streams the mesh's other nodes open to this one
+	// at once (NodeSpec.Connections; 0: MaxConnections).
+	Expect int
 }
 
 // Listen opens a node's port (0 picks a free one) at (the host's test
@@ -138,6 +141,12 @@ func (s NodeSpec) MaxStreamLength() int64 {
 	return largest/int64(max(s.Streams, 1)) + 1
 }
 
+// Connections is how many connections the node's peers open to it at
+// once: a node moves one transfer at a time over Streams streams, and its
+// first may overlap the empty connection with which it awaited its peers;
+// its peers are the mesh's other nodes.
+func (s NodeSpec) Connections() int { return len(s.Peers) * (max(s.Streams, 1) + 1) }
+
 // Port is the port the node listens on.
 func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
@@ -148,9 +157,18 @@ func (s *Server) Serve(ctx context.Context) {
 	if limit <= 0 {
 		limit = limits.Default.MaxConnections
 	}
-	job.Serve(ctx, token.NewListener(s.ln, s.token, token.Options{Expect: limit}), limit, func(c net.Conn) {
+	job.Serve(ctx, token.NewListener(s.ln, s.token, token.Options{Expect: s.expect(limit)}), limit, func(c net.Conn) {
 		serveStream(c, s.Files, s.maxLength)
 	})
+}
+
+// expect is how many streams the node's listener lets in at once
+// awaiting their token, serving at most limit at once.
+func (s *Server) expect(limit int) int {
+	if s.Expect > 0 {
+		return min(s.Expect, limit)
+	}
+	return limit
 }
 
 // serveStream answers one stream of a peer's transfer, of at most maxLength bytes.

@@ -14,25 +14,35 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
-func TestProbeLoopback(t *testing.T) {
+// loopbackReflector runs a reflector on loopback, at addr; stop ends it
+// (as the test's end does) and returns how many probes it reflected.
+func loopbackReflector(t *testing.T) (r *Reflector, addr string, stop func() int) {
+	t.Helper()
 	r, err := NewReflector(bind.Local{Addr: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	reflected := make(chan int, 1)
 	go func() {
 		n, _ := r.Run(ctx, 5*time.Second)
 		reflected <- n
 	}()
+	return r, fmt.Sprintf("127.0.0.1:%d", r.Port), func() int {
+		cancel()
+		return <-reflected
+	}
+}
+
+func TestProbeLoopback(t *testing.T) {
+	r, addr, stop := loopbackReflector(t)
 	spec := Spec{Count: 50, Interval: 2 * time.Millisecond, Size: 64, Timeout: 200 * time.Millisecond}
-	res, err := Run(context.Background(), spec, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token)
+	res, err := Run(context.Background(), spec, addr, r.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	if len(res) != 50 || <-reflected != 50 {
+	if reflected := stop(); len(res) != 50 || reflected != 50 {
 		t.Fatalf("%d results, want 50", len(res))
 	}
 	for _, p := range res {

@@ -20,14 +20,8 @@ import (
 
 // On loopback the reflector is the first hop.
 func TestTraceLoopback(t *testing.T) {
-	r, err := NewReflector(bind.Local{Addr: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go r.Run(ctx, 5*time.Second)
-	hops, reached, err := Trace(context.Background(), fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token, 5, time.Second)
+	r, addr, _ := loopbackReflector(t)
+	hops, reached, err := Trace(context.Background(), addr, r.Token, 5, time.Second)
 	if err != nil || !reached || len(hops) != 1 || hops[0].Addr != "127.0.0.1" || hops[0].TTL != 1 {
 		t.Errorf("Trace = %+v, %v, %v; want the reflector at TTL 1", hops, reached, err)
 	}

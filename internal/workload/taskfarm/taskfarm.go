@@ -117,11 +117,7 @@ func Listen(spec MasterSpec, l limits.Limits, at bind.Local) (*Master, error) {
 	if err := spec.Validate(l); err != nil {
 		return nil, err
 	}
-	at, err := at.Port(spec.Port)
-	if err != nil {
-		return nil, fmt.Errorf("task farm master: %w", err)
-	}
-	ln, err := at.Listen(net.ListenConfig{})
+	ln, err := at.ListenPort(spec.Port, net.ListenConfig{})
 	if err != nil {
 		return nil, fmt.Errorf("task farm master: %w", err)
 	}

@@ -45,28 +45,35 @@ func TestSpecValidate(t *testing.T) {
 	}
 }
 
-// TestRunSeesALoopbackTransfer watches a real connection on this host's
-// loopback (no privilege needed): the watch finds it by port, follows its
-// bytes, and keeps to its interval.
-func TestRunSeesALoopbackTransfer(t *testing.T) {
+// discardConn is a connection to a loopback listener that reads and
+// discards what it gets; both close when the test ends.
+func discardConn(t *testing.T) net.Conn {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
-		c, err := ln.Accept()
-		if err == nil {
+		if c, err := ln.Accept(); err == nil {
 			io.Copy(io.Discard, c)
 			c.Close()
 		}
 	}()
-	port := ln.Addr().(*net.TCPAddr).Port
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestRunSeesALoopbackTransfer watches a real connection on this host's
+// loopback (no privilege needed): the watch finds it by port, follows its
+// bytes, and keeps to its interval.
+func TestRunSeesALoopbackTransfer(t *testing.T) {
+	c := discardConn(t)
+	port := c.RemoteAddr().(*net.TCPAddr).Port
 	stop := make(chan struct{})
 	sent := make(chan int64, 1)
 	go func() {
@@ -137,21 +144,7 @@ func TestRunRefusesAMissingProcess(t *testing.T) {
 
 // TestRunSelectsByProcess finds a connection by the process that holds it.
 func TestRunSelectsByProcess(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			io.Copy(io.Discard, c)
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := discardConn(t)
 	specs := []Spec{{PID: os.Getpid()}}
 	if cg := ownCgroup(); cg != "" {
 		specs = append(specs, Spec{Cgroup: cg})
@@ -159,7 +152,7 @@ func TestRunSelectsByProcess(t *testing.T) {
 	for _, spec := range specs {
 		spec.Interval, spec.Duration = 10*time.Millisecond, 150*time.Millisecond
 		conns := map[string]bool{}
-		_, err = Run(context.Background(), spec, func(b Batch) error {
+		_, err := Run(context.Background(), spec, func(b Batch) error {
 			for _, cn := range b.Conns {
 				conns[cn.Local] = true
 			}

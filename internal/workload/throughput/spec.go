@@ -50,8 +50,11 @@ type Spec struct {
 
 // Bounds of a sane test.
 const (
-	MinWindow    = 4096
-	MinInterval  = 10 * time.Millisecond
+	MinWindow   = 4096
+	MinInterval = 10 * time.Millisecond
+	// MaxInterval bounds how long an agent waits for a report of the
+	// bytes a test moved (it counts them toward bytes_per_day).
+	MaxInterval  = 10 * time.Second
 	MinUDPLength = 16 + headerLen
 	MaxUDPLength = 65507
 )
@@ -75,8 +78,8 @@ func (s Spec) Validate(l limits.Limits) error {
 		return errors.New("give a duration or a number of bytes")
 	case s.Window != 0 && s.Window < MinWindow:
 		return fmt.Errorf("window %d bytes: give 0 (autotuning) or at least %d", s.Window, MinWindow)
-	case s.Interval < MinInterval:
-		return fmt.Errorf("interval %v: give at least %v", s.Interval, MinInterval)
+	case s.Interval < MinInterval || s.Interval > MaxInterval:
+		return fmt.Errorf("interval %v: give %v to %v", s.Interval, MinInterval, MaxInterval)
 	}
 	if s.Protocol == UDP {
 		if err := l.Rate(s.UDPRate); err != nil {

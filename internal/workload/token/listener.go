@@ -16,14 +16,15 @@ import (
 const Wait = 10 * time.Second
 
 // Margin is how many connections awaiting their token a listener holds
-// beyond those its test expects, and the least it lets one source address
-// hold.
+// beyond those its test expects, and the most one source address keeps
+// past Grace.
 const Margin = 64
 
 // Grace is how long a connection awaiting its token is safe from being
 // dropped for a newer one: a test's own stream whose greeting is late (a
 // loaded host, a lost segment on a lossy link) is never dropped for a
-// stranger.
+// stranger. It is also how long a source may hold more than Margin: the
+// test's own burst arrives at once and presents its token well within it.
 const Grace = 2 * time.Second
 
 // maxReady bounds the connections that presented the token and wait for
@@ -36,14 +37,16 @@ type Options struct {
 	// Wait is how long each connection has to present the token (Wait
 	// if 0).
 	Wait time.Duration
-	// Expect is how many connections the test may open at once: its
-	// streams, workers or clients.
+	// Expect is how many connections the test opens at once: its
+	// streams, workers or clients (what the test's spec says, not a
+	// limit of the agent's).
 	Expect int
 }
 
 // bounds are the listener's limits on connections awaiting their token:
-// perSource from one source address (an IPv6 /64), pool in all. A flood
-// from one address leaves the test's expected connections their places.
+// perSource from one source address (an IPv6 /64) within Grace, pool in
+// all. A flood from one address leaves the test's expected connections
+// their places. Past Grace a source keeps at most Margin (see expire).
 func (o Options) bounds() (perSource, pool int) {
 	expect := min(max(o.Expect, 0), maxReady)
 	perSource = max(expect, Margin)
@@ -56,12 +59,15 @@ func (o Options) bounds() (perSource, pool int) {
 // connections that present it.
 //
 // It holds a bounded number of connections awaiting their token: at most
-// max(Expect, Margin) from one source address and Expect more in all. A
-// connection past those bounds takes the place of the oldest connection
-// of the source that holds the most (its own source's, if that is at its
-// bound) if that one has waited longer than Grace; otherwise the new
-// connection is closed. A stranger thus costs a test a socket for a
-// while, never the place of one of its own connections.
+// max(Expect, Margin) from one source address and Expect more in all, and
+// of those from one source at most Margin once they have waited Grace (a
+// connection whose grace ends while Margin older ones of its source still
+// await their token is closed then). A connection past those bounds takes
+// the place of the oldest connection of the source that holds the most
+// (its own source's, if that is at its bound) if that one has waited
+// longer than Grace; otherwise the new connection is closed. A stranger
+// thus costs a test a socket for a while, never the place of one of its
+// own connections, and one source holds more than Margin only for Grace.
 type Listener struct {
 	ln        net.Listener
 	token     Token
@@ -78,6 +84,7 @@ type Listener struct {
 	held    int                         // connections in pending
 	waiting int                         // presented it, not taken yet
 	err     error                       // why Accept fails, once quit is closed
+	stopped bool                        // set with err: nothing more is admitted
 	closing sync.Once
 }
 
@@ -86,6 +93,7 @@ type pending struct {
 	c       net.Conn
 	source  netip.Prefix
 	since   time.Time
+	graced  *time.Timer // ends its grace (expire)
 	dropped bool
 }
 
@@ -139,8 +147,10 @@ func (l *Listener) stop(err error) {
 	l.closing.Do(func() {
 		l.mu.Lock()
 		l.err = err
+		l.stopped = true // an admit after this closes its connection
 		for _, ps := range l.pending {
 			for _, p := range ps {
+				p.graced.Stop()
 				p.c.Close()
 			}
 		}
@@ -183,12 +193,10 @@ func outOfFiles(err error) bool {
 func (l *Listener) admit(c net.Conn) {
 	p := &pending{c: c, source: sourceOf(c.RemoteAddr())}
 	l.mu.Lock()
-	select {
-	case <-l.quit:
+	if l.stopped {
 		l.mu.Unlock()
 		c.Close()
 		return
-	default:
 	}
 	p.since = l.now()
 	if len(l.pending[p.source]) >= l.perSource || l.held >= l.pool {
@@ -198,14 +206,32 @@ func (l *Listener) admit(c net.Conn) {
 			c.Close()
 			return
 		}
-		l.remove(victim)
-		victim.dropped = true
-		victim.c.Close()
+		l.drop(victim)
 	}
 	l.pending[p.source] = append(l.pending[p.source], p)
 	l.held++
+	p.graced = time.AfterFunc(Grace, func() { l.expire(p) })
 	l.mu.Unlock()
 	go l.check(p)
+}
+
+// expire ends p's grace: p is closed if its source still has Margin older
+// connections awaiting their token, so that past Grace a source holds at
+// most Margin. (Its grace is counted in real time, whatever l.now says.)
+func (l *Listener) expire(p *pending) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if slices.Index(l.pending[p.source], p) >= Margin {
+		l.drop(p)
+	}
+}
+
+// drop closes p, which awaits its token, to make room.
+func (l *Listener) drop(p *pending) {
+	l.remove(p)
+	p.dropped = true
+	p.graced.Stop()
+	p.c.Close()
 }
 
 // victim is the connection to drop for a new one from source, or nil if
@@ -256,6 +282,7 @@ func (l *Listener) check(p *pending) {
 	ok := err == nil && !p.dropped && l.waiting < maxReady
 	if !p.dropped {
 		l.remove(p)
+		p.graced.Stop()
 	}
 	if ok {
 		l.waiting++

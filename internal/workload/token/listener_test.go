@@ -116,6 +116,27 @@ func TestBurstAllConnect(t *testing.T) {
 	connectAll(t, ln, tok, n)
 }
 
+// TestSilentSourcePastGrace: one source that sends nothing once held
+// max(Expect, Margin) connections (1,024 with the agent's default limit)
+// for all of their wait. It holds more than Margin only within Grace,
+// which lets a test's own burst in: past it, the newest beyond Margin are
+// closed, and the test's own connections still get in.
+func TestSilentSourcePastGrace(t *testing.T) {
+	const expect = 200
+	tok := New()
+	// A wait far longer than the test: only the bound closes them.
+	ln := listen(t, tok, Options{Expect: expect, Wait: time.Minute}, nil)
+	strangers := testsupport.DialStrangersFrom(t, ln.Addr().String(), "127.0.0.2", expect)
+	strangers.WaitClosed(t, expect-Margin)
+	ln.mu.Lock()
+	held := len(ln.pending[netip.MustParsePrefix("127.0.0.2/32")])
+	ln.mu.Unlock()
+	if held != Margin {
+		t.Errorf("past Grace, %d silent connections from one source await their token, want %d", held, Margin)
+	}
+	connectAll(t, ln, tok, expect)
+}
+
 // TestSameHostStrangers: strangers from the test's own address fill its
 // share; a new connection takes the place of the oldest of them only
 // once that one has waited past Grace, and is closed before.

@@ -4,8 +4,11 @@
 // connection or a UDP source that does not present it is not part of the
 // test. The receiver answers a right token with a proof of its own, and a
 // sender sends nothing more until it has that proof: an agent asked to
-// send toward something that is not a wanlab test listener sends one
-// greeting and stops, so it never becomes an open traffic generator.
+// send toward something that is not a wanlab test listener sends only
+// greetings, then stops, so it never becomes an open traffic generator. A
+// stream sender greets once; a UDP sender, whose greeting may be lost,
+// greets at most 12 times within its wait, backing off (see GreetUDP),
+// whatever the peer sends back, ICMP refusals included.
 package token
 
 import (
@@ -164,9 +167,8 @@ func greetSchedule(wait time.Duration) []time.Duration {
 
 // GreetUDP opens a connected UDP socket's part in a test: it sends the
 // greeting and waits for the listener's proof, for at most wait, repeating
-// the greeting after 100 ms, then 200 ms, 400 ms... apart, at most 1 s (and
-// at most wait/12) apart, at most maxGreetings times in all. Datagrams
-// other than the proof are discarded meanwhile.
+// the greeting as greetSchedule says. Datagrams other than the proof are
+// discarded meanwhile.
 func GreetUDP(ctx context.Context, c net.Conn, t Token, wait time.Duration) error {
 	defer c.SetReadDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
