@@ -25,13 +25,22 @@ import (
 // client for it and its data folder.
 func serve(t *testing.T, lim limits.Limits) (*Client, string) {
 	t.Helper()
+	srv := &Server{Host: "h", Version: "test", Limits: lim}
+	c := serveOn(t, srv)
+	return c, srv.Data.Path()
+}
+
+// serveOn gives srv a data folder of the test's, serves it on a socket
+// there until the test ends, and returns a client for it.
+func serveOn(t *testing.T, srv *Server) *Client {
+	t.Helper()
 	dir := t.TempDir()
 	data, err := datadir.Open(filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.Data = data
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &Server{Host: "h", Version: "test", Limits: lim, Data: data}
 	sock := filepath.Join(dir, "agent.sock")
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeSocket(ctx, sock) }()
@@ -47,7 +56,7 @@ func serve(t *testing.T, lim limits.Limits) (*Client, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, data.Path()
+	return c
 }
 
 // workload starts a role and returns the call's first error.
@@ -124,31 +133,15 @@ func TestFilesAreTheAgents(t *testing.T) {
 func TestReceivedFilesArePrivate(t *testing.T) {
 	a, _ := serve(t, limits.Default)
 	b, bData := serve(t, limits.Default)
-	spec := TransferSpecToPB(transfer.Spec{Streams: 2, Block: 64 << 10})
-	rstream, err := b.ReceiveFile(context.Background(), &agentpb.ReceiveFileRequest{Spec: spec, Keep: true, CorruptAt: -1, ExpectedSize: 100000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := rstream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", first.GetListening().GetPort())
-	if _, err := a.SendFile(context.Background(), &agentpb.SendFileRequest{Spec: spec, Size: 100000, Address: addr, Token: first.GetListening().GetToken()}); err != nil {
-		t.Fatal(err)
-	}
-	ev, err := rstream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := ev.GetResult().GetFile()
+	kept := sendKept(t, a, b, 2, 100000)
 	fi, err := os.Stat(filepath.Join(bData, kept))
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != 100000 {
 		t.Errorf("kept file %q: %v %v", kept, fi, err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	rstream, err = b.ReceiveFile(ctx, &agentpb.ReceiveFileRequest{Spec: spec, CorruptAt: -1})
+	spec := TransferSpecToPB(transfer.Spec{Streams: 2, Block: 64 << 10})
+	rstream, err := b.ReceiveFile(ctx, &agentpb.ReceiveFileRequest{Spec: spec, CorruptAt: -1})
 	if err == nil {
 		_, err = rstream.Recv()
 	}
@@ -194,4 +187,28 @@ func TestRolesAreBounded(t *testing.T) {
 	}
 	_, err := c.Disk(context.Background(), &agentpb.DiskRequest{Size: 1 << 20, Block: 1 << 16})
 	wantRefusal(t, "a third test at once", err, codes.ResourceExhausted, "busy")
+}
+
+// sendKept sends a generated file of size bytes over streams from a to b,
+// which keeps it, and returns the name b gave it.
+func sendKept(t *testing.T, a, b *Client, streams int, size uint64) string {
+	t.Helper()
+	spec := TransferSpecToPB(transfer.Spec{Streams: streams, Block: 64 << 10})
+	rstream, err := b.ReceiveFile(context.Background(), &agentpb.ReceiveFileRequest{Spec: spec, Keep: true, CorruptAt: -1, ExpectedSize: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := rstream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", first.GetListening().GetPort())
+	if _, err := a.SendFile(context.Background(), &agentpb.SendFileRequest{Spec: spec, Size: size, Address: addr, Token: first.GetListening().GetToken()}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := rstream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev.GetResult().GetFile()
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -249,24 +248,7 @@ func TestMeshFoldersAreEachIdentitys(t *testing.T) {
 func TestKeptNamesAre128Bit(t *testing.T) {
 	a, _ := serve(t, limits.Default)
 	b, _ := serve(t, limits.Default)
-	spec := TransferSpecToPB(transfer.Spec{Streams: 1, Block: 64 << 10})
-	rstream, err := b.ReceiveFile(context.Background(), &agentpb.ReceiveFileRequest{Spec: spec, Keep: true, CorruptAt: -1, ExpectedSize: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := rstream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", first.GetListening().GetPort())
-	if _, err := a.SendFile(context.Background(), &agentpb.SendFileRequest{Spec: spec, Size: 1000, Address: addr, Token: first.GetListening().GetToken()}); err != nil {
-		t.Fatal(err)
-	}
-	ev, err := rstream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if kept := ev.GetResult().GetFile(); !regexp.MustCompile(`^received-[0-9a-f]{32}$`).MatchString(kept) {
+	if kept := sendKept(t, a, b, 1, 1000); !regexp.MustCompile(`^received-[0-9a-f]{32}$`).MatchString(kept) {
 		t.Errorf("kept file %q, want received- and 128 random bits in hex", kept)
 	}
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
-	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
 	"github.com/wanlab/wanlab/internal/workload/bind"
@@ -23,31 +21,11 @@ import (
 // tests on loopback, and returns a client and the audit entries so far.
 func serveAudited(t *testing.T) (*Client, func() []AuditEntry) {
 	t.Helper()
-	dir := t.TempDir()
-	data, err := datadir.Open(filepath.Join(dir, "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var entries []AuditEntry
-	srv := &Server{Host: "h", Version: "test", Limits: limits.Default, Data: data, Test: bind.Local{Addr: "127.0.0.1"},
+	srv := &Server{Host: "h", Version: "test", Limits: limits.Default, Test: bind.Local{Addr: "127.0.0.1"},
 		Audit: func(e AuditEntry) { mu.Lock(); entries = append(entries, e); mu.Unlock() }}
-	ctx, cancel := context.WithCancel(context.Background())
-	sock := filepath.Join(dir, "agent.sock")
-	served := make(chan error, 1)
-	go func() { served <- srv.ServeSocket(ctx, sock) }()
-	t.Cleanup(func() { cancel(); <-served; data.Close() })
-	var c *Client
-	for range 200 {
-		if c, err = Dial(context.Background(), "h", sock); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := serveOn(t, srv)
 	return c, func() []AuditEntry { mu.Lock(); defer mu.Unlock(); return append([]AuditEntry(nil), entries...) }
 }
 
