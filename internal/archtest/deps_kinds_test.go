@@ -5,7 +5,7 @@ package archtest
 // it needs; the registry lists the kinds; the scenario decodes and the
 // controller runs every kind through it.
 func init() {
-	allowed["internal/workload/kind"] = []string{"internal/limits", "internal/results", "internal/workload/job", "internal/workload/token"}
+	allowed["internal/workload/kind"] = []string{"internal/limits", "internal/results", "internal/workload/bind", "internal/workload/job", "internal/workload/token"}
 	allowed["internal/workload/kinds"] = []string{"internal/results", "internal/workload/kind", "internal/workload/command"}
 	allowed["internal/workload/command"] = []string{"internal/datadir", "internal/results", "internal/workload/job", "internal/workload/kind"}
 	allowed["internal/scenario"] = append(allowed["internal/scenario"], "internal/workload/kind", "internal/workload/kinds")

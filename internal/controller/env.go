@@ -5,6 +5,7 @@ import (
 	"os/exec"
 
 	"github.com/wanlab/wanlab/internal/backend"
+	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/workload/job"
 	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/token"
@@ -51,3 +52,12 @@ func (e *stepEnv) Done(r job.Record) {
 func (e *stepEnv) Seed() uint64       { return e.seed }
 func (e *stepEnv) ID() string         { return e.id }
 func (e *stepEnv) Token() token.Token { return e.token }
+
+// Start starts one of a kind's roles on a host's agent.
+func (e *stepEnv) Start(ctx context.Context, host, id, role string, spec kind.RoleSpec, listens bool) (kind.Started, error) {
+	r, err := measure.StartRole(ctx, e.hosts[host], id, role, spec, listens)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

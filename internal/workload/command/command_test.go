@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ func (e *fakeEnv) Done(r job.Record)  { e.mu.Lock(); e.done = append(e.done, r);
 func (e *fakeEnv) Seed() uint64       { return 1 }
 func (e *fakeEnv) ID() string         { return "step0" }
 func (e *fakeEnv) Token() token.Token { return token.Token{} }
+func (e *fakeEnv) Start(context.Context, string, string, string, kind.RoleSpec, bool) (kind.Started, error) {
+	return nil, errors.New("no agents in this test")
+}
 
 // fakeFiles records the files made; the server listens once it runs.
 type fakeFiles struct {

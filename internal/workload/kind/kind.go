@@ -38,6 +38,8 @@ type Kind struct {
 	// with an Outcome that holds jobs, figures or samples is a partial
 	// step; without, a failed one.
 	Run func(ctx context.Context, env Env, s Spec) (*Outcome, error)
+	// Roles are the roles the kind's steps run in agents, if any.
+	Roles []Role
 }
 
 // Decoder decodes a step's settings into raw (a pointer to the kind's raw
@@ -102,6 +104,10 @@ type Env interface {
 	Seed() uint64
 	ID() string
 	Token() token.Token
+	// Start starts role (one of the kind's Roles) on host, with spec (sent
+	// as JSON) under id; for a role that listens it returns once the role
+	// listens.
+	Start(ctx context.Context, host, id, role string, spec RoleSpec, listens bool) (Started, error)
 }
 
 // Files are hosts' data directories on this machine: the folder each
