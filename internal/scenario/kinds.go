@@ -98,6 +98,8 @@ func (c *check) Fail(field, format string, args ...any) { c.v.fail(c.at(field), 
 func (c *check) Host(field, name string)                { c.v.host(c.at(field), name, c.tb) }
 func (c *check) Reaches(field, a, b string)             { c.v.reaches(c.at(field), a, b, c.tb) }
 func (c *check) RealHosts() bool                        { return c.tb.RealHosts() }
+func (c *check) Hosts() []string                        { return c.v.allHosts(c.tb) }
+func (c *check) AllReach(field string, hosts []string)  { c.v.meshReaches(c.at(field), hosts, c.tb) }
 func (c *check) Limits() limits.Limits                  { return agentLimits }
 func (c *check) Limit(field string, err error)          { c.v.limit(c.at(field), err) }
 

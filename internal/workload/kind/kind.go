@@ -69,6 +69,10 @@ type Check interface {
 	Host(field, name string)
 	// Reaches refuses, at field, host a that must reach host b and cannot.
 	Reaches(field, a, b string)
+	// Hosts are the test-bed's hosts, in the scenario's order; AllReach
+	// refuses, at field, the pairs of hosts that cannot reach each other.
+	Hosts() []string
+	AllReach(field string, hosts []string)
 	// RealHosts says the test-bed's hosts are real ones, behind agents on
 	// the network, not emulated.
 	RealHosts() bool
