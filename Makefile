@@ -63,8 +63,8 @@ unit:
 FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
 	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
-	./internal/monitor/core:FuzzParse ./internal/monitor:FuzzAPI ./internal/monitor:FuzzHostCheck ./internal/scenario:FuzzTrace:10000x ./internal/linkemu:FuzzRouterAnswer ./internal/linkemu:FuzzSuperPacket ./internal/workload/tcpwatch:FuzzSockDiag \
-	./internal/agent:FuzzDecodeRequest
+	./internal/monitor/core:FuzzParse ./internal/monitor/web:FuzzAPI ./internal/monitor/web:FuzzHostCheck ./internal/scenario:FuzzTrace:10000x ./internal/linkemu:FuzzRouterAnswer ./internal/linkemu:FuzzSuperPacket ./internal/workload/tcpwatch:FuzzSockDiag \
+	./internal/agent:FuzzDecodeRequest ./internal/routing:FuzzGraph
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; time=$(FUZZTIME); \
@@ -96,7 +96,7 @@ image:
 # Engine and archive micro-benchmarks, then the test-bed and workload
 # benchmarks (root) whose results are recorded in docs/benchmarks.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report ./internal/monitor ./internal/dashboard
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report ./internal/monitor/... ./internal/dashboard
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)

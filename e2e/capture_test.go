@@ -97,10 +97,7 @@ func BenchmarkCapture(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ip, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: addr, Duration: 6 * time.Second, Omit: 2 * time.Second, Window: "4M"})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ip := iperf(b, name, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: addr, Duration: 6 * time.Second, Omit: 2 * time.Second, Window: "4M"})
 		after, err := reader.Read()
 		if err != nil {
 			b.Fatal(err)

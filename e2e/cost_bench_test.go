@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/cost"
-	"github.com/wanlab/wanlab/internal/measure"
-	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 	"github.com/wanlab/wanlab/internal/testsupport"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
 // costLab is four sites whose paths differ in rate, round trip and disk:
@@ -99,12 +99,12 @@ baseline: {window: 1h, min_points: 3}
 	ranks := map[ask][]string{}
 	for _, dst := range hosts {
 		for _, n := range sizes {
-			body, _ := json.Marshal(monitor.RankRequest{Dst: dst, Bytes: n, Sources: slices.DeleteFunc(slices.Clone(hosts), func(h string) bool { return h == dst })})
+			body, _ := json.Marshal(web.RankRequest{Dst: dst, Bytes: n, Sources: slices.DeleteFunc(slices.Clone(hosts), func(h string) bool { return h == dst })})
 			resp, err := http.Post(s.base+"/api/v1/rank", "application/json", strings.NewReader(string(body)))
 			if err != nil {
 				b.Fatal(err)
 			}
-			var ans monitor.RankAnswer
+			var ans web.RankAnswer
 			json.NewDecoder(resp.Body).Decode(&ans)
 			resp.Body.Close()
 			for _, p := range ans.Ranking {
@@ -121,7 +121,7 @@ baseline: {window: 1h, min_points: 3}
 	for k, p := range preds {
 		r := wanlab(b, "measure", "transfer", "--testbed", name, "--from", k.src, "--to", k.dst, "--size", fmt.Sprint(k.bytes),
 			"--streams", fmt.Sprint(p.Streams), "--json")
-		var res measure.TransferResult
+		var res transfer.Summary
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.There == nil {
 			b.Fatalf("measure transfer %s->%s: exit %d: %s", k.src, k.dst, r.code, r.stderr)
 		}

@@ -236,3 +236,13 @@ func binomialBounds(n int, p float64) (lo, hi float64) {
 func runner(name string) crosscheck.Runner {
 	return crosscheck.ExecRunner(wanlabBin, name)
 }
+
+// iperf runs iperf3 in test-bed name as o says, and fails t if it cannot.
+func iperf(t testing.TB, name string, o crosscheck.IperfOptions) crosscheck.IperfResult {
+	t.Helper()
+	res, err := runner(name).Iperf(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

@@ -11,15 +11,19 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
-	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/measure/tune"
 	"github.com/wanlab/wanlab/internal/testsupport"
+	"github.com/wanlab/wanlab/internal/workload/impact"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
 // measureJSON runs wanlab measure throughput --json and parses the result.
-func measureJSON(t *testing.T, args ...string) (*measure.ThroughputResult, result) {
+func measureJSON(t *testing.T, args ...string) (*throughput.Result, result) {
 	t.Helper()
 	r := wanlab(t, append([]string{"measure", "throughput", "--json"}, args...)...)
-	var res measure.ThroughputResult
+	var res throughput.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil && r.code == 0 {
 		t.Fatalf("measure JSON: %v\n%s", err, r.stdout)
 	}
@@ -37,12 +41,9 @@ func TestMeasureThroughputAgreesWithIperf3(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("measure: exit %d: %s", r.code, r.stderr)
 		}
-		ref, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{
+		ref := iperf(t, name, crosscheck.IperfOptions{
 			Client: "a", Server: "b", ServerAddr: status(t, name).addr("b"), Duration: 4 * time.Second, Congestion: "cubic", Streams: len(res.End.Streams),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		got, want := res.End.SumReceived.BitsPerSecond, ref.ReceivedBPS
 		if got < 0.95*want || got > 1.05*want {
 			t.Errorf("%s streams: wanlab %.2f Mbit/s, iperf3 %.2f Mbit/s on the same path: want within 5%%", streams, got/1e6, want/1e6)
@@ -56,17 +57,7 @@ func TestMeasureThroughputAgreesWithIperf3(t *testing.T) {
 // TestMeasureUDPLoss checks wanlab's UDP loss against the configured rate.
 func TestMeasureUDPLoss(t *testing.T) {
 	testsupport.NeedRoot(t)
-	name := up(t, `name: e2e-mudp
-seed: 3
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 50Mbit
-    delay: 2ms
-    forward: {loss: 2%}
-`)
+	name := up(t, pairBed("e2e-mudp", "rate: 50Mbit", "delay: 2ms", "forward: {loss: 2%}")+"seed: 3\n")
 	res, r := measureJSON(t, "--testbed", name, "--from", "a", "--to", "b", "-u", "-b", "10Mbit", "-l", "1000", "-t", "3")
 	if r.code != 0 {
 		t.Fatalf("measure: exit %d: %s", r.code, r.stderr)
@@ -190,7 +181,7 @@ links:
 	if r.code != 0 {
 		t.Fatalf("probe: exit %d: %s", r.code, r.stderr)
 	}
-	var res measure.ProbeResult
+	var res probe.Summary
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +252,7 @@ func TestMeasureImpact(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("impact: exit %d: %s", r.code, r.stderr)
 	}
-	var res measure.ImpactResult
+	var res impact.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +277,7 @@ func TestMeasureTune(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("tune: exit %d: %s", r.code, r.stderr)
 	}
-	var res measure.TuneResult
+	var res tune.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +316,7 @@ func TestMeasureTransfer(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("transfer: exit %d: %s", r.code, r.stderr)
 	}
-	var res measure.TransferResult
+	var res transfer.Summary
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
 	}

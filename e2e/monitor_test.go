@@ -102,16 +102,16 @@ func (s *server) get(path string, into any) {
 	}
 }
 
-func (s *server) status() monitor.Snapshot {
-	var snap monitor.Snapshot
+func (s *server) status() core.Snapshot {
+	var snap core.Snapshot
 	s.get("/api/v1/status", &snap)
 	return snap
 }
 
-func (s *server) paths() map[string]monitor.PathView {
-	var doc struct{ Paths []monitor.PathView }
+func (s *server) paths() map[string]core.PathView {
+	var doc struct{ Paths []core.PathView }
 	s.get("/api/v1/paths", &doc)
-	out := map[string]monitor.PathView{}
+	out := map[string]core.PathView{}
 	for _, p := range doc.Paths {
 		out[p.Test+" "+p.Src+"->"+p.Dst] = p
 	}
@@ -303,7 +303,7 @@ snmp:
 	if sent < 1e6 || last.Result.End.CPU["sender_host"] <= 0 || len(last.InterfaceLoad["cnaf"]) == 0 {
 		t.Errorf("troubleshooting detail of a bulk test: cern sent %g bit/s, CPU %v, load %v", sent, last.Result.End.CPU, last.InterfaceLoad)
 	}
-	var ifaces struct{ Interfaces []monitor.IfaceState }
+	var ifaces struct{ Interfaces []core.IfaceState }
 	s.get("/api/v1/interfaces", &ifaces)
 	agents := 0
 	for _, i := range ifaces.Interfaces {
@@ -545,9 +545,9 @@ tests:
 			}
 			q := pb[k]
 			switch {
-			case p.State == "ok" && q.State == monitor.Elsewhere, q.State == "ok" && p.State == monitor.Elsewhere:
+			case p.State == "ok" && q.State == core.Elsewhere, q.State == "ok" && p.State == core.Elsewhere:
 				measured++
-			case p.State != monitor.Elsewhere && q.State != monitor.Elsewhere:
+			case p.State != core.Elsewhere && q.State != core.Elsewhere:
 				twice++
 			default:
 				none++

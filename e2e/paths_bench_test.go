@@ -38,10 +38,7 @@ sites:
   y: {delay: 5ms, down: {trace: {mahimahi: `+cell+`}}, up: {rate: 100Mbit}}
 `)
 	st := status(t, name)
-	ip, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: st.addr("b"), Duration: 4 * time.Second, Omit: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ip := iperf(t, name, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: st.addr("b"), Duration: 4 * time.Second, Omit: time.Second})
 	want := 1000 * 1504 * 8.0 * 1448 / 1500 / 1e6
 	if got := ip.ReceivedBPS / 1e6; math.Abs(got-want)/want > 0.05 {
 		t.Errorf("iperf3 got %.2f Mbit/s through a mahimahi trace of 12.03 Mbit/s, want %.2f (its TCP payload)", got, want)
@@ -225,10 +222,7 @@ sites:
 		if r := wanlab(b, "testbed", "set", name, "site y down", fmt.Sprintf("cross=%gMbit", 20*float64(pct)/100)); r.code != 0 {
 			b.Fatal(r.stderr)
 		}
-		ip, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: addr, Duration: 8 * time.Second, Omit: 2 * time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ip := iperf(b, name, crosscheck.IperfOptions{Client: "a", Server: "b", ServerAddr: addr, Duration: 8 * time.Second, Omit: 2 * time.Second})
 		share := 100 * ip.ReceivedBPS * 1500 / 1448 / 20e6
 		b.Logf("cross traffic %d%%: the test flow got %.1f%% of the link (want %d%%)", pct, share, 100-pct)
 		worst = math.Max(worst, math.Abs(share-float64(100-pct)))

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/delay"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/measure/endpoints"
 	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testsupport"
@@ -46,7 +48,7 @@ func BenchmarkRealHosts(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		eps, err := measure.Connect(ctx, bed, "a", "b", "c")
+		eps, err := endpoints.Dial(ctx, bed, "a", "b", "c")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,7 +69,7 @@ func BenchmarkRealHosts(b *testing.B) {
 	eps := open()
 	defer measure.CloseAll(eps)
 	spec := throughput.Spec{Protocol: throughput.TCP, Streams: 1, Duration: 5 * time.Second, Interval: time.Second}
-	res, err := measure.Throughput(ctx, eps["a"], eps["b"], spec)
+	res, err := throughput.Measure(ctx, eps["a"], eps["b"], spec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,20 +81,20 @@ func BenchmarkRealHosts(b *testing.B) {
 	for range 20 {
 		t0 := time.Now()
 		fresh := open()
-		_, err := measure.Throughput(ctx, fresh["a"], fresh["b"], throughput.Spec{Protocol: throughput.TCP, Streams: 1, Bytes: 1, Interval: time.Second})
+		_, err := throughput.Measure(ctx, fresh["a"], fresh["b"], throughput.Spec{Protocol: throughput.TCP, Streams: 1, Bytes: 1, Interval: time.Second})
 		starts = append(starts, time.Since(t0))
 		measure.CloseAll(fresh)
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	startMs := measure.NewStats(starts).P50
+	startMs := delay.Summarize(starts).P50
 
 	// 100 probe sessions toward b while a throughput test runs into b.
 	var wg sync.WaitGroup
 	load := make(chan error, 1)
 	go func() {
-		_, err := measure.Throughput(ctx, eps["a"], eps["b"], throughput.Spec{Protocol: throughput.TCP, Streams: 4, Duration: 8 * time.Second, Interval: time.Second})
+		_, err := throughput.Measure(ctx, eps["a"], eps["b"], throughput.Spec{Protocol: throughput.TCP, Streams: 4, Duration: 8 * time.Second, Interval: time.Second})
 		load <- err
 	}()
 	time.Sleep(500 * time.Millisecond)
@@ -100,7 +102,7 @@ func BenchmarkRealHosts(b *testing.B) {
 	failed := make([]error, 100)
 	for i := range 100 {
 		wg.Go(func() {
-			r, err := measure.Probe(ctx, eps["c"], eps["b"], probe.Spec{Count: 50, Interval: 100 * time.Millisecond, Size: 64, Timeout: time.Second})
+			r, err := probe.Measure(ctx, eps["c"], eps["b"], probe.Spec{Count: 50, Interval: 100 * time.Millisecond, Size: 64, Timeout: time.Second})
 			failed[i] = err
 			if r != nil {
 				lost[i] = r.Lost + (50 - r.Sent)

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
-	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testsupport"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 // TestRealHostsMeasure runs every measure verb against real hosts through
@@ -63,7 +64,7 @@ func TestRealHostsMeasure(t *testing.T) {
 	}
 
 	r = wanlab(t, "measure", "probe", "--inventory", inv, "--from", "a", "--to", "b", "--count", "20", "--interval", "10ms", "--json")
-	var pr measure.ProbeResult
+	var pr probe.Summary
 	if err := json.Unmarshal([]byte(r.stdout), &pr); err != nil || r.code != 0 || pr.Received != 20 || pr.RTTms.P50 <= 0 {
 		t.Errorf("measure probe: exit %d, %+v: %v %s", r.code, pr, err, r.stderr)
 	}
@@ -72,7 +73,7 @@ func TestRealHostsMeasure(t *testing.T) {
 	}
 	// On one bridge, b is a's first hop; over TLS, as a probe of the policy.
 	r = wanlab(t, "measure", "trace", "--inventory", inv, "--from", "a", "--to", "b", "--max-hops", "4", "--json")
-	var tr measure.TraceResult
+	var tr probe.TraceResult
 	if err := json.Unmarshal([]byte(r.stdout), &tr); err != nil || r.code != 0 || !tr.Reached || len(tr.Hops) != 1 || tr.Hops[0].Addr != l.host("b").addr {
 		t.Errorf("measure trace: exit %d, %+v: %v %s", r.code, tr, err, r.stderr)
 	}
@@ -276,10 +277,10 @@ func TestRealHostsAdmission(t *testing.T) {
 		t.Errorf("a second throughput test toward a busy host: exit %d, want a refusal with busy until: %s", r.code, r.stderr)
 	}
 	var wg sync.WaitGroup
-	var probe, waited result
+	var probed, waited result
 	var waitedFor time.Duration
 	wg.Go(func() {
-		probe = wanlab(t, "measure", "probe", "--inventory", noWait, "--from", "c", "--to", "b", "--count", "10", "--interval", "50ms", "--json")
+		probed = wanlab(t, "measure", "probe", "--inventory", noWait, "--from", "c", "--to", "b", "--count", "10", "--interval", "50ms", "--json")
 	})
 	wg.Go(func() {
 		start := time.Now()
@@ -290,11 +291,11 @@ func TestRealHostsAdmission(t *testing.T) {
 	if r := <-running; r.code != 0 {
 		t.Errorf("the first test: exit %d: %s", r.code, r.stderr)
 	}
-	var pr measure.ProbeResult
-	if json.Unmarshal([]byte(probe.stdout), &pr); probe.code != 0 || pr.Alongside < 1 {
-		t.Errorf("a probe during a throughput test: exit %d, tests alongside %d, want >= 1: %s", probe.code, pr.Alongside, probe.stderr)
+	var pr probe.Summary
+	if json.Unmarshal([]byte(probed.stdout), &pr); probed.code != 0 || pr.Alongside < 1 {
+		t.Errorf("a probe during a throughput test: exit %d, tests alongside %d, want >= 1: %s", probed.code, pr.Alongside, probed.stderr)
 	}
-	var tr measure.ThroughputResult
+	var tr throughput.Result
 	if json.Unmarshal([]byte(waited.stdout), &tr); waited.code != 0 || tr.End.SumReceived.BitsPerSecond <= 0 {
 		t.Errorf("a test that waited for the host: exit %d: %s", waited.code, waited.stderr)
 	}

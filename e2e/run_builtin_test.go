@@ -283,13 +283,7 @@ func TestRunArchiveDiskFull(t *testing.T) {
 	}
 	defer exec.Command("umount", full).Run()
 	path := filepath.Join(dir, "full.yaml")
-	os.WriteFile(path, []byte(`name: e2e-full
-hosts:
-  a: {}
-  b: {}
-links:
-  - {between: [a, b], rate: 10Mbit, delay: 1ms}
-workloads:
+	os.WriteFile(path, []byte(pairBed("e2e-full", "rate: 10Mbit", "delay: 1ms")+`workloads:
   - throughput: {from: a, to: b, duration: 1s}
     repeat: 12
 `), 0o644)

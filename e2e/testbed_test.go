@@ -59,10 +59,7 @@ func TestAsymmetricDirections(t *testing.T) {
 		client, server string
 		rate           float64
 	}{{"a", "b", 8e6}, {"b", "a", 2e6}} {
-		res, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{Client: tt.client, Server: tt.server, ServerAddr: s.addr(tt.server), Duration: 3 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := iperf(t, name, crosscheck.IperfOptions{Client: tt.client, Server: tt.server, ServerAddr: s.addr(tt.server), Duration: 3 * time.Second})
 		ceiling := tt.rate * 1448 / 1500
 		if res.ReceivedBPS < 0.88*ceiling || res.ReceivedBPS > 1.01*ceiling {
 			t.Errorf("%s->%s: %.2f Mbit/s, want about %.2f", tt.client, tt.server, res.ReceivedBPS/1e6, ceiling/1e6)
@@ -75,25 +72,12 @@ func TestAsymmetricDirections(t *testing.T) {
 func TestLoss(t *testing.T) {
 	testsupport.NeedRoot(t)
 	testsupport.Need(t, "iperf3")
-	name := up(t, `name: e2e-loss
-seed: 42
-hosts:
-  a: {}
-  b: {}
-links:
-  - between: [a, b]
-    rate: 50Mbit
-    delay: 1ms
-    forward: {loss: 2%}
-`)
+	name := up(t, pairBed("e2e-loss", "rate: 50Mbit", "delay: 1ms", "forward: {loss: 2%}")+"seed: 42\n")
 	s := status(t, name)
-	res, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{
+	res := iperf(t, name, crosscheck.IperfOptions{
 		Client: "a", Server: "b", ServerAddr: s.addr("b"), Duration: 4 * time.Second,
 		UDP: true, Rate: "10M", Length: 1000,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	lo, hi := binomialBounds(res.Packets, 0.02)
 	if float64(res.LostPackets) < lo || float64(res.LostPackets) > hi {
 		t.Errorf("iperf3 lost %d of %d datagrams, want within the 99%% interval [%.0f, %.0f] of 2%%", res.LostPackets, res.Packets, lo, hi)
@@ -113,13 +97,10 @@ func TestQueueDrops(t *testing.T) {
 	testsupport.Need(t, "iperf3")
 	name := up(t, pairBed("e2e-queue", "rate: 5Mbit", "queue: 20"))
 	s := status(t, name)
-	res, err := runner(name).Iperf(context.Background(), crosscheck.IperfOptions{
+	res := iperf(t, name, crosscheck.IperfOptions{
 		Client: "a", Server: "b", ServerAddr: s.addr("b"), Duration: 3 * time.Second,
 		UDP: true, Rate: "20M", Length: 1200,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := status(t, name)
 	packets, queueDrops, lossDrops := st.link("a->b")
 	if queueDrops == 0 || lossDrops != 0 {

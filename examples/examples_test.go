@@ -10,7 +10,7 @@ import (
 
 // The names users type: the issue's, and alice-disks.
 var wantNames = []string{
-	"alice-disks", "alice-mesh", "alice-streams", "application-design", "diane-sla", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
+	"alice-disks", "alice-garr", "alice-mesh", "alice-streams", "application-design", "diane-sla", "lhc-tiers", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
 	"objectivity-lan-10m", "objectivity-lan-4clients", "objectivity-wan-2m", "objectivity-wan-multisite", "path-changes", "sc2003-multigigabit", "slac-cern",
 }
 

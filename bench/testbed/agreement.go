@@ -13,16 +13,17 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/crosscheck"
-	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 // measureJSON runs wanlab measure throughput --json in test-bed b.
-func (b *bed) measure(args ...string) (*measure.ThroughputResult, error) {
+func (b *bed) measure(args ...string) (*throughput.Result, error) {
 	out, err := exec.Command(*wanlabBin, append([]string{"measure", "throughput", "--json", "--testbed", b.name}, args...)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("measure %v: %w: %s", args, err, out)
 	}
-	var r measure.ThroughputResult
+	var r throughput.Result
 	if err := json.Unmarshal(out, &r); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func probeAgreement() error {
 			return err
 		}
 		out, err := exec.Command(*wanlabBin, "measure", "probe", "--json", "--testbed", b.name, "--from", "a", "--to", "b", "-c", "500", "-i", "10ms").Output()
-		var pr measure.ProbeResult
+		var pr probe.Summary
 		if err == nil {
 			err = json.Unmarshal(out, &pr)
 		}

@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
-	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
 // diskCaps checks hosts' disk caps with dd and wanlab measure disk, and
@@ -72,7 +72,7 @@ sites:
 			if err != nil {
 				return fmt.Errorf("transfer %s -> %s: %w: %s", c.from, c.to, err, out)
 			}
-			var r measure.TransferResult
+			var r transfer.Summary
 			if err := json.Unmarshal(out, &r); err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ import (
 var (
 	wanlabBin = flag.String("wanlab", "bin/wanlab", "the wanlab binary")
 	quick     = flag.Bool("quick", false, "shorter tests, fewer cases")
-	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams,probe,disk,engine,coalesce,timeline)")
+	only      = flag.String("only", "", "run only these sections (comma-separated: rate,loss,aggregate,scale,measure,veth,streams,probe,disk,engine,coalesce,timeline,routers)")
 )
 
 // bigBuffers lets one TCP stream fill a 1 Gbit/s path with a 100 ms round trip
@@ -55,7 +55,7 @@ func run() error {
 	sections := []struct {
 		name string
 		fn   func() error
-	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}, {"probe", probeAgreement}, {"disk", diskCaps}, {"engine", engineScale}, {"coalesce", coalescing}, {"timeline", lateTimeline}}
+	}{{"rate", rateAndDelay}, {"loss", loss}, {"aggregate", aggregate}, {"scale", scale}, {"measure", measureAgreement}, {"veth", vethComparison}, {"streams", manyStreams}, {"probe", probeAgreement}, {"disk", diskCaps}, {"engine", engineScale}, {"coalesce", coalescing}, {"timeline", lateTimeline}, {"routers", routerPaths}}
 	for _, s := range sections {
 		if *only != "" && !strings.Contains(","+*only+",", ","+s.name+",") {
 			continue

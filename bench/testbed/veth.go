@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -81,9 +81,9 @@ func vethComparison() error {
 			return err
 		}
 		agents = append(agents, cmd)
-		var c *agent.Client
+		var c *agentapi.Client
 		for range 200 {
-			if c, err = agent.Dial(ctx, h.name, sock); err == nil {
+			if c, err = agentapi.Dial(ctx, h.name, sock); err == nil {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -95,7 +95,7 @@ func vethComparison() error {
 		ends = append(ends, measure.Endpoint{Host: h.name, Addr: h.addr, Agent: c})
 	}
 	d := duration()
-	w, err := measure.Throughput(ctx, ends[0], ends[1], throughput.Spec{Protocol: throughput.TCP, Streams: 1, Duration: d, Interval: time.Second})
+	w, err := throughput.Measure(ctx, ends[0], ends[1], throughput.Spec{Protocol: throughput.TCP, Streams: 1, Duration: d, Interval: time.Second})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,12 @@ const (
 	maxPending = 64
 )
 
+// guard admits the agent's calls: it reads each call's request in time,
+// decides it by the policy and the host's room (authorize), holds it to
+// its limits while it runs, and gives back what it held at its end; it
+// audits every decision.
+type guard struct{ auditor }
+
 // requestTypes maps each method of the agent's API to its request type.
 var requestTypes = sync.OnceValue(func() map[string]protoreflect.MessageType {
 	types := map[string]protoreflect.MessageType{}
@@ -59,7 +65,7 @@ func requestOf(method string) proto.Message {
 // serviceDesc is the agent's service with every unary method's request
 // read by firstMessage: in time, and counted per identity while it is
 // awaited.
-func (s *Server) serviceDesc() *grpc.ServiceDesc {
+func (s guard) serviceDesc() *grpc.ServiceDesc {
 	desc := agentpb.Agent_ServiceDesc
 	desc.Methods = slices.Clone(desc.Methods)
 	for i := range desc.Methods {
@@ -74,7 +80,7 @@ func (s *Server) serviceDesc() *grpc.ServiceDesc {
 
 // firstMessage reads a call's request into m with recv, within the
 // agent's first-message wait; every failure is audited as a refusal.
-func (s *Server) firstMessage(ctx context.Context, method string, recv func(any) error, m any) error {
+func (s guard) firstMessage(ctx context.Context, method string, recv func(any) error, m any) error {
 	markAudited(ctx)
 	who := callerOf(ctx)
 	if s.policy.Load() != nil {
@@ -141,50 +147,9 @@ func (h *host) pend(agent string, who caller, most int) (release func(), err err
 	}, nil
 }
 
-// refuseEarly audits a call refused before it was authorised, paced per
-// identity (auditRefusal), and returns err as the call's status.
-func (s *Server) refuseEarly(ctx context.Context, who caller, method string, err error) error {
-	d := &decision{who: who, start: time.Now()}
-	d.test, _ = metaOf(ctx)
-	s.auditRefusal(d, method, err.Error())
-	return status.Convert(err).Err()
-}
-
-// auditRefusal audits a refusal that its caller can repeat at will (one
-// before the call is authorised, or of a call too fast), paced per
-// identity: past a burst, the lines are counted and the count written in
-// the identity's next line or in a summary line (auditPacer).
-func (s *Server) auditRefusal(d *decision, method, reason string) {
-	if s.Audit == nil {
-		return
-	}
-	s.early.once.Do(func() {
-		s.early.flush = s.auditFlush
-		s.early.summary = func(key string, n int64) {
-			id, of := key, ""
-			if key == overflowKey {
-				id, of = "", fmt.Sprintf(" of identities past the %d the agent counts apart", maxAuditKeys)
-			}
-			s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: id, Decision: "refuse",
-				Reason: fmt.Sprintf("%d calls%s refused before they were authorised, not logged one by one", n, of)})
-		}
-	})
-	ok, held, counted := s.early.allow(d.who.key())
-	if !ok {
-		return
-	}
-	switch {
-	case held > 0 && counted == overflowKey:
-		reason = fmt.Sprintf("%s (and %d calls of identities past the %d the agent counts apart refused before this one, not logged one by one)", reason, held, maxAuditKeys)
-	case held > 0:
-		reason = fmt.Sprintf("%s (and %d calls of this identity refused before this one, not logged one by one)", reason, held)
-	}
-	s.audit(d, method, "refuse", reason, 0)
-}
-
 // unknownMethod answers a method the agent does not have; admitStream
 // has audited it.
-func (s *Server) unknownMethod(_ any, ss grpc.ServerStream) error {
+func (s guard) unknownMethod(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	return status.Errorf(codes.Unimplemented, "agent on %s has no method %q", s.Host, method)
 }
@@ -217,7 +182,7 @@ func (a rpcAudit) HandleRPC(ctx context.Context, st stats.RPCStats) {
 		return
 	}
 	if m, ok := ctx.Value(markKey{}).(*rpcMark); ok && !m.audited.Load() {
-		a.s.refuseEarly(ctx, callerOf(ctx), m.method, end.Error)
+		auditor{a.s}.refuseEarly(ctx, callerOf(ctx), m.method, end.Error)
 	}
 }
 

@@ -90,7 +90,7 @@ func TestAuditPacerFlushes(t *testing.T) {
 // forbids. The stream is cancelled and the call returns once the read has
 // ended.
 func TestFirstMessageWaitsForItsReader(t *testing.T) {
-	s := &Server{Host: "h", firstWait: 50 * time.Millisecond}
+	s := guard{auditor{&Server{Host: "h", firstWait: 50 * time.Millisecond}}}
 	ctx, err := tapStream(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,14 +117,8 @@ func TestInterfacesTakesNoSlot(t *testing.T) {
 	c, _ := serve(t, lim)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	held, err := c.Reflect(ctx, &agentpb.ReflectRequest{IdleNs: int64(10 * time.Second)})
-	if err == nil {
-		_, err = held.Recv()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Disk(ctx, &agentpb.DiskRequest{Size: 1 << 20, Block: 1 << 16})
+	holdSlot(ctx, t, c)
+	_, err := c.Disk(ctx, &agentpb.DiskRequest{Size: 1 << 20, Block: 1 << 16})
 	wantRefusal(t, "a test while the agent runs its most", err, codes.ResourceExhausted, "busy")
 	if _, err := c.Interfaces(ctx, &agentpb.InterfacesRequest{}); err != nil {
 		t.Errorf("the interfaces' counters while the agent runs its most tests: %v", err)
@@ -136,8 +130,8 @@ func TestInterfacesTakesNoSlot(t *testing.T) {
 // said the shared count was "calls of this identity". The line says whose
 // they are.
 func TestAuditOverflowIsNotAnIdentitys(t *testing.T) {
-	var entries []AuditEntry
-	s := &Server{Audit: func(e AuditEntry) { entries = append(entries, e) }}
+	var entries []auditEntry
+	s := auditor{&Server{Audit: func(e auditEntry) { entries = append(entries, e) }}}
 	s.early.keys = map[string]*pacedKey{}
 	for i := range maxAuditKeys - 1 {
 		k := &pacedKey{lim: rate.NewLimiter(0, 0), held: 1, timer: time.AfterFunc(time.Hour, func() {})}

@@ -1,7 +1,7 @@
 // Package agent is the daemon that runs measurement workloads on one host for
-// a controller, and the controller's client for it. They speak gRPC
-// (package wanlab.agent.v1) over a Unix socket in emulated test-beds, so that
-// control traffic never crosses an emulated link.
+// a controller; the controller's client for it is package agentapi. They
+// speak gRPC (package wanlab.agent.v1) over a Unix socket in emulated
+// test-beds, so that control traffic never crosses an emulated link.
 //
 // An agent trusts nothing in a request: it names and places every file
 // itself, in its own data folder; it checks every request against its
@@ -27,32 +27,29 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
-	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/policy"
 	"github.com/wanlab/wanlab/internal/proc"
 	"github.com/wanlab/wanlab/internal/unixsock"
 	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
-// APIVersion is the version of the agent API this build speaks. 3: packet
-// trains wait for the receiver's token proof, a clock-stepped probe answers
-// Aborted with its partial summary, an event store's spec says its sessions.
-const APIVersion = 3
-
 // Server runs workloads for controllers. One server serves many tests at
-// once, each its own call, up to its limits.
+// once, each its own call, up to its limits. It holds the agent's settings
+// and the state its calls share; the calls are served by types of their
+// own over it (service), each admitted by its guard.
 type Server struct {
-	agentpb.UnimplementedAgentServer
 	Host    string
 	Version string
 	Limits  limits.Limits
@@ -73,7 +70,7 @@ type Server struct {
 
 	// Audit, if set, hears of every call's decision and end, and of every
 	// connection refused in its TLS handshake.
-	Audit func(AuditEntry)
+	Audit func(audit.Entry)
 
 	// firstWait, handshakeWait and auditFlush, if set, replace firstWait,
 	// handshakeWait and auditFlush (tests).
@@ -101,10 +98,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, opts ...grpc.Server
 	s.tests = make(chan struct{}, s.Limits.MaxTests)
 	s.host.init()
 	s.streams.max = s.Limits.MaxStreams
-	opts = append(opts, grpc.UnaryInterceptor(s.admitUnary), grpc.StreamInterceptor(s.admitStream),
-		grpc.MaxRecvMsgSize(1<<20), grpc.UnknownServiceHandler(s.unknownMethod), grpc.StatsHandler(rpcAudit{s}), grpc.InTapHandle(tapStream))
+	g := guard{auditor{s}}
+	opts = append(opts, grpc.UnaryInterceptor(g.admitUnary), grpc.StreamInterceptor(g.admitStream),
+		grpc.MaxRecvMsgSize(1<<20), grpc.UnknownServiceHandler(g.unknownMethod), grpc.StatsHandler(rpcAudit{s}), grpc.InTapHandle(tapStream))
 	srv := grpc.NewServer(opts...)
-	srv.RegisterService(s.serviceDesc(), s)
+	srv.RegisterService(g.serviceDesc(), newService(s))
 	go func() {
 		<-ctx.Done()
 		srv.Stop()
@@ -126,13 +124,6 @@ func (s *Server) ServeSocket(ctx context.Context, path string) error {
 	return s.Serve(ctx, ln)
 }
 
-// Keepalive on the network: a controller that stops answering (dead, or
-// cut off) is noticed within about ten seconds, and its tests end then.
-const (
-	pingEvery = 5 * time.Second
-	pingWait  = 5 * time.Second
-)
-
 // ServeTLS serves on ln over TLS 1.3 with mutual authentication (config
 // from pki.Server) until ctx ends. Every call is authorised by the agent's
 // policy (SetPolicy), which it needs. Connections are bounded as
@@ -144,8 +135,8 @@ func (s *Server) ServeTLS(ctx context.Context, ln net.Listener, config *tls.Conf
 	}
 	g := newConnGuard(s)
 	return s.Serve(ctx, &guardedListener{Listener: ln, g: g}, grpc.Creds(guardedCreds{TransportCredentials: credentials.NewTLS(config), g: g}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingEvery, Timeout: pingWait}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: pingEvery, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: agentapi.PingEvery, Timeout: agentapi.PingWait}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: agentapi.PingEvery, PermitWithoutStream: true}),
 		grpc.ConnectionTimeout(g.wait), grpc.MaxConcurrentStreams(maxCallsPerConnection))
 }
 
@@ -165,7 +156,7 @@ var unbounded = map[string]bool{
 // admit takes a test slot for an authorised call, or refuses it when the
 // agent runs as many tests as its limit allows; the slot's release ends
 // with the call.
-func (s *Server) admit(method string) (release func(), err error) {
+func (s guard) admit(method string) (release func(), err error) {
 	if unbounded[method] {
 		return func() {}, nil
 	}
@@ -178,7 +169,7 @@ func (s *Server) admit(method string) (release func(), err error) {
 }
 
 // bound gives a call its deadline: no test outlives its duration limit.
-func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s guard) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	d, ok := limits.Add(s.limitsOf(ctx).MaxDuration, callGrace)
 	if !ok {
 		return context.WithCancel(ctx)
@@ -187,7 +178,7 @@ func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc
 }
 
 // admitUnary authorises a unary call, whose request firstMessage has read.
-func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s guard) admitUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	ctx, d, err := s.authorize(ctx, info.FullMethod, req)
 	if err != nil {
 		return nil, err
@@ -206,7 +197,7 @@ func (s *Server) admitUnary(ctx context.Context, req any, info *grpc.UnaryServer
 
 // admitStream reads a streaming call's request (in time: firstMessage),
 // authorises it, and only then runs it.
-func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (s guard) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
 	markAudited(ctx)
 	req := requestOf(info.FullMethod)
@@ -243,7 +234,7 @@ func (s *Server) admitStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 // labelled and counted as they are sent.
 type guardedStream struct {
 	grpc.ServerStream
-	s      *Server
+	s      guard
 	ctx    context.Context
 	cancel context.CancelFunc
 	d      *decision
@@ -299,31 +290,12 @@ func (g *guardedStream) SendMsg(m any) error {
 	return g.ServerStream.SendMsg(m)
 }
 
-// streamBudget caps the streams of all tests running at once.
-type streamBudget struct {
-	mu        sync.Mutex
-	max, used int
-}
-
-// take reserves n streams, or says how many are in use.
-func (b *streamBudget) take(host string, n int) (release func(), err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.max {
-		return nil, status.Errorf(codes.ResourceExhausted, "agent on %s is busy: %d of its %d streams are in use, %d more asked for", host, b.used, b.max, n)
-	}
-	b.used += n
-	return func() {
-		b.mu.Lock()
-		b.used -= n
-		b.mu.Unlock()
-	}, nil
-}
-
-// refusal turns a spec's error into the agent's refusal, naming the limit.
+// refusal turns a spec's error into the agent's refusal, naming the limit:
+// one over a limit, or for want of room (kind.ErrNoRoom), is
+// ResourceExhausted; any other InvalidArgument.
 func (s *Server) refusal(what string, err error) error {
 	code := codes.InvalidArgument
-	if errors.Is(err, limits.ErrLimit) {
+	if errors.Is(err, limits.ErrLimit) || errors.Is(err, kind.ErrNoRoom) {
 		code = codes.ResourceExhausted
 	}
 	return status.Errorf(code, "agent on %s refuses %s: %v", s.Host, what, err)
@@ -331,9 +303,9 @@ func (s *Server) refusal(what string, err error) error {
 
 // Hello says who the agent is, what it accepts, and, over TLS, who the
 // caller is to it and what its policy grants the caller.
-func (s *Server) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agentpb.HelloReply, error) {
+func (s hostCalls) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agentpb.HelloReply, error) {
 	reply := &agentpb.HelloReply{
-		ApiVersion: APIVersion, Host: s.Host, WanlabVersion: s.Version, BootId: bootID(),
+		ApiVersion: agentapi.APIVersion, Host: s.Host, WanlabVersion: s.Version, BootId: bootID(),
 		Limits: limitsToPB(s.Limits), Clock: readClock(), TestAddress: s.Test.Addr,
 	}
 	d, _ := ctx.Value(decisionKey{}).(*decision)
@@ -362,7 +334,7 @@ func limitsToPB(l limits.Limits) *agentpb.Limits {
 }
 
 // Receive listens for one throughput test and streams what arrives.
-func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_ReceiveServer) error {
+func (s throughputCalls) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_ReceiveServer) error {
 	spec, release, err := s.spec(stream.Context(), req.GetSpec())
 	if err != nil {
 		return err
@@ -381,7 +353,7 @@ func (s *Server) Receive(req *agentpb.ReceiveRequest, stream agentpb.Agent_Recei
 }
 
 // Send runs the sending side of a throughput test.
-func (s *Server) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer) error {
+func (s throughputCalls) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer) error {
 	spec, release, err := s.spec(stream.Context(), req.GetSpec())
 	if err != nil {
 		return err
@@ -398,8 +370,8 @@ func (s *Server) Send(req *agentpb.SendRequest, stream agentpb.Agent_SendServer)
 
 // spec converts and checks a request's spec and reserves its streams; a
 // refusal names what was wrong.
-func (s *Server) spec(ctx context.Context, p *agentpb.ThroughputSpec) (throughput.Spec, func(), error) {
-	spec := SpecFromPB(p)
+func (s throughputCalls) spec(ctx context.Context, p *agentpb.ThroughputSpec) (throughput.Spec, func(), error) {
+	spec := throughput.SpecFromPB(p)
 	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
 		return spec, nil, s.refusal("the test", err)
 	}
@@ -444,14 +416,14 @@ func (s *Server) cpuSince(m cpuMark) (agentPct, hostPct float64) {
 	return agentPct, hostPct
 }
 
-func (s *Server) summaryEvent(sum throughput.Summary, cpu cpuMark) *agentpb.ThroughputEvent {
+func (s throughputCalls) summaryEvent(sum throughput.Summary, cpu cpuMark) *agentpb.ThroughputEvent {
 	p := &agentpb.Summary{SecondsNs: int64(sum.Elapsed), Partial: sum.Partial}
 	p.AgentCpuPercent, p.HostCpuPercent = s.cpuSince(cpu)
 	if sum.Err != nil {
 		p.Error = sum.Err.Error()
 	}
 	for _, st := range sum.Streams {
-		p.Streams = append(p.Streams, SampleToPB(st))
+		p.Streams = append(p.Streams, throughput.SampleToPB(st))
 	}
 	return &agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Summary{Summary: p}}
 }
@@ -459,144 +431,13 @@ func (s *Server) summaryEvent(sum throughput.Summary, cpu cpuMark) *agentpb.Thro
 func intervalEvent(iv throughput.Interval) *agentpb.ThroughputEvent {
 	p := &agentpb.Interval{StartNs: int64(iv.Start), EndNs: int64(iv.End)}
 	for _, st := range iv.Streams {
-		p.Streams = append(p.Streams, SampleToPB(st))
+		p.Streams = append(p.Streams, throughput.SampleToPB(st))
 	}
 	return &agentpb.ThroughputEvent{Event: &agentpb.ThroughputEvent_Interval{Interval: p}}
 }
 
-// Client is a controller's connection to one agent.
-type Client struct {
-	Host string
-	// BootID is the agent's kernel boot id: equal ids share a clock.
-	BootID string
-	// Info is the agent's answer to hello: who it is, its clock, and what
-	// it grants this controller.
-	Info *agentpb.HelloReply
-	agentpb.AgentClient
-	conn *grpc.ClientConn
-}
-
-// Dial connects to the agent listening on the Unix socket at path and checks
-// that it answers and speaks this API version.
-func Dial(ctx context.Context, host, path string) (*Client, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("no agent on host %s (%s): %w", host, path, err)
-	}
-	return connect(ctx, host, "unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-}
-
-// DialTLS connects to the agent of host at addr (host:port) over TLS 1.3
-// with the controller's configuration (pki.ClientConfig), and checks that
-// it answers, speaks this API version, and accepts this controller. A
-// failure says why in words: the agent's certificate, the agent's refusal
-// of this controller's, or its policy.
-func DialTLS(ctx context.Context, host, addr string, config *tls.Config) (*Client, error) {
-	name, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("agent of %s: address %q: %w", host, addr, err)
-	}
-	if err := pki.CheckOwn(config, time.Now()); err != nil {
-		return nil, fmt.Errorf("agent of %s at %s: not dialled: %w", host, addr, err)
-	}
-	config = config.Clone()
-	config.ServerName = name
-	// A handshake of its own first: its errors keep their types, which
-	// gRPC's would flatten into text.
-	// It offers HTTP/2 as gRPC does, so that the agent does not take it
-	// for a stranger's failed handshake.
-	probe := config.Clone()
-	probe.NextProtos = []string{"h2"}
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: probe}
-	raw, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		var tlsErr *tls.CertificateVerificationError
-		var rec tls.RecordHeaderError
-		switch {
-		case errors.As(err, &tlsErr):
-			return nil, fmt.Errorf("agent of %s at %s: %s", host, addr, pki.ExplainHandshake(err))
-		case errors.As(err, &rec):
-			return nil, fmt.Errorf("agent of %s at %s: it does not speak TLS (is it a wanlab agent on that port?)", host, addr)
-		case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
-			return nil, fmt.Errorf("agent of %s at %s did not answer in time (connection and TLS handshake): it may be stopped or overloaded, or a firewall drops the port: %w", host, addr, err)
-		}
-		return nil, fmt.Errorf("agent of %s at %s is not reachable: %w", host, addr, err)
-	}
-	raw.Close()
-	c, err := connect(ctx, host, addr, grpc.WithTransportCredentials(credentials.NewTLS(config)),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 2 * pingEvery, Timeout: pingWait, PermitWithoutStream: true}))
-	if err != nil {
-		if why := refusedCertificate(ctx, d, addr); why != "" {
-			if hint := pki.ForeignIssuer(config, time.Now()); hint != "" {
-				why += "; " + hint
-			}
-			return nil, fmt.Errorf("agent of %s at %s: %s", host, addr, why)
-		}
-	}
-	return c, err
-}
-
-// refusedCertificate says whether the agent at addr refuses this
-// controller's certificate: in TLS 1.3 it says so with an alert after the
-// client's handshake has ended, which the first read receives (a write may
-// see only a closed connection).
-func refusedCertificate(ctx context.Context, d *tls.Dialer, addr string) string {
-	raw, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return ""
-	}
-	defer raw.Close()
-	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
-	_, err = raw.Read(make([]byte, 1))
-	if !isAlert(err) {
-		return ""
-	}
-	return pki.ExplainHandshake(err)
-}
-
-// isAlert says whether err is a TLS alert from the other side: over TCP,
-// crypto/tls returns it as a *net.OpError of Op "remote error" (over QUIC,
-// as a tls.AlertError).
-func isAlert(err error) bool {
-	var op *net.OpError
-	var alert tls.AlertError
-	return errors.As(err, &op) && op.Op == "remote error" || errors.As(err, &alert)
-}
-
-// connect makes the client and says hello.
-func connect(ctx context.Context, host, target string, opts ...grpc.DialOption) (*Client, error) {
-	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
-	conn, err := grpc.NewClient(target, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("agent on host %s: %w", host, err)
-	}
-	c := &Client{Host: host, AgentClient: agentpb.NewAgentClient(conn), conn: conn}
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	hello, err := c.Hello(hctx, &agentpb.HelloRequest{ApiVersion: APIVersion})
-	if err != nil {
-		conn.Close()
-		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
-			return nil, fmt.Errorf("the agent on host %s does not answer: %s", host, pki.ExplainHandshake(errors.New(st.Message())))
-		}
-		return nil, fmt.Errorf("the agent on host %s does not answer: %w", host, err)
-	}
-	c.BootID, c.Info = hello.BootId, hello
-	if hello.ApiVersion != APIVersion {
-		conn.Close()
-		return nil, fmt.Errorf("the agent on host %s speaks API v%d, this wanlab v%d", host, hello.ApiVersion, APIVersion)
-	}
-	if hello.Identity != "" && hello.Grant == nil {
-		conn.Close()
-		return nil, fmt.Errorf("the agent on host %s does not authorise this controller: identity %s is named by no rule of its policy", host, hello.Identity)
-	}
-	return c, nil
-}
-
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
-
 // Interfaces reports the host's interfaces' counters.
-func (s *Server) Interfaces(ctx context.Context, req *agentpb.InterfacesRequest) (*agentpb.InterfacesReply, error) {
+func (s hostCalls) Interfaces(ctx context.Context, req *agentpb.InterfacesRequest) (*agentpb.InterfacesReply, error) {
 	devs, err := proc.NetDevs()
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "agent on %s: reading the interfaces' counters: %v", s.Host, err)

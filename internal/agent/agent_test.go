@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
@@ -23,7 +24,7 @@ import (
 
 // serve runs an agent with lim on a socket of the test's and returns a
 // client for it and its data folder.
-func serve(t *testing.T, lim limits.Limits) (*Client, string) {
+func serve(t *testing.T, lim limits.Limits) (*agentapi.Client, string) {
 	t.Helper()
 	srv := &Server{Host: "h", Version: "test", Limits: lim}
 	c := serveOn(t, srv)
@@ -32,7 +33,7 @@ func serve(t *testing.T, lim limits.Limits) (*Client, string) {
 
 // serveOn gives srv a data folder of the test's, serves it on a socket
 // there until the test ends, and returns a client for it.
-func serveOn(t *testing.T, srv *Server) *Client {
+func serveOn(t *testing.T, srv *Server) *agentapi.Client {
 	t.Helper()
 	dir := t.TempDir()
 	data, err := datadir.Open(filepath.Join(dir, "data"))
@@ -45,9 +46,9 @@ func serveOn(t *testing.T, srv *Server) *Client {
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeSocket(ctx, sock) }()
 	t.Cleanup(func() { cancel(); <-served; data.Close() })
-	var c *Client
+	var c *agentapi.Client
 	for range 200 {
-		if c, err = Dial(context.Background(), "h", sock); err == nil {
+		if c, err = agentapi.Dial(context.Background(), "h", sock); err == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -60,7 +61,7 @@ func serveOn(t *testing.T, srv *Server) *Client {
 }
 
 // workload starts a role and returns the call's first error.
-func workload(c *Client, id, role string, spec any) error {
+func workload(c *agentapi.Client, id, role string, spec any) error {
 	b, _ := json.Marshal(spec)
 	stream, err := c.Workload(context.Background(), &agentpb.WorkloadRequest{Id: id, Role: role, SpecJson: b})
 	if err != nil {
@@ -68,6 +69,19 @@ func workload(c *Client, id, role string, spec any) error {
 	}
 	_, err = stream.Recv()
 	return err
+}
+
+// holdSlot starts a reflector that idles for 10 s, holding one of the
+// agent's test slots until then or until ctx ends.
+func holdSlot(ctx context.Context, t *testing.T, c *agentapi.Client) {
+	t.Helper()
+	s, err := c.Reflect(ctx, &agentpb.ReflectRequest{IdleNs: int64(10 * time.Second)})
+	if err == nil {
+		_, err = s.Recv()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func wantRefusal(t *testing.T, what string, err error, code codes.Code, text string) {
@@ -85,10 +99,10 @@ func TestMeshIDCannotEscape(t *testing.T) {
 	victim := filepath.Join(filepath.Dir(data), "victimdir")
 	os.MkdirAll(filepath.Join(victim, "inside"), 0o700)
 	rel, _ := filepath.Rel(os.TempDir(), victim)
-	spec := MeshNodeSpec{Disk: true, NodeSpec: mesh.NodeSpec{Peers: []mesh.Peer{{Name: "p", Address: "127.0.0.1:1", Weight: 1}},
+	spec := mesh.Node{Disk: true, NodeSpec: mesh.NodeSpec{Peers: []mesh.Peer{{Name: "p", Address: "127.0.0.1:1", Weight: 1}},
 		Sizes: []int64{1000}, Streams: 1, Duration: time.Second}}
 	for _, id := range []string{"x/../../../../../" + rel, "../victimdir", "/tmp", ""} {
-		err := workload(c, id, RoleMeshNode, spec)
+		err := workload(c, id, mesh.RoleNode, spec)
 		wantRefusal(t, fmt.Sprintf("mesh node id %q", id), err, codes.InvalidArgument, "workload id")
 	}
 	if _, err := os.Stat(filepath.Join(victim, "inside")); err != nil {
@@ -106,7 +120,7 @@ func TestFilesAreTheAgents(t *testing.T) {
 	os.Symlink(secret, filepath.Join(data, "innocent"))
 	os.Symlink("placed", filepath.Join(data, "inner"))
 	os.WriteFile(filepath.Join(data, "placed"), []byte("a file put there on the host"), 0o600)
-	spec := TransferSpecToPB(transfer.Spec{Streams: 1, Block: 1 << 20})
+	spec := transfer.SpecToPB(transfer.Spec{Streams: 1, Block: 1 << 20})
 	for _, tc := range []struct {
 		file   string
 		remove bool
@@ -140,7 +154,7 @@ func TestReceivedFilesArePrivate(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	spec := TransferSpecToPB(transfer.Spec{Streams: 2, Block: 64 << 10})
+	spec := transfer.SpecToPB(transfer.Spec{Streams: 2, Block: 64 << 10})
 	rstream, err := b.ReceiveFile(ctx, &agentpb.ReceiveFileRequest{Spec: spec, CorruptAt: -1})
 	if err == nil {
 		_, err = rstream.Recv()
@@ -163,27 +177,21 @@ func TestRolesAreBounded(t *testing.T) {
 	lim := limits.Default
 	lim.MaxTests, lim.MaxConnections, lim.MaxStreams = 2, 100, 8
 	c, _ := serve(t, lim)
-	wantRefusal(t, "200,000 workers", workload(c, "w1", RoleFarmWorkers, taskfarm.WorkerSpec{Address: "127.0.0.1:1", Workers: 200_000}),
+	wantRefusal(t, "200,000 workers", workload(c, "w1", taskfarm.RoleWorkers, taskfarm.WorkerSpec{Address: "127.0.0.1:1", Workers: 200_000}),
 		codes.ResourceExhausted, "workers 200000: over the agent's limit of 100 connections")
-	wantRefusal(t, "a master for 200,000 workers", workload(c, "m1", RoleFarmMaster, taskfarm.MasterSpec{Tasks: 1, Work: taskfarm.WorkSleep, Prefetch: 1, Workers: 200_000}),
+	wantRefusal(t, "a master for 200,000 workers", workload(c, "m1", taskfarm.RoleMaster, taskfarm.MasterSpec{Tasks: 1, Work: taskfarm.WorkSleep, Prefetch: 1, Workers: 200_000}),
 		codes.ResourceExhausted, "over the agent's limit")
-	wantRefusal(t, "a mesh node of 64 streams", workload(c, "n1", RoleMeshNode, MeshNodeSpec{NodeSpec: mesh.NodeSpec{
+	wantRefusal(t, "a mesh node of 64 streams", workload(c, "n1", mesh.RoleNode, mesh.Node{NodeSpec: mesh.NodeSpec{
 		Peers: []mesh.Peer{{Name: "p", Address: "127.0.0.1:1", Weight: 1}}, Sizes: []int64{1 << 20}, Streams: 64, Duration: time.Second}}),
 		codes.ResourceExhausted, "streams 64")
-	wantRefusal(t, "a spec with a field the agent does not know", workload(c, "w2", RoleFarmWorkers, map[string]any{"address": "x", "workers": 1, "path": "/etc"}),
+	wantRefusal(t, "a spec with a field the agent does not know", workload(c, "w2", taskfarm.RoleWorkers, map[string]any{"address": "x", "workers": 1, "path": "/etc"}),
 		codes.InvalidArgument, "unknown field")
-	wantRefusal(t, "a role without the test's token", workload(c, "w3", RoleFarmWorkers, taskfarm.WorkerSpec{Address: "127.0.0.1:1", Workers: 1}),
+	wantRefusal(t, "a role without the test's token", workload(c, "w3", taskfarm.RoleWorkers, taskfarm.WorkerSpec{Address: "127.0.0.1:1", Workers: 1}),
 		codes.InvalidArgument, "its spec carries no test token")
 
 	// Two reflectors hold both test slots; a third test is refused.
 	for range 2 {
-		s, err := c.Reflect(context.Background(), &agentpb.ReflectRequest{IdleNs: int64(10 * time.Second)})
-		if err == nil {
-			_, err = s.Recv()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		holdSlot(context.Background(), t, c)
 	}
 	_, err := c.Disk(context.Background(), &agentpb.DiskRequest{Size: 1 << 20, Block: 1 << 16})
 	wantRefusal(t, "a third test at once", err, codes.ResourceExhausted, "busy")
@@ -191,9 +199,9 @@ func TestRolesAreBounded(t *testing.T) {
 
 // sendKept sends a generated file of size bytes over streams from a to b,
 // which keeps it, and returns the name b gave it.
-func sendKept(t *testing.T, a, b *Client, streams int, size uint64) string {
+func sendKept(t *testing.T, a, b *agentapi.Client, streams int, size uint64) string {
 	t.Helper()
-	spec := TransferSpecToPB(transfer.Spec{Streams: streams, Block: 64 << 10})
+	spec := transfer.SpecToPB(transfer.Spec{Streams: streams, Block: 64 << 10})
 	rstream, err := b.ReceiveFile(context.Background(), &agentpb.ReceiveFileRequest{Spec: spec, Keep: true, CorruptAt: -1, ExpectedSize: size})
 	if err != nil {
 		t.Fatal(err)

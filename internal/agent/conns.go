@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
+	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/pki"
 )
 
@@ -88,7 +89,7 @@ func newConnGuard(s *Server) *connGuard {
 	g.lines.flush = s.auditFlush
 	g.lines.summary = func(_ string, n int64) {
 		if s.Audit != nil {
-			s.Audit(AuditEntry{Time: time.Now().UTC(), Decision: "tls",
+			s.Audit(audit.Entry{Time: time.Now().UTC(), Decision: "tls",
 				Reason: fmt.Sprintf("%d connections refused or failed in their TLS handshake, not logged one by one", n)})
 		}
 	}
@@ -287,7 +288,7 @@ func (g *connGuard) note(remote net.Addr, identity, why string) {
 	if n := g.silent.Swap(0); n > 0 {
 		why = fmt.Sprintf("%s (and %d connections closed before they sent a byte, as port checks do)", why, n)
 	}
-	g.s.Audit(AuditEntry{Time: time.Now().UTC(), Identity: identity, Remote: remote.String(), Decision: "tls", Reason: why})
+	g.s.Audit(audit.Entry{Time: time.Now().UTC(), Identity: identity, Remote: remote.String(), Decision: "tls", Reason: why})
 }
 
 // guardedListener admits the connections its guard allows; it closes the

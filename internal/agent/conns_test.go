@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/pki"
 )
 
@@ -156,11 +155,11 @@ func TestPortChecksAreNotRefusals(t *testing.T) {
 	fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
 	c.Read(make([]byte, 64))
 	c.Close()
-	audit.wait(t, "the connection that sent no handshake", 1, func(e AuditEntry) bool {
+	audit.wait(t, "the connection that sent no handshake", 1, func(e auditEntry) bool {
 		return e.Decision == "tls" && strings.Contains(e.Reason, "TLS handshake failed")
 	})
 	controller(t, dir, "ctl", addr)
-	if n := audit.count(func(e AuditEntry) bool { return e.Decision == "tls" }); n != 1 {
+	if n := audit.count(func(e auditEntry) bool { return e.Decision == "tls" }); n != 1 {
 		audit.mu.Lock()
 		defer audit.mu.Unlock()
 		t.Errorf("%d tls lines, want the one of the connection that sent bytes: %+v", n, audit.entries)
@@ -190,32 +189,13 @@ func TestControllerFromAnotherCA(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = DialTLS(ctx, "h", addr, config)
+	_, err = agentapi.DialTLS(ctx, "h", addr, config)
 	for _, want := range []string{"the agent refused this controller's certificate", `hint: this controller's certificate "ctl" is not signed by a CA of tls.ca: it was issued by "another lab's CA"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("dialling with a certificate of another CA: %v, want %q", err, want)
 		}
 	}
-	audit.wait(t, "the refused handshake", 1, func(e AuditEntry) bool {
+	audit.wait(t, "the refused handshake", 1, func(e auditEntry) bool {
 		return e.Decision == "tls" && strings.Contains(e.Reason, "unknown authority")
 	})
-}
-
-// TestIsAlert: a TLS alert is known by its type, not by its text.
-func TestIsAlert(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"alert over TCP", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, true},
-		{"alert over QUIC", fmt.Errorf("handshake: %w", tls.AlertError(42)), true},
-		{"text alone", errors.New("remote error: tls: bad certificate"), false},
-		{"another read error", &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}, false},
-		{"none", nil, false},
-	} {
-		if got := isAlert(tc.err); got != tc.want {
-			t.Errorf("%s: isAlert(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
-		}
-	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Disk runs a sequential write and read test in the agent's data folder.
-func (s *Server) Disk(ctx context.Context, req *agentpb.DiskRequest) (*agentpb.DiskResult, error) {
+func (s fileCalls) Disk(ctx context.Context, req *agentpb.DiskRequest) (*agentpb.DiskResult, error) {
 	spec := disk.Spec{Dir: s.Data.Root(), Size: int64(min(req.GetSize(), 1<<63-1)), Block: int(req.GetBlock()), Fsync: req.GetFsync(), Direct: req.GetDirect()}
 	// Buffered writes reach a capped disk later, from the kernel's flusher,
 	// outside the host's cgroup: fsync makes the write phase pay the cap.

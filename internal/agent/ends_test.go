@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
@@ -89,11 +90,11 @@ func TestFileWorkEndsWithItsCaller(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		prefix string // of the file the call makes
-		call   func(context.Context, *Client, bool) error
+		call   func(context.Context, *agentapi.Client, bool) error
 	}{
 		// In 4 KiB direct writes, or where the file system has no
 		// O_DIRECT in 1 MiB blocks synced as they go.
-		{"disk", "wanlab-disk-", func(ctx context.Context, c *Client, direct bool) error {
+		{"disk", "wanlab-disk-", func(ctx context.Context, c *agentapi.Client, direct bool) error {
 			req := &agentpb.DiskRequest{Size: size, Block: 4096, Direct: true}
 			if !direct {
 				req = &agentpb.DiskRequest{Size: size, Block: 1 << 20, Fsync: true}
@@ -101,8 +102,8 @@ func TestFileWorkEndsWithItsCaller(t *testing.T) {
 			_, err := c.Disk(ctx, req)
 			return err
 		}},
-		{"generated file", "generated-", func(ctx context.Context, c *Client, _ bool) error {
-			_, err := c.SendFile(ctx, &agentpb.SendFileRequest{Spec: TransferSpecToPB(transfer.Spec{Streams: 1, Block: 1 << 20}),
+		{"generated file", "generated-", func(ctx context.Context, c *agentapi.Client, _ bool) error {
+			_, err := c.SendFile(ctx, &agentpb.SendFileRequest{Spec: transfer.SpecToPB(transfer.Spec{Streams: 1, Block: 1 << 20}),
 				Size: size, Address: "127.0.0.1:1", Token: token.New().Bytes()})
 			return err
 		}},
@@ -178,7 +179,7 @@ func TestMeshFoldersAreEachIdentitys(t *testing.T) {
 	defer data.Close()
 	s := &Server{Host: "h", Limits: limits.Default, Data: data, Test: bind.Local{Addr: "127.0.0.1"}}
 	s.streams.max = s.Limits.MaxStreams
-	spec, _ := json.Marshal(MeshNodeSpec{Disk: true, NodeSpec: mesh.NodeSpec{Peers: []mesh.Peer{{Name: "p", Address: "127.0.0.1:1", Weight: 1}},
+	spec, _ := json.Marshal(mesh.Node{Disk: true, NodeSpec: mesh.NodeSpec{Peers: []mesh.Peer{{Name: "p", Address: "127.0.0.1:1", Weight: 1}},
 		Sizes: []int64{1 << 20}, Streams: 1, MaxWait: time.Second, Duration: time.Minute, Token: token.New()}})
 	type node struct {
 		stop  context.CancelFunc
@@ -198,7 +199,7 @@ func TestMeshFoldersAreEachIdentitys(t *testing.T) {
 		call := &workloadCall{ctx: ctx, events: make(chan *agentpb.WorkloadEvent, 16)}
 		n := node{stop: stop, ended: make(chan error, 1)}
 		go func() {
-			n.ended <- s.Workload(&agentpb.WorkloadRequest{Id: "shared", Role: RoleMeshNode, SpecJson: spec}, call)
+			n.ended <- workloadCalls{s}.Workload(&agentpb.WorkloadRequest{Id: "shared", Role: mesh.RoleNode, SpecJson: spec}, call)
 		}()
 		select {
 		case e := <-call.events:

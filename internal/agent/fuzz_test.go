@@ -8,10 +8,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
 	"github.com/wanlab/wanlab/internal/workload/disk"
+	"github.com/wanlab/wanlab/internal/workload/mesh"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 	"github.com/wanlab/wanlab/internal/workload/transfer"
@@ -30,20 +32,20 @@ func FuzzDecodeRequest(f *testing.F) {
 		methods = append(methods, m)
 	}
 	slices.Sort(methods)
-	tcp := SpecToPB(throughput.Spec{Protocol: throughput.TCP, Streams: 4, Duration: 10 * time.Second, Interval: time.Second})
-	udp := SpecToPB(throughput.Spec{Protocol: throughput.UDP, Streams: 1, Bytes: 1 << 20, UDPRate: 1e6, UDPLength: 1400, Interval: time.Second})
+	tcp := throughput.SpecToPB(throughput.Spec{Protocol: throughput.TCP, Streams: 4, Duration: 10 * time.Second, Interval: time.Second})
+	udp := throughput.SpecToPB(throughput.Spec{Protocol: throughput.UDP, Streams: 1, Bytes: 1 << 20, UDPRate: 1e6, UDPLength: 1400, Interval: time.Second})
 	seeds := []proto.Message{
-		&agentpb.HelloRequest{ApiVersion: APIVersion},
+		&agentpb.HelloRequest{ApiVersion: agentapi.APIVersion},
 		&agentpb.ReceiveRequest{Spec: tcp},
 		&agentpb.SendRequest{Spec: udp, Address: "10.0.0.1:5201", Token: make([]byte, 16)},
 		&agentpb.ReflectRequest{IdleNs: int64(time.Second)},
-		&agentpb.ProbeRequest{Spec: ProbeSpecToPB(probe.Spec{Count: 10, Interval: time.Millisecond, Size: 64, Timeout: time.Second}), Address: "[2001:db8::1]:7"},
+		&agentpb.ProbeRequest{Spec: probe.SpecToPB(probe.Spec{Count: 10, Interval: time.Millisecond, Size: 64, Timeout: time.Second}), Address: "[2001:db8::1]:7"},
 		&agentpb.ProbeRequest{TraceMaxHops: 30, TraceWaitNs: int64(time.Second), Address: "10.0.0.1:33434"},
 		&agentpb.DiskRequest{Size: 1 << 30, Block: 1 << 20},
-		&agentpb.ReceiveFileRequest{Spec: TransferSpecToPB(transfer.Spec{Streams: 2, Block: 1 << 20}), ExpectedSize: 1 << 30},
-		&agentpb.SendFileRequest{Spec: TransferSpecToPB(transfer.Spec{Streams: 2, Block: 1 << 20}), Size: 1 << 30, Address: "10.0.0.1:1"},
-		&agentpb.WorkloadRequest{Id: "w", Role: RoleMeshNode, SpecJson: []byte(`{"duration":1000000000,"peers":[{"address":"10.0.0.2:1"}]}`)},
-		&agentpb.WorkloadRequest{Id: "t", Role: RoleTrainSender, SpecJson: []byte(`{"address":"10.0.0.2:1","streams":[{"count":100,"size":1400}]}`)},
+		&agentpb.ReceiveFileRequest{Spec: transfer.SpecToPB(transfer.Spec{Streams: 2, Block: 1 << 20}), ExpectedSize: 1 << 30},
+		&agentpb.SendFileRequest{Spec: transfer.SpecToPB(transfer.Spec{Streams: 2, Block: 1 << 20}), Size: 1 << 30, Address: "10.0.0.1:1"},
+		&agentpb.WorkloadRequest{Id: "w", Role: mesh.RoleNode, SpecJson: []byte(`{"duration":1000000000,"peers":[{"address":"10.0.0.2:1"}]}`)},
+		&agentpb.WorkloadRequest{Id: "t", Role: agentapi.RoleTrainSender, SpecJson: []byte(`{"address":"10.0.0.2:1","streams":[{"count":100,"size":1400}]}`)},
 		&agentpb.StopWorkloadRequest{Id: "w"},
 		&agentpb.InterfacesRequest{},
 	}
@@ -68,7 +70,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s := &Server{Host: "h", Limits: lim}
+	s := guard{auditor{&Server{Host: "h", Limits: lim}}}
 	s.host.init()
 	s.SetPolicy(pol)
 
@@ -86,7 +88,7 @@ func FuzzDecodeRequest(f *testing.F) {
 
 // vetRequest decodes data as method's request and checks it as the agent
 // does before it runs anything.
-func vetRequest(t *testing.T, s *Server, pol *policy.Policy, method string, data []byte) {
+func vetRequest(t *testing.T, s guard, pol *policy.Policy, method string, data []byte) {
 	req := requestOf(method)
 	if proto.Unmarshal(data, req) != nil {
 		return
@@ -104,16 +106,16 @@ func vetRequest(t *testing.T, s *Server, pol *policy.Policy, method string, data
 	lim := d.limits
 	switch r := req.(type) {
 	case *agentpb.ReceiveRequest:
-		SpecFromPB(r.GetSpec()).Validate(lim)
+		throughput.SpecFromPB(r.GetSpec()).Validate(lim)
 	case *agentpb.SendRequest:
-		SpecFromPB(r.GetSpec()).Validate(lim)
+		throughput.SpecFromPB(r.GetSpec()).Validate(lim)
 	case *agentpb.ProbeRequest:
-		ProbeSpecFromPB(r.GetSpec()).Validate(lim)
+		probe.SpecFromPB(r.GetSpec()).Validate(lim)
 	case *agentpb.DiskRequest:
 		disk.Spec{Size: int64(min(r.GetSize(), 1<<63-1)), Block: int(r.GetBlock())}.Validate(lim)
 	case *agentpb.ReceiveFileRequest:
-		transferSpecFromPB(r.GetSpec()).Validate(lim)
+		transfer.SpecFromPB(r.GetSpec()).Validate(lim)
 	case *agentpb.SendFileRequest:
-		transferSpecFromPB(r.GetSpec()).Validate(lim)
+		transfer.SpecFromPB(r.GetSpec()).Validate(lim)
 	}
 }

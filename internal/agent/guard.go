@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/workload/kinds"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 	"github.com/wanlab/wanlab/internal/workload/token"
 	"golang.org/x/time/rate"
@@ -22,28 +23,13 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/policy"
 )
-
-// The metadata a controller sends with a call.
-const (
-	// TestHeader names the test a call belongs to: the calls of one test
-	// (a throughput test's sender and receiver, both directions of a
-	// bidirectional one) share the host as one.
-	TestHeader = "wanlab-test"
-	// WaitHeader is how long, in milliseconds, the controller lets a call
-	// wait for a host busy with another throughput-class test.
-	WaitHeader = "wanlab-wait-ms"
-)
-
-// WithTest returns ctx carrying the test id and wait of the calls made with it.
-func WithTest(ctx context.Context, test string, wait time.Duration) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, TestHeader, test, WaitHeader, strconv.FormatInt(wait.Milliseconds(), 10))
-}
 
 // call is one test call running on the agent.
 type call struct {
@@ -118,7 +104,7 @@ func (h *host) holders(c *call) (n int, share bool, ends time.Time) {
 }
 
 // errBusy is a refusal for a busy host, saying until when.
-func (s *Server) errBusy(ends time.Time, queued bool) error {
+func (s guard) errBusy(ends time.Time, queued bool) error {
 	until := "a test of unknown length ends"
 	if !ends.IsZero() {
 		until = ends.UTC().Format(time.RFC3339)
@@ -134,7 +120,7 @@ func (s *Server) errBusy(ends time.Time, queued bool) error {
 // throughput-class call waits (up to wait, in a queue of at most queue)
 // while another test's throughput-class call holds the host, unless both
 // may share it. On success it counts c and the calls running alongside.
-func (s *Server) enter(ctx context.Context, c *call, exclusive bool, wait time.Duration, queue int) error {
+func (s guard) enter(ctx context.Context, c *call, exclusive bool, wait time.Duration, queue int) error {
 	h := &s.host
 	deadline := time.Now().Add(wait)
 	h.mu.Lock()
@@ -186,7 +172,7 @@ func (s *Server) enter(ctx context.Context, c *call, exclusive bool, wait time.D
 }
 
 // leave ends c's registration and wakes the calls waiting for the host.
-func (s *Server) leave(c *call) int {
+func (s guard) leave(c *call) int {
 	h := &s.host
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -258,7 +244,7 @@ func describe(method string, req any) request {
 	case *agentpb.ProbeRequest:
 		if n := r.GetTraceMaxHops(); n > 0 {
 			hops := int(min(n, 1<<10))
-			return request{kind: policy.Probe, peers: []string{r.GetAddress()}, lasts: TraceLasts(hops, time.Duration(min(max(r.GetTraceWaitNs(), 0), int64(time.Minute)))),
+			return request{kind: policy.Probe, peers: []string{r.GetAddress()}, lasts: agentapi.TraceLasts(hops, time.Duration(min(max(r.GetTraceWaitNs(), 0), int64(time.Minute)))),
 				bytes: int64(hops) * 2 * probe.HeaderLen}
 		}
 		sp := r.GetSpec()
@@ -290,22 +276,26 @@ func throughputRate(s *agentpb.ThroughputSpec) float64 {
 	return float64(s.GetUdpRateBps())
 }
 
+// roleKind is the policy kind of a workload role: for a role of a
+// registered kind, its kind's name; "" for a role the agent does not know.
+func roleKind(role string) string {
+	if k, _, ok := kinds.Role(role); ok {
+		return string(k.Name)
+	}
+	switch role {
+	case agentapi.RoleWatch:
+		return policy.Watch
+	case agentapi.RoleTrainReceiver, agentapi.RoleTrainSender:
+		return policy.Bandwidth
+	}
+	return ""
+}
+
 // workloadRequest reads the kind of an application role and the
 // addresses it connects to.
 func workloadRequest(r *agentpb.WorkloadRequest) request {
-	req := request{}
-	switch r.GetRole() {
-	case RoleEventServer, RoleEventClient:
-		req.kind = policy.EventDB
-	case RoleFarmMaster, RoleFarmWorkers:
-		req.kind = policy.TaskFarm
-	case RoleMeshNode:
-		req.kind = policy.Mesh
-	case RoleWatch:
-		req.kind = policy.Watch
-	case RoleTrainReceiver, RoleTrainSender:
-		req.kind = policy.Bandwidth
-	default:
+	req := request{kind: roleKind(r.GetRole())}
+	if req.kind == "" {
 		return req
 	}
 	var targets struct {
@@ -323,7 +313,7 @@ func workloadRequest(r *agentpb.WorkloadRequest) request {
 		req.peers = append(req.peers, p.Address)
 	}
 	req.lasts = targets.Duration
-	if r.GetRole() == RoleTrainSender {
+	if r.GetRole() == agentapi.RoleTrainSender {
 		req.bytes = declaredTrainBytes(r.GetSpecJson())
 	}
 	return req
@@ -370,10 +360,10 @@ func (s *Server) limitsOf(ctx context.Context) limits.Limits {
 // metaOf reads the test id and the wait a controller sent.
 func metaOf(ctx context.Context) (test string, wait time.Duration) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get(TestHeader); len(v) == 1 && datadir.ValidName(v[0]) == nil {
+	if v := md.Get(agentapi.TestHeader); len(v) == 1 && datadir.ValidName(v[0]) == nil {
 		test = v[0]
 	}
-	if v := md.Get(WaitHeader); len(v) == 1 {
+	if v := md.Get(agentapi.WaitHeader); len(v) == 1 {
 		if ms, err := strconv.ParseInt(v[0], 10, 64); err == nil && ms > 0 {
 			wait = time.Duration(min(ms, int64(time.Hour/time.Millisecond))) * time.Millisecond
 		}
@@ -387,7 +377,7 @@ func metaOf(ctx context.Context) (test string, wait time.Duration) {
 // today (its bytes are reserved); only then is a test slot taken (see
 // admit) and the host entered (see enter). Every decision is audited;
 // finish gives back what an allowed call holds and audits its end.
-func (s *Server) authorize(ctx context.Context, method string, req any) (context.Context, *decision, error) {
+func (s guard) authorize(ctx context.Context, method string, req any) (context.Context, *decision, error) {
 	d := &decision{who: callerOf(ctx), req: describe(method, req), start: time.Now(), limits: s.Limits}
 	test, wait := metaOf(ctx)
 	d.test = test
@@ -438,7 +428,7 @@ func (s *Server) authorize(ctx context.Context, method string, req any) (context
 
 // grant finds the caller's rule and checks the call against it, taking
 // one of the identity's tests.
-func (s *Server) grant(d *decision, pol *policy.Policy, method string) error {
+func (s guard) grant(d *decision, pol *policy.Policy, method string) error {
 	d.rule = pol.Match(d.who.ids)
 	if d.rule == nil {
 		if method == agentpb.Agent_Hello_FullMethodName {
@@ -503,7 +493,7 @@ func peerAddr(hostport string) (netip.Addr, error) {
 
 // release gives back the identity's test and its reservation, and counts
 // the bytes it moved.
-func (s *Server) release(d *decision, moved int64) {
+func (s guard) release(d *decision, moved int64) {
 	if d.rule == nil || d.req.kind == "" {
 		return
 	}
@@ -521,7 +511,7 @@ func (s *Server) release(d *decision, moved int64) {
 // finish ends a call: it leaves the host, gives back what the identity
 // held, and audits the end with the bytes moved; it returns the number of
 // tests that ran alongside.
-func (s *Server) finish(d *decision, method string, moved int64, err error) int {
+func (s guard) finish(d *decision, method string, moved int64, err error) int {
 	if d == nil {
 		return 0
 	}
@@ -542,39 +532,6 @@ func (s *Server) finish(d *decision, method string, moved int64, err error) int 
 	return alongside
 }
 
-// AuditEntry is one line of an agent's audit log (JSON lines).
-type AuditEntry struct {
-	Time     time.Time `json:"time"`
-	Identity string    `json:"identity"`
-	Remote   string    `json:"remote,omitempty"`
-	Rule     string    `json:"rule,omitempty"`
-	Method   string    `json:"method,omitempty"`
-	Test     string    `json:"test,omitempty"`
-	Kind     string    `json:"kind,omitempty"`
-	Peers    []string  `json:"peers,omitempty"`
-	// Decision is allow, refuse, end (of an allowed call) or tls (a
-	// connection refused in its handshake).
-	Decision string  `json:"decision"`
-	Reason   string  `json:"reason,omitempty"`
-	Bytes    int64   `json:"bytes,omitempty"`
-	Seconds  float64 `json:"seconds,omitempty"`
-}
-
-func (s *Server) audit(d *decision, method, decision, reason string, moved int64) {
-	if s.Audit == nil {
-		return
-	}
-	e := AuditEntry{Time: time.Now().UTC(), Identity: d.who.String(), Remote: d.who.remote, Method: method, Test: d.test,
-		Kind: d.req.kind, Peers: d.req.peers, Decision: decision, Reason: reason, Bytes: moved}
-	if d.rule != nil {
-		e.Rule = d.rule.Name
-	}
-	if decision == "end" {
-		e.Seconds = time.Since(d.start).Seconds()
-	}
-	s.Audit(e)
-}
-
 // alongsideOf is how many tests have run alongside d's so far.
 func (s *Server) alongsideOf(d *decision) uint32 {
 	if d == nil || d.call == nil {
@@ -587,7 +544,7 @@ func (s *Server) alongsideOf(d *decision) uint32 {
 
 // stamp labels a result with the tests that ran alongside and returns
 // the bytes it says were moved, for the identity's daily count.
-func (s *Server) stamp(d *decision, m any) int64 {
+func (s guard) stamp(d *decision, m any) int64 {
 	switch r := m.(type) {
 	case *agentpb.ThroughputEvent:
 		if sum := r.GetSummary(); sum != nil {
@@ -628,7 +585,7 @@ func (s *Server) stamp(d *decision, m any) int64 {
 
 // nameRule adds to a refusal over a limit the policy rule whose limits
 // they were, so that the caller knows whom to ask.
-func (s *Server) nameRule(d *decision, err error) error {
+func (s guard) nameRule(d *decision, err error) error {
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.ResourceExhausted || d == nil || d.rule == nil {
 		return err
@@ -650,7 +607,7 @@ const maxPaced = 4096
 
 // paced refuses a call of an identity that calls faster than its rule's
 // requests per second allow (the default rate for identities no rule names).
-func (s *Server) paced(d *decision, pol *policy.Policy) error {
+func (s guard) paced(d *decision, pol *policy.Policy) error {
 	perSecond, rule := policy.DefaultRequests, "the default"
 	if r := pol.Match(d.who.ids); r != nil {
 		perSecond, rule = r.Requests, fmt.Sprintf("rule %q's", r.Name)

@@ -10,12 +10,14 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
+	"github.com/wanlab/wanlab/internal/workload/taskfarm"
 )
 
-func guarded(t *testing.T, yaml string) (*Server, *policy.Policy) {
+func guarded(t *testing.T, yaml string) (guard, *policy.Policy) {
 	t.Helper()
 	p, err := policy.Parse("p.yaml", []byte(yaml), limits.Default)
 	if err != nil {
@@ -24,7 +26,7 @@ func guarded(t *testing.T, yaml string) (*Server, *policy.Policy) {
 	s := &Server{Host: "h", Limits: limits.Default}
 	s.host.init()
 	s.SetPolicy(p)
-	return s, p
+	return guard{auditor{s}}, p
 }
 
 func TestGrant(t *testing.T) {
@@ -227,8 +229,8 @@ func TestReservationsAdmitLegitimateTests(t *testing.T) {
 		want         string
 	}{
 		{"60 s TCP test, no rate", "{bytes_per_day: 50GB}", []any{tcp(time.Minute)}, ""},
-		{"a 1 h watch", "{bytes_per_day: 50GB}", []any{role(RoleWatch, time.Hour)}, ""},
-		{"a 1 h task farm", "{bytes_per_day: 50GB}", []any{role(RoleFarmMaster, time.Hour), role(RoleFarmWorkers, time.Hour)}, ""},
+		{"a 1 h watch", "{bytes_per_day: 50GB}", []any{role(agentapi.RoleWatch, time.Hour)}, ""},
+		{"a 1 h task farm", "{bytes_per_day: 50GB}", []any{role(taskfarm.RoleMaster, time.Hour), role(taskfarm.RoleWorkers, time.Hour)}, ""},
 		{"TCP at the rule's rate", "{bytes_per_day: 50GB, rate: 8Gbit}", []any{tcp(time.Minute)}, "this test reserves 60000000000 (the rule's rate for its duration"},
 		{"TCP tests at once", "{bytes_per_day: 10GB}", []any{tcp(time.Minute), tcp(time.Minute)}, "7500000000 are reserved by its tests running, and this test reserves 7500000000 (1 Gbit/s for its duration"},
 	}

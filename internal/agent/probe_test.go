@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 )
 
@@ -24,7 +25,7 @@ func TestSteppedProbesCount(t *testing.T) {
 			d := &decision{}
 			ctx := context.WithValue(context.Background(), decisionKey{}, d)
 			sum, err := probeReply(ctx, []probe.Result{{Seq: 0, Sent: 1}, {Seq: 1, Sent: 2}, {Seq: 2, Sent: 3}}, 100, c.err)
-			if _, stepped := ClockStepOf(err); stepped != c.wantStep || (sum == nil) != c.wantStep {
+			if _, stepped := agentapi.ClockStepOf(err); stepped != c.wantStep || (sum == nil) != c.wantStep {
 				t.Errorf("summary %v, error %v: want clock stepped %v", sum, err, c.wantStep)
 			}
 			if got := d.failed.Load(); got != c.wantFailed {

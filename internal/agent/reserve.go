@@ -80,7 +80,7 @@ func addBytes(a, b int64) int64 {
 // at least extendStep more of its identity's day where the day has it; it
 // says false when the day has not enough left for moved, and the test
 // must stop.
-func (s *Server) extend(d *decision, moved int64) bool {
+func (s guard) extend(d *decision, moved int64) bool {
 	if d == nil || d.rule == nil || moved <= d.reserved {
 		return true
 	}

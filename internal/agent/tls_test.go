@@ -18,7 +18,9 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/pki"
@@ -27,14 +29,18 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
+// auditEntry is an audit line, so named in tests whose audit logs are
+// named audit.
+type auditEntry = audit.Entry
+
 // auditLog keeps a test agent's audit entries.
 type auditLog struct {
 	mu      sync.Mutex
-	entries []AuditEntry
+	entries []auditEntry
 	added   chan struct{}
 }
 
-func (a *auditLog) write(e AuditEntry) {
+func (a *auditLog) write(e auditEntry) {
 	a.mu.Lock()
 	a.entries = append(a.entries, e)
 	close(a.added)
@@ -43,7 +49,7 @@ func (a *auditLog) write(e AuditEntry) {
 }
 
 // count is how many entries match.
-func (a *auditLog) count(match func(AuditEntry) bool) int {
+func (a *auditLog) count(match func(auditEntry) bool) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
@@ -56,7 +62,7 @@ func (a *auditLog) count(match func(AuditEntry) bool) int {
 }
 
 // wait waits up to 10 s for n entries that match.
-func (a *auditLog) wait(t *testing.T, what string, n int, match func(AuditEntry) bool) {
+func (a *auditLog) wait(t *testing.T, what string, n int, match func(auditEntry) bool) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -123,7 +129,7 @@ func serveTLS(t *testing.T, srv *Server, dir, policyYAML string) (string, *audit
 		t.Fatal(err)
 	}
 	side.Refused = func(remote net.Addr, why string) {
-		audit.write(AuditEntry{Remote: remote.String(), Decision: "tls", Reason: why})
+		audit.write(auditEntry{Remote: remote.String(), Decision: "tls", Reason: why})
 	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -137,7 +143,7 @@ func serveTLS(t *testing.T, srv *Server, dir, policyYAML string) (string, *audit
 }
 
 // controller dials the agent at addr as the lab's controller name.
-func controller(t *testing.T, dir, name, addr string) *Client {
+func controller(t *testing.T, dir, name, addr string) *agentapi.Client {
 	t.Helper()
 	config, err := pki.ClientConfig(labFiles(dir, name))
 	if err != nil {
@@ -145,7 +151,7 @@ func controller(t *testing.T, dir, name, addr string) *Client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := DialTLS(ctx, "h", addr, config)
+	c, err := agentapi.DialTLS(ctx, "h", addr, config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,15 +211,15 @@ func TestStrangerHoldsNoSlot(t *testing.T) {
 	silentCall(t, ctx, stranger, agentpb.Agent_Disk_FullMethodName, false)
 	// Those over its calls awaiting their request at once are refused
 	// at once: the others have reached the agent and wait.
-	stranger1 := func(e AuditEntry) bool { return e.Identity == "cn:stranger" && e.Decision == "refuse" }
-	audit.wait(t, "the stranger's calls over its pending limit", streams+1-maxPending, func(e AuditEntry) bool {
+	stranger1 := func(e auditEntry) bool { return e.Identity == "cn:stranger" && e.Decision == "refuse" }
+	audit.wait(t, "the stranger's calls over its pending limit", streams+1-maxPending, func(e auditEntry) bool {
 		return stranger1(e) && strings.Contains(e.Reason, "have not sent their request yet")
 	})
 
 	// The controller's test runs meanwhile.
 	c := controller(t, dir, "ctl", addr)
 	rctx, rcancel := context.WithCancel(context.Background())
-	rs, err := c.Receive(rctx, &agentpb.ReceiveRequest{Spec: SpecToPB(tcpSpec(1, time.Second))})
+	rs, err := c.Receive(rctx, &agentpb.ReceiveRequest{Spec: throughput.SpecToPB(tcpSpec(1, time.Second))})
 	if err == nil {
 		_, err = rs.Recv()
 	}
@@ -223,10 +229,10 @@ func TestStrangerHoldsNoSlot(t *testing.T) {
 	}
 
 	// The others are refused and audited when their time is up.
-	audit.wait(t, "the stranger's silent calls", maxPending, func(e AuditEntry) bool {
+	audit.wait(t, "the stranger's silent calls", maxPending, func(e auditEntry) bool {
 		return stranger1(e) && strings.Contains(e.Reason, "its request did not arrive within 3s")
 	})
-	if audit.count(func(e AuditEntry) bool { return stranger1(e) && e.Method == agentpb.Agent_Disk_FullMethodName }) != 1 {
+	if audit.count(func(e auditEntry) bool { return stranger1(e) && e.Method == agentpb.Agent_Disk_FullMethodName }) != 1 {
 		t.Error("the stranger's silent unary call is not in the audit log")
 	}
 	// A request that arrives is authorised before it takes a slot.
@@ -254,14 +260,8 @@ func TestRefusalsAreAudited(t *testing.T) {
 	ctx := context.Background()
 
 	// ctl holds the one slot; ctl2's test is refused as busy.
-	held, err := c.Reflect(ctx, &agentpb.ReflectRequest{IdleNs: int64(10 * time.Second)})
-	if err == nil {
-		_, err = held.Recv()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c2.Disk(ctx, &agentpb.DiskRequest{Size: 1 << 20, Block: 1 << 16})
+	holdSlot(ctx, t, c)
+	_, err := c2.Disk(ctx, &agentpb.DiskRequest{Size: 1 << 20, Block: 1 << 16})
 	wantRefusal(t, "a test while the agent runs its most", err, codes.ResourceExhausted, "busy")
 
 	conn := rawConn(t, dir, "ctl", addr)
@@ -291,7 +291,7 @@ func TestRefusalsAreAudited(t *testing.T) {
 		{"undecodable unary request", "cn:ctl", agentpb.Agent_Disk_FullMethodName, "reading the request"},
 		{"undecodable streaming request", "cn:ctl", agentpb.Agent_Receive_FullMethodName, "reading the request"},
 	} {
-		audit.wait(t, tc.what, 1, func(e AuditEntry) bool {
+		audit.wait(t, tc.what, 1, func(e auditEntry) bool {
 			return e.Decision == "refuse" && e.Identity == tc.identity && e.Method == tc.method && strings.Contains(e.Reason, tc.reason)
 		})
 	}
@@ -327,17 +327,17 @@ func TestControlPortKeepsRoomForControllers(t *testing.T) {
 	if c.Info.GetGrant().GetRule() != "ops" {
 		t.Errorf("the controller's hello: %+v", c.Info)
 	}
-	fromFlood := func(e AuditEntry) bool { return e.Decision == "tls" && strings.HasPrefix(e.Remote, "127.0.0.2:") }
-	audit.wait(t, "connections refused from one address", 1, func(e AuditEntry) bool {
+	fromFlood := func(e auditEntry) bool { return e.Decision == "tls" && strings.HasPrefix(e.Remote, "127.0.0.2:") }
+	audit.wait(t, "connections refused from one address", 1, func(e auditEntry) bool {
 		return fromFlood(e) && strings.Contains(e.Reason, "connections from 127.0.0.2 are in theirs")
 	})
-	audit.wait(t, "handshakes timed out", 1, func(e AuditEntry) bool {
+	audit.wait(t, "handshakes timed out", 1, func(e auditEntry) bool {
 		return fromFlood(e) && strings.Contains(e.Reason, "no TLS handshake within 2s")
 	})
 	// A controller's connection lives on past the handshake's time.
 	hctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Hello(hctx, &agentpb.HelloRequest{ApiVersion: APIVersion}); err != nil {
+	if _, err := c.Hello(hctx, &agentpb.HelloRequest{ApiVersion: agentapi.APIVersion}); err != nil {
 		t.Errorf("the controller's hello after the flood's handshakes timed out: %v", err)
 	}
 }
@@ -375,7 +375,7 @@ func TestDialChecksOurCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
-	_, err = DialTLS(context.Background(), "h", "127.0.0.1:1", config)
+	_, err = agentapi.DialTLS(context.Background(), "h", "127.0.0.1:1", config)
 	want := "expired on " + past.Add(time.Hour).UTC().Format(time.RFC3339)
 	if !errors.Is(err, pki.ErrOwnCertificate) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "not dialled") {
 		t.Errorf("dialling with an expired certificate: %v, want ErrOwnCertificate with %q", err, want)
@@ -403,7 +403,7 @@ func TestRefusedByGRPCIsAudited(t *testing.T) {
 	markAudited(seen)
 	h.HandleRPC(seen, fail)
 	h.HandleRPC(h.TagRPC(context.Background(), &stats.RPCTagInfo{FullMethodName: agentpb.Agent_Hello_FullMethodName}), &stats.End{})
-	if n := audit.count(func(AuditEntry) bool { return true }); n != 1 || audit.count(func(e AuditEntry) bool {
+	if n := audit.count(func(auditEntry) bool { return true }); n != 1 || audit.count(func(e auditEntry) bool {
 		return e.Decision == "refuse" && e.Method == agentpb.Agent_Disk_FullMethodName && strings.Contains(e.Reason, "Decompressor")
 	}) != 1 {
 		t.Errorf("audit log %+v, want one refusal of Disk", audit.entries)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
@@ -19,18 +20,18 @@ import (
 
 // serveAudited runs an agent on a socket of the test's, listening for
 // tests on loopback, and returns a client and the audit entries so far.
-func serveAudited(t *testing.T) (*Client, func() []AuditEntry) {
+func serveAudited(t *testing.T) (*agentapi.Client, func() []auditEntry) {
 	t.Helper()
 	var mu sync.Mutex
-	var entries []AuditEntry
+	var entries []auditEntry
 	srv := &Server{Host: "h", Version: "test", Limits: limits.Default, Test: bind.Local{Addr: "127.0.0.1"},
-		Audit: func(e AuditEntry) { mu.Lock(); entries = append(entries, e); mu.Unlock() }}
+		Audit: func(e auditEntry) { mu.Lock(); entries = append(entries, e); mu.Unlock() }}
 	c := serveOn(t, srv)
-	return c, func() []AuditEntry { mu.Lock(); defer mu.Unlock(); return append([]AuditEntry(nil), entries...) }
+	return c, func() []auditEntry { mu.Lock(); defer mu.Unlock(); return append([]auditEntry(nil), entries...) }
 }
 
 // role starts a workload role and returns its event stream.
-func role(t *testing.T, c *Client, name string, spec any) agentpb.Agent_WorkloadClient {
+func role(t *testing.T, c *agentapi.Client, name string, spec any) agentpb.Agent_WorkloadClient {
 	t.Helper()
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -67,12 +68,12 @@ func TestTrainBytesAreAudited(t *testing.T) {
 	c, audit := serveAudited(t)
 	tok := token.New()
 	streams := []train.Stream{{Count: 20, Size: 1000}, {Count: 10, Size: 500, Gap: time.Millisecond}}
-	recv := role(t, c, RoleTrainReceiver, train.ReceiverSpec{Token: tok, Expect: 30, Timeout: 10 * time.Second})
+	recv := role(t, c, agentapi.RoleTrainReceiver, train.ReceiverSpec{Token: tok, Expect: 30, Timeout: 10 * time.Second})
 	e, err := recv.Recv()
 	if err != nil || e.GetListening() == nil {
 		t.Fatalf("the receiver did not say where it listens: %v, %v", e, err)
 	}
-	send := role(t, c, RoleTrainSender, train.SenderSpec{Token: tok, Address: fmt.Sprintf("127.0.0.1:%d", e.GetListening().Port), Streams: streams})
+	send := role(t, c, agentapi.RoleTrainSender, train.SenderSpec{Token: tok, Address: fmt.Sprintf("127.0.0.1:%d", e.GetListening().Port), Streams: streams})
 	var sent train.Sent
 	summary(t, send, &sent)
 	var got train.Received
@@ -114,7 +115,7 @@ func TestTrainBytesCountTowardTheDay(t *testing.T) {
 `)
 	sender := func(streams ...train.Stream) *agentpb.WorkloadRequest {
 		b, _ := json.Marshal(train.SenderSpec{Token: token.New(), Address: "10.0.0.1:9", Streams: streams})
-		return &agentpb.WorkloadRequest{Id: "t", Role: RoleTrainSender, SpecJson: b}
+		return &agentpb.WorkloadRequest{Id: "t", Role: agentapi.RoleTrainSender, SpecJson: b}
 	}
 	grant := func(req any) (*decision, error) {
 		d := &decision{who: caller{ids: []string{"cn:ctl"}}, req: describe("", req)}
@@ -127,7 +128,7 @@ func TestTrainBytesCountTowardTheDay(t *testing.T) {
 	}{
 		{"a call's worth", sender(train.Stream{Count: 2000, Size: train.MaxSize}), 2000 * train.MaxSize},
 		{"absurd figures", sender(train.Stream{Count: 1 << 40, Size: 1 << 40}, train.Stream{Count: 1 << 40, Size: 1 << 40}), 1 << 53},
-		{"not JSON", &agentpb.WorkloadRequest{Role: RoleTrainSender, SpecJson: []byte("{")}, 0},
+		{"not JSON", &agentpb.WorkloadRequest{Role: agentapi.RoleTrainSender, SpecJson: []byte("{")}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestTrainBytesCountTowardTheDay(t *testing.T) {
 func TestStoppedTrainBytesAreCounted(t *testing.T) {
 	c, audit := serveAudited(t)
 	tok := token.New()
-	recv := role(t, c, RoleTrainReceiver, train.ReceiverSpec{Token: tok, Expect: 20, Timeout: 10 * time.Second})
+	recv := role(t, c, agentapi.RoleTrainReceiver, train.ReceiverSpec{Token: tok, Expect: 20, Timeout: 10 * time.Second})
 	e, err := recv.Recv()
 	if err != nil || e.GetListening() == nil {
 		t.Fatalf("the receiver did not say where it listens: %v, %v", e, err)
@@ -173,7 +174,7 @@ func TestStoppedTrainBytesAreCounted(t *testing.T) {
 	spec, _ := json.Marshal(train.SenderSpec{Token: tok, Address: fmt.Sprintf("127.0.0.1:%d", e.GetListening().Port), Streams: streams})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	send, err := c.Workload(ctx, &agentpb.WorkloadRequest{Id: "trains", Role: RoleTrainSender, SpecJson: spec})
+	send, err := c.Workload(ctx, &agentpb.WorkloadRequest{Id: "trains", Role: agentapi.RoleTrainSender, SpecJson: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestStoppedTrainBytesAreCounted(t *testing.T) {
 	summary(t, recv, &got)
 	cancel()
 	send.Recv()
-	var end *AuditEntry
+	var end *auditEntry
 	for deadline := time.Now().Add(10 * time.Second); end == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for _, e := range audit() {
 			if e.Decision == "end" && e.Method == agentpb.Agent_Workload_FullMethodName && e.Reason != "" {

@@ -16,15 +16,6 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
-// TransferSpecToPB converts a transfer spec to its wire form.
-func TransferSpecToPB(s transfer.Spec) *agentpb.TransferSpec {
-	return &agentpb.TransferSpec{Streams: uint32(s.Streams), WindowBytes: uint64(s.Window), Block: uint32(s.Block), Compress: s.Compress, Serial: s.Serial}
-}
-
-func transferSpecFromPB(p *agentpb.TransferSpec) transfer.Spec {
-	return transfer.Spec{Streams: int(p.GetStreams()), Window: int(p.GetWindowBytes()), Block: int(p.GetBlock()), Compress: p.GetCompress(), Serial: p.GetSerial()}
-}
-
 // Files the agent names itself, in its data folder.
 const (
 	receivedPrefix  = "received"
@@ -66,8 +57,8 @@ func (k *keptFiles) take(name string) bool {
 }
 
 // transferSpec checks a transfer's spec and reserves its streams.
-func (s *Server) transferSpec(ctx context.Context, p *agentpb.TransferSpec) (transfer.Spec, func(), error) {
-	spec := transferSpecFromPB(p)
+func (s fileCalls) transferSpec(ctx context.Context, p *agentpb.TransferSpec) (transfer.Spec, func(), error) {
+	spec := transfer.SpecFromPB(p)
 	spec.Uncached = s.DiskCapped
 	spec.ReadRate = s.DiskReadBps
 	if err := spec.Validate(s.limitsOf(ctx)); err != nil {
@@ -80,7 +71,7 @@ func (s *Server) transferSpec(ctx context.Context, p *agentpb.TransferSpec) (tra
 // ReceiveFile accepts one transfer into a new file of the agent's data
 // folder and reports the file's checksum. A kept file is named in the
 // result; any other is removed once hashed.
-func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Agent_ReceiveFileServer) error {
+func (s fileCalls) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Agent_ReceiveFileServer) error {
 	ctx := stream.Context()
 	lim := s.limitsOf(ctx)
 	spec, release, err := s.transferSpec(ctx, req.GetSpec())
@@ -130,7 +121,7 @@ func (s *Server) ReceiveFile(req *agentpb.ReceiveFileRequest, stream agentpb.Age
 // SendFile sends a file of the agent's data folder: one it generates of the
 // requested size, one it kept from an earlier transfer, or one put there on
 // its host. Only a file it kept may be removed afterwards.
-func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*agentpb.TransferResult, error) {
+func (s fileCalls) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*agentpb.TransferResult, error) {
 	lim := s.limitsOf(ctx)
 	spec, release, err := s.transferSpec(ctx, req.GetSpec())
 	if err != nil {
@@ -190,7 +181,7 @@ func (s *Server) SendFile(ctx context.Context, req *agentpb.SendFileRequest) (*a
 	return s.transferResult(res, cpu), nil
 }
 
-func (s *Server) transferResult(r transfer.Result, cpu cpuMark) *agentpb.TransferResult {
+func (s fileCalls) transferResult(r transfer.Result, cpu cpuMark) *agentpb.TransferResult {
 	p := &agentpb.TransferResult{Bytes: uint64(r.Bytes), WireBytes: uint64(r.WireBytes), Seconds: r.Seconds, Sha256: r.SHA256}
 	for _, n := range r.Streams {
 		p.StreamBytes = append(p.StreamBytes, uint64(n))

@@ -1,57 +1,23 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
-	"github.com/wanlab/wanlab/internal/workload/eventdb"
 	"github.com/wanlab/wanlab/internal/workload/job"
-	"github.com/wanlab/wanlab/internal/workload/mesh"
-	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/kinds"
 	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
-	"github.com/wanlab/wanlab/internal/workload/token"
 	"github.com/wanlab/wanlab/internal/workload/train"
 )
-
-// Workload roles and the spec type each takes as JSON.
-const (
-	RoleEventServer   = "eventdb-server"   // eventdb.ServerSpec
-	RoleEventClient   = "eventdb-client"   // eventdb.ClientSpec
-	RoleFarmMaster    = "taskfarm-master"  // taskfarm.MasterSpec
-	RoleFarmWorkers   = "taskfarm-workers" // taskfarm.WorkerSpec
-	RoleMeshNode      = "mesh-node"        // MeshNodeSpec
-	RoleWatch         = "tcp-watch"        // tcpwatch.Spec
-	RoleTrainReceiver = "train-receiver"   // train.ReceiverSpec
-	RoleTrainSender   = "train-sender"     // train.SenderSpec
-)
-
-// MeshNodeSpec is a mesh node: the port it serves on, whether its
-// transfers are disk to disk, and its loop.
-type MeshNodeSpec struct {
-	Port int  `json:"port"`
-	Disk bool `json:"disk"`
-	mesh.NodeSpec
-}
-
-// Validate checks the node against itself and the limits.
-func (s MeshNodeSpec) Validate(l limits.Limits) error {
-	if s.Port < 0 || s.Port > 65535 {
-		return fmt.Errorf("port %d: give 0 (any) to 65535", s.Port)
-	}
-	return s.NodeSpec.Validate(l)
-}
 
 // stoppers holds the serving roles StopWorkload can end, by id.
 type stoppers struct {
@@ -91,17 +57,8 @@ func (s *stoppers) stop(id string) bool {
 // stops only the roles it started.
 func servingKey(ctx context.Context, id string) string { return callerOf(ctx).key() + "/" + id }
 
-// meshFolder names a disk mesh node's folder in the data folder after its
-// caller and id: nodes of two identities that share a mesh id have a folder
-// each, so neither writes into nor removes the other's, and the id the
-// caller chose never becomes a path.
-func meshFolder(ctx context.Context, id string) string {
-	sum := sha256.Sum256([]byte(servingKey(ctx, id)))
-	return "mesh-" + hex.EncodeToString(sum[:16])
-}
-
 // StopWorkload ends a serving role.
-func (s *Server) StopWorkload(ctx context.Context, req *agentpb.StopWorkloadRequest) (*agentpb.StopWorkloadReply, error) {
+func (s workloadCalls) StopWorkload(ctx context.Context, req *agentpb.StopWorkloadRequest) (*agentpb.StopWorkloadReply, error) {
 	return &agentpb.StopWorkloadReply{Stopped: s.serving.stop(servingKey(ctx, req.GetId()))}, nil
 }
 
@@ -122,7 +79,7 @@ func (w *workloadStream) listening(port int) error {
 }
 
 func (w *workloadStream) job(r job.Record) {
-	w.send(&agentpb.WorkloadEvent{Event: &agentpb.WorkloadEvent_Job{Job: JobToPB(r)}})
+	w.send(&agentpb.WorkloadEvent{Event: &agentpb.WorkloadEvent_Job{Job: job.RecordToPB(r)}})
 }
 
 // data sends a batch of a streaming role's data.
@@ -142,16 +99,10 @@ func (w *workloadStream) summary(v any) error {
 	return w.send(&agentpb.WorkloadEvent{Event: &agentpb.WorkloadEvent_SummaryJson{SummaryJson: b}})
 }
 
-// JobToPB converts a job record to its wire form.
-func JobToPB(r job.Record) *agentpb.Job {
-	return &agentpb.Job{Id: uint32(r.ID), Subject: r.Subject, StartUnixNs: r.Start.UnixNano(), EndUnixNs: r.End.UnixNano(),
-		Bytes: uint64(r.Bytes), Status: r.Status, Reason: r.Reason, TcpRttMs: r.TCPRTTms, TcpRetransmits: r.TCPRetransmits}
-}
-
 // Workload runs one role of an application workload. Its id, chosen by the
 // controller, names it for StopWorkload and nothing else: it must be of
 // the safe alphabet of file names, and it never becomes a path.
-func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_WorkloadServer) error {
+func (s workloadCalls) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_WorkloadServer) error {
 	w := &workloadStream{stream: stream}
 	ctx := stream.Context()
 	lim := s.limitsOf(ctx)
@@ -159,29 +110,18 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 	if err := datadir.ValidName(req.GetId()); err != nil {
 		return refuse(fmt.Errorf("workload id: %w", err))
 	}
+	if k, role, ok := kinds.Role(req.GetRole()); ok {
+		return s.runRole(ctx, w, req, k, role)
+	}
 	decodeSpec := func(v interface{ Validate(limits.Limits) error }) error {
-		dec := json.NewDecoder(bytes.NewReader(req.GetSpecJson()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v); err != nil {
-			return refuse(fmt.Errorf("reading its spec: %w", err))
-		}
-		if err := v.Validate(lim); err != nil {
+		if err := decodeRoleSpec(req.GetSpecJson(), v, lim, false); err != nil {
 			return refuse(err)
 		}
 		return nil
 	}
 	decode := func(v interface{ Validate(limits.Limits) error }) error {
-		if err := decodeSpec(v); err != nil {
-			return err
-		}
-		// Every role that opens connections does so with the test's
-		// token, which the controller draws for the step: a role without
-		// one would serve or greet anyone who guessed the zero token.
-		var t struct {
-			Token token.Token `json:"token"`
-		}
-		if json.Unmarshal(req.GetSpecJson(), &t) != nil || t.Token.IsZero() {
-			return refuse(errors.New("its spec carries no test token"))
+		if err := decodeRoleSpec(req.GetSpecJson(), v, lim, true); err != nil {
+			return refuse(err)
 		}
 		return nil
 	}
@@ -195,102 +135,18 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 		}
 		return sctx, func() { remove(); stop() }, nil
 	}
+	// trainEnded sends a train role's summary; or, when it failed, refuses
+	// the call with the bytes it moved before it failed, or was stopped,
+	// counted.
+	trainEnded := func(bytes int64, summary any, err error) error {
+		if err != nil {
+			countFailed(ctx, bytes)
+			return refuse(err)
+		}
+		return w.summary(summary)
+	}
 	switch req.GetRole() {
-	case RoleEventServer:
-		var spec eventdb.ServerSpec
-		if err := decode(&spec); err != nil {
-			return err
-		}
-		sctx, done, err := serving()
-		if err != nil {
-			return err
-		}
-		defer done()
-		srv, err := eventdb.Listen(spec, lim, s.Test)
-		if err != nil {
-			return refuse(err)
-		}
-		if err := w.listening(srv.Port()); err != nil {
-			return err
-		}
-		return w.summary(srv.Serve(sctx))
-	case RoleEventClient:
-		var spec eventdb.ClientSpec
-		if err := decode(&spec); err != nil {
-			return err
-		}
-		eventdb.RunClient(ctx, spec, lim, s.Host, w.job)
-		return w.summary(struct{}{})
-	case RoleFarmMaster:
-		var spec taskfarm.MasterSpec
-		if err := decode(&spec); err != nil {
-			return err
-		}
-		m, err := taskfarm.Listen(spec, lim, s.Test)
-		if err != nil {
-			return refuse(err)
-		}
-		if err := w.listening(m.Port()); err != nil {
-			return err
-		}
-		return w.summary(m.Run(ctx, w.job))
-	case RoleFarmWorkers:
-		var spec taskfarm.WorkerSpec
-		if err := decode(&spec); err != nil {
-			return err
-		}
-		return w.summary(taskfarm.RunWorkers(ctx, spec, lim.MaxDuration))
-	case RoleMeshNode:
-		var spec MeshNodeSpec
-		if err := decode(&spec); err != nil {
-			return err
-		}
-		spec.Host = s.Host
-		release, err := s.streams.take(s.Host, spec.Streams)
-		if err != nil {
-			return err
-		}
-		defer release()
-		sctx, done, err := serving()
-		if err != nil {
-			return err
-		}
-		defer done()
-		var files *mesh.Files
-		if spec.Disk {
-			folder := meshFolder(ctx, req.GetId())
-			dir, err := s.Data.Sub(folder)
-			if err != nil {
-				return status.Errorf(codes.Internal, "agent on %s: %v", s.Host, err)
-			}
-			defer func() { dir.Close(); s.Data.Remove(folder) }()
-			if files, err = mesh.OpenFiles(ctx, dir.Root(), spec.MaxStreamLength(), s.DiskCapped); err != nil {
-				return status.Errorf(codes.ResourceExhausted, "agent on %s: %v", s.Host, err)
-			}
-			defer files.Close()
-		}
-		srv, err := mesh.Listen(spec.Port, s.Test, spec.Token, spec.MaxStreamLength())
-		if err != nil {
-			return refuse(err)
-		}
-		srv.Files = files
-		srv.MaxConnections = lim.MaxConnections
-		srv.Expect = spec.Connections()
-		served := make(chan struct{})
-		go func() { srv.Serve(sctx); close(served) }()
-		if err := w.listening(srv.Port()); err != nil {
-			return err
-		}
-		sum, err := mesh.Loop(ctx, spec.NodeSpec, files, w.job)
-		if err != nil {
-			return refuse(err)
-		}
-		if err := w.summary(sum); err != nil {
-			return err
-		}
-		<-served
-		return nil
-	case RoleTrainReceiver:
+	case agentapi.RoleTrainReceiver:
 		var spec train.ReceiverSpec
 		if err := decode(&spec); err != nil {
 			return err
@@ -303,24 +159,15 @@ func (s *Server) Workload(req *agentpb.WorkloadRequest, stream agentpb.Agent_Wor
 			return err
 		}
 		got, err := r.Receive(ctx)
-		if err != nil {
-			countFailed(ctx, got.Bytes)
-			return refuse(err)
-		}
-		return w.summary(got)
-	case RoleTrainSender:
+		return trainEnded(got.Bytes, got, err)
+	case agentapi.RoleTrainSender:
 		var spec train.SenderSpec
 		if err := decode(&spec); err != nil {
 			return err
 		}
 		sent, err := train.Send(ctx, spec)
-		if err != nil {
-			// What it sent before it failed, or was stopped, counts.
-			countFailed(ctx, sent.Bytes)
-			return refuse(err)
-		}
-		return w.summary(sent)
-	case RoleWatch:
+		return trainEnded(sent.Bytes, sent, err)
+	case agentapi.RoleWatch:
 		// A watch opens no connection: it reads the host's own.
 		var spec tcpwatch.Spec
 		if err := decodeSpec(&spec); err != nil {

@@ -14,11 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/kind"
+	"github.com/wanlab/wanlab/internal/workload/kinds"
 )
 
 // Bottlenecks a step or run is limited by.
@@ -60,7 +63,7 @@ type Report struct {
 
 // Finding is one conclusion, in a sentence and in figures.
 type Finding struct {
-	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change, application_limited, limiting_factor
+	Kind     string `json:"kind"` // saturation, bottleneck, efficient_running, failures, tuning, asymmetry, impact, taskfarm, model_fit, transfers, testbed, path_change, application_limited, limiting_factor, shared_bottleneck
 	Workload string `json:"workload,omitempty"`
 	Text     string `json:"text"`
 	// Bottleneck is set on bottleneck findings.
@@ -219,10 +222,37 @@ func loadImport(ctx context.Context, a *archive.Archive, r archive.Run) (archive
 		if err != nil {
 			return r, nil, fmt.Errorf("run %d: %w", r.ID, err)
 		}
-		st.Config = scenario.Step{Throughput: &scenario.Throughput{From: p.From, To: p.To, Protocol: p.Protocol, Streams: p.Streams}}
+		st.Config = scenario.Step{Spec: &imported{from: p.From, to: p.To, protocol: p.Protocol, streams: p.Streams}}
 		w.Steps = append(w.Steps, st)
 	}
 	return r, []Workload{w}, nil
+}
+
+// imported is the spec of an imported iperf3 test: a throughput test
+// between two hosts, of which the analysis knows the path, the protocol
+// and the streams.
+type imported struct {
+	from, to, protocol string
+	streams            int
+}
+
+// Length is not known: the test is over.
+func (i *imported) Length() time.Duration { return 0 }
+
+// RoleHosts is none: a test between two hosts has no role figures.
+func (i *imported) RoleHosts() map[string][]string { return nil }
+
+// Path is from the sender to the receiver.
+func (i *imported) Path() (from, to string) { return i.from, i.to }
+
+// Sending is the test's protocol and streams; its window is not known.
+func (i *imported) Sending() kind.Sending {
+	return kind.Sending{Protocol: i.protocol, Streams: i.streams}
+}
+
+// Ends are the sender and the receiver.
+func (i *imported) Ends() (servers, clients []string, singleThreaded bool) {
+	return []string{i.from}, []string{i.to}, false
 }
 
 // Analyze reads a run and analyses it.
@@ -279,26 +309,15 @@ func Of(workloads []Workload, o Options) *Report {
 		}
 		rep.Workloads = append(rep.Workloads, ws)
 		var found []Finding
-		switch w.Kind {
-		case results.EventDB, results.Mesh:
-			found = append(found, saturation(w, ws, o)...)
-			found = append(found, efficientRunning(w, o)...)
-			found = append(found, failures(w)...)
-		case results.TaskFarm:
-			found = append(found, taskFarm(w)...)
-			found = append(found, failures(w)...)
-		case results.Throughput:
-			found = append(found, tuning(w)...)
-			if !w.RealHosts { // the model is of the scenario's path, which real hosts do not have
-				found = append(found, modelFit(w)...)
-				found = append(found, limitingFactor(w, ws)...)
+		for _, name := range w.Traits().Findings {
+			f := finders[name]
+			if f.of == nil || f.emulated && w.RealHosts {
+				continue
 			}
-		case results.Impact:
-			found = append(found, impact(w)...)
-		case results.Transfer:
-			found = append(found, transfers(w, ws)...)
+			found = append(found, f.of(w, ws, o)...)
 		}
 		found = append(found, testbedLimited(w, ws)...)
+		found = append(found, sharedBottlenecks(w, ws, o)...)
 		rep.Findings = append(rep.Findings, found...)
 		if rep.Bottleneck == "" {
 			if b := peakBottleneck(w, ws); b != "" {
@@ -311,6 +330,49 @@ func Of(workloads []Workload, o Options) *Report {
 		rep.Findings = append(pathAudit(workloads), rep.Findings...)
 	}
 	return rep
+}
+
+// finder finds one of the findings a kind's traits list (kind.Finding).
+type finder struct {
+	// of finds it in a workload; nil for a finding across workloads.
+	of func(w Workload, ws WorkloadSteps, o Options) []Finding
+	// emulated says it sets the steps against the scenario's path, which
+	// a run on real hosts does not have.
+	emulated bool
+}
+
+// finders are the findings on one workload by their names.
+var finders = map[kind.Finding]finder{
+	kind.Saturation:       {of: saturation},
+	kind.EfficientRunning: {of: func(w Workload, _ WorkloadSteps, o Options) []Finding { return efficientRunning(w, o) }},
+	kind.Failures:         {of: ofSteps(failures)},
+	kind.TaskFarm:         {of: ofSteps(taskFarm)},
+	kind.Tuning:           {of: ofSteps(tuning)},
+	kind.ModelFit:         {of: ofSteps(modelFit), emulated: true},
+	kind.LimitingFactor:   {of: ofVerdicts(limitingFactor), emulated: true},
+	kind.Impact:           {of: ofSteps(impact)},
+	kind.Transfers:        {of: ofVerdicts(transfers)},
+	kind.Asymmetry:        {}, // across workloads: asymmetry
+}
+
+// ofSteps and ofVerdicts make a finder's function of one that reads the
+// workload's steps only, or its steps and their verdicts.
+func ofSteps(f func(Workload) []Finding) func(Workload, WorkloadSteps, Options) []Finding {
+	return func(w Workload, _ WorkloadSteps, _ Options) []Finding { return f(w) }
+}
+
+func ofVerdicts(f func(Workload, WorkloadSteps) []Finding) func(Workload, WorkloadSteps, Options) []Finding {
+	return func(w Workload, ws WorkloadSteps, _ Options) []Finding { return f(w, ws) }
+}
+
+// Traits are what the analysis and the report know of the workload's
+// kind.
+func (w Workload) Traits() kind.Traits { return kinds.TraitsOf(w.Kind) }
+
+// spec is step s's spec as the capability C (kind.Ended, ...), if it has it.
+func spec[C any](s Step) (C, bool) {
+	c, ok := s.Config.Spec.(C)
+	return c, ok
 }
 
 // throughputOf is the figure a step's throughput is judged by.
@@ -326,8 +388,8 @@ func Concurrency(s Step) float64 {
 			return v
 		}
 	}
-	if s.Config.EventDB != nil {
-		return float64(s.Config.EventDB.Jobs * len(s.Config.EventDB.Clients))
+	if c, ok := spec[kind.Concurrent](s); ok {
+		return c.Concurrency()
 	}
 	return float64(s.Index)
 }

@@ -11,7 +11,13 @@ import (
 	"github.com/wanlab/wanlab/internal/golden"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	impactkind "github.com/wanlab/wanlab/internal/workload/impact"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/mesh"
+	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
 func testbedOf(t *testing.T, yaml string) *scenario.Testbed {
@@ -35,7 +41,7 @@ func ramp(t *testing.T) Workload {
 	w := Workload{Name: "ramp", Kind: "eventdb", Testbed: tb}
 	t0 := time.Unix(1_800_000_000, 0)
 	for i, n := range jobs {
-		cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, Jobs: n, ServerModel: "single"}}
+		cfg := scenario.Step{Spec: &eventdb.Spec{Server: "server", Clients: []string{"client"}, Jobs: n, ServerModel: "single"}}
 		serverCPU := math.Min(50, 50*mbps[i]/78) // % of one core; the quota is 0.5
 		m := map[string]float64{
 			"jobs": float64(n), "jobs_ok": float64(n), "throughput_mbps": mbps[i], "mean_wallclock_s": wct[i],
@@ -106,7 +112,7 @@ func TestKFactor(t *testing.T) {
 func TestVerdicts(t *testing.T) {
 	tb := testbedOf(t, serverClient)
 	w := Workload{Name: "w", Kind: "eventdb", Testbed: tb}
-	cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
+	cfg := scenario.Step{Spec: &eventdb.Spec{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
 	for _, tc := range []struct {
 		name    string
 		metrics map[string]float64
@@ -131,7 +137,7 @@ func TestVerdicts(t *testing.T) {
 func TestMeshDiskVerdict(t *testing.T) {
 	tb := testbedOf(t, "name: t\nhosts:\n  a: {disk: {read: 3MB/s}}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 100Mbit}\n")
 	w := Workload{Name: "mesh", Kind: "mesh", Testbed: tb}
-	cfg := scenario.Step{Mesh: &scenario.Mesh{Hosts: []string{"a", "b"}}}
+	cfg := scenario.Step{Spec: &mesh.Spec{Hosts: []string{"a", "b"}}}
 	m := map[string]float64{"aggregate_mbps": 40, "link_utilization_pct.a->b": 45, "cpu_pct.a": 5, "cpu_pct.b": 5,
 		"disk_read_pct.a": 97, "disk_read_mbs.a": 2.91}
 	v := verdict(w, Step{Metrics: m, Config: cfg, Status: "done"}, DefaultOptions)
@@ -178,7 +184,7 @@ links:
 		// 15.7 Mbit/s is 1.96 MB/s: 98% of padova's write cap.
 		{"slow disk write", "cnaf", "padova", map[string]float64{"throughput_mbps": 15.7, "there_mbps": 15.7, "link_utilization_pct.cnaf->padova": 10}, Disk, 98},
 	} {
-		cfg := scenario.Step{Transfer: &scenario.Transfer{From: tc.from, To: tc.to, Streams: 4}}
+		cfg := scenario.Step{Spec: &transfer.Step{From: tc.from, To: tc.to, Streams: 4}}
 		step := Step{Index: len(w.Steps), Label: tc.name, Metrics: tc.metrics, Config: cfg, Status: "done"}
 		w.Steps = append(w.Steps, step)
 		v := verdict(w, step, DefaultOptions)
@@ -199,7 +205,7 @@ func TestAsymmetry(t *testing.T) {
 		w := Workload{Name: name, Kind: "throughput", Testbed: tb}
 		for i, v := range mbps {
 			w.Steps = append(w.Steps, Step{Index: i, Label: fmt.Sprintf("repeat=%d", i+1), Params: map[string]string{"repeat": fmt.Sprint(i + 1)}, Status: "done",
-				Metrics: map[string]float64{"throughput_mbps": v}, Config: scenario.Step{Throughput: &scenario.Throughput{From: from, To: to, Streams: 10, Protocol: "tcp"}}})
+				Metrics: map[string]float64{"throughput_mbps": v}, Config: scenario.Step{Spec: &throughput.Step{From: from, To: to, Streams: 10, Protocol: "tcp"}}})
 		}
 		return w
 	}
@@ -211,7 +217,7 @@ func TestAsymmetry(t *testing.T) {
 	// A streams sweep is not a repeat of one test: it pairs with nothing.
 	sweep := mk("sweep", "cern", "slac", 11, 18, 21)
 	for i := range sweep.Steps {
-		sweep.Steps[i].Config.Throughput.Streams = 1 + 4*i
+		sweep.Steps[i].Config.Spec.(*throughput.Step).Streams = 1 + 4*i
 	}
 	r = Of([]Workload{mk("s2c", "slac", "cern", 15, 15.5, 14.5), sweep}, DefaultOptions)
 	for _, f := range r.Findings {
@@ -241,7 +247,7 @@ func TestTaskFarm(t *testing.T) {
 	tb := testbedOf(t, "name: t\nhosts:\n  m: {}\n  w: {}\nlinks:\n  - {between: [m, w], rate: 34Mbit, delay: 156ms}\n")
 	w := Workload{Name: "remote", Kind: "taskfarm", Testbed: tb}
 	// 4 workers, 120 tasks of 1 s, each paying 0.312 s: 30 rounds of 1.312 s.
-	cfg := scenario.Step{TaskFarm: &scenario.TaskFarm{Master: "m", Workers: []string{"w"}, Count: 4, Tasks: 120, Duration: time.Second, Prefetch: 1}}
+	cfg := scenario.Step{Spec: &taskfarm.Spec{Master: "m", Workers: []string{"w"}, Count: 4, Tasks: 120, Duration: time.Second, Prefetch: 1}}
 	w.Steps = []Step{{Label: "prefetch=1", Status: "done", Config: cfg, Metrics: map[string]float64{
 		"seconds": 39.36, "tasks_done": 120, "task_rate_hz": 120 / 39.36, "efficiency": 30 / 39.36, "worker_idle_share": 0.24, "link_utilization_pct.m->w": 1}}}
 	r := Of([]Workload{w}, DefaultOptions)
@@ -270,7 +276,7 @@ func TestTuningAndModelFit(t *testing.T) {
 		measured := math.Min(20.5*float64(n), 95)
 		w.Steps = append(w.Steps, Step{Index: i, Label: fmt.Sprintf("streams=%d", n), Params: map[string]string{"streams": fmt.Sprint(n)}, Status: "done",
 			Metrics: map[string]float64{"throughput_mbps": measured, "link_utilization_pct.a->b": measured},
-			Config:  scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Streams: n, Window: 64 << 10, Protocol: "tcp"}}})
+			Config:  scenario.Step{Spec: &throughput.Step{From: "a", To: "b", Streams: n, Window: 64 << 10, Protocol: "tcp"}}})
 	}
 	r := Of([]Workload{w}, DefaultOptions)
 	tu := find(t, r, "tuning")
@@ -317,7 +323,7 @@ func TestReportJSONGolden(t *testing.T) {
 
 func TestImpact(t *testing.T) {
 	w := Workload{Name: "impact", Kind: "impact", Steps: []Step{{Status: "done",
-		Config:  scenario.Step{Impact: &scenario.Impact{ProbeFrom: "probe", ProbeTo: "cern", From: "slac", To: "cern", Streams: 15}},
+		Config:  scenario.Step{Spec: &impactkind.Step{ProbeFrom: "probe", ProbeTo: "cern", From: "slac", To: "cern", Streams: 15}},
 		Metrics: map[string]float64{"idle_rtt_p50_ms": 221, "loaded_rtt_p50_ms": 289, "rtt_inflation_ms": 68, "idle_lost_percent": 0, "loaded_lost_percent": 0.66, "loss_increase_points": 0.66, "load_mbps": 9.4}}}}
 	f := find(t, Of([]Workload{w}, DefaultOptions), "impact")
 	if f.Values["rtt_inflation_ms"] != 68 || !strings.Contains(f.Text, "from 221.0 to 289.0 ms (+68.0 ms)") || !strings.Contains(f.Text, "15 streams") {
@@ -334,7 +340,7 @@ func TestLimitingFactor(t *testing.T) {
 	w := Workload{Name: "paix", Kind: results.Throughput, Testbed: tb}
 	step := func(label string, window int64, mbps, machine, engine float64, status string) Step {
 		return Step{Label: label, Status: status, Reason: "no such congestion control",
-			Config:  scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Protocol: "tcp", Streams: 1, Window: window, Duration: 30 * time.Second}},
+			Config:  scenario.Step{Spec: &throughput.Step{From: "a", To: "b", Protocol: "tcp", Streams: 1, Window: window, Duration: 30 * time.Second}},
 			Metrics: map[string]float64{results.ThroughputMbps: mbps, "cpu_pct.machine": machine, "cpu_pct.engine": engine, "link_utilization_pct.a->b": mbps / 100}}
 	}
 	w.Steps = []Step{
@@ -389,7 +395,7 @@ func TestSingleThroughputFinding(t *testing.T) {
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			w := Workload{Name: "iperf3", Kind: "throughput", Steps: []Step{{Status: "done", Metrics: tc.metrics,
-				Config: scenario.Step{Throughput: &scenario.Throughput{From: "127.0.0.1", To: "10.0.0.2", Protocol: tc.protocol, Streams: 2}}}}}
+				Config: scenario.Step{Spec: &throughput.Step{From: "127.0.0.1", To: "10.0.0.2", Protocol: tc.protocol, Streams: 2}}}}}
 			f := find(t, Of([]Workload{w}, DefaultOptions), "throughput")
 			if f.Text != tc.text {
 				t.Errorf("text %q, want %q", f.Text, tc.text)
@@ -412,7 +418,7 @@ func TestSingleThroughputFinding(t *testing.T) {
 func TestVerdictCPUOverQuota(t *testing.T) {
 	tb := testbedOf(t, serverClient) // the server has half a core
 	w := Workload{Name: "w", Kind: "eventdb", Testbed: tb}
-	cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
+	cfg := scenario.Step{Spec: &eventdb.Spec{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
 	for _, tc := range []struct {
 		name      string
 		seconds   float64
@@ -451,7 +457,7 @@ func TestVerdictCPUOverQuota(t *testing.T) {
 func TestVerdictCPUNotKnown(t *testing.T) {
 	serverQuota := testbedOf(t, "name: t\nhosts:\n  server: {cpus: 0.5}\n  client: {}\nlinks:\n  - {between: [client, server], rate: 100Mbit, delay: 0.1ms}\n")
 	bothQuotas := testbedOf(t, serverClient)
-	cfg := scenario.Step{EventDB: &scenario.EventDB{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
+	cfg := scenario.Step{Spec: &eventdb.Spec{Server: "server", Clients: []string{"client"}, ServerModel: "threads"}}
 	const short = "(a step of 0.5 s is too short to tell a share of a CPU quota, which takes 1s)"
 	for _, tc := range []struct {
 		name       string

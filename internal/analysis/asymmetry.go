@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/wanlab/wanlab/internal/results"
-	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 // asymmetry compares repeated throughput runs A->B with B->A.
@@ -18,27 +18,27 @@ func asymmetry(workloads []Workload) []Finding {
 	type series struct {
 		name     string
 		from, to string
-		setting  scenario.Throughput // with From and To cleared
+		setting  any // kind.Reversible's
 		values   []float64
 	}
 	var all []series
 	for _, w := range workloads {
-		if w.Kind != results.Throughput {
+		if !w.Traits().Has(kind.Asymmetry) {
 			continue
 		}
 		var s series
 		same := true
 		for i, st := range w.Steps {
-			t := st.Config.Throughput
-			if t == nil || st.Status != "done" {
+			t, ok := spec[kind.Reversible](st)
+			if !ok || st.Status != "done" {
 				continue
 			}
-			setting := *t
-			setting.From, setting.To = "", ""
+			setting := t.Setting()
 			if i > 0 && setting != s.setting {
 				same = false // a sweep, not repeats of one test
 			}
-			s.name, s.from, s.to, s.setting = w.Name, t.From, t.To, setting
+			s.name, s.setting = w.Name, setting
+			s.from, s.to = t.Path()
 			s.values = append(s.values, st.value(results.ThroughputMbps))
 		}
 		if same && len(s.values) >= 2 {

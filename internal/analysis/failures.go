@@ -40,7 +40,7 @@ func failures(w Workload) []Finding {
 		}
 		values := map[string]float64{"concurrency": Concurrency(s), "timeouts": timeouts, "failed": failed,
 			"corrupt": corrupt, "failed_share": bad / max(total, 1)}
-		text := fmt.Sprintf("Jobs start failing at %s: %.0f of %.0f (%.0f timed out, %.0f failed, %.0f corrupt)", jobsWord(s), bad, total,
+		text := fmt.Sprintf("Jobs start failing at %s: %.0f of %.0f (%.0f timed out, %.0f failed, %.0f corrupt)", jobsWord(w, s), bad, total,
 			values["timeouts"], values["failed"], values["corrupt"])
 		if top != "" {
 			text += fmt.Sprintf("; most often: %s", top)

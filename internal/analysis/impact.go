@@ -7,7 +7,15 @@ import (
 	"strings"
 
 	"github.com/wanlab/wanlab/internal/results"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
+
+// loadTest is a load from one host to another with probes beside it.
+type loadTest interface {
+	kind.Directed
+	kind.Prober
+	kind.Sender
+}
 
 // impact reports what a load did to the others' round trips and loss.
 func impact(w Workload) []Finding {
@@ -20,12 +28,18 @@ func impact(w Workload) []Finding {
 			continue
 		}
 		idleRTT, idleLost, loadedLost := m.Value(rtt.InPhase(results.Idle)), m.Value(lost.InPhase(results.Idle)), m.Value(lost.InPhase(results.Loaded))
-		i := s.Config.Impact
+		i, ok := spec[loadTest](s)
+		if !ok {
+			continue
+		}
+		from, to := i.Path()
+		probeFrom, probeTo := i.Probes()
+		streams := i.Sending().Streams
 		out = append(out, Finding{Kind: "impact", Workload: w.Name, Values: map[string]float64{
 			"idle_rtt_p50_ms": idleRTT, "loaded_rtt_p50_ms": loadedRTT, "rtt_inflation_ms": s.value(results.RTTInflationMs),
 			"idle_lost_percent": idleLost, "loaded_lost_percent": loadedLost, "loss_increase_points": s.value(results.LossIncreasePts), "load_mbps": s.value(results.LoadMbps)},
 			Text: fmt.Sprintf("A %s load %s->%s (%.1f Mbit/s) raised the round trip %s->%s from %.1f to %.1f ms (+%.1f ms) and its loss from %.1f%% to %.1f%%.",
-				plural(float64(i.Streams), "stream"), i.From, i.To, s.value(results.LoadMbps), i.ProbeFrom, i.ProbeTo, idleRTT, loadedRTT,
+				plural(float64(streams), "stream"), from, to, s.value(results.LoadMbps), probeFrom, probeTo, idleRTT, loadedRTT,
 				s.value(results.RTTInflationMs), idleLost, loadedLost)})
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 // measured is what a run measured of one path.
@@ -53,22 +54,18 @@ func pathAudit(workloads []Workload) []Finding {
 	var tb = workloads[0].Testbed
 	for _, w := range workloads {
 		for _, s := range w.Steps {
-			c, mt := s.Config, s.Metrics
-			if s.Status != "done" {
+			m, ok := spec[kind.Measurer](s)
+			if !ok || s.Status != "done" {
 				continue
 			}
-			switch {
-			case c.Throughput != nil:
-				rate(at(c.Throughput.From, c.Throughput.To), s.value(results.ThroughputMbps), w.Name)
-			case c.Transfer != nil:
-				rate(at(c.Transfer.From, c.Transfer.To), mt.Value(results.Named(results.LegMbps).OnLeg(results.There)), w.Name)
-			case c.Probe != nil:
-				v, ok := mt.Get(results.Named(results.RTTP50Ms))
-				rtt(at(c.Probe.From, c.Probe.To), v, s.value(results.LostPercent), ok)
-			case c.Impact != nil:
-				v, ok := mt.Get(results.Named(results.RTTP50Ms).InPhase(results.Idle))
-				rtt(at(c.Impact.ProbeFrom, c.Impact.ProbeTo), v, mt.Value(results.Named(results.LostPercent).InPhase(results.Idle)), ok)
-				rate(at(c.Impact.From, c.Impact.To), s.value(results.LoadMbps), w.Name)
+			for _, f := range m.Measures() {
+				if f.Rate != (results.Figure{}) {
+					rate(at(f.From, f.To), s.Metrics.Value(f.Rate), w.Name)
+				}
+				if f.RTT != (results.Figure{}) {
+					v, ok := s.Metrics.Get(f.RTT)
+					rtt(at(f.From, f.To), v, s.Metrics.Value(f.Loss), ok)
+				}
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 // On real hosts, each measured path is set against the scenario's, and
@@ -12,12 +14,12 @@ import (
 func TestPathAudit(t *testing.T) {
 	tb := testbedOf(t, "name: t\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 100Mbit, delay: 10ms, loss: 1%}\n")
 	thr := Workload{Name: "thr", Kind: "throughput", Testbed: tb, RealHosts: true, Steps: []Step{
-		{Index: 0, Status: "done", Metrics: map[string]float64{"throughput_mbps": 50}, Config: scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Streams: 1, Protocol: "tcp"}}},
-		{Index: 1, Status: "done", Metrics: map[string]float64{"throughput_mbps": 80}, Config: scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Streams: 4, Protocol: "tcp"}}},
-		{Index: 2, Status: "failed", Metrics: map[string]float64{"throughput_mbps": 999}, Config: scenario.Step{Throughput: &scenario.Throughput{From: "a", To: "b", Streams: 8, Protocol: "tcp"}}},
+		{Index: 0, Status: "done", Metrics: map[string]float64{"throughput_mbps": 50}, Config: scenario.Step{Spec: &throughput.Step{From: "a", To: "b", Streams: 1, Protocol: "tcp"}}},
+		{Index: 1, Status: "done", Metrics: map[string]float64{"throughput_mbps": 80}, Config: scenario.Step{Spec: &throughput.Step{From: "a", To: "b", Streams: 4, Protocol: "tcp"}}},
+		{Index: 2, Status: "failed", Metrics: map[string]float64{"throughput_mbps": 999}, Config: scenario.Step{Spec: &throughput.Step{From: "a", To: "b", Streams: 8, Protocol: "tcp"}}},
 	}}
 	prb := Workload{Name: "rtt", Kind: "probe", Testbed: tb, RealHosts: true, Steps: []Step{
-		{Index: 3, Status: "done", Metrics: map[string]float64{"rtt_p50_ms": 23.5, "lost_percent": 2}, Config: scenario.Step{Probe: &scenario.Probe{From: "a", To: "b"}}},
+		{Index: 3, Status: "done", Metrics: map[string]float64{"rtt_p50_ms": 23.5, "lost_percent": 2}, Config: scenario.Step{Spec: &probe.Step{From: "a", To: "b"}}},
 	}}
 	r := Of([]Workload{thr, prb}, DefaultOptions)
 	var audits []Finding

@@ -37,9 +37,9 @@ func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
 		"link_utilization_pct": util,
 	}
 	text := fmt.Sprintf("Throughput peaks at %.1f Mbit/s with %s and stops growing from %s (within 5%% of the peak); the busiest link (%s) is %.0f%% utilised there.",
-		peakV, jobsWord(steps[peak]), jobsWord(steps[knee]), link, util)
+		peakV, jobsWord(w, steps[peak]), jobsWord(w, steps[knee]), link, util)
 	if peak == len(steps)-1 && knee == peak && len(steps) > 1 {
-		text = fmt.Sprintf("Throughput still grows at the largest step tried: %.1f Mbit/s with %s; the busiest link (%s) is %.0f%% utilised.", peakV, jobsWord(steps[peak]), link, util)
+		text = fmt.Sprintf("Throughput still grows at the largest step tried: %.1f Mbit/s with %s; the busiest link (%s) is %.0f%% utilised.", peakV, jobsWord(w, steps[peak]), link, util)
 	}
 	out := []Finding{{Kind: "saturation", Workload: w.Name, Text: text, Values: values}}
 
@@ -62,12 +62,12 @@ func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
 
 func must(v float64, _ bool) float64 { return v }
 
-// jobsWord says a step's concurrency in words.
-func jobsWord(s Step) string {
+// jobsWord says the concurrency of a step of workload w in words.
+func jobsWord(w Workload, s Step) string {
 	c := Concurrency(s)
-	switch {
-	case s.Config.EventDB != nil:
-		return plural(c, "job")
+	switch noun := w.Traits().Concurrency; {
+	case noun != "":
+		return plural(c, noun)
 	case s.Params["streams"] != "":
 		return plural(c, "stream")
 	}
@@ -85,7 +85,7 @@ func plural(n float64, noun string) string {
 // stays under k x the single job's (the seed's "efficient running").
 func efficientRunning(w Workload, o Options) []Finding {
 	steps := sortedByConcurrency(w)
-	if len(steps) < 2 || w.Kind != results.EventDB {
+	if len(steps) < 2 {
 		return nil
 	}
 	single := steps[0].value(results.MeanWallclockS)
@@ -109,7 +109,7 @@ func efficientRunning(w Workload, o Options) []Finding {
 		"server_cpu_pct": must(b.Metrics.First(results.RoleCPUFigures("server")...)), "client_cpu_pct": must(b.Metrics.First(results.RoleCPUFigures("client")...)),
 	}
 	text := fmt.Sprintf("Efficient running (mean job wall-clock under %g x the single job's %.1f s) holds up to %s: mean %.1f s, %.1f Mbit/s, server CPU %.0f%%, client CPU %.0f%%.",
-		o.EfficientFactor, single, jobsWord(b), values["mean_wallclock_s"], values["throughput_mbps"], values["server_cpu_pct"], values["client_cpu_pct"])
+		o.EfficientFactor, single, jobsWord(w, b), values["mean_wallclock_s"], values["throughput_mbps"], values["server_cpu_pct"], values["client_cpu_pct"])
 	if bound == len(steps)-1 {
 		text += " That is the largest step tried: the boundary lies beyond it."
 	}

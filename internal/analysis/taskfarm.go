@@ -11,6 +11,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 // taskFarm compares each step's task rate with the ideal and estimates the
@@ -19,21 +20,22 @@ func taskFarm(w Workload) []Finding {
 	var out []Finding
 	var overheads []float64
 	for _, s := range w.Steps {
-		t := s.Config.TaskFarm
-		if t == nil || s.value(results.Seconds) <= 0 || s.value(results.TasksDone) == 0 {
+		f, ok := spec[kind.Farmed](s)
+		if !ok || s.value(results.Seconds) <= 0 || s.value(results.TasksDone) == 0 {
 			continue
 		}
-		ideal := float64(t.Count) / max(t.Duration.Seconds(), 1e-9)
-		perTask := s.value(results.Seconds) * float64(t.Count) / s.value(results.TasksDone) // a worker's time per task
-		overhead := max(0, perTask-t.Duration.Seconds())
+		t := f.Farm()
+		ideal := float64(t.Workers) / max(t.Task.Seconds(), 1e-9)
+		perTask := s.value(results.Seconds) * float64(t.Workers) / s.value(results.TasksDone) // a worker's time per task
+		overhead := max(0, perTask-t.Task.Seconds())
 		overheads = append(overheads, overhead)
 		values := map[string]float64{"task_rate_hz": s.value(results.TaskRateHz), "ideal_rate_hz": ideal, "efficiency": s.value(results.Efficiency),
-			"latency_share": 1 - min(1, s.value(results.Efficiency)), "overhead_per_task_s": overhead, "duration_s": t.Duration.Seconds(), "prefetch": float64(t.Prefetch)}
+			"latency_share": 1 - min(1, s.value(results.Efficiency)), "overhead_per_task_s": overhead, "duration_s": t.Task.Seconds(), "prefetch": float64(t.Prefetch)}
 		text := fmt.Sprintf("%s: %.2f tasks/s of an ideal %.2f (%d workers, %s tasks, prefetch %d): %.0f%% of the time lost to the network, %.3f s per task.",
-			orStep(s), s.value(results.TaskRateHz), ideal, t.Count, units.FormatDuration(t.Duration), t.Prefetch, 100*values["latency_share"], overhead)
-		if t.Duration == 0 {
+			orStep(s), s.value(results.TaskRateHz), ideal, t.Workers, units.FormatDuration(t.Task), t.Prefetch, 100*values["latency_share"], overhead)
+		if t.Task == 0 {
 			values["ideal_rate_hz"] = 0
-			text = fmt.Sprintf("%s: %.0f tasks/s with %d workers on zero-length tasks (prefetch %d).", orStep(s), s.value(results.TaskRateHz), t.Count, t.Prefetch)
+			text = fmt.Sprintf("%s: %.0f tasks/s with %d workers on zero-length tasks (prefetch %d).", orStep(s), s.value(results.TaskRateHz), t.Workers, t.Prefetch)
 		}
 		out = append(out, Finding{Kind: "taskfarm", Workload: w.Name, Text: text, Values: values})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 // path returns the path between two hosts of a workload's test-bed (none
@@ -31,10 +32,25 @@ func path(tb *scenario.Testbed, from, to string) (p topology.Path, ok bool) {
 	return t.Path(from, to)
 }
 
+// sender is a step that sends from one host to another (a throughput
+// test): what tuning and the TCP model read.
+type sender interface {
+	kind.Directed
+	kind.Sender
+}
+
 // tuning finds the best streams and window of a throughput sweep; of a
 // single test it reports what it achieved.
 func tuning(w Workload) []Finding {
-	if len(w.Steps) == 1 && w.Steps[0].Config.Throughput != nil {
+	sends := make([]kind.Sending, len(w.Steps))
+	for i, s := range w.Steps {
+		t, ok := spec[sender](s)
+		if !ok {
+			return nil
+		}
+		sends[i] = t.Sending()
+	}
+	if len(w.Steps) == 1 {
 		return []Finding{single(w.Name, w.Steps[0])}
 	}
 	if len(w.Steps) < 2 {
@@ -45,19 +61,20 @@ func tuning(w Workload) []Finding {
 		if best < 0 || s.value(results.ThroughputMbps) > w.Steps[best].Metrics.Value(results.Named(results.ThroughputMbps)) {
 			best = i
 		}
-		if base < 0 || s.Config.Throughput.Streams < w.Steps[base].Config.Throughput.Streams {
+		if base < 0 || sends[i].Streams < sends[base].Streams {
 			base = i
 		}
 	}
 	b, one := w.Steps[best], w.Steps[base]
-	t := b.Config.Throughput
+	t := sends[best]
+	from, to := b.Config.Spec.(sender).Path()
 	if _, swept := b.Params["streams"]; !swept {
 		if _, swept := b.Params["window"]; !swept {
 			return nil // repeats of one setting: see asymmetry
 		}
 	}
 	values := map[string]float64{"best_mbps": b.value(results.ThroughputMbps), "best_streams": float64(t.Streams), "best_window_bytes": float64(t.Window),
-		"baseline_mbps": one.value(results.ThroughputMbps), "baseline_streams": float64(one.Config.Throughput.Streams)}
+		"baseline_mbps": one.value(results.ThroughputMbps), "baseline_streams": float64(sends[base].Streams)}
 	if one.value(results.ThroughputMbps) > 0 {
 		values["gain"] = b.value(results.ThroughputMbps) / one.value(results.ThroughputMbps)
 	}
@@ -65,9 +82,9 @@ func tuning(w Workload) []Finding {
 	if t.Window > 0 {
 		window = units.Size(t.Window).String() + " windows"
 	}
-	text := fmt.Sprintf("%s->%s: best %.2f Mbit/s with %s and %s, %.1fx the %.2f Mbit/s of %s.", t.From, t.To, values["best_mbps"],
+	text := fmt.Sprintf("%s->%s: best %.2f Mbit/s with %s and %s, %.1fx the %.2f Mbit/s of %s.", from, to, values["best_mbps"],
 		plural(float64(t.Streams), "stream"), window, values["gain"], values["baseline_mbps"], plural(values["baseline_streams"], "stream"))
-	if p, ok := path(w.Testbed, t.From, t.To); ok && p.Bottleneck > 0 {
+	if p, ok := path(w.Testbed, from, to); ok && p.Bottleneck > 0 {
 		bdp := p.Bottleneck * p.BaseRTTms / 1000 / 8
 		values["bdp_bytes"], values["bottleneck_mbps"], values["base_rtt_ms"] = bdp, p.Bottleneck/1e6, p.BaseRTTms
 		text += fmt.Sprintf(" The path's bandwidth-delay product is %s (%.1f Mbit/s x %.0f ms).", units.Size(int64(bdp)).String(), p.Bottleneck/1e6, p.BaseRTTms)
@@ -78,19 +95,21 @@ func tuning(w Workload) []Finding {
 // single is what one throughput test achieved: with its retransmits over
 // TCP, with its loss and jitter over UDP (an imported iperf3 -u test).
 func single(workload string, s Step) Finding {
-	t := s.Config.Throughput
+	d := s.Config.Spec.(sender)
+	t := d.Sending()
+	from, to := d.Path()
 	mbps := s.value(results.ThroughputMbps)
 	f := Finding{Kind: "throughput", Workload: workload, Values: map[string]float64{"throughput_mbps": mbps, "streams": float64(t.Streams)}}
 	if t.Protocol == "udp" {
 		lost, jitter := s.value(results.LostPercent), s.value(results.JitterMs)
 		f.Values["lost_percent"], f.Values["jitter_ms"] = lost, jitter
-		f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s of UDP with %s, %s%% lost, jitter %.3f ms.", t.From, t.To, mbps,
+		f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s of UDP with %s, %s%% lost, jitter %.3f ms.", from, to, mbps,
 			plural(float64(t.Streams), "stream"), strconv.FormatFloat(lost, 'g', 3, 64), jitter)
 		return f
 	}
 	retransmits := s.value(results.Retransmits)
 	f.Values["retransmits"] = retransmits
-	f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", t.From, t.To, mbps, plural(float64(t.Streams), "stream"), retransmits)
+	f.Text = fmt.Sprintf("%s->%s: %.2f Mbit/s with %s (%.0f retransmits).", from, to, mbps, plural(float64(t.Streams), "stream"), retransmits)
 	return f
 }
 
@@ -111,11 +130,16 @@ type allowance struct {
 // allowed is the allowance of step s of workload w; false when the path is
 // unknown or nothing bounds it.
 func allowed(w Workload, s Step) (allowance, bool) {
-	t := s.Config.Throughput
-	if t == nil || t.Protocol != "tcp" {
+	d, ok := spec[sender](s)
+	if !ok || !w.Traits().TCPModel {
 		return allowance{}, false
 	}
-	p, ok := path(w.Testbed, t.From, t.To)
+	t := d.Sending()
+	if t.Protocol != "tcp" {
+		return allowance{}, false
+	}
+	from, to := d.Path()
+	p, ok := path(w.Testbed, from, to)
 	if !ok || p.BaseRTTms <= 0 {
 		return allowance{}, false
 	}
@@ -223,9 +247,9 @@ func limitingFactor(w Workload, ws WorkloadSteps) []Finding {
 	for k, n := range counts {
 		values[k+"_steps"] = float64(n)
 	}
-	t := w.Steps[0].Config.Throughput
+	from, to := w.Steps[0].Config.Spec.(sender).Path()
 	return []Finding{{Kind: "limiting_factor", Workload: w.Name, Values: values,
-		Text: fmt.Sprintf("What limited %s->%s: %s.", t.From, t.To, strings.Join(parts, "; "))}}
+		Text: fmt.Sprintf("What limited %s->%s: %s.", from, to, strings.Join(parts, "; "))}}
 }
 
 // slowStartNote says how much of a short step slow start took: about one
@@ -233,7 +257,7 @@ func limitingFactor(w Workload, ws WorkloadSteps) []Finding {
 func slowStartNote(s Step, a allowance) string {
 	mss := float64(a.path.MTU - topology.TCPIPHeader)
 	segments := a.bps * a.path.BaseRTTms / 1000 / 8 / mss
-	d := s.Config.Throughput.Duration
+	d := s.Config.Length()
 	if segments <= 1 || d <= 0 {
 		return ""
 	}

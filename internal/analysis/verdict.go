@@ -6,14 +6,12 @@ package analysis
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/results"
-	"github.com/wanlab/wanlab/internal/scenario"
-	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 // resource is one candidate bottleneck of a step and how full it was.
@@ -21,6 +19,7 @@ type resource struct {
 	name string
 	util float64 // % of its capacity
 	what string  // e.g. "the server's CPU"
+	dir  string  // the link direction, for a link's
 }
 
 // cpuShare is how full host's CPU was in step s, in % of what it can use:
@@ -50,21 +49,25 @@ func cpuShare(w Workload, s Step, host string, singleThreaded bool) (float64, bo
 	return used / capacity, true
 }
 
-// roles names a step's data sources (servers) and sinks (clients).
-func roles(c scenario.Step) (servers, clients []string, single bool) {
-	switch {
-	case c.EventDB != nil:
-		return []string{c.EventDB.Server}, c.EventDB.Clients, c.EventDB.ServerModel == eventdb.ModelSingle
-	case c.TaskFarm != nil:
-		return []string{c.TaskFarm.Master}, c.TaskFarm.Workers, false
-	case c.Throughput != nil:
-		return []string{c.Throughput.From}, []string{c.Throughput.To}, false
-	case c.Transfer != nil:
-		return []string{c.Transfer.From}, []string{c.Transfer.To}, false
-	case c.Mesh != nil:
-		return c.Mesh.Hosts, nil, false
+// cpuGroup is hosts of a step whose CPUs may have limited it, in one role.
+type cpuGroup struct {
+	name, role string // the bottleneck they are, and what a host is
+	hosts      []string
+	single     bool // single-threaded: one core at most
+}
+
+// cpuGroups are a step's hosts whose CPUs may have limited it: its data
+// sources (servers) and sinks (clients), or its peers (a mesh's nodes).
+func cpuGroups(s Step) []cpuGroup {
+	if p, ok := spec[kind.Peered](s); ok {
+		return []cpuGroup{{ClientCPU, "node", p.Peers(), false}}
 	}
-	return nil, nil, false
+	e, ok := spec[kind.Ended](s)
+	if !ok {
+		return nil
+	}
+	servers, clients, single := e.Ends()
+	return []cpuGroup{{ServerCPU, "server", servers, single}, {ClientCPU, "client", clients, false}}
 }
 
 // verdict decides what limited a step: the test-bed, a full resource, or,
@@ -90,6 +93,7 @@ func verdict(w Workload, s Step, o Options) StepVerdict {
 	if len(res) == 0 {
 		return v // nothing was measured to judge by (an imported test)
 	}
+	shareLinks(w, s, res, o)
 	v.Evidence = map[string]float64{}
 	for _, r := range res {
 		key := r.name + "_pct"
@@ -146,25 +150,22 @@ func unknownText(s Step, unknown []string) string {
 // quota over a step under a second).
 func resources(w Workload, s Step) (res []resource, unknown []string) {
 	if name, util := results.BusiestLink(s.Metrics); name != "" {
-		res = append(res, resource{Network, util, "link " + name})
+		res = append(res, resource{name: Network, util: util, what: "link " + name, dir: name})
 	}
-	res = append(res, transferResources(w, s)...)
-	servers, clients, single := roles(s.Config)
-	if s.Config.Transfer == nil {
-		res = append(res, sampledDisks(s.Metrics, append(slices.Clone(servers), clients...))...)
-	}
-	for _, group := range []struct {
-		name, role string
-		hosts      []string
-		single     bool
-	}{{ServerCPU, "server", servers, single}, {ClientCPU, "client", clients, false}} {
-		if w.Kind == results.Mesh {
-			group.name, group.role = ClientCPU, "node"
+	res = append(res, legResources(w, s)...)
+	groups := cpuGroups(s)
+	if _, legged := spec[kind.Legged](s); !legged {
+		var hosts []string
+		for _, g := range groups {
+			hosts = append(hosts, g.hosts...)
 		}
+		res = append(res, sampledDisks(s.Metrics, hosts)...)
+	}
+	for _, group := range groups {
 		for _, h := range group.hosts {
 			what := fmt.Sprintf("the CPU of the %s (host %s)", group.role, h)
 			if util, ok := cpuShare(w, s, h, group.single); ok {
-				res = append(res, resource{group.name, util, what})
+				res = append(res, resource{name: group.name, util: util, what: what})
 			} else if _, measured := s.Metrics.Get(results.CPUPct.About(h)); measured {
 				unknown = append(unknown, what)
 			}
@@ -193,7 +194,7 @@ func notFull(w Workload, s Step, res []resource, unknown []string, o Options, v 
 		v.Evidence["application_limited_pct"] = idle
 		return v
 	}
-	if w.Kind == results.TaskFarm && s.value(results.Efficiency) >= 0.95 {
+	if w.Traits().BusyWorkers && s.value(results.Efficiency) >= 0.95 {
 		v.Bottleneck, v.Confidence = ClientCPU, "medium"
 		v.Why = fmt.Sprintf("the workers were busy with the tasks %.0f%% of the ideal time (busiest other resource: %s)", 100*s.value(results.Efficiency), top)
 		v.Evidence["efficiency"] = s.value(results.Efficiency)
@@ -202,7 +203,7 @@ func notFull(w Workload, s Step, res []resource, unknown []string, o Options, v 
 	// A transfer's legs are measured against exact capacities: a disk or
 	// path within 10 points of full, well ahead of the rest, is what held it,
 	// the shortfall being the time the two spent waiting on each other.
-	if s.Config.Transfer != nil && res[0].util >= o.Saturated-10 && (len(res) == 1 || res[1].util < res[0].util-10) {
+	if _, legged := spec[kind.Legged](s); legged && res[0].util >= o.Saturated-10 && (len(res) == 1 || res[1].util < res[0].util-10) {
 		v.Bottleneck, v.Confidence = res[0].name, "low"
 		v.Why = fmt.Sprintf("%s was %.0f%% busy, nearly full, and nothing else came close: the streams took turns waiting on it and on the rest of the path", res[0].what, res[0].util)
 		return v
@@ -217,40 +218,40 @@ func notFull(w Workload, s Step, res []resource, unknown []string, o Options, v 
 		}
 		v.Why = fmt.Sprintf("no resource known was full (busiest: %s), but %s: the step waited on round trips, or on %s", top, unknownText(s, unknown), that)
 	}
-	if w.Kind == results.TaskFarm {
+	if w.Traits().BusyWorkers {
 		v.Evidence["worker_idle_share"] = s.value(results.WorkerIdleShare)
 	}
 	return v
 }
 
-// transferResources judges a transfer step by its legs' own rates, since
-// the step's samples also cover the time spent making the source file: each
-// leg's share of its path's TCP ceiling, of the sender's disk read cap and
-// of the receiver's disk write cap.
-func transferResources(w Workload, s Step) []resource {
-	t := s.Config.Transfer
-	if t == nil || w.Testbed == nil {
+// legResources judges a step of legs (a transfer) by its legs' own rates,
+// since the step's samples also cover the time spent making the source
+// file: each leg's share of its path's TCP ceiling, of the sender's disk
+// read cap and of the receiver's disk write cap.
+func legResources(w Workload, s Step) []resource {
+	l, ok := spec[kind.Legged](s)
+	if !ok || w.Testbed == nil {
 		return nil
 	}
 	var res []resource
-	for _, leg := range []struct{ name, from, to string }{{results.There, t.From, t.To}, {results.Back, t.To, t.From}} {
-		mbps, ok := s.Metrics.Get(results.Named(results.LegMbps).OnLeg(leg.name))
+	for _, leg := range l.Legs() {
+		mbps, ok := s.Metrics.Get(results.Named(results.LegMbps).OnLeg(leg.Name))
 		if !ok || mbps <= 0 {
 			continue
 		}
 		bytesPerSec := mbps * 1e6 / 8
-		if p, ok := path(w.Testbed, leg.from, leg.to); ok && p.Bottleneck > 0 {
+		if p, ok := path(w.Testbed, leg.From, leg.To); ok && p.Bottleneck > 0 {
 			wire := mbps * 1e6
-			if r := s.Metrics.Value(results.Named(results.CompressionRatio).OnLeg(leg.name)); r > 0 {
+			if r := s.Metrics.Value(results.Named(results.CompressionRatio).OnLeg(leg.Name)); r > 0 {
 				wire /= r
 			}
-			res = append(res, resource{Network, 100 * wire / p.TCPCeiling(), fmt.Sprintf("the path %s->%s (%.1f of its %.1f Mbit/s TCP ceiling)", leg.from, leg.to, wire/1e6, p.TCPCeiling()/1e6)})
+			res = append(res, resource{name: Network, util: 100 * wire / p.TCPCeiling(), what: fmt.Sprintf("the path %s->%s (%.1f of its %.1f Mbit/s TCP ceiling)", leg.From, leg.To, wire/1e6, p.TCPCeiling()/1e6)})
 		}
-		if h, ok := w.Testbed.Host(leg.from); ok && h.Disk != nil && h.Disk.ReadBps > 0 {
-			res = append(res, resource{Disk, 100 * bytesPerSec / float64(h.Disk.ReadBps), fmt.Sprintf("the disk of host %s (read at %.1f of its %.1f MB/s)", leg.from, bytesPerSec/1e6, float64(h.Disk.ReadBps)/1e6)})
+		if h, ok := w.Testbed.Host(leg.From); ok && h.Disk != nil && h.Disk.ReadBps > 0 {
+			res = append(res, resource{name: Disk, util: 100 * bytesPerSec / float64(h.Disk.ReadBps), what: fmt.Sprintf("the disk of host %s (read at %.1f of its %.1f MB/s)", leg.From, bytesPerSec/1e6, float64(h.Disk.ReadBps)/1e6)})
 		}
-		if h, ok := w.Testbed.Host(leg.to); ok && h.Disk != nil && h.Disk.WriteBps > 0 {
-			res = append(res, resource{Disk, 100 * bytesPerSec / float64(h.Disk.WriteBps), fmt.Sprintf("the disk of host %s (written at %.1f of its %.1f MB/s)", leg.to, bytesPerSec/1e6, float64(h.Disk.WriteBps)/1e6)})
+		if h, ok := w.Testbed.Host(leg.To); ok && h.Disk != nil && h.Disk.WriteBps > 0 {
+			res = append(res, resource{name: Disk, util: 100 * bytesPerSec / float64(h.Disk.WriteBps), what: fmt.Sprintf("the disk of host %s (written at %.1f of its %.1f MB/s)", leg.To, bytesPerSec/1e6, float64(h.Disk.WriteBps)/1e6)})
 		}
 	}
 	return res
@@ -258,7 +259,7 @@ func transferResources(w Workload, s Step) []resource {
 
 // sampledDisks are the capped disks of hosts as the step's samples saw
 // them: the mean read and write over the step, as % of the caps. A
-// transfer is judged by its legs instead (see transferResources).
+// step of legs is judged by them instead (see legResources).
 func sampledDisks(m results.Metrics, hosts []string) []resource {
 	var res []resource
 	for _, h := range hosts {
@@ -268,7 +269,7 @@ func sampledDisks(m results.Metrics, hosts []string) []resource {
 		}{{results.DiskReadPct, results.DiskReadMBs, "read"}, {results.DiskWritePct, results.DiskWriteMBs, "written"}} {
 			if pct, ok := m.Get(dir.pct.About(h)); ok {
 				mbs := m.Value(dir.mbs.About(h))
-				res = append(res, resource{Disk, pct, fmt.Sprintf("the disk of host %s (%s at %.1f MB/s, %.0f%% of its cap, over the step)", h, dir.verb, mbs, pct)})
+				res = append(res, resource{name: Disk, util: pct, what: fmt.Sprintf("the disk of host %s (%s at %.1f MB/s, %.0f%% of its cap, over the step)", h, dir.verb, mbs, pct)})
 			}
 		}
 	}

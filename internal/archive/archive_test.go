@@ -27,6 +27,17 @@ func backends(t *testing.T, fn func(t *testing.T, path string)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, testsupport.PostgresSchema(t)) })
 }
 
+// openArchive opens the archive at path, closed when the test ends.
+func openArchive(t *testing.T, path string) *Archive {
+	t.Helper()
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
 func TestRunsAndSamples(t *testing.T) { backends(t, testRunsAndSamples) }
 
 func testRunsAndSamples(t *testing.T, path string) {
@@ -132,11 +143,7 @@ func benchAddSamples(b *testing.B, path string) {
 func TestStepsJobsEvents(t *testing.T) { backends(t, testStepsJobsEvents) }
 
 func testStepsJobsEvents(t *testing.T, path string) {
-	a, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openArchive(t, path)
 	ctx := context.Background()
 	run, err := a.StartRun(NewRun{Kind: "run", Name: "objectivity", Testbed: "obj", Version: "test", Scenario: "name: obj\n", Machine: map[string]int{"cpus": 2}})
 	if err != nil {
@@ -251,11 +258,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		}
 	}
 	db.Close()
-	a, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openArchive(t, path)
 	runs, err := a.Runs(context.Background())
 	if err != nil || len(runs) != 1 || runs[0].Name != "a->b" {
 		t.Fatalf("runs after the upgrade: %+v, %v", runs, err)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
@@ -210,13 +211,7 @@ func (s *RunStore) Steps(ctx context.Context, run int64) ([]Step, error) {
 }
 
 // Sample is one value of one metric about one subject at one time.
-type Sample struct {
-	T       time.Time
-	Metric  string
-	Subject string
-	Value   float64
-	Unit    string
-}
+type Sample = results.Sample
 
 // AddSamples stores samples of a run (and of one of its steps, unless step
 // is 0) in one transaction.

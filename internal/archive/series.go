@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/audit"
 )
 
 // SeriesStore keeps the monitoring service's series and state: points and
@@ -350,32 +352,25 @@ func (s *SeriesStore) AckAlert(ref, who, note string, at time.Time) error {
 	return nil
 }
 
-// AuditEntry is one state change asked of wanlab serve, done or refused.
-type AuditEntry struct {
-	T        time.Time `json:"t"`
-	Identity string    `json:"identity"`
-	Remote   string    `json:"remote"`
-	Action   string    `json:"action"`
-	Target   string    `json:"target"`
-	Outcome  string    `json:"outcome"`
-}
-
-// AddAudit stores an audit entry.
-func (s *SeriesStore) AddAudit(e AuditEntry) error {
+// AddAudit stores an audit entry of wanlab serve: a state change asked of
+// it, done or refused (its Method is the action, its Outcome the outcome).
+func (s *SeriesStore) AddAudit(e audit.Entry) error {
 	if _, err := s.pool.Exec(s.q(`INSERT INTO mon_audit (t, identity, remote, action, target, outcome) VALUES (?, ?, ?, ?, ?, ?)`),
-		unixSeconds(e.T), e.Identity, e.Remote, e.Action, e.Target, e.Outcome); err != nil {
+		unixSeconds(e.Time), e.Identity, e.Remote, e.Method, e.Target, e.Outcome()); err != nil {
 		return fmt.Errorf("storing an audit entry in %s: %w", s.path, err)
 	}
 	return nil
 }
 
 // Audit lists the audit entries since a time, newest first, at most limit.
-func (s *SeriesStore) Audit(ctx context.Context, since time.Time, limit int) ([]AuditEntry, error) {
-	out, err := queryAll(ctx, s.db, `SELECT t, identity, remote, action, target, outcome FROM mon_audit WHERE t >= ? ORDER BY t DESC LIMIT ?`, func(sc scanner) (AuditEntry, error) {
-		var e AuditEntry
+func (s *SeriesStore) Audit(ctx context.Context, since time.Time, limit int) ([]audit.Entry, error) {
+	out, err := queryAll(ctx, s.db, `SELECT t, identity, remote, action, target, outcome FROM mon_audit WHERE t >= ? ORDER BY t DESC LIMIT ?`, func(sc scanner) (audit.Entry, error) {
+		var e audit.Entry
 		var t float64
-		err := sc.Scan(&t, &e.Identity, &e.Remote, &e.Action, &e.Target, &e.Outcome)
-		e.T = fromUnix(t)
+		var outcome string
+		err := sc.Scan(&t, &e.Identity, &e.Remote, &e.Method, &e.Target, &outcome)
+		e.Time = fromUnix(t)
+		e.SetOutcome(outcome)
 		return e, err
 	}, unixSeconds(since), limit)
 	if err != nil {

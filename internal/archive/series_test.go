@@ -10,17 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
 
 func TestMonitoring(t *testing.T) { backends(t, testMonitoring) }
 
 func testMonitoring(t *testing.T, path string) {
-	a, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := openArchive(t, path)
 	ctx := context.Background()
 	h0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	var pts []Point
@@ -82,13 +79,14 @@ func testMonitoring(t *testing.T, path string) {
 	if act, _ := a.Alerts(ctx, h0.Add(-time.Hour), true); len(act) != 1 || act[0].AckedBy != "alice" || act[0].AckNote != "fibre cut; ticket 'x'" || !act[0].AckedAt.Equal(h0.Add(time.Minute)) {
 		t.Errorf("the acknowledged alert = %+v", act)
 	}
-	for i, e := range []AuditEntry{{T: h0, Identity: "alice", Remote: "192.0.2.1", Action: "ack", Target: "r1", Outcome: "ok"},
-		{T: h0.Add(time.Second), Remote: "192.0.2.9", Action: "run", Target: "bulk a->b", Outcome: "refused: no identity"}} {
+	for i, e := range []audit.Entry{{Time: h0, Identity: "alice", Remote: "192.0.2.1", Method: "ack", Target: "r1", Decision: "ok"},
+		{Time: h0.Add(time.Second), Remote: "192.0.2.9", Method: "run", Target: "bulk a->b", Decision: "refused", Reason: "no identity"}} {
 		if err := a.AddAudit(e); err != nil {
 			t.Fatalf("audit entry %d: %v", i, err)
 		}
 	}
-	if audit, err := a.Audit(ctx, h0, 10); err != nil || len(audit) != 2 || audit[0].Action != "run" || audit[1].Identity != "alice" {
+	if audit, err := a.Audit(ctx, h0, 10); err != nil || len(audit) != 2 || audit[0].Method != "run" || audit[0].Decision != "refused" || audit[0].Reason != "no identity" ||
+		audit[1].Identity != "alice" || audit[1].Outcome() != "ok" {
 		t.Errorf("audit = %+v, %v; want both entries, newest first", audit, err)
 	}
 	if err := a.AddChange(Change{T: h0, What: "site taipei: delay=250ms", Dirs: []string{"site taipei up", "site taipei down"}}); err != nil {

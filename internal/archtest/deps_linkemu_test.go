@@ -12,7 +12,7 @@ import (
 
 // engineModelTypes are the types of the engine's link model (linkemu): a
 // file that declares a method of one is a model file.
-var engineModelTypes = []string{"model", "direction", "pool", "eventHeap", "shape", "crossGen", "finishRing", "captureRing"}
+var engineModelTypes = []string{"model", "direction", "pool", "eventHeap", "shape", "crossGen", "finishRing", "captureRing", "pathTable"}
 
 // engineSyscallImports are what a model file must not import: the model
 // makes no system call, so that it runs, and is tested, on a virtual clock

@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -48,15 +49,14 @@ var allowed = map[string][]string{
 	"internal/workload/mesh":       {"internal/limits", "internal/workload/bind", "internal/workload/diskio", "internal/workload/job", "internal/workload/token"},
 
 	// The scenario and what it resolves into.
-	"internal/scenario": {"internal/datadir", "internal/limits", "internal/pki", "internal/results", "internal/units", "internal/workload/eventdb", "internal/workload/taskfarm", "internal/workload/tcpwatch", "internal/workload/transfer", "internal/yamlfile"},
+	"internal/scenario": {"internal/limits", "internal/pki", "internal/results", "internal/units", "internal/workload/tcpwatch", "internal/yamlfile"},
 	"internal/topology": {"internal/scenario"},
 	"internal/policy":   {"internal/limits", "internal/units", "internal/yamlfile"},
 	"internal/archive":  {"internal/workload/job"},
 
 	// The agent, and the seam controllers reach hosts through.
 	"internal/agent": {"internal/agent/agentpb", "internal/datadir", "internal/limits", "internal/unixsock",
-		"internal/workload/disk", "internal/workload/eventdb", "internal/workload/job", "internal/workload/mesh",
-		"internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput", "internal/workload/transfer",
+		"internal/workload/disk", "internal/workload/job", "internal/workload/probe", "internal/workload/throughput", "internal/workload/transfer",
 		"internal/workload/bind", "internal/workload/token", "internal/workload/tcpwatch", "internal/workload/train", "internal/pki", "internal/policy", "internal/proc"},
 	// A bed with a timeline takes the scenario's expanded events.
 	"internal/backend": {"internal/agent", "internal/scenario", "internal/topology"},
@@ -71,16 +71,13 @@ var allowed = map[string][]string{
 		"internal/topology", "internal/units", "internal/yamlfile"},
 
 	// Controllers: measurements between hosts, and scenario runs.
-	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/datadir", "internal/results", "internal/units",
-		"internal/workload/job", "internal/workload/probe", "internal/workload/tcpwatch", "internal/workload/throughput", "internal/workload/token",
-		"internal/workload/train", "internal/workload/transfer"},
+	"internal/measure": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/datadir", "internal/results",
+		"internal/workload/job", "internal/workload/tcpwatch", "internal/workload/token", "internal/workload/train"},
 	"internal/controller": {"internal/agent", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/measure",
-		"internal/results", "internal/scenario", "internal/topology", "internal/workload/eventdb", "internal/workload/job",
-		"internal/workload/mesh", "internal/workload/probe", "internal/workload/taskfarm", "internal/workload/throughput",
-		"internal/workload/transfer", "internal/workload/token", "internal/workload/diskio", "internal/workload/tcpwatch", "internal/datadir"},
+		"internal/results", "internal/scenario", "internal/topology", "internal/workload/job", "internal/workload/token", "internal/workload/tcpwatch"},
 	"internal/crosscheck": {"internal/topology"},
 	// The dashboard: pages over the monitoring service.
-	"internal/dashboard": {"internal/analysis", "internal/archive", "internal/monitor", "internal/report", "internal/results", "internal/topology", "internal/units"},
+	"internal/dashboard": {"internal/analysis", "internal/archive", "internal/monitor", "internal/report", "internal/topology", "internal/units"},
 	// The monitoring service: one more controller, with its own
 	// configuration (and the shipped one, in examples).
 	"internal/monitor": {"examples", "internal/agent/agentpb", "internal/archive", "internal/backend", "internal/cost", "internal/measure",
@@ -89,7 +86,7 @@ var allowed = map[string][]string{
 
 	// Readers of the archive.
 	"internal/analysis": {"internal/archive", "internal/results", "internal/scenario", "internal/topology", "internal/units",
-		"internal/workload/eventdb", "internal/workload/job"},
+		"internal/workload/job"},
 	"internal/report": {"internal/analysis", "internal/archive", "internal/results", "internal/topology", "internal/units",
 		"internal/workload/job"},
 
@@ -206,5 +203,21 @@ func TestRulesCatchABreach(t *testing.T) {
 	}
 	if !match("internal/workload/...", "internal/workload") || match("internal/workload/...", "internal/workloads") {
 		t.Error("the pattern matcher is wrong")
+	}
+}
+
+// TestAllowedIsUsed: every import allowed lists is one its package makes:
+// an entry nobody uses any more would let the import come back unseen.
+func TestAllowedIsUsed(t *testing.T) {
+	graph := imports(t)
+	for _, pkg := range slices.Sorted(maps.Keys(allowed)) {
+		for _, a := range allowed[pkg] {
+			if strings.ContainsAny(a, "*.") {
+				continue // a pattern
+			}
+			if !slices.ContainsFunc(graph[pkg], func(dep string) bool { return match(a, dep) }) {
+				t.Errorf("allowed[%q] lists %s, which it does not import: remove it", pkg, a)
+			}
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package archtest
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -11,82 +9,96 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
-	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/kinds"
 )
 
-// dispatchBaseline is, per package, how many places outside the registry
-// choose what to do by a step's workload kind (a switch or an if on a
-// kind, a table keyed by kinds, a comparison with one), as dispatchSites
-// counts them. At main 77466e7 (issue 32) there were 26: scenario 2,
-// controller 2, analysis 13, report 6, dashboard 1, agent 2; scenario's
-// and controller's are now their legacy tables. A count may only fall:
-// when a kind moves into its package (internal/workload/KIND, one line in
-// internal/workload/kinds), lower its packages' counts here.
-var dispatchBaseline = map[string]int{
-	"internal/scenario":   1, // legacyKinds
-	"internal/controller": 1, // legacyRuns
-	"internal/analysis":   13,
-	"internal/report":     6,
-	"internal/dashboard":  1,
-	"internal/agent":      2,
-}
-
-// TestKindDispatchRatchet counts the places that dispatch on a workload
-// kind outside the registry and its kinds (internal/workload/...) and the
-// vocabulary that names the kinds (internal/results): no package may have
-// more than dispatchBaseline allows.
-func TestKindDispatchRatchet(t *testing.T) {
-	sites, err := dispatchSites(filepath.Join("..", ".."))
+// TestNoKindDispatch: no package outside the kinds (internal/workload/...)
+// and the vocabulary that names them (internal/results) chooses what to do
+// by a workload kind: a switch or an if on a kind or on one of its agent
+// roles, a table keyed by kinds, a comparison with one. Issue 32 took
+// their number from 26 (scenario 2, controller 2, analysis 13, report 6,
+// dashboard 1, agent 2) to none: what a package needs of a kind, the kind
+// gives in its package (its Kind, its Traits, its spec's capabilities).
+func TestNoKindDispatch(t *testing.T) {
+	root := filepath.Join("..", "..")
+	v, err := vocabularyOf(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites, err := dispatchSites(root, v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, pkg := range slices.Sorted(maps.Keys(sites)) {
-		got, want := len(sites[pkg]), dispatchBaseline[pkg]
-		switch {
-		case got > want:
-			t.Errorf("%s dispatches on a workload kind in %d places, more than the %d allowed: give the kind what it needs in its package (internal/workload/KIND, registered in internal/workload/kinds) instead:\n\t%s",
-				pkg, got, want, strings.Join(sites[pkg], "\n\t"))
-		case got < want:
-			t.Logf("%s dispatches on a workload kind in %d places, fewer than %d: lower dispatchBaseline[%q] to %d", pkg, got, want, pkg, got)
-		}
+		t.Errorf("%s dispatches on a workload kind in %d places: give the kind what it needs in its package (internal/workload/KIND, registered in internal/workload/kinds) instead:\n\t%s",
+			pkg, len(sites[pkg]), strings.Join(sites[pkg], "\n\t"))
 	}
 }
 
-// TestDispatchSitesFound checks the counting itself on made-up code, and
-// the rules that keep a kind's package off the scenario, the controller
-// and the backends.
+// TestDispatchSitesFound checks the counting itself on made-up code and
+// the vocabulary it counts with, and the rules that keep a kind's package
+// off the scenario, the controller and the backends.
 func TestDispatchSitesFound(t *testing.T) {
 	src := `package x
-func f(s Step, w Workload, r Request) {
+func f(w Workload, r Request, role string) {
 	switch w.Kind {
 	case results.EventDB, results.Mesh:
 	}
-	if s.Config.Transfer != nil && w.Kind == results.Throughput {
+	if s.Ready && w.Kind == results.Throughput {
 	}
 	switch r.GetRole() {
+	case eventdb.RoleServer:
+	}
+	switch r.GetRole() {
+	case agentapi.RoleWatch:
+	}
+	if role == "mesh-node" || role == "tcp-watch" {
 	}
 	ok := w.Kind != results.Probe
 	names := map[results.Kind]string{results.Impact: "impact"}
-	step := Step{Throughput: &Throughput{}}
-	if s.Throughput.Streams > 1 {
-	}
+	plain := w.Kind == "eventdb-client" || role == agentapi.RoleTrainSender
+	byName := w.Kind == "mesh" || w.Name == "other"
 }
 `
 	f, err := parser.ParseFile(token.NewFileSet(), "x.go", src, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(fileSites(f, map[string]bool{"EventDB": true, "Mesh": true, "Transfer": true, "Throughput": true, "Probe": true, "Impact": true})); got != 5 {
-		t.Errorf("found %d dispatch sites, want 5 (two switches, an if, a comparison, a table)", got)
+	v := vocabulary{
+		kinds:      map[string]bool{"EventDB": true, "Mesh": true, "Throughput": true, "Probe": true, "Impact": true},
+		kindNames:  map[string]bool{"eventdb": true, "mesh": true},
+		roleNames:  map[string]bool{"eventdb-server": true, "eventdb-client": true, "mesh-node": true},
+		roleConsts: map[string]bool{"eventdb.RoleServer": true},
 	}
+	if got := len(fileSites(f, v)); got != 8 {
+		t.Errorf("found %d dispatch sites, want 8 (a switch and an if on kinds, a switch and an if on a kind's roles, three comparisons, a table)", got)
+	}
+
+	real, err := vocabularyOf(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"EventDB", "Command", "Impact"} {
+		if !real.kinds[want] {
+			t.Errorf("the vocabulary does not know results.%s: %+v", want, real.kinds)
+		}
+	}
+	for _, want := range []string{"eventdb.RoleServer", "taskfarm.RoleWorkers", "mesh.RoleNode"} {
+		if !real.roleConsts[want] {
+			t.Errorf("the vocabulary does not know the role %s: %+v", want, real.roleConsts)
+		}
+	}
+	if real.roleNames["tcp-watch"] || !real.roleNames["mesh-node"] || !real.kindNames["command"] {
+		t.Errorf("the roles of kinds are %v", real.roleNames)
+	}
+
 	for _, to := range []string{"internal/scenario", "internal/controller", "internal/backend"} {
 		caught := false
 		for _, r := range never {
@@ -98,32 +110,89 @@ func f(s Step, w Workload, r Request) {
 	}
 }
 
-// kindFields are the fields of scenario.Step that say a step's kind by
-// being set (s.Config.EventDB != nil).
-var kindFields = map[string]bool{"EventDB": true, "TaskFarm": true, "Mesh": true, "Throughput": true, "Transfer": true,
-	"Probe": true, "Impact": true, "Command": true}
-
-// dispatchSites lists, by package (a folder of the module under root),
-// the file:line of each place that dispatches on a workload kind.
-func dispatchSites(root string) (map[string][]string, error) {
-	consts := map[string]bool{}
-	for _, k := range results.Kinds {
-		for name := range kindFields {
-			if strings.EqualFold(name, string(k)) {
-				consts[name] = true
+// TestStepIsKindFree: a scenario's step is its parameters and its kind's
+// spec, behind kind.Spec; it has no field of a kind of its own (the union
+// of nillable pointers, one per kind, that issue 32 removed).
+func TestStepIsKindFree(t *testing.T) {
+	st := reflect.TypeFor[scenario.Step]()
+	var names []string
+	for f := range st.Fields() {
+		names = append(names, f.Name)
+		for _, k := range kinds.All() {
+			if strings.EqualFold(f.Name, string(k.Name)) {
+				t.Errorf("scenario.Step has a field %s of the %s kind: it belongs in the kind's spec", f.Name, k.Name)
 			}
 		}
+		if pkg := f.Type.PkgPath(); strings.Contains(pkg, "/internal/workload/") && !strings.HasSuffix(pkg, "/workload/kind") {
+			t.Errorf("scenario.Step's field %s is of %s, a kind's type", f.Name, f.Type)
+		}
 	}
-	sites := map[string][]string{}
+	if !slices.Equal(names, []string{"Params", "Spec"}) {
+		t.Errorf("scenario.Step's fields are %v, want Params and Spec", names)
+	}
+}
+
+// vocabulary is what names a kind in code: its name ("eventdb") or its
+// constant in results (results.EventDB), and its agent roles, by name
+// ("eventdb-server") or by a constant of that value (eventdb.RoleServer).
+type vocabulary struct {
+	kinds      map[string]bool // the names of results' constants of type Kind
+	kindNames  map[string]bool // the registered kinds' names
+	roleNames  map[string]bool // the registered kinds' roles
+	roleConsts map[string]bool // "pkg.Const", a string constant of a role's name
+}
+
+// vocabularyOf reads the vocabulary of the module under root: results'
+// kind constants, the registered kinds' roles, and the constants anywhere
+// that hold a role's name.
+func vocabularyOf(root string) (vocabulary, error) {
+	v := vocabulary{kinds: map[string]bool{}, kindNames: map[string]bool{}, roleNames: map[string]bool{}, roleConsts: map[string]bool{}}
+	for _, k := range kinds.All() {
+		v.kindNames[string(k.Name)] = true
+		for _, r := range k.Roles {
+			v.roleNames[r.Name] = true
+		}
+	}
+	err := walkSources(root, func(_ *token.FileSet, rel string, f *ast.File) {
+		inResults := filepath.ToSlash(filepath.Dir(rel)) == "internal/results"
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); ok && inResults && id.Name == "Kind" {
+					for _, n := range vs.Names {
+						v.kinds[n.Name] = true
+					}
+				}
+				for i, val := range vs.Values {
+					if lit, ok := val.(*ast.BasicLit); ok && lit.Kind == token.STRING && i < len(vs.Names) {
+						if s, _ := strconv.Unquote(lit.Value); v.roleNames[s] {
+							v.roleConsts[f.Name.Name+"."+vs.Names[i].Name] = true
+						}
+					}
+				}
+			}
+		}
+	})
+	return v, err
+}
+
+// walkSources parses every non-test, non-generated Go file of the module
+// under root (but those in testdata and hidden folders) and calls fn with
+// each, its path from root and the file set its positions are in.
+func walkSources(root string, fn func(fset *token.FileSet, rel string, f *ast.File)) error {
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "internal/workload" || rel == "internal/results") {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -135,49 +204,55 @@ func dispatchSites(root string) (map[string][]string, error) {
 		if err != nil {
 			return err
 		}
-		f, err := parser.ParseFile(fset, path, src, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, rel, src, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
-		if ast.IsGenerated(f) {
-			return nil
-		}
-		pkg := filepath.ToSlash(filepath.Dir(rel))
-		for _, pos := range fileSites(f, consts) {
-			sites[pkg] = append(sites[pkg], fmt.Sprintf("%s:%d", rel, fset.Position(pos).Line))
+		if !ast.IsGenerated(f) {
+			fn(fset, rel, f)
 		}
 		return nil
+	})
+}
+
+// dispatchSites lists, by package (a folder of the module under root),
+// the file:line of each place that dispatches on a workload kind, outside
+// the kinds' packages (internal/workload/...) and results.
+func dispatchSites(root string, v vocabulary) (map[string][]string, error) {
+	sites := map[string][]string{}
+	err := walkSources(root, func(fset *token.FileSet, rel string, f *ast.File) {
+		pkg := filepath.ToSlash(filepath.Dir(rel))
+		if match("internal/workload/...", pkg) || pkg == "internal/results" {
+			return
+		}
+		for _, pos := range fileSites(f, v) {
+			sites[pkg] = append(sites[pkg], fmt.Sprintf("%s:%d", rel, fset.Position(pos).Line))
+		}
 	})
 	return sites, err
 }
 
 // fileSites finds a file's dispatch sites: a switch whose tag or cases
-// name a kind (or an agent role), an if whose condition does, a table
-// keyed by kinds, and any other comparison with a kind.
-func fileSites(f *ast.File, consts map[string]bool) []token.Pos {
-	isKind := func(e ast.Expr) bool {
-		sel, ok := e.(*ast.SelectorExpr)
-		if !ok {
-			return false
+// name a kind or a kind's role, an if whose condition does, a table keyed
+// by kinds, and any other comparison with a kind or a kind's role.
+func fileSites(f *ast.File, v vocabulary) []token.Pos {
+	names := func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.SelectorExpr:
+			x, ok := e.X.(*ast.Ident)
+			return ok && (x.Name == "results" && v.kinds[e.Sel.Name] || v.roleConsts[x.Name+"."+e.Sel.Name])
+		case *ast.BasicLit:
+			s, err := strconv.Unquote(e.Value)
+			return e.Kind == token.STRING && err == nil && (v.roleNames[s] || v.kindNames[s])
 		}
-		x, ok := sel.X.(*ast.Ident)
-		return ok && x.Name == "results" && consts[sel.Sel.Name]
+		return false
 	}
-	isNil := func(e ast.Expr) bool { id, ok := e.(*ast.Ident); return ok && id.Name == "nil" }
-	isKindField := func(e ast.Expr) bool { sel, ok := e.(*ast.SelectorExpr); return ok && kindFields[sel.Sel.Name] }
-	// mentions says whether an expression names a kind or tests a kind's field.
+	// mentions says whether an expression names a kind or a kind's role.
 	mentions := func(n ast.Node) bool {
 		found := false
 		ast.Inspect(n, func(n ast.Node) bool {
-			switch e := n.(type) {
-			case ast.Expr:
-				if isKind(e) {
-					found = true
-				}
-				if b, ok := e.(*ast.BinaryExpr); ok && (b.Op == token.EQL || b.Op == token.NEQ) &&
-					(isKindField(b.X) && isNil(b.Y) || isNil(b.X) && isKindField(b.Y)) {
-					found = true
-				}
+			if e, ok := n.(ast.Expr); ok && names(e) {
+				found = true
 			}
 			return !found
 		})
@@ -188,15 +263,7 @@ func fileSites(f *ast.File, consts map[string]bool) []token.Pos {
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch s := n.(type) {
 		case *ast.SwitchStmt:
-			hit := false
-			if c, ok := s.Tag.(*ast.CallExpr); ok {
-				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "GetRole" {
-					hit = true
-				}
-			}
-			if s.Tag != nil && mentions(s.Tag) {
-				hit = true
-			}
+			hit := s.Tag != nil && mentions(s.Tag)
 			for _, st := range s.Body.List {
 				for _, e := range st.(*ast.CaseClause).List {
 					counted[e] = true
@@ -212,12 +279,12 @@ func fileSites(f *ast.File, consts map[string]bool) []token.Pos {
 				sites = append(sites, s.Pos())
 			}
 		case *ast.CompositeLit:
-			if m, ok := s.Type.(*ast.MapType); ok && (isKindType(m.Key)) {
+			if m, ok := s.Type.(*ast.MapType); ok && isKindType(m.Key) {
 				sites = append(sites, s.Pos())
 				return false
 			}
 		case *ast.BinaryExpr:
-			if !counted[s] && (s.Op == token.EQL || s.Op == token.NEQ) && (isKind(s.X) || isKind(s.Y)) {
+			if !counted[s] && (s.Op == token.EQL || s.Op == token.NEQ) && (names(s.X) || names(s.Y)) {
 				sites = append(sites, s.Pos())
 			}
 		}
@@ -237,76 +304,4 @@ func isKindType(e ast.Expr) bool {
 	}
 	x, ok := sel.X.(*ast.Ident)
 	return ok && x.Name == "results" && sel.Sel.Name == "Kind"
-}
-
-// toySpec is a step of the toy kind: a host that waits some seconds.
-type toySpec struct {
-	Host    string
-	Seconds int
-}
-
-func (s *toySpec) Length() time.Duration          { return time.Duration(s.Seconds) * time.Second }
-func (s *toySpec) RoleHosts() map[string][]string { return map[string][]string{"waiter": {s.Host}} }
-
-// toy is a kind as a new kind's package declares it, in a test build.
-var toy = kind.Kind{
-	Name: "toy",
-	Decode: func(decode kind.Decoder, c kind.Check) kind.Spec {
-		var r struct {
-			Host    string `yaml:"host"`
-			Seconds *int   `yaml:"seconds"`
-		}
-		if !decode(&r) {
-			return nil
-		}
-		c.Host("host", r.Host)
-		return &toySpec{Host: r.Host, Seconds: c.Count("seconds", r.Seconds, 1, 1, 60)}
-	},
-	Run: func(ctx context.Context, env kind.Env, s kind.Spec) (*kind.Outcome, error) {
-		return &kind.Outcome{Metrics: results.Metrics{"waited_s": float64(s.(*toySpec).Seconds)}}, nil
-	},
-}
-
-// TestANewKindIsOnePackageAndOneLine registers a toy kind, as its one line
-// in internal/workload/kinds would, and reads a scenario that uses it:
-// its settings are decoded, swept and checked with file:line problems, and
-// the registry runs it, with nothing else changed.
-func TestANewKindIsOnePackageAndOneLine(t *testing.T) {
-	defer kinds.Register(toy)()
-	const bed = "name: toy\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b]}\nworkloads:\n"
-	f, err := scenario.Parse("toy.yaml", []byte(bed+"  - toy: {host: a}\n    sweep: {seconds: [2, 3]}\n"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := f.Workloads[0]
-	if w.Kind != "toy" || len(w.Steps) != 2 {
-		t.Fatalf("workload %+v", w)
-	}
-	s, ok := w.Steps[1].Spec.(*toySpec)
-	if !ok || s.Host != "a" || s.Seconds != 3 || w.Steps[1].Length() != 3*time.Second || w.Steps[1].Label() != "seconds=3" {
-		t.Errorf("step %+v: spec %+v", w.Steps[1], w.Steps[1].Spec)
-	}
-	k, ok := kinds.Lookup("toy")
-	if !ok {
-		t.Fatal("the registry does not know the toy kind")
-	}
-	if o, err := k.Run(context.Background(), nil, s); err != nil || o.Metrics["waited_s"] != 3 {
-		t.Errorf("ran %+v, %v", o, err)
-	}
-
-	_, err = scenario.Parse("toy.yaml", []byte(bed+"  - toy: {host: c, seconds: 99, colour: red}\n"), false)
-	var perr *scenario.Error
-	if !errors.As(err, &perr) {
-		t.Fatalf("a wrong toy step: %v", err)
-	}
-	for _, want := range []string{`toy.yaml:8: workloads[0].toy.host: unknown host "c"`, "workloads[0].toy.seconds: 99 is out of range",
-		`unknown toy setting "colour"`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("%v\ndoes not say %q", err, want)
-		}
-	}
-	_, err = scenario.Parse("toy.yaml", []byte(bed+"  - tyo: {}\n"), false)
-	if err == nil || !strings.Contains(err.Error(), "command, toy") {
-		t.Errorf("an unknown kind's message does not list the toy kind: %v", err)
-	}
 }

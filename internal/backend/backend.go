@@ -14,7 +14,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 )
@@ -25,7 +25,7 @@ type Bed interface {
 	// emulated backend, as expected on real hosts.
 	Topology() *topology.Topology
 	// Dial connects to a host's agent.
-	Dial(ctx context.Context, host string) (*agent.Client, error)
+	Dial(ctx context.Context, host string) (*agentapi.Client, error)
 	// Command prepares argv to run in a host, for the real tools that
 	// cross-check wanlab (ping, iperf3).
 	Command(ctx context.Context, host string, argv ...string) *exec.Cmd
@@ -154,7 +154,7 @@ type offline struct{ topo *topology.Topology }
 
 func (b offline) Topology() *topology.Topology { return b.topo }
 
-func (b offline) Dial(ctx context.Context, host string) (*agent.Client, error) {
+func (b offline) Dial(ctx context.Context, host string) (*agentapi.Client, error) {
 	return nil, fmt.Errorf("%s: %w", host, ErrOffline)
 }
 

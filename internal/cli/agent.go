@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/limits"
@@ -148,18 +149,18 @@ func serveNetwork(c *cobra.Command, srv *agent.Server, listen string, test bind.
 		return err
 	}
 	srv.SetPolicy(pol)
-	audit, err := agent.OpenAudit(auditFile)
+	auditLog, err := agent.OpenAudit(auditFile)
 	if err != nil {
 		return err
 	}
-	defer audit.Close()
-	srv.Audit = audit.Write
+	defer auditLog.Close()
+	srv.Audit = auditLog.Write
 	side, err := pki.NewServer(files)
 	if err != nil {
 		return fmt.Errorf("the agent's TLS files: %w", err)
 	}
 	side.Refused = func(remote net.Addr, why string) {
-		audit.Write(agent.AuditEntry{Time: time.Now().UTC(), Remote: remote.String(), Decision: "tls", Reason: why})
+		auditLog.Write(audit.Entry{Time: time.Now().UTC(), Remote: remote.String(), Decision: "tls", Reason: why})
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -186,7 +187,7 @@ func serveNetwork(c *cobra.Command, srv *agent.Server, listen string, test bind.
 			} else {
 				srv.SetPolicy(p)
 			}
-			if err := audit.Reopen(); err != nil {
+			if err := auditLog.Reopen(); err != nil {
 				errs = append(errs, err)
 			}
 			if err := errors.Join(errs...); err != nil {

@@ -30,9 +30,9 @@ farm, and TCP throughput against the Mathis bound. wanlab run prints this at its
 		Example: "  wanlab analyze 3\n  wanlab analyze 3 --json --k 5",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			id, err := strconv.ParseInt(a[0], 10, 64)
-			if err != nil || id <= 0 {
-				return usagef("RUN must be a run number, as wanlab runs lists them")
+			id, err := runNumber(a[0])
+			if err != nil {
+				return err
 			}
 			if opts.EfficientFactor <= 1 {
 				return usagef("--k %g: the efficient-running factor must be more than 1", opts.EfficientFactor)
@@ -96,4 +96,14 @@ func printAnalysis(w io.Writer, rep *analysis.Report, steps bool) {
 		}
 		t.Flush()
 	}
+}
+
+// runNumber reads the argument RUN: a run's number, as wanlab runs lists
+// them.
+func runNumber(arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("RUN must be a run number, as wanlab runs lists them")
+	}
+	return id, nil
 }

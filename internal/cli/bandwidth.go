@@ -60,9 +60,20 @@ func bandwidthRun[T any](c *cobra.Command, v *bandwidthVerb, kind, metric string
 	})
 }
 
-func newCapacityCmd() *cobra.Command {
+// bandwidthCmd makes c a command that runs bandwidthRun with the verb's
+// flags (the arguments after c are bandwidthRun's).
+func bandwidthCmd[T any](c *cobra.Command, kind, metric string, estimate func(ctx context.Context, from, to measure.Endpoint, spec measure.BandwidthSpec) (T, error), figure func(T) float64, print func(io.Writer, T)) *cobra.Command {
 	var v bandwidthVerb
-	c := &cobra.Command{
+	c.Args = args(cobra.NoArgs)
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		return bandwidthRun(cmd, &v, kind, metric, estimate, figure, print)
+	}
+	v.flags(c)
+	return c
+}
+
+func newCapacityCmd() *cobra.Command {
+	return bandwidthCmd(&cobra.Command{
 		Use:   "capacity --testbed NAME|--inventory FILE --from A --to B",
 		Short: "Estimate a path's capacity (its narrowest link's rate) from packet-train dispersion",
 		Long: `Send trains of back-to-back UDP packets from A to B and time their arrival in B's
@@ -76,19 +87,12 @@ delivers packets in bursts). Rates are of the
 IP layer, as link rates are counted. Light on the path: a few hundred packets.`,
 		Example: `  wanlab measure capacity --testbed wan-lan --from wanclient --to server
   wanlab measure capacity --testbed wan-lan --from wanclient --to server --json`,
-		Args: args(cobra.NoArgs),
-		RunE: func(c *cobra.Command, a []string) error {
-			return bandwidthRun(c, &v, "measure capacity", results.BandwidthCapacity, measure.Capacity,
-				func(r *measure.CapacityResult) float64 { return r.CapacityBPS }, printCapacity)
-		},
-	}
-	v.flags(c)
-	return c
+	}, "measure capacity", results.BandwidthCapacity, measure.Capacity,
+		func(r *measure.CapacityResult) float64 { return r.CapacityBPS }, printCapacity)
 }
 
 func newAvailableCmd() *cobra.Command {
-	var v bandwidthVerb
-	c := &cobra.Command{
+	return bandwidthCmd(&cobra.Command{
 		Use:   "available --testbed NAME|--inventory FILE --from A --to B",
 		Short: "Estimate a path's available bandwidth with self-loading periodic streams (pathload's method)",
 		Long: `Measure the path's capacity first (as measure capacity), then send fleets of six
@@ -100,14 +104,8 @@ the estimate (available_bps), the bounds, and every fleet. Its streams briefly l
 path up to the capacity: it measures spare room by using it.`,
 		Example: `  wanlab measure available --testbed wan-lan --from wanclient --to server
   wanlab measure available --testbed wan-lan --from wanclient --to server --json`,
-		Args: args(cobra.NoArgs),
-		RunE: func(c *cobra.Command, a []string) error {
-			return bandwidthRun(c, &v, "measure available", results.BandwidthAvailable, measure.Available,
-				func(r *measure.AvailableResult) float64 { return r.AvailableBPS }, printAvailable)
-		},
-	}
-	v.flags(c)
-	return c
+	}, "measure available", results.BandwidthAvailable, measure.Available,
+		func(r *measure.AvailableResult) float64 { return r.AvailableBPS }, printAvailable)
 }
 
 func printCapacity(w io.Writer, r *measure.CapacityResult) {

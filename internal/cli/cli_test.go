@@ -179,7 +179,7 @@ func TestControlCharactersAreShown(t *testing.T) {
 // TestImportedEscapesAreNotPrinted imports an iperf3 file whose host names
 // hold terminal escapes, and reads it back through every printing verb.
 func TestImportedEscapesAreNotPrinted(t *testing.T) {
-	data, err := os.ReadFile("../measure/testdata/iperf3-tcp.json")
+	data, err := os.ReadFile("../workload/throughput/testdata/iperf3-tcp.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/cost"
-	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -65,8 +65,8 @@ The answer comes from GET /api/v1/cost and POST /api/v1/rank (docs/openapi.yaml)
 				printPredictions(out, []cost.Prediction{p}, nil)
 				return nil
 			}
-			body, _ := json.Marshal(monitor.RankRequest{Dst: a[1], Bytes: int64(size), Sources: srcs, Mode: mode})
-			var ans monitor.RankAnswer
+			body, _ := json.Marshal(web.RankRequest{Dst: a[1], Bytes: int64(size), Sources: srcs, Mode: mode})
+			var ans web.RankAnswer
 			if err := callAPI(ctx, "POST", base.JoinPath("/api/v1/rank").String(), body, &ans); err != nil {
 				return err
 			}

@@ -11,6 +11,8 @@ import (
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/impact"
+	"github.com/wanlab/wanlab/internal/workload/probe"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
@@ -35,7 +37,7 @@ test of a bulk transfer.`,
   wanlab measure impact --testbed t --from c1 --to server --load-from c2 --load-to server --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
-			spec := measure.ImpactSpec{Phase: phase, Interval: interval, Size: 64,
+			spec := impact.Spec{Phase: phase, Interval: interval, Size: 64,
 				Load: throughput.Spec{Protocol: throughput.TCP, Streams: streams, Duration: loadDur, Congestion: congestion, Interval: time.Second}}
 			if window != "" {
 				w, err := units.ParseSize(window)
@@ -65,7 +67,7 @@ test of a bulk transfer.`,
 				return err
 			}
 			defer measure.CloseAll(eps)
-			res, err := measure.Impact(ctx, eps[pair.from], eps[pair.to], eps[load.from], eps[load.to], spec)
+			res, err := impact.Measure(ctx, eps[pair.from], eps[pair.to], eps[load.from], eps[load.to], spec)
 			return report(c.OutOrStdout(), asJSON, res, printImpact, err)
 		},
 	}
@@ -83,12 +85,12 @@ test of a bulk transfer.`,
 	return c
 }
 
-func printImpact(w io.Writer, r *measure.ImpactResult) {
+func printImpact(w io.Writer, r *impact.Result) {
 	t := table(w)
 	fmt.Fprintln(t, "PHASE\tPROBES\tRTT min/avg/max ms\tp50\tp99\tLOSS")
 	for _, p := range []struct {
 		name string
-		r    *measure.ProbeResult
+		r    *probe.Summary
 	}{{"before", r.Before}, {"during load", r.During}, {"after", r.After}} {
 		if p.r == nil {
 			fmt.Fprintf(t, "%s\t-\t-\t-\t-\t-\n", p.name)

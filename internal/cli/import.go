@@ -9,7 +9,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
-	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 func newImportCmd() *cobra.Command {
@@ -39,7 +39,7 @@ It prints the new run's number.`,
 			if err != nil {
 				return fmt.Errorf("reading %s: %w", a[0], err)
 			}
-			r, start, err := measure.FromIperf3(data)
+			r, start, err := throughput.FromIperf3(data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", a[0], err)
 			}
@@ -66,7 +66,7 @@ It prints the new run's number.`,
 }
 
 // storeImport stores an imported test as a run of one step.
-func storeImport(ar *archive.Archive, file string, r *measure.ThroughputResult, start time.Time) (int64, error) {
+func storeImport(ar *archive.Archive, file string, r *throughput.Result, start time.Time) (int64, error) {
 	params := analysis.ImportParams{File: file, From: r.Start.From, To: r.Start.To, Protocol: r.Start.Protocol, Streams: r.Start.Streams}
 	id, err := ar.StartRun(archive.NewRun{Kind: analysis.ImportIperf3, Name: r.Start.From + "->" + r.Start.To, Version: Version, Params: params})
 	if err != nil {

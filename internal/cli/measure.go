@@ -14,6 +14,7 @@ import (
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/measure/endpoints"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
@@ -125,7 +126,7 @@ func connect(ctx context.Context, w hosts, names ...string) (context.Context, ma
 			uniq = append(uniq, h)
 		}
 	}
-	eps, err := measure.Connect(ctx, bed, uniq...)
+	eps, err := endpoints.Dial(ctx, bed, uniq...)
 	if errors.Is(err, measure.ErrNoHost) {
 		return ctx, nil, usageError{err}
 	}
@@ -195,7 +196,7 @@ measured, marked partial, and exits 1.`,
 				if reverse {
 					from, to = to, from
 				}
-				results, errs := measure.Throughputs(ctx, from, to, spec, bidir, func(from, to string) (measure.Recorder, error) {
+				results, errs := throughput.MeasureBoth(ctx, from, to, spec, bidir, func(from, to string) (throughput.Recorder, error) {
 					return startRecord(db, "measure throughput", from+"->"+to, pair.testbed, spec)
 				})
 				if asJSON {
@@ -237,7 +238,7 @@ measured, marked partial, and exits 1.`,
 	return c
 }
 
-func printThroughput(w io.Writer, r *measure.ThroughputResult) {
+func printThroughput(w io.Writer, r *throughput.Result) {
 	s := r.Start
 	what := fmt.Sprintf("%d %s stream", s.Streams, strings.ToUpper(s.Protocol))
 	if s.Streams > 1 {

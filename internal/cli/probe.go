@@ -44,7 +44,7 @@ and the output says which.`,
 				if err != nil {
 					return err
 				}
-				res, err := measure.Probe(ctx, from, to, spec)
+				res, err := probe.Measure(ctx, from, to, spec)
 				var samples []archive.Sample
 				var kept any
 				if res != nil {
@@ -73,7 +73,7 @@ and the output says which.`,
 	return c
 }
 
-func printProbe(w io.Writer, r *measure.ProbeResult) {
+func printProbe(w io.Writer, r *probe.Summary) {
 	fmt.Fprintf(w, "%s -> %s: %d probes of %d bytes, %s ms apart\n", r.From, r.To, r.Count, r.Size, trim(r.Interval))
 	s := r.RTTms
 	t := table(w)
@@ -120,7 +120,7 @@ emulated test-bed links join hosts directly, so B is the first hop.`,
 				return usagef("--wait %s: give 100ms to 5s", wait)
 			}
 			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
-				res, err := measure.Trace(ctx, from, to, maxHops, wait)
+				res, err := probe.MeasureTrace(ctx, from, to, maxHops, wait)
 				if res == nil {
 					return err
 				}
@@ -136,7 +136,7 @@ emulated test-bed links join hosts directly, so B is the first hop.`,
 	return c
 }
 
-func printTrace(w io.Writer, r *measure.TraceResult) {
+func printTrace(w io.Writer, r *probe.TraceResult) {
 	fmt.Fprintf(w, "%s -> %s:\n", r.From, r.To)
 	t := table(w)
 	for _, h := range r.Hops {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -28,9 +27,9 @@ test-bed and scenario as configured. The file is DIR/wanlab-run-RUN.html.`,
 		Example: "  wanlab report 3\n  wanlab report 3 --out reports/",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			id, err := strconv.ParseInt(a[0], 10, 64)
-			if err != nil || id <= 0 {
-				return usagef("RUN must be a run number, as wanlab runs lists them")
+			id, err := runNumber(a[0])
+			if err != nil {
+				return err
 			}
 			ar, err := openExisting(db)
 			if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/kinds"
 )
 
 func newRunCmd() *cobra.Command {
@@ -302,7 +303,8 @@ func printRun(w io.Writer, res *controller.Result) {
 		fmt.Fprintf(w, "\n%s (%s)\n", name, kind)
 		t := table(w)
 		head := "STEP\tSTATUS"
-		for _, col := range results.Columns[kind] {
+		cols := kinds.TraitsOf(kind).Columns
+		for _, col := range cols {
 			head += "\t" + col.Head
 			quotaCPU = quotaCPU || col.Shows(results.CPUQuotaPct)
 		}
@@ -315,7 +317,7 @@ func printRun(w io.Writer, res *controller.Result) {
 				limited = true
 			}
 			row := label + "\t" + s.Status
-			for _, col := range results.Columns[kind] {
+			for _, col := range cols {
 				cell := "-"
 				if v, ok := col.Value(s.Metrics); ok {
 					cell = fmt.Sprintf(col.Format, v)

@@ -20,6 +20,7 @@ import (
 	"github.com/wanlab/wanlab/internal/dashboard"
 	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/topology"
@@ -218,12 +219,16 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *core.Config, httpAddr
 	defer store.Close()
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	svc, err := monitor.New(cfg, monitor.Options{Bed: bed, Store: store, Logf: logf, Webhook: monitor.NewWebhook(ctx, cfg.Webhook, logf), Seed: uint64(time.Now().UnixNano()),
-		Hosts: monitor.ListenerNames(ctx, httpAddr)})
+	svc, err := monitor.New(cfg, monitor.Options{Bed: bed, Store: store, Logf: logf, Webhook: monitor.NewWebhook(ctx, cfg.Webhook, logf), Seed: uint64(time.Now().UnixNano())})
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: dashboard.Handler(svc), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	api, err := web.New(svc, web.ListenerNames(ctx, httpAddr))
+	if err != nil {
+		return err
+	}
+	go api.Run(ctx)
+	srv := &http.Server{Handler: dashboard.Handler(svc, api), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 	hangupReloads.Store(true)
@@ -234,7 +239,7 @@ func serve(ctx context.Context, logTo, out io.Writer, cfg *core.Config, httpAddr
 		for range hup {
 			next, err := monitor.LoadNamed(cfg.Source)
 			if err == nil {
-				err = svc.Reload(ctx, next)
+				err = svc.Reload(ctx, next, api.Reload)
 			}
 			if err != nil {
 				logf("SIGHUP: %v (the running configuration stays)", err)

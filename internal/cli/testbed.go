@@ -32,7 +32,10 @@ func newValidateCmd() *cobra.Command {
 		Long: `Parse and check a scenario without building anything: the test-bed (that this machine
 can hold it) and every step of every workload, against the limits of an agent started
 with its defaults (duration, bytes, streams, rate, connections). Every problem is
-reported with its file:line, and exits 2. NAME is a built-in scenario (wanlab scenarios).`,
+reported with its file:line, and exits 2. NAME is a built-in scenario (wanlab scenarios).
+With routers, it also lists each router (address, the directions out of it), how many
+paths cross each direction, each path's nodes and bottleneck direction, and the pairs
+of hosts that no path joins (a note: they are valid, exit 0).`,
 		Example: `  wanlab testbed validate examples/wan-lan.yaml
   wanlab testbed validate --json examples/wan-lan.yaml
   wanlab testbed validate objectivity-demo`,
@@ -47,8 +50,11 @@ reported with its file:line, and exits 2. NAME is a built-in scenario (wanlab sc
 			if asJSON {
 				return writeJSON(c.OutOrStdout(), view)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: test-bed %q is valid: %s, %s, %s\n\n", a[0], tb.Name,
-				count(len(tb.Hosts), "host"), count(len(tb.Sites), "site"), count(len(tb.Links), "link"))
+			counts := count(len(tb.Hosts), "host") + ", " + count(len(tb.Sites), "site") + ", " + count(len(tb.Links), "link")
+			if len(tb.Routers) > 0 {
+				counts += ", " + count(len(tb.Routers), "router") + " (routing by " + p.topo.Routing + ")"
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: test-bed %q is valid: %s\n\n", a[0], tb.Name, counts)
 			printPlan(c.OutOrStdout(), view)
 			return nil
 		},

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/tokens"
 )
 
 func newTokenCmd() *cobra.Command {
@@ -25,12 +25,12 @@ audited under NAME (GET /api/v1/audit). wanlab serve reads the file again on SIG
 			if file == "" {
 				return usagef("give --file FILE, the tokens file of wanlab serve's access: tokens:")
 			}
-			token, line, err := monitor.NewToken(a[0])
+			token, line, err := tokens.New(a[0])
 			if err != nil {
 				return usageError{err}
 			}
 			if _, err := os.Stat(file); err == nil {
-				if _, err := monitor.LoadTokens(file); err != nil {
+				if _, err := tokens.Load(file); err != nil {
 					return fmt.Errorf("not adding to a broken tokens file: %w", err)
 				}
 			}

@@ -39,7 +39,7 @@ that the check catches it.`,
   wanlab measure transfer --testbed wan-lan --from lanclient --to server --size 50MB --compress --roundtrip --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
-			spec := measure.TransferSpec{Spec: transfer.Spec{Streams: streams, Compress: compress, Serial: serial}, File: file, Roundtrip: roundtrip, CorruptAt: corruptAt}
+			spec := transfer.Options{Spec: transfer.Spec{Streams: streams, Compress: compress, Serial: serial}, File: file, Roundtrip: roundtrip, CorruptAt: corruptAt}
 			if (file == "") == (size == "") {
 				return usagef("give --file or --size")
 			}
@@ -77,7 +77,7 @@ that the check catches it.`,
 				}
 				prog := newProgress(c.ErrOrStderr(), legs, "transfer")
 				spec.OnLeg = func(from, to string) { prog.step(from + " -> " + to) }
-				res, err := measure.Transfer(ctx, from, to, spec)
+				res, err := transfer.Measure(ctx, from, to, spec)
 				prog.done()
 				return report(c.OutOrStdout(), asJSON, res, printTransfer, err)
 			})
@@ -97,8 +97,8 @@ that the check catches it.`,
 	return c
 }
 
-func printTransfer(w io.Writer, r *measure.TransferResult) {
-	for _, l := range []*measure.TransferLeg{r.There, r.Back} {
+func printTransfer(w io.Writer, r *transfer.Summary) {
+	for _, l := range []*transfer.Leg{r.There, r.Back} {
 		if l == nil || l.Seconds == 0 {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/measure/tune"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
@@ -36,7 +37,7 @@ transfer would take.`,
   wanlab measure tune --testbed t --from a --to b --streams 1,2,4,8,16 --windows 64KiB,256KiB,1MiB,auto --size 800MB`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
-			spec := measure.TuneSpec{Duration: duration, Congestion: cc}
+			spec := tune.Spec{Duration: duration, Congestion: cc}
 			for _, f := range strings.Split(streamsList, ",") {
 				n, err := strconv.Atoi(strings.TrimSpace(f))
 				if err != nil {
@@ -72,9 +73,9 @@ transfer would take.`,
 			}
 			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
 				prog := newProgress(c.ErrOrStderr(), len(spec.Streams)*len(spec.Windows), "tuning")
-				res, err := measure.Tune(ctx, from, to, spec, prog.step)
+				res, err := tune.Measure(ctx, from, to, spec, prog.step)
 				prog.done()
-				return report(c.OutOrStdout(), asJSON, res, func(w io.Writer, r *measure.TuneResult) { printTune(w, r, spec) }, err)
+				return report(c.OutOrStdout(), asJSON, res, func(w io.Writer, r *tune.Result) { printTune(w, r, spec) }, err)
 			})
 		},
 	}
@@ -96,7 +97,7 @@ func windowText(w int) string {
 	return units.Size(w).String()
 }
 
-func printTune(w io.Writer, r *measure.TuneResult, spec measure.TuneSpec) {
+func printTune(w io.Writer, r *tune.Result, spec tune.Spec) {
 	fmt.Fprintf(w, "%s -> %s: round trip %s ms\n\n", r.From, r.To, trim(r.RTTms))
 	t := table(w)
 	head := "WINDOW \\ STREAMS"

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/dashboard"
-	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 )
 
 // defaultUI is wanlab ui's listener unless told otherwise: loopback only,
@@ -44,7 +44,7 @@ The archive is opened read-only; nothing is measured. Ctrl-C stops.`,
 				return fmt.Errorf("--http %s: %w", httpAddr, err)
 			}
 			logf := log.New(c.ErrOrStderr(), "wanlab ui: ", log.LstdFlags).Printf
-			names := monitor.ListenerNames(c.Context(), httpAddr)
+			names := web.ListenerNames(c.Context(), httpAddr)
 			srv := &http.Server{Handler: dashboard.Lab(ar, Version, names, logf), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 			go srv.Serve(ln)
 			defer srv.Close()

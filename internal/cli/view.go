@@ -19,10 +19,15 @@ import (
 // The JSON views below are documented in docs/cli-json.md; keep them in step.
 
 type planView struct {
-	Name  string          `json:"name"`
-	Hosts []hostView      `json:"hosts"`
-	Links []dirView       `json:"links"`
-	Paths []topology.Path `json:"paths"`
+	Name    string            `json:"name"`
+	Hosts   []hostView        `json:"hosts"`
+	Routers []topology.Router `json:"routers,omitempty"`
+	// Routing is how pairs are routed over the routers ("delay", "hops").
+	Routing string          `json:"routing,omitempty"`
+	Links   []dirView       `json:"links"`
+	Paths   []topology.Path `json:"paths"`
+	// Unreachable are the ordered pairs of hosts with no path.
+	Unreachable []topology.Unreachable `json:"unreachable,omitempty"`
 }
 
 type hostView struct {
@@ -40,7 +45,12 @@ type hostView struct {
 }
 
 type dirView struct {
-	Name         string  `json:"name"`
+	Name string `json:"name"`
+	// From and To are the nodes it joins (a host, a router, "site x",
+	// "core"); Entry the address of the router that forwards into it.
+	From         string  `json:"from,omitempty"`
+	To           string  `json:"to,omitempty"`
+	Entry        string  `json:"entry,omitempty"`
 	RateBPS      float64 `json:"rate_bps"` // 0: unlimited
 	DelayMS      float64 `json:"delay_ms"`
 	JitterMS     float64 `json:"jitter_ms"`
@@ -56,6 +66,8 @@ type dirView struct {
 	Hops      []string `json:"hops,omitempty"`  // NAME@ADDR or ADDR
 	Cross     string   `json:"cross,omitempty"` // e.g. "6Mbit poisson"
 	Trace     []string `json:"trace,omitempty"` // the files it follows
+	// Paths are the paths that cross it ("a -> b"), in path order.
+	Paths []string `json:"paths,omitempty"`
 	// Counters are live, in status only.
 	Counters *linkemu.DirSnapshot `json:"counters,omitempty"`
 }
@@ -117,7 +129,8 @@ type engineView struct {
 func newDirView(d topology.Direction) dirView {
 	c := d.Config
 	v := dirView{
-		Name: d.Name, RateBPS: float64(c.Rate), MTU: c.MTU, Reorder: c.Reorder,
+		Name: d.Name, From: d.From, To: d.To, Entry: d.Entry, Paths: d.Paths,
+		RateBPS: float64(c.Rate), MTU: c.MTU, Reorder: c.Reorder,
 		DelayMS: ms(c.Delay), JitterMS: ms(c.Jitter),
 		LossPercent: c.Loss.Mean() * 100, LossModel: "none",
 		QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
@@ -174,15 +187,17 @@ func (d dirView) also() string {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func newPlanView(t *topology.Topology) planView {
-	return buildPlanView(t.Name, testbed.Hosts(t), t.Dirs, t.Paths)
+	return buildPlanView(testbed.Hosts(t), t)
 }
 
+// planViewOf is the view of a running test-bed: its paths are those in
+// force (a reroute moves them).
 func planViewOf(st *testbed.State) planView {
-	return buildPlanView(st.Name, st.Hosts, st.Dirs, st.Paths)
+	return buildPlanView(st.Hosts, st.Topology())
 }
 
-func buildPlanView(name string, hosts []testbed.Host, dirs []topology.Direction, paths []topology.Path) planView {
-	v := planView{Name: name, Paths: paths, Hosts: []hostView{}, Links: []dirView{}}
+func buildPlanView(hosts []testbed.Host, t *topology.Topology) planView {
+	v := planView{Name: t.Name, Routers: t.Routers, Routing: t.Routing, Paths: t.Paths, Unreachable: t.Unreachable, Hosts: []hostView{}, Links: []dirView{}}
 	if v.Paths == nil {
 		v.Paths = []topology.Path{}
 	}
@@ -190,7 +205,7 @@ func buildPlanView(name string, hosts []testbed.Host, dirs []topology.Direction,
 		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU,
 			DiskReadBps: h.DiskReadBps, DiskWriteBps: h.DiskWriteBps, DataDir: h.DataDir})
 	}
-	for _, d := range dirs {
+	for _, d := range t.Dirs {
 		v.Links = append(v.Links, newDirView(d))
 	}
 	return v
@@ -315,8 +330,24 @@ func orDash(s string) string {
 // ordered pair of hosts.
 const maxPathsShown = 200
 
-// printPlan prints hosts, link directions (with counters if present) and paths.
+// maxListed bounds the names a cell or a line of the text views lists
+// (a router's links, the unreachable pairs); --json lists them all.
+const maxListed = 12
+
+// listText joins names, at most maxListed of them and then "and N more".
+func listText(names []string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:maxListed], ", ") + fmt.Sprintf(", and %d more", len(names)-maxListed)
+}
+
+// printPlan prints hosts, routers, link directions (with counters if
+// present), paths and the pairs with none. A test-bed without routers
+// prints as it did before routers: no router table, no PATHS column,
+// VIA rather than NODES.
 func printPlan(w io.Writer, v planView) {
+	routed := len(v.Routers) > 0
 	if len(v.Hosts) > 0 {
 		t := table(w)
 		fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tDISK R/W\tSITE\tMTU\tNETNS")
@@ -325,14 +356,23 @@ func printPlan(w io.Writer, v planView) {
 		}
 		t.Flush()
 	}
-	if len(v.Links) > 0 {
+	if routed {
 		if len(v.Hosts) > 0 {
+			fmt.Fprintln(w)
+		}
+		printRouters(w, v)
+	}
+	if len(v.Links) > 0 {
+		if len(v.Hosts) > 0 || routed {
 			fmt.Fprintln(w)
 		}
 		t := table(w)
 		counters := len(v.Links) > 0 && v.Links[0].Counters != nil
 		also := slices.ContainsFunc(v.Links, func(d dirView) bool { return d.also() != "" })
 		head := "LINK DIRECTION\tRATE\tDELAY\tJITTER\tLOSS\tQUEUE\tMTU"
+		if routed {
+			head += "\tPATHS"
+		}
 		if counters {
 			head += "\tPACKETS\tBYTES\tQUEUE DROPS\tLOSS DROPS"
 		}
@@ -342,6 +382,9 @@ func printPlan(w io.Writer, v planView) {
 		fmt.Fprintln(t, head)
 		for _, d := range v.Links {
 			fmt.Fprintf(t, "%s\t%s\t%sms\t%sms\t%s\t%s\t%d", d.Name, rateText(d.RateBPS), trim(d.DelayMS), trim(d.JitterMS), lossText(d), queueText(d), d.MTU)
+			if routed {
+				fmt.Fprintf(t, "\t%d", len(d.Paths))
+			}
 			if c := d.Counters; c != nil {
 				fmt.Fprintf(t, "\t%d\t%s\t%d\t%d", c.Packets, units.Size(c.Bytes), c.QueueDrops, c.LossDrops)
 			}
@@ -354,22 +397,78 @@ func printPlan(w io.Writer, v planView) {
 	}
 	if len(v.Paths) > 0 {
 		fmt.Fprintln(w)
-		t := table(w)
-		fmt.Fprintln(t, "PATH\tBOTTLENECK\tBASE RTT\tMTU\tVIA")
-		for i, p := range v.Paths {
-			if i == maxPathsShown {
-				t.Flush()
-				fmt.Fprintf(w, "... and %d more paths (--json lists them all)\n", len(v.Paths)-i)
-				break
-			}
-			via := strings.Join(p.Via, ", ")
-			if via == "" {
-				via = "(direct)"
-			}
-			fmt.Fprintf(t, "%s -> %s\t%s\t%sms\t%d\t%s\n", p.From, p.To, rateText(p.Bottleneck), trim(p.BaseRTTms), p.MTU, via)
-		}
-		t.Flush()
+		printPaths(w, v.Paths, routed)
 	}
+	// Without routers, pairs of hosts that share no link or site have
+	// never been listed (--json lists them).
+	if routed {
+		if len(v.Hosts)+len(v.Links)+len(v.Paths) > 0 {
+			fmt.Fprintln(w)
+		}
+		printUnreachable(w, v.Unreachable)
+	}
+}
+
+// printRouters prints the router table: each router's address and the
+// directions out of it.
+func printRouters(w io.Writer, v planView) {
+	t := table(w)
+	fmt.Fprintln(t, "ROUTER\tADDRESS\tLINKS")
+	for _, r := range v.Routers {
+		fmt.Fprintf(t, "%s\t%s\t%s\n", r.Name, r.Addr, orDash(listText(r.Links)))
+	}
+	t.Flush()
+}
+
+// printPaths prints the path table: with routers, each path's bottleneck
+// direction and its nodes (and "(explicit)" for a route the scenario
+// gives); without, its directions as before routers.
+func printPaths(w io.Writer, paths []topology.Path, routed bool) {
+	t := table(w)
+	last := "VIA"
+	if routed {
+		last = "NODES"
+	}
+	fmt.Fprintln(t, "PATH\tBOTTLENECK\tBASE RTT\tMTU\t"+last)
+	for i, p := range paths {
+		if i == maxPathsShown {
+			t.Flush()
+			fmt.Fprintf(w, "... and %d more paths (--json lists them all)\n", len(paths)-i)
+			break
+		}
+		bottleneck := rateText(p.Bottleneck)
+		var route string
+		if routed {
+			if p.BottleneckDir != "" {
+				bottleneck += " (" + p.BottleneckDir + ")"
+			}
+			route = strings.Join(p.Nodes, ", ")
+			if p.Route == topology.RouteExplicit {
+				route += " (explicit)"
+			}
+		} else if route = strings.Join(p.Via, ", "); route == "" {
+			route = "(direct)"
+		}
+		fmt.Fprintf(t, "%s -> %s\t%s\t%sms\t%d\t%s\n", p.From, p.To, bottleneck, trim(p.BaseRTTms), p.MTU, route)
+	}
+	t.Flush()
+}
+
+// printUnreachable says which ordered pairs of hosts have no path.
+func printUnreachable(w io.Writer, pairs []topology.Unreachable) {
+	if len(pairs) == 0 {
+		fmt.Fprintln(w, "unreachable: none")
+		return
+	}
+	names := make([]string, 0, min(len(pairs), maxListed+1))
+	for _, u := range pairs[:min(len(pairs), maxListed)] {
+		names = append(names, u.From+" -> "+u.To)
+	}
+	text := strings.Join(names, ", ")
+	if len(pairs) > maxListed {
+		text += fmt.Sprintf(", and %d more", len(pairs)-maxListed)
+	}
+	fmt.Fprintf(w, "unreachable: %s (no path: these hosts cannot reach each other)\n", text)
 }
 
 func trim(f float64) string {

@@ -15,6 +15,9 @@ import (
 // bed's hosts, whatever the backend.
 var _ kind.Env = (*stepEnv)(nil)
 
+// It reaches the hosts' agents, which the measure kinds' drivers use.
+var _ measure.Agents = (*stepEnv)(nil)
+
 // The data directories of a bed's hosts are a kind's Files.
 var _ kind.Files = backend.HostFiles(nil)
 
@@ -53,6 +56,13 @@ func (e *stepEnv) Seed() uint64       { return e.seed }
 func (e *stepEnv) ID() string         { return e.id }
 func (e *stepEnv) Token() token.Token { return e.token }
 
+// Endpoint is a host's agent, for the measure kinds' drivers
+// (measure.Agents).
+func (e *stepEnv) Endpoint(host string) (measure.Endpoint, bool) {
+	ep, ok := e.hosts[host]
+	return ep, ok
+}
+
 // Start starts one of a kind's roles on a host's agent.
 func (e *stepEnv) Start(ctx context.Context, host, id, role string, spec kind.RoleSpec, listens bool) (kind.Started, error) {
 	r, err := measure.StartRole(ctx, e.hosts[host], id, role, spec, listens)
@@ -60,4 +70,33 @@ func (e *stepEnv) Start(ctx context.Context, host, id, role string, spec kind.Ro
 		return nil, err
 	}
 	return r, nil
+}
+
+// Bottleneck is the rate from's traffic to host to can get, in bit/s: the
+// lower direction of to's site access link (which to's traffic shares with
+// its site's other hosts), or without a site the bottleneck of the path
+// to it; 0 when nothing limits it.
+func (e *stepEnv) Bottleneck(from, to string) float64 {
+	peer, _ := e.topo.Host(to)
+	if peer.Site != "" {
+		up, _ := e.topo.Direction("site " + peer.Site + " up")
+		down, _ := e.topo.Direction("site " + peer.Site + " down")
+		return lowerRate(float64(up.Config.Rate), float64(down.Config.Rate))
+	}
+	if path, ok := e.topo.Path(from, to); ok {
+		return path.Bottleneck
+	}
+	return 0
+}
+
+// lowerRate is the lower of two rates where 0 means unlimited (0 when both
+// are).
+func lowerRate(a, b float64) float64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
 }

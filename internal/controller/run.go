@@ -20,6 +20,7 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/measure"
+	"github.com/wanlab/wanlab/internal/measure/endpoints"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 )
@@ -237,7 +238,7 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 	for _, h := range bed.Topology().Hosts {
 		names = append(names, h.Name)
 	}
-	hosts, err := measure.Connect(ctx, bed, names...)
+	hosts, err := endpoints.Dial(ctx, bed, names...)
 	if err != nil {
 		return err
 	}

@@ -11,28 +11,13 @@ import (
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/workload/command"
-	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
 )
-
-func TestJobSpan(t *testing.T) {
-	t0 := time.Unix(1_800_000_000, 0)
-	jobs := []job.Record{
-		{Start: t0, End: t0.Add(60 * time.Second), Status: job.OK},
-		{Start: t0.Add(time.Second), End: t0.Add(121 * time.Second), Status: job.OK},
-		{Start: t0.Add(3 * time.Second), End: t0.Add(4 * time.Second), Status: job.OK},
-	}
-	if got := jobSpan(jobs); got != 121 {
-		t.Errorf("span %v, want 121", got)
-	}
-	if got := jobSpan(nil); got != 0 {
-		t.Errorf("span of no jobs %v", got)
-	}
-}
 
 func TestRoleCPU(t *testing.T) {
 	m := results.Metrics{"cpu_pct.s": 50, "cpu_quota_pct.s": 100, "cpu_pct.c1": 20, "cpu_pct.c2": 40}
-	e := &scenario.EventDB{Server: "s", Clients: []string{"c1", "c2"}}
-	roleCPU(m, scenario.Step{EventDB: e, Spec: e}, nil)
+	e := &eventdb.Spec{Server: "s", Clients: []string{"c1", "c2"}}
+	roleCPU(m, scenario.Step{Spec: e}, nil)
 	if m["server_cpu_pct"] != 50 || m["server_cpu_quota_pct"] != 100 || m["client_cpu_pct"] != 30 {
 		t.Errorf("%v", m)
 	}
@@ -41,10 +26,40 @@ func TestRoleCPU(t *testing.T) {
 	}
 }
 
-func TestMinRate(t *testing.T) {
-	for _, tc := range []struct{ a, b, want float64 }{{0, 0, 10e9}, {0, 5, 5}, {8, 0, 8}, {8, 5, 5}} {
-		if got := minRate(tc.a, tc.b); got != tc.want {
-			t.Errorf("minRate(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+// TestBottleneck: a host in a site is reached at its access link's lower
+// direction (0 when unlimited), another at its path's bottleneck.
+func TestBottleneck(t *testing.T) {
+	f, err := scenario.Parse("b.yaml", []byte(`name: b
+sites:
+  s: {rate: 100Mbit, delay: 1ms, up: {rate: 20Mbit}}
+  free: {delay: 1ms}
+hosts:
+  a: {site: s}
+  b: {site: free}
+  c: {}
+  d: {}
+links:
+  - {between: [c, d], rate: 30Mbit}
+`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.New(f.Testbed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &stepEnv{topo: topo}
+	for _, tc := range []struct {
+		from, to string
+		want     float64
+	}{{"b", "a", 20e6}, {"a", "b", 0}, {"c", "d", 30e6}, {"d", "nowhere", 0}} {
+		if got := env.Bottleneck(tc.from, tc.to); got != tc.want {
+			t.Errorf("Bottleneck(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ a, b, want float64 }{{0, 0, 0}, {0, 5, 5}, {8, 0, 8}, {8, 5, 5}} {
+		if got := lowerRate(tc.a, tc.b); got != tc.want {
+			t.Errorf("lowerRate(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
 }
@@ -96,9 +111,9 @@ func TestDiskRatesUnderACap(t *testing.T) {
 	}
 }
 
-// TestExecStepDispatch: a step runs through the registry (command), or the
-// legacy table of the kinds not yet in it, and a step that fits neither
-// says so.
+// TestExecStepDispatch: a step runs through the registry, its kind's
+// driver refuses another kind's spec, and a step of no kind, or with no
+// workload, says so.
 func TestExecStepDispatch(t *testing.T) {
 	env := &stepEnv{bed: topoBed{}, expected: &counter{}, finished: &counter{}, failed: &counter{}}
 	cmd := &command.Spec{Clients: []command.Program{{Host: "c", Run: []string{"true"}}}, Timeout: time.Second}
@@ -108,7 +123,8 @@ func TestExecStepDispatch(t *testing.T) {
 		want string
 	}{
 		{results.Command, scenario.Step{Spec: cmd}, "a command workload runs in emulated hosts"},
-		{results.EventDB, scenario.Step{Spec: cmd}, "a step with a *command.Spec spec where a *scenario.EventDB belongs"},
+		{results.EventDB, scenario.Step{Spec: cmd}, "an eventdb step with a *command.Spec spec"},
+		{results.Throughput, scenario.Step{Spec: cmd}, "a throughput step with a *command.Spec spec"},
 		{results.Probe, scenario.Step{}, "a step with no workload"},
 		{"toy", scenario.Step{Spec: cmd}, `no driver for workload kind "toy"`},
 	} {

@@ -7,21 +7,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
 )
 
 // topoBed is a bed that has a topology and nothing else.
 type topoBed struct{ topo *topology.Topology }
 
-func (b topoBed) Topology() *topology.Topology                         { return b.topo }
-func (b topoBed) Dial(context.Context, string) (*agent.Client, error)  { return nil, nil }
-func (b topoBed) Command(context.Context, string, ...string) *exec.Cmd { return nil }
-func (b topoBed) Counters() (backend.Counters, error)                  { return backend.Counters{}, nil }
-func (b topoBed) Close() error                                         { return nil }
+func (b topoBed) Topology() *topology.Topology                           { return b.topo }
+func (b topoBed) Dial(context.Context, string) (*agentapi.Client, error) { return nil, nil }
+func (b topoBed) Command(context.Context, string, ...string) *exec.Cmd   { return nil }
+func (b topoBed) Counters() (backend.Counters, error)                    { return backend.Counters{}, nil }
+func (b topoBed) Close() error                                           { return nil }
 
 func quotaBed(t *testing.T) topoBed {
 	t.Helper()
@@ -43,8 +44,8 @@ func quotaBed(t *testing.T) topoBed {
 // figures with it, so that no column shows one core's share in its place),
 // and over, what the cut periods explain is no more than full.
 func TestQuotaFigures(t *testing.T) {
-	e := &scenario.EventDB{Server: "s", Clients: []string{"c"}}
-	step := scenario.Step{EventDB: e, Spec: e}
+	e := &eventdb.Spec{Server: "s", Clients: []string{"c"}}
+	step := scenario.Step{Spec: e}
 	for _, tc := range []struct {
 		name      string
 		seconds   float64

@@ -15,7 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
@@ -407,7 +407,7 @@ func waitForAgents(ctx context.Context, hosts map[string]measure.Endpoint) error
 	defer cancel()
 	var errs []error
 	for _, h := range hosts {
-		if _, err := h.Agent.Hello(ctx, &agentpb.HelloRequest{ApiVersion: agent.APIVersion}, grpc.WaitForReady(true)); err != nil {
+		if _, err := h.Agent.Hello(ctx, &agentpb.HelloRequest{ApiVersion: agentapi.APIVersion}, grpc.WaitForReady(true)); err != nil {
 			errs = append(errs, fmt.Errorf("the agent on %s did not answer within %v: %w", h.Host, agentWait, err))
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/workload/job"
-	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/kinds"
 )
 
@@ -59,22 +58,7 @@ func (c *counter) get() int {
 	return c.n
 }
 
-// collect gathers the jobs roles report, counting them for the progress bar.
-type collect struct {
-	env  *stepEnv
-	mu   sync.Mutex
-	jobs []job.Record
-}
-
-func (c *collect) add(r job.Record) {
-	c.mu.Lock()
-	c.jobs = append(c.jobs, r)
-	c.mu.Unlock()
-	c.env.Done(r)
-}
-
-// execStep runs one step of a workload of kind k: through the registry,
-// or the legacy table of the kinds not yet in it.
+// execStep runs one step of a workload of kind k, through the registry.
 func execStep(ctx context.Context, env *stepEnv, k results.Kind, s scenario.Step) (*outcome, error) {
 	ctx = measure.AsTest(ctx) // the step's calls are one test to the agents
 	if s.Spec == nil {
@@ -85,61 +69,7 @@ func execStep(ctx context.Context, env *stepEnv, k results.Kind, s scenario.Step
 		if o == nil {
 			return nil, err
 		}
-		return &outcome{metrics: o.Metrics, jobs: o.Jobs, events: o.Events, notes: o.Notes}, err
-	}
-	if run, ok := legacyRuns[k]; ok {
-		return run(ctx, env, s.Spec)
+		return &outcome{metrics: o.Metrics, jobs: o.Jobs, samples: o.Samples, events: o.Events, notes: o.Notes}, err
 	}
 	return nil, fmt.Errorf("no driver for workload kind %q", k)
-}
-
-// legacyRun runs one step of a kind not yet in the registry.
-type legacyRun func(ctx context.Context, env *stepEnv, s kind.Spec) (*outcome, error)
-
-// legacyRuns are the kinds still run here (issue 32): each moves to a
-// package of its own, registered in internal/workload/kinds, and leaves
-// this table.
-var legacyRuns = map[results.Kind]legacyRun{
-	results.EventDB:    legacy(runEventDB),
-	results.TaskFarm:   legacy(runTaskFarm),
-	results.Mesh:       legacy(runMesh),
-	results.Throughput: legacy(runThroughput),
-	results.Transfer:   legacy(runTransfer),
-	results.Probe:      legacy(runProbe),
-	results.Impact:     legacy(runImpact),
-}
-
-// legacy makes a legacy kind's run of its spec type T.
-func legacy[T kind.Spec](run func(context.Context, *stepEnv, T) (*outcome, error)) legacyRun {
-	return func(ctx context.Context, env *stepEnv, s kind.Spec) (*outcome, error) {
-		t, ok := s.(T)
-		if !ok {
-			return nil, fmt.Errorf("a step with a %T spec where a %T belongs", s, t)
-		}
-		return run(ctx, env, t)
-	}
-}
-
-// jobSpan is the seconds from the first job's start to the last one's end.
-func jobSpan(jobs []job.Record) float64 {
-	if len(jobs) == 0 {
-		return 0
-	}
-	first, last := jobs[0].Start, jobs[0].End
-	for _, j := range jobs {
-		if j.Start.Before(first) {
-			first = j.Start
-		}
-		if j.End.After(last) {
-			last = j.End
-		}
-	}
-	return last.Sub(first).Seconds()
-}
-
-func boolFigure(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -6,6 +6,26 @@ import (
 	"testing"
 )
 
+// checkParse parses file with parse, named name: it gives want, or when
+// wantErr is set an error with wantErr in it.
+func checkParse[T comparable](t *testing.T, name, file string, parse func([]byte) (T, error), want T, wantErr string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parse(data)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil || got != want {
+		t.Errorf("%s = %+v, %v; want %+v", name, got, err, want)
+	}
+}
+
 func TestParsePing(t *testing.T) {
 	tests := []struct {
 		file    string
@@ -18,20 +38,7 @@ func TestParsePing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			data, err := os.ReadFile(tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := ParsePing(string(data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("ParsePing = %+v, %v; want %+v", got, err, tt.want)
-			}
+			checkParse(t, "ParsePing", tt.file, func(data []byte) (PingResult, error) { return ParsePing(string(data)) }, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -49,20 +56,7 @@ func TestParseIperf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			data, err := os.ReadFile(tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := ParseIperf(data, tt.udp)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("ParseIperf = %+v, %v; want %+v", got, err, tt.want)
-			}
+			checkParse(t, "ParseIperf", tt.file, func(data []byte) (IperfResult, error) { return ParseIperf(data, tt.udp) }, tt.want, tt.wantErr)
 		})
 	}
 }

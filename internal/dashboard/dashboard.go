@@ -17,14 +17,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/archive"
-	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
 //go:embed web
-var web embed.FS
+var assets embed.FS
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -41,23 +40,29 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"ago":   ago,
 }).ParseFS(templateFS, "templates/*.html"))
 
+// State is what the pages show of a running service.
+type State interface {
+	Snapshot() core.Snapshot
+	Interfaces() ([]core.IfaceState, map[string]string)
+}
+
 // Handler serves the dashboard of a running service at /, its assets under
-// /static/, and the service's API and /metrics, all behind its Guard.
-func Handler(svc *monitor.Service) http.Handler {
+// /static/, and the service's API and /metrics (api, its HTTP layer), all
+// behind the API's Guard.
+func Handler(svc State, api *web.API) http.Handler {
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(web, "web")
+	static, _ := fs.Sub(assets, "web")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "favicon.svg")
 	})
-	api := svc.HTTP()
 	d := &dash{svc: svc}
 	mux.HandleFunc("GET /{$}", d.grid)
 	mux.HandleFunc("GET /path/{src}/{dst}", d.path)
 	mux.HandleFunc("GET /interfaces", d.interfaces)
 	mux.HandleFunc("GET /interfaces/{device}/{iface}", d.iface)
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		render(w, "login.html", page{Who: monitor.Identity(r)})
+		render(w, "login.html", page{Who: web.Identity(r)})
 	})
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := api.Login(w, r); err != nil {
@@ -102,7 +107,7 @@ func secure(h http.Handler) http.Handler {
 	})
 }
 
-type dash struct{ svc *monitor.Service }
+type dash struct{ svc State }
 
 // page is what every page knows: who is signed in, and an error to show.
 type page struct {
@@ -175,7 +180,7 @@ type Cell struct {
 // Grid is the mesh page's data.
 type Grid struct {
 	page
-	Snap          monitor.Snapshot
+	Snap          core.Snapshot
 	Tests         []TestChoice
 	Test, Metric  string
 	Metrics       []string
@@ -189,9 +194,9 @@ type TestChoice struct{ Name, Type string }
 
 func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 	snap := d.svc.Snapshot()
-	g := Grid{Snap: snap, page: page{Who: monitor.Identity(r)}}
+	g := Grid{Snap: snap, page: page{Who: web.Identity(r)}}
 	for _, name := range snap.Configured {
-		if i := slices.IndexFunc(snap.Paths, func(p monitor.PathView) bool { return p.Test == name }); i >= 0 {
+		if i := slices.IndexFunc(snap.Paths, func(p core.PathView) bool { return p.Test == name }); i >= 0 {
 			g.Tests = append(g.Tests, TestChoice{name, snap.Paths[i].Type})
 		}
 	}
@@ -207,7 +212,7 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(g.Metrics, g.Metric) && len(g.Metrics) > 0 {
 		g.Metric = g.Metrics[0]
 	}
-	cells := map[[2]string]monitor.PathView{}
+	cells := map[[2]string]core.PathView{}
 	for _, p := range snap.Paths {
 		if p.Test != g.Test {
 			continue
@@ -240,7 +245,7 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 				if p.State == "alert" {
 					g.Alerts++
 				}
-			case monitor.Elsewhere:
+			case core.Elsewhere:
 				c.Class, c.Text = "elsewhere", "elsewhere"
 			default:
 				c.Class, c.Text = "nodata", "no data"
@@ -262,15 +267,15 @@ type PathPage struct {
 	Src, Dst string
 	Started  time.Time // the service's start: the charts' default range starts no earlier
 	OnDemand []string  // the path's throughput-class tests, which a signed-in user may start
-	Views    []monitor.PathView
-	Alerts   []archive.Alert
+	Views    []core.PathView
+	Alerts   []core.Alert
 	Hops     []string
 }
 
 func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 	src, dst := r.PathValue("src"), r.PathValue("dst")
 	snap := d.svc.Snapshot()
-	pg := PathPage{Src: src, Dst: dst, Started: snap.Started, page: page{Who: monitor.Identity(r)}}
+	pg := PathPage{Src: src, Dst: dst, Started: snap.Started, page: page{Who: web.Identity(r)}}
 	for _, p := range snap.Paths {
 		if p.Src == src && p.Dst == dst {
 			pg.Views = append(pg.Views, p)
@@ -296,7 +301,7 @@ func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 // IfacePage is the interfaces' page data.
 type IfacePage struct {
 	page
-	Ifaces      []monitor.IfaceState
+	Ifaces      []core.IfaceState
 	Unreachable map[string]string
 	Device      string
 	Iface       string
@@ -304,11 +309,11 @@ type IfacePage struct {
 
 func (d *dash) interfaces(w http.ResponseWriter, r *http.Request) {
 	ifaces, errs := d.svc.Interfaces()
-	render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs, page: page{Who: monitor.Identity(r)}})
+	render(w, "interfaces.html", IfacePage{Ifaces: ifaces, Unreachable: errs, page: page{Who: web.Identity(r)}})
 }
 
 func (d *dash) iface(w http.ResponseWriter, r *http.Request) {
-	render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface"), page: page{Who: monitor.Identity(r)}})
+	render(w, "iface.html", IfacePage{Device: r.PathValue("device"), Iface: r.PathValue("iface"), page: page{Who: web.Identity(r)}})
 }
 
 func writeJSONTo(w http.ResponseWriter, v any) {

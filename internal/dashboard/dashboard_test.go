@@ -20,9 +20,10 @@ import (
 
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
-	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/monitor"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/monitor/tokens"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/workload/probe"
@@ -43,7 +44,7 @@ func site(t *testing.T) (*monitor.Service, string) {
 // returns.
 func siteWithToken(t *testing.T) (*monitor.Service, string, string) {
 	dir := t.TempDir()
-	token, line, err := monitor.NewToken("ops")
+	token, line, err := tokens.New("ops")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ tests:
 			t.Fatal(err)
 		}
 		for i, hops := range [][]string{{"10.0.0.1", "10.9.0.1", "10.0.0.2"}, {"10.0.0.1", "10.0.0.2"}} {
-			tr := measure.TraceResult{From: "cern", To: "cnaf", Reached: true}
+			tr := probe.TraceResult{From: "cern", To: "cnaf", Reached: true}
 			for j, h := range hops {
 				tr.Hops = append(tr.Hops, probe.Hop{TTL: j + 1, Addr: h})
 			}
@@ -139,7 +140,11 @@ func viewer(t testing.TB, dir, cfgText string, pts []archive.Point, add func(*ar
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(svc))
+	api, err := web.New(svc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(svc, api))
 	t.Cleanup(srv.Close)
 	return svc, srv.URL
 }

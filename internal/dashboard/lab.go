@@ -13,11 +13,11 @@ import (
 
 	"github.com/wanlab/wanlab/internal/analysis"
 	"github.com/wanlab/wanlab/internal/archive"
-	"github.com/wanlab/wanlab/internal/monitor"
+	"github.com/wanlab/wanlab/internal/monitor/web"
 	"github.com/wanlab/wanlab/internal/report"
-	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 // maxCompared bounds a comparison: each run is analysed for the page.
@@ -26,10 +26,10 @@ const maxCompared = 20
 // Lab serves an archive of lab runs (wanlab ui): the list of runs, each
 // run's report, runs compared side by side, and the runs as JSON. A request
 // must name the listener in its Host header (its address, or one of hosts:
-// monitor.ListenerNames), as wanlab serve's must: logf is told of refusals.
+// web.ListenerNames), as wanlab serve's must: logf is told of refusals.
 func Lab(ar *archive.Archive, version string, hosts []string, logf func(format string, args ...any)) http.Handler {
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(web, "web")
+	static, _ := fs.Sub(assets, "web")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "favicon.svg")
@@ -50,7 +50,7 @@ func Lab(ar *archive.Archive, version string, hosts []string, logf func(format s
 		w.Header().Set("Content-Type", "application/json")
 		writeJSONTo(w, map[string]any{"runs": runs})
 	})
-	return secure(monitor.HostGuard(hosts, "reach wanlab ui by the name in --http, or by its address", logf, mux))
+	return secure(web.HostGuard(hosts, "reach wanlab ui by the name in --http, or by its address", logf, mux))
 }
 
 type lab struct {
@@ -169,7 +169,7 @@ func (l *lab) compare(w http.ResponseWriter, r *http.Request) {
 					}
 				}
 			}
-			if wl.Kind == results.EventDB {
+			if wl.Traits().Has(kind.EfficientRunning) {
 				eff = append(eff, e)
 			}
 		}

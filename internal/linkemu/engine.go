@@ -21,7 +21,13 @@ type Config struct {
 	// Paths maps {src port, dst port} to indexes into Dirs, in crossing order.
 	// A pair with no entry is unreachable; an empty path forwards directly.
 	Paths map[[2]int][]int
-	Seed  uint64
+	// Joined are groups of directions that run on one thread, with the
+	// ports whose paths cross them, as if one path crossed them all: a
+	// PathChange may route a port's packets over any direction of a group
+	// that one of its paths crosses (a component of routers, with the
+	// links into it).
+	Joined [][]int
+	Seed   uint64
 	// MaxPacket is the largest packet a port can deliver (the largest MTU).
 	MaxPacket int
 	// PoolBytes caps the memory for packets in flight; 0 means 1 GiB.
@@ -141,11 +147,13 @@ type shard struct {
 }
 
 // change is new settings for one direction, due at an engine time; or,
-// with captureSet, the start (capture set) or end (nil) of a capture.
+// with path, a new path for a pair of ports; or, with captureSet, the
+// start (capture set) or end (nil) of a capture.
 type change struct {
 	due        int64
 	dir        int
 	cfg        DirConfig
+	path       *PathChange
 	what       string
 	tag        string
 	ref        int
@@ -153,13 +161,15 @@ type change struct {
 	captureSet bool
 }
 
-// TimedChange is new settings for direction Dir from time At on. Changes
-// with the same Tag can be cancelled together; What says what the change
-// is, in the words of whoever asked for it.
+// TimedChange is new settings for direction Dir from time At on or, with
+// Path set, a new path for a pair of ports (Dir and Config unused).
+// Changes with the same Tag can be cancelled together; What says what the
+// change is, in the words of whoever asked for it.
 type TimedChange struct {
 	At     time.Time
 	Dir    int
 	Config DirConfig
+	Path   *PathChange
 	What   string
 	Tag    string
 	// Ref is the caller's, returned with the change once applied.
@@ -167,9 +177,11 @@ type TimedChange struct {
 }
 
 // Applied is a change the engine made: when it was due and when it took
-// effect, on the engine's clock turned into wall-clock time.
+// effect, on the engine's clock turned into wall-clock time. A new path
+// has Path set and Dir -1.
 type Applied struct {
 	Dir  int
+	Path *PathChange
 	What string
 	Tag  string
 	Ref  int
@@ -359,7 +371,7 @@ func (e *shard) schedule(changes []TimedChange) {
 		if !c.At.IsZero() {
 			due = max(0, int64(c.At.Sub(e.epoch)))
 		}
-		todo = append(todo, change{due: due, dir: c.Dir, cfg: c.Config, what: c.What, tag: c.Tag, ref: c.Ref})
+		todo = append(todo, change{due: due, dir: c.Dir, cfg: c.Config, path: c.Path, what: c.What, tag: c.Tag, ref: c.Ref})
 	}
 	e.changeMu.Lock()
 	e.queue(todo)
@@ -433,8 +445,10 @@ func (e *shard) applyChanges(now int64) {
 		if c.captureSet {
 			continue
 		}
-		c.cfg.Name = e.current[c.dir].Name
-		e.current[c.dir] = c.cfg
+		if c.path == nil {
+			c.cfg.Name = e.current[c.dir].Name
+			e.current[c.dir] = c.cfg
+		}
 		if c.due > 0 {
 			e.changeLate.record(at - c.due)
 		}
@@ -443,17 +457,20 @@ func (e *shard) applyChanges(now int64) {
 			if due == 0 {
 				due = at
 			}
-			e.applied = append(e.applied, Applied{Dir: c.dir, What: c.what, Tag: c.tag, Ref: c.ref,
+			e.applied = append(e.applied, Applied{Dir: c.dir, Path: c.path, What: c.what, Tag: c.tag, Ref: c.ref,
 				Due: e.epoch.Add(time.Duration(due)), At: e.epoch.Add(time.Duration(at))})
 		}
 	}
 	e.changeMu.Unlock()
 	for _, c := range todo {
-		if c.captureSet {
+		switch {
+		case c.captureSet:
 			e.m.dirs[c.dir].capture = c.capture
-			continue
+		case c.path != nil:
+			e.m.paths.set(c.path.From, c.path.To, c.path.Dirs)
+		default:
+			e.m.set(c.dir, c.cfg, at)
 		}
-		e.m.set(c.dir, c.cfg, at)
 	}
 }
 

@@ -189,6 +189,10 @@ func TestEngineRejectsBadConfig(t *testing.T) {
 		{"a jitter of years", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Jitter: 2562047 * time.Hour}}}},
 		{"a rate past any NIC", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: 1e15}}}},
 		{"a rate that is not a number", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: math.NaN()}}}},
+		{"an IPv6 entry router", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Entry: netip.MustParseAddr("2001:db8::1")}}}},
+		{"more routers than a TTL crosses", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}},
+			Dirs: []DirConfig{{Entry: addr(9), Hops: slices.Repeat([]netip.Addr{addr(8)}, MaxHops)}}}},
+		{"a joined group with an unknown direction", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{}}, Joined: [][]int{{0, 1}}}},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg); err == nil {

@@ -21,12 +21,7 @@ type model struct {
 	dirs     []direction
 	dirStats []DirStats
 	portStat []PortStats
-	nPorts   int
-	pathOf   []int32   // [src*nPorts+dst] -> index into paths, -1 if none
-	paths    [][]int32 // direction indexes
-	pathDst  []int32   // destination port of each path
-	pathSrc  []int32   // source port of each path
-	local    []int32   // per port, an empty path: packets the engine makes for it
+	paths    pathTable
 	rng      *rand.Rand
 	pool     pool
 	events   eventHeap
@@ -69,9 +64,6 @@ func (m *model) init(cfg Config) error {
 		dirs:          make([]direction, len(cfg.Dirs)),
 		dirStats:      make([]DirStats, len(cfg.Dirs)),
 		portStat:      make([]PortStats, n),
-		nPorts:        n,
-		pathOf:        make([]int32, n*n),
-		local:         make([]int32, n),
 		rng:           rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		vnet:          cfg.Offloads,
 		fixedCoalesce: int64(max(0, cfg.Coalesce)),
@@ -96,31 +88,12 @@ func (m *model) init(cfg Config) error {
 		m.dirs[i] = newDirection(d, &m.dirStats[i])
 		m.windows[i] = m.windowOf(d)
 	}
-	for i := range m.pathOf {
-		m.pathOf[i] = -1
-	}
+	m.paths.init(n)
 	for pair, path := range cfg.Paths {
-		src, dst := pair[0], pair[1]
-		if src < 0 || src >= n || dst < 0 || dst >= n || src == dst {
-			return fmt.Errorf("linkemu: path %v: no such pair of ports", pair)
+		if err := checkPath(pair[0], pair[1], path, n, len(cfg.Dirs)); err != nil {
+			return err
 		}
-		p := make([]int32, len(path))
-		for j, d := range path {
-			if d < 0 || d >= len(cfg.Dirs) {
-				return fmt.Errorf("linkemu: path %v: no direction %d", pair, d)
-			}
-			p[j] = int32(d)
-		}
-		m.pathOf[src*n+dst] = int32(len(m.paths))
-		m.paths = append(m.paths, p)
-		m.pathDst = append(m.pathDst, int32(dst))
-		m.pathSrc = append(m.pathSrc, int32(src))
-	}
-	for port := range n {
-		m.local[port] = int32(len(m.paths))
-		m.paths = append(m.paths, nil)
-		m.pathDst = append(m.pathDst, int32(port))
-		m.pathSrc = append(m.pathSrc, -1)
+		m.paths.set(pair[0], pair[1], path)
 	}
 	return nil
 }
@@ -141,7 +114,7 @@ func (m *model) ingest(src int, slot int32, n int, now int64) {
 	st.RxPackets.Add(uint64(sh.segs))
 	path := int32(-1)
 	if dst, ok := m.dest(pkt); ok && dst != src {
-		path = m.pathOf[src*m.nPorts+dst]
+		path = m.paths.of[src*m.paths.nPorts+dst]
 	}
 	if path < 0 {
 		st.Unroutable.Add(uint64(sh.segs))
@@ -184,7 +157,7 @@ func (m *model) crossCatchUp(now int64) {
 // wire segments were due from first to last.
 func (m *model) deliver(slot int32, first, last int64) {
 	head, payload := m.pool.frame(slot)
-	m.out = append(m.out, delivery{head: head, payload: payload, dst: m.pathDst[m.pool.path[slot]], slot: slot,
+	m.out = append(m.out, delivery{head: head, payload: payload, dst: m.paths.dst[m.pool.path[slot]], slot: slot,
 		segs: int32(m.pool.shapes[slot].segs), first: first, last: last, held: max(0, m.heldUntil-last)})
 }
 
@@ -246,7 +219,7 @@ func (m *model) dest(pkt []byte) (int, bool) {
 // delivers it when the path is done. Its wire segments arrive from tFirst
 // (the first) to tLast (the last), evenly spaced.
 func (m *model) forward(slot int32, tFirst, tLast int64) {
-	path := m.paths[m.pool.path[slot]]
+	path := m.paths.dirs[m.pool.path[slot]]
 	hop := m.pool.hop[slot]
 	if int(hop) == len(path) {
 		m.deliver(slot, tFirst, tLast)
@@ -264,6 +237,11 @@ func (m *model) forward(slot int32, tFirst, tLast int64) {
 		m.dropAt(d, dir, slot, ByDown, tFirst, tLast)
 		return
 	}
+	if d.entry && m.entryExpired(slot, d, tFirst) {
+		d.stats.Expired.Add(segs)
+		m.dropAt(d, dir, slot, ByTTL, tFirst, tLast)
+		return
+	}
 	if d.cfg.MTU > 0 && sh.wire(0) > d.cfg.MTU {
 		d.stats.MTUDrops.Add(segs)
 		if !d.cfg.Blackhole {
@@ -272,7 +250,7 @@ func (m *model) forward(slot int32, tFirst, tLast int64) {
 		m.dropAt(d, dir, slot, ByMTU, tFirst, tLast)
 		return
 	}
-	if len(d.cfg.Hops) > 0 && !m.crossHops(slot, d, tFirst) {
+	if d.routers > 0 && !m.crossHops(slot, d, tFirst) {
 		d.stats.Expired.Add(segs)
 		m.dropAt(d, dir, slot, ByTTL, tFirst, tLast)
 		return
@@ -401,7 +379,7 @@ func (m *model) releaseDue(now int64) int {
 		ev := m.events.pop()
 		slot := ev.slot
 		// A packet the engine made (an ICMP error) crosses no direction.
-		if path, hop := m.paths[m.pool.path[slot]], m.pool.hop[slot]; int(hop) < len(path) {
+		if path, hop := m.paths.dirs[m.pool.path[slot]], m.pool.hop[slot]; int(hop) < len(path) {
 			d := &m.dirs[path[hop]]
 			sh := m.pool.shapes[slot]
 			d.stats.Packets.Add(uint64(sh.segs))

@@ -307,14 +307,40 @@ func TestModelAnswersFragNeeded(t *testing.T) {
 // BenchmarkModelForward is one packet through the model: read into a
 // slot, admitted over two directions, released and handed out.
 func BenchmarkModelForward(b *testing.B) {
-	dirs := []DirConfig{{Name: "a->r", Rate: 10e9, Delay: time.Millisecond}, {Name: "r->b", Rate: 10e9, Delay: time.Millisecond}}
+	benchModelForward(b, []DirConfig{{Name: "a->r", Rate: 10e9, Delay: time.Millisecond},
+		{Name: "r->b", Rate: 10e9, Delay: time.Millisecond}})
+}
+
+// BenchmarkModelForward6 is BenchmarkModelForward over six directions
+// with the same delay in all, five of them behind a router that checks
+// and decrements the packet's TTL: the cost of a longer path per packet.
+func BenchmarkModelForward6(b *testing.B) {
+	var dirs []DirConfig
+	for i := range 6 {
+		d := DirConfig{Name: fmt.Sprintf("r%d->r%d", i, i+1), Rate: 10e9, Delay: time.Millisecond / 3}
+		if i > 0 {
+			d.Entry = netip.AddrFrom4([4]byte{10, 251, 0, byte(i)})
+		}
+		dirs = append(dirs, d)
+	}
+	benchModelForward(b, dirs)
+}
+
+// benchModelForward sends a 10 Gbit/s stream of 1500-byte packets from
+// host 0 to host 1 across dirs, which must add up to 2 ms of delay, and
+// times one packet's way through the model.
+func benchModelForward(b *testing.B, dirs []DirConfig) {
 	var m model
-	cfg := Config{Dirs: dirs, Paths: map[[2]int][]int{{0, 1}: {0, 1}}, Seed: 1, MaxPacket: 1500,
+	path := make([]int, len(dirs))
+	for i := range path {
+		path[i] = i
+	}
+	cfg := Config{Dirs: dirs, Paths: map[[2]int][]int{{0, 1}: path}, Seed: 1, MaxPacket: 1500,
 		Ports: []PortConfig{{Name: "a", Addr: addr(0)}, {Name: "b", Addr: addr(1)}}}
 	if err := m.init(cfg); err != nil {
 		b.Fatal(err)
 	}
-	pkt := packet(0, 1, 1500, 1)
+	pkt := withTTL(packet(0, 1, 1500, 1), 64, false)
 	now := int64(0)
 	step := func() {
 		slot, buf := m.pool.get(m.pool.largest())
@@ -331,6 +357,9 @@ func BenchmarkModelForward(b *testing.B) {
 	// heap grow to them once.
 	for range 10000 {
 		step()
+	}
+	if m.dirStats[len(dirs)-1].Packets.Load() == 0 {
+		b.Fatal("no packet crossed the path")
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -26,49 +26,69 @@ const (
 	icmpTimeExceeded = 11
 )
 
-// crossHops takes a packet over direction d's routers at time t: each
-// decrements its TTL. It reports false if the TTL ran out at one of them,
-// which then answered with ICMP time exceeded.
+// entryExpired is direction d's entry router receiving the packet in slot
+// at time t: it reports true if the packet's TTL runs out there, and
+// answers it with ICMP time exceeded. The router checks the TTL before the
+// direction's MTU, as Linux's ip_forward does; crossHops decrements it.
+func (m *model) entryExpired(slot int32, d *direction, t int64) bool {
+	pkt := m.pool.buf(slot)
+	if len(pkt) < ipHeaderLen || pkt[8] > 1 {
+		return false
+	}
+	m.sendError(slot, d.cfg.Entry, icmpTimeExceeded, 0, 0, t, m.hopsBefore(slot))
+	return true
+}
+
+// crossHops takes a packet over direction d's routers at time t: its entry
+// router, whose TTL check entryExpired made, and its hops, each of which
+// decrements the TTL. It reports false if the TTL ran out at a hop, which
+// then answered with ICMP time exceeded.
 func (m *model) crossHops(slot int32, d *direction, t int64) bool {
 	pkt := m.pool.buf(slot)
 	if len(pkt) < ipHeaderLen {
 		return true
 	}
-	ttl, n := int(pkt[8]), len(d.cfg.Hops)
+	ttl, n := int(pkt[8]), int(d.routers)
 	if ttl > n {
-		pkt[8] = byte(ttl - n)
-		ipChecksum(pkt[:headerLen(pkt)])
+		decTTL(pkt, n)
 		return true
 	}
-	// The packet dies at hop ttl (1-based); routers sit evenly along the
-	// direction's delay, so each hop is further away than the one before.
-	k := max(ttl, 1)
-	at := t + int64(d.cfg.Delay)*int64(k)/int64(n+1)
-	m.sendError(slot, d.cfg.Hops[k-1], icmpTimeExceeded, 0, 0, at, m.hopsBefore(slot)+k-1)
+	// The packet dies at hop k (1-based, after the entry router, which
+	// let it through with a TTL of at least 2); hops sit evenly along the
+	// direction's delay, so each is further away than the one before.
+	entry := n - len(d.cfg.Hops)
+	k := max(ttl, 1) - entry
+	at := t + int64(d.cfg.Delay)*int64(k)/int64(len(d.cfg.Hops)+1)
+	m.sendError(slot, d.cfg.Hops[k-1], icmpTimeExceeded, 0, 0, at, m.hopsBefore(slot)+entry+k-1)
 	return false
 }
 
 // fragNeeded answers a packet too large for direction d, if it forbids
-// fragmentation, from the direction's first router (or, with none
-// declared, from the packet's destination, as the last router before it).
+// fragmentation, from the direction's entry router, else its first hop
+// (or, with neither declared, from the packet's destination, as the last
+// router before it).
 func (m *model) fragNeeded(slot int32, d *direction, t int64) {
 	pkt := m.pool.buf(slot)
 	if len(pkt) < ipHeaderLen || pkt[6]&0x40 == 0 {
 		return
 	}
 	from := netip.AddrFrom4([4]byte(pkt[16:20]))
-	if len(d.cfg.Hops) > 0 {
+	switch {
+	case d.entry:
+		from = d.cfg.Entry
+	case len(d.cfg.Hops) > 0:
 		from = d.cfg.Hops[0]
 	}
 	m.sendError(slot, from, icmpUnreachable, codeFragNeeded, uint16(d.cfg.MTU), t, m.hopsBefore(slot))
 }
 
 // hopsBefore counts the routers the packet in slot crossed before the
-// direction it is entering.
+// direction it is entering (their entry routers and hops), which an answer
+// from the direction's start crosses back.
 func (m *model) hopsBefore(slot int32) int {
 	n := 0
-	for _, d := range m.paths[m.pool.path[slot]][:m.pool.hop[slot]] {
-		n += len(m.dirs[d].cfg.Hops)
+	for _, d := range m.paths.dirs[m.pool.path[slot]][:m.pool.hop[slot]] {
+		n += int(m.dirs[d].routers)
 	}
 	return n
 }
@@ -82,7 +102,7 @@ func (m *model) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint
 	if !answerable(orig) {
 		return
 	}
-	src := m.pathSrc[m.pool.path[slot]]
+	src := m.paths.src[m.pool.path[slot]]
 	if src < 0 {
 		return
 	}
@@ -96,7 +116,7 @@ func (m *model) sendError(slot int32, from netip.Addr, typ, code uint8, mtu uint
 	m.pool.len[reply] = int32(off + n)
 	m.pool.off[reply] = int16(off)
 	m.pool.shapes[reply] = single(n)
-	m.pool.path[reply] = m.local[src]
+	m.pool.path[reply] = m.paths.local[src]
 	m.pool.hop[reply] = 0
 	m.pool.born[reply] = at
 	m.inFlight.Add(1)
@@ -162,6 +182,16 @@ func headerLen(pkt []byte) int {
 		return 0
 	}
 	return min(max(int(pkt[0]&0x0f)*4, ipHeaderLen), len(pkt))
+}
+
+// decTTL takes n off the TTL of the IPv4 packet pkt and updates its header
+// checksum to match, incrementally (RFC 1624), as Linux's ip_decrease_ttl
+// does: the TTL is the high byte of a 16-bit word, so the checksum, the
+// one's complement of the sum, grows by n<<8.
+func decTTL(pkt []byte, n int) {
+	pkt[8] -= byte(n)
+	sum := uint32(binary.BigEndian.Uint16(pkt[10:])) + uint32(n)<<8
+	binary.BigEndian.PutUint16(pkt[10:], uint16(sum&0xffff+sum>>16))
 }
 
 // ipChecksum fills in the checksum of an IPv4 header.

@@ -39,6 +39,11 @@ type DirConfig struct {
 	// Hops are the routers along the direction, in order: each decrements
 	// a packet's TTL and answers one that expires with ICMP time exceeded.
 	Hops []netip.Addr
+	// Entry is the router that forwards packets into the direction (the
+	// zero Addr for none: a host's own link). It checks a packet's TTL
+	// before the direction's MTU, as Linux's ip_forward does, and answers
+	// ICMP time exceeded and fragmentation needed from its address.
+	Entry netip.Addr
 	// Cross is background traffic sharing the direction; nil for none.
 	Cross *CrossConfig
 	// Trace makes the rate (or deliveries) and delay follow a recording.
@@ -88,6 +93,10 @@ type direction struct {
 	oppLeft int
 	traced  bool         // the settings have a trace
 	capture *captureRing // nil unless captured
+	// entry says the direction has an entry router; routers counts it and
+	// the hops along the direction, the routers a packet crossing it meets.
+	entry   bool
+	routers int32
 }
 
 func newDirection(cfg DirConfig, stats *DirStats) direction {
@@ -107,6 +116,8 @@ func (d *direction) set(cfg DirConfig, now int64) {
 	}
 	d.cfg = cfg
 	d.traced = cfg.Trace != nil
+	d.entry = cfg.Entry.IsValid()
+	d.routers = int32(cfg.routerCount())
 	d.opp = -1
 	d.nsPerByte = 0
 	if cfg.Rate > 0 {
@@ -121,8 +132,14 @@ func (d *direction) set(cfg DirConfig, now int64) {
 func (d DirConfig) check() error {
 	if !(d.Rate >= 0 && d.Rate <= MaxRate) || d.Delay < 0 || d.Delay > MaxDelay || d.Jitter < 0 || d.Jitter > MaxDelay ||
 		!(d.Loss.Random >= 0 && d.Loss.Random <= 1) || d.QueueBytes < 0 || d.QueuePackets < 0 ||
-		d.MTU < 0 || d.MTU > 0 && d.MTU < 68 || len(d.Hops) > MaxHops {
+		d.MTU < 0 || d.MTU > 0 && d.MTU < 68 {
 		return fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
+	}
+	if d.Entry.IsValid() && !d.Entry.Is4() {
+		return fmt.Errorf("linkemu: direction %s: entry router %v is not an IPv4 address", d.Name, d.Entry)
+	}
+	if n := d.routerCount(); n > MaxHops {
+		return fmt.Errorf("linkemu: direction %s: %d routers, at most %d", d.Name, n, MaxHops)
 	}
 	for _, h := range d.Hops {
 		if !h.Is4() {
@@ -136,6 +153,16 @@ func (d DirConfig) check() error {
 		return fmt.Errorf("linkemu: direction %s: %w", d.Name, err)
 	}
 	return nil
+}
+
+// routerCount is the routers a packet crossing the direction meets: its
+// entry router, if any, and its hops.
+func (d DirConfig) routerCount() int {
+	n := len(d.Hops)
+	if d.Entry.IsValid() {
+		n++
+	}
+	return n
 }
 
 // admit decides the fate of a packet of size bytes arriving at time t (ns) and,

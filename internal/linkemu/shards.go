@@ -22,6 +22,10 @@ type Engine struct {
 	shards []*shard
 	dirAt  []place // each direction's shard and index there
 	nPorts int
+	// readBy is the shard that reads each port, and localPort each
+	// shard's index of the ports it reads or writes.
+	readBy    []int
+	localPort []map[int]int
 }
 
 // place is where a direction lives: its shard and its index there.
@@ -33,9 +37,10 @@ func New(cfg Config) (*Engine, error) {
 	if err := checkGraph(cfg); err != nil {
 		return nil, err
 	}
-	bins := shardGroups(len(cfg.Ports), len(cfg.Dirs), cfg.Paths, max(1, cfg.Threads))
-	e := &Engine{seed: cfg.Seed, dirAt: make([]place, len(cfg.Dirs)), nPorts: len(cfg.Ports)}
-	readBy := make([]int, len(cfg.Ports))
+	bins := shardGroups(len(cfg.Ports), len(cfg.Dirs), cfg.Paths, cfg.Joined, max(1, cfg.Threads))
+	e := &Engine{seed: cfg.Seed, dirAt: make([]place, len(cfg.Dirs)), nPorts: len(cfg.Ports),
+		readBy: make([]int, len(cfg.Ports))}
+	readBy := e.readBy
 	for k, bin := range bins {
 		for _, p := range bin.ports {
 			readBy[p] = k
@@ -47,6 +52,7 @@ func New(cfg Config) (*Engine, error) {
 	// Each shard's ports: those it reads, then those its paths end at.
 	portsOf := make([][]int, len(bins))
 	localPort := make([]map[int]int, len(bins))
+	e.localPort = localPort
 	for k, bin := range bins {
 		localPort[k] = map[int]int{}
 		for _, p := range bin.ports {
@@ -109,8 +115,8 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// checkGraph checks what the grouping relies on: ports' addresses and the
-// paths' ports and directions.
+// checkGraph checks what the grouping relies on: ports' addresses, the
+// paths' ports and directions, and the joined groups' directions.
 func checkGraph(cfg Config) error {
 	if len(cfg.Ports) == 0 {
 		return errors.New("linkemu: no ports")
@@ -125,14 +131,15 @@ func checkGraph(cfg Config) error {
 		}
 		seen[p.Addr.As4()] = p.Name
 	}
-	n := len(cfg.Ports)
 	for pair, path := range cfg.Paths {
-		if src, dst := pair[0], pair[1]; src < 0 || src >= n || dst < 0 || dst >= n || src == dst {
-			return fmt.Errorf("linkemu: path %v: no such pair of ports", pair)
+		if err := checkPath(pair[0], pair[1], path, len(cfg.Ports), len(cfg.Dirs)); err != nil {
+			return err
 		}
-		for _, d := range path {
+	}
+	for i, group := range cfg.Joined {
+		for _, d := range group {
 			if d < 0 || d >= len(cfg.Dirs) {
-				return fmt.Errorf("linkemu: path %v: no direction %d", pair, d)
+				return fmt.Errorf("linkemu: joined group %d: no direction %d", i, d)
 			}
 		}
 	}
@@ -143,10 +150,10 @@ func checkGraph(cfg Config) error {
 // whole groups of hosts when there are enough of them to go round, so
 // that a host's packets both ways are on one thread; groups of the ports
 // that send into each direction when there are not.
-func shardGroups(nPorts, nDirs int, paths map[[2]int][]int, threads int) []group {
-	groups := portGroups(nPorts, nDirs, paths, true)
+func shardGroups(nPorts, nDirs int, paths map[[2]int][]int, joined [][]int, threads int) []group {
+	groups := portGroups(nPorts, nDirs, paths, joined, true)
 	if len(groups) < threads {
-		groups = portGroups(nPorts, nDirs, paths, false)
+		groups = portGroups(nPorts, nDirs, paths, joined, false)
 	}
 	return spread(groups, threads)
 }
@@ -156,10 +163,12 @@ func shardGroups(nPorts, nDirs int, paths map[[2]int][]int, threads int) []group
 type group struct{ ports, dirs []int }
 
 // portGroups joins ports whose packets cross a common direction, with the
-// directions; whole also joins the two ends of every path, so that a
-// host's packets both ways are on one thread. Directions on no path go
-// with the first group: they carry nothing but their cross traffic.
-func portGroups(nPorts, nDirs int, paths map[[2]int][]int, whole bool) []group {
+// directions, and the directions of each joined group, as if one path
+// crossed them all; whole also joins the two ends of every path, so that
+// a host's packets both ways are on one thread. Directions on no path
+// (nor joined to one) go with the first group: they carry nothing but
+// their cross traffic.
+func portGroups(nPorts, nDirs int, paths map[[2]int][]int, joined [][]int, whole bool) []group {
 	parent := make([]int, nPorts+nDirs) // ports, then directions
 	for i := range parent {
 		parent[i] = i
@@ -172,19 +181,27 @@ func portGroups(nPorts, nDirs int, paths map[[2]int][]int, whole bool) []group {
 		return parent[i]
 	}
 	join := func(a, b int) { parent[find(a)] = find(b) }
-	onPath := make([]bool, nDirs)
 	for pair, path := range paths {
 		if whole {
 			join(pair[0], pair[1])
 		}
 		for _, d := range path {
 			join(pair[0], nPorts+d)
-			onPath[d] = true
 		}
 	}
+	for _, dirs := range joined {
+		for _, d := range dirs {
+			join(nPorts+dirs[0], nPorts+d)
+		}
+	}
+	hasPort := make([]bool, len(parent))
+	for p := range nPorts {
+		hasPort[find(p)] = true
+	}
 	for d := range nDirs {
-		if !onPath[d] {
+		if r := find(nPorts + d); !hasPort[r] {
 			join(0, nPorts+d)
+			hasPort[r] = true // the root of port 0's group now
 		}
 	}
 	byRoot := map[int]int{}
@@ -274,12 +291,23 @@ func (e *Engine) Set(i int, cfg DirConfig) error {
 }
 
 // Schedule queues changes to take effect at their times (a zero or past
-// time is now), each between two packets, as Set does. The engine wakes for
+// time is now), each between two packets, as Set does: new settings for a
+// direction or, with Path, a new path for a pair of ports, which Schedule
+// routes to the thread that reads the pair's source. The engine wakes for
 // each on its own clock, so a change is as punctual as a packet's release.
 // Either all the changes are queued or, with an error, none.
 func (e *Engine) Schedule(changes []TimedChange) error {
 	per := make([][]TimedChange, len(e.shards))
 	for _, c := range changes {
+		if c.Path != nil {
+			local, k, err := e.localPath(*c.Path)
+			if err != nil {
+				return err
+			}
+			c.Dir, c.Config, c.Path = -1, DirConfig{}, local
+			per[k] = append(per[k], c)
+			continue
+		}
 		if c.Dir < 0 || c.Dir >= len(e.dirAt) {
 			return fmt.Errorf("linkemu: no direction %d", c.Dir)
 		}
@@ -314,7 +342,11 @@ func (e *Engine) Applied() []Applied {
 	var out []Applied
 	for _, s := range e.shards {
 		for _, a := range s.Applied() {
-			a.Dir = e.globalDir(s, a.Dir)
+			if a.Path != nil {
+				a.Path = e.globalPath(s, a.Path)
+			} else {
+				a.Dir = e.globalDir(s, a.Dir)
+			}
 			out = append(out, a)
 		}
 	}

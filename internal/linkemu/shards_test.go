@@ -13,24 +13,31 @@ func TestShardGroups(t *testing.T) {
 		name        string
 		ports, dirs int
 		paths       map[[2]int][]int
+		joined      [][]int
 		threads     int
 		wantPorts   [][]int
 		wantDirs    [][]int
 	}{
-		{"two pairs on two threads", 4, 4, twoPairs, 2, [][]int{{0, 1}, {2, 3}}, [][]int{{0, 1}, {2, 3}}},
-		{"two pairs on one thread", 4, 4, twoPairs, 1, [][]int{{0, 1, 2, 3}}, [][]int{{0, 1, 2, 3}}},
-		{"one pair on two threads: a direction each", 2, 2, map[[2]int][]int{{0, 1}: {0}, {1, 0}: {1}}, 2,
+		{"two pairs on two threads", 4, 4, twoPairs, nil, 2, [][]int{{0, 1}, {2, 3}}, [][]int{{0, 1}, {2, 3}}},
+		{"two pairs on one thread", 4, 4, twoPairs, nil, 1, [][]int{{0, 1, 2, 3}}, [][]int{{0, 1, 2, 3}}},
+		{"one pair on two threads: a direction each", 2, 2, map[[2]int][]int{{0, 1}: {0}, {1, 0}: {1}}, nil, 2,
 			[][]int{{0}, {1}}, [][]int{{0}, {1}}},
-		{"a shared uplink keeps its senders together", 3, 2, map[[2]int][]int{{0, 2}: {0}, {1, 2}: {0}, {2, 0}: {1}, {2, 1}: {1}}, 4,
+		{"a shared uplink keeps its senders together", 3, 2, map[[2]int][]int{{0, 2}: {0}, {1, 2}: {0}, {2, 0}: {1}, {2, 1}: {1}}, nil, 4,
 			[][]int{{0, 1}, {2}}, [][]int{{0}, {1}}},
-		{"an unused direction goes with the first port", 4, 3, map[[2]int][]int{{2, 3}: {1}, {3, 2}: {2}}, 3,
+		{"an unused direction goes with the first port", 4, 3, map[[2]int][]int{{2, 3}: {1}, {3, 2}: {2}}, nil, 3,
 			[][]int{{0}, {1}, {2, 3}}, [][]int{{0}, nil, {1, 2}}},
-		{"an empty path", 2, 0, map[[2]int][]int{{0, 1}: {}}, 2, [][]int{{0}, {1}}, [][]int{nil, nil}},
+		{"an empty path", 2, 0, map[[2]int][]int{{0, 1}: {}}, nil, 2, [][]int{{0}, {1}}, [][]int{nil, nil}},
+		{"joined directions run on one thread, with their senders", 4, 4, twoPairs, [][]int{{1, 3}}, 2,
+			[][]int{{0, 2}, {1, 3}}, [][]int{{0, 2}, {1, 3}}},
+		{"a joined direction on no path goes with its group", 4, 5, twoPairs, [][]int{{2, 4}}, 2,
+			[][]int{{0, 1}, {2, 3}}, [][]int{{0, 1}, {2, 3, 4}}},
+		{"a joined group on no path goes with the first port", 4, 4, map[[2]int][]int{{2, 3}: {0}, {3, 2}: {1}}, [][]int{{2, 3}}, 3,
+			[][]int{{0}, {1}, {2, 3}}, [][]int{{2, 3}, nil, {0, 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ports, dirs [][]int
-			for _, b := range shardGroups(tt.ports, tt.dirs, tt.paths, tt.threads) {
+			for _, b := range shardGroups(tt.ports, tt.dirs, tt.paths, tt.joined, tt.threads) {
 				ports, dirs = append(ports, b.ports), append(dirs, b.dirs)
 			}
 			if !reflect.DeepEqual(ports, tt.wantPorts) || !reflect.DeepEqual(dirs, tt.wantDirs) {

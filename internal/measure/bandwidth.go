@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/workload/token"
 	"github.com/wanlab/wanlab/internal/workload/train"
 )
@@ -105,11 +105,11 @@ func runTrains(ctx context.Context, from, to Endpoint, streams []train.Stream) (
 	}
 	rctx, cancel := context.WithCancel(AsTest(ctx))
 	defer cancel()
-	recv, err := StartRole(rctx, to, "trains", agent.RoleTrainReceiver, train.ReceiverSpec{Token: t, Expect: total, Timeout: lasts + 5*time.Second}, true)
+	recv, err := StartRole(rctx, to, "trains", agentapi.RoleTrainReceiver, train.ReceiverSpec{Token: t, Expect: total, Timeout: lasts + 5*time.Second}, true)
 	if err != nil {
 		return train.Received{}, err
 	}
-	send, err := StartRole(rctx, from, "trains", agent.RoleTrainSender, train.SenderSpec{Token: t, Address: recv.Address(), Streams: streams}, false)
+	send, err := StartRole(rctx, from, "trains", agentapi.RoleTrainSender, train.SenderSpec{Token: t, Address: recv.Address(), Streams: streams}, false)
 	if err != nil {
 		return train.Received{}, err
 	}

@@ -68,9 +68,7 @@ func (r *Role) Summary(onJob func(job.Record), v any) error {
 			if onJob == nil {
 				continue
 			}
-			j := ev.Job
-			onJob(job.Record{ID: int(j.Id), Host: r.ep.Host, Subject: j.Subject, Start: time.Unix(0, j.StartUnixNs), End: time.Unix(0, j.EndUnixNs),
-				Bytes: int64(j.Bytes), Status: j.Status, Reason: j.Reason, TCPRTTms: j.TcpRttMs, TCPRetransmits: j.TcpRetransmits})
+			onJob(job.RecordFromPB(r.ep.Host, ev.Job))
 		case *agentpb.WorkloadEvent_DataJson:
 			if r.OnData != nil {
 				if err := r.OnData(ev.DataJson); err != nil {

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 )
 
 // DefaultWait is how long a test's calls may wait for a host that runs
@@ -37,5 +37,5 @@ func AsTest(ctx context.Context) context.Context {
 	b := make([]byte, 8)
 	rand.Read(b)
 	id := "t" + hex.EncodeToString(b)
-	return agent.WithTest(context.WithValue(ctx, testKey{}, id), id, wait)
+	return agentapi.WithTest(context.WithValue(ctx, testKey{}, id), id, wait)
 }

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/datadir"
 	"github.com/wanlab/wanlab/internal/results"
@@ -100,7 +100,7 @@ func Watch(ctx context.Context, ep Endpoint, spec tcpwatch.Spec, progress func(*
 	call, cancel := context.WithCancel(context.WithoutCancel(AsTest(ctx)))
 	defer cancel()
 	// Its own id, so that one controller may watch a host twice at once.
-	r, err := StartRole(call, ep, datadir.NewName("watch"), agent.RoleWatch, spec, false)
+	r, err := StartRole(call, ep, datadir.NewName("watch"), agentapi.RoleWatch, spec, false)
 	if err != nil {
 		return nil, err
 	}

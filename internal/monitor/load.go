@@ -8,6 +8,7 @@ import (
 
 	"github.com/wanlab/wanlab/examples"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/monitor/tokens"
 	"github.com/wanlab/wanlab/internal/scenario"
 )
 
@@ -24,7 +25,7 @@ func Load(path string) (*core.Config, error) {
 // it names.
 func Parse(file string, data []byte) (*core.Config, error) {
 	return core.ParseWith(file, data, core.Checks{Tokens: func(path string) error {
-		_, err := LoadTokens(path)
+		_, err := tokens.Load(path)
 		return err
 	}})
 }

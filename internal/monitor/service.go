@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/monitor/runner"
 )
 
 // Options are what a service needs besides its configuration.
@@ -27,58 +27,37 @@ type Options struct {
 	Webhook *Webhook
 	// Seed makes the schedule's slips repeatable.
 	Seed uint64
-	// Hosts are the names the HTTP listener answers to besides its
-	// address and access: hosts: (ListenerNames of --http).
-	Hosts []string
 	// Viewer makes a service that measures nothing and shows what the
 	// archive holds of every path (wanlab ui): Run refuses to start it.
 	Viewer bool
 }
 
-// Service runs a configuration's tests and keeps what they found.
+// Service runs a configuration's tests and keeps what they found. It is
+// the composition root of the monitoring service: the runners (package
+// monitor/runner) measure and hand it what they find (Observe), it judges
+// that with the core's detector and writes it through its store; the
+// shares say which pairs this process measures. The HTTP layer (package
+// monitor/web) reads and acts on it through its exported methods.
 type Service struct {
 	opts Options
 	// out is where results, alerts and audit entries go (opts.Store).
 	out appender
-	// run are the loops that measure.
-	run     *runners
+	// run are the loops that measure; shares are this process's part of
+	// the mesh among those sharing the archive.
+	run     *runner.Runners
+	shares  *shares
 	started time.Time
+	// via are the link directions of each path, where the topology knows them.
+	via map[[2]string][]string
 
 	mu    sync.Mutex
 	cfg   *core.Config
-	sched *core.Scheduler
 	det   *core.Detector
 	paths map[core.PathKey]*PathState
-	down  backoff
-	last  map[[3]string]time.Time // when each exclusive test last started
 	// changed is the time of the last link change recorded.
-	changed  time.Time
-	counts   map[[2]string]int64 // (type, status) -> tests
-	late     int64
-	events   []Event
-	running  int
-	probes   context.CancelFunc
-	probesWG sync.WaitGroup
-	wake     chan struct{}
-	// spans are the recent and running throughput-class tests, which
-	// disturb probes of the paths they share a host or a link with.
-	spans []span
-	// via are the link directions of each path, where the topology knows them.
-	via  map[[2]string][]string
-	snmp snmpPoller
-	gate *gate
-	// owner names this process among those sharing the archive; owned
-	// are the shares of the mesh it measures, members how many share it.
-	owner       string
-	owned       []int
-	members     int
-	coordinated time.Time
-}
-
-// span is a throughput-class test's time on its path; end is zero while it runs.
-type span struct {
-	src, dst   string
-	start, end time.Time
+	changed time.Time
+	counts  map[[2]string]int64 // (type, status) -> tests
+	events  []core.Event
 }
 
 // PathState is what the service knows of one test of a path now.
@@ -105,24 +84,8 @@ func (p *PathState) Fresh(now time.Time, budget time.Duration) bool {
 	return now.Sub(p.At) <= time.Duration(2*p.Period*float64(time.Second))+budget+30*time.Second
 }
 
-// Event is something the service noticed.
-type Event struct {
-	T       time.Time `json:"t"`
-	Message string    `json:"message"`
-	// Audit marks what callers of the service did (sign-ins, state
-	// changes, refused requests): shown to identities only.
-	Audit bool `json:"audit,omitempty"`
-}
-
-// probeStagger bounds how far apart a mesh's probe loops start.
-const probeStagger = 10 * time.Second
-
-// Backoff bounds of a host that does not answer.
-const (
-	firstBackoff = 5 * time.Second
-	maxBackoff   = 5 * time.Minute
-	maxEvents    = 500
-)
+// maxEvents bounds the events kept.
+const maxEvents = 500
 
 // New prepares a service; Run starts it.
 func New(cfg *core.Config, opts Options) (*Service, error) {
@@ -139,20 +102,16 @@ func New(cfg *core.Config, opts Options) (*Service, error) {
 	if err := core.Impossible(cfg); err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, out: opts.Store, cfg: cfg, det: core.NewDetector(cfg), paths: map[core.PathKey]*PathState{}, down: backoff{},
-		last: map[[3]string]time.Time{}, counts: map[[2]string]int64{}, wake: make(chan struct{}, 1), via: map[[2]string][]string{},
-		snmp: snmpPoller{ifaces: map[[2]string]IfaceState{}, errs: map[string]string{}}, owner: newOwner()}
+	s := &Service{opts: opts, out: opts.Store, cfg: cfg, det: core.NewDetector(cfg), paths: map[core.PathKey]*PathState{},
+		counts: map[[2]string]int64{}, via: map[[2]string][]string{}}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
 	}
-	g, err := newGate(cfg.Access, s.opts.Hosts)
-	if err != nil {
-		return nil, err
-	}
-	s.gate = g
-	s.run = &runners{s}
-	latest := s.resume()
-	s.sched = core.NewScheduler(cfg, time.Now(), s.last, opts.Seed)
+	s.shares = &shares{store: opts.Store, owner: newOwner(), viewer: opts.Viewer, logf: s.Logf}
+	latest, last, ifaces := s.resume()
+	s.run = runner.New(cfg, runner.Options{Bed: opts.Bed, Service: s, Shares: s.shares, Store: pointAppender{s.out}, Via: s.Via,
+		Last: last, Interfaces: ifaces, Seed: opts.Seed})
+	s.shares.changed = s.run.Wake
 	s.addPaths(cfg)
 	for k, l := range latest {
 		if ps := s.paths[k]; ps != nil {
@@ -162,36 +121,38 @@ func New(cfg *core.Config, opts Options) (*Service, error) {
 	return s, nil
 }
 
-// resume reads what the archive remembers: when each exclusive test last
-// ran, the recent results that make the baselines, the alerts still active,
-// the interfaces' latest rates; it returns each path's latest result.
-func (s *Service) resume() map[core.PathKey]*PathState {
-	latest := map[core.PathKey]*PathState{}
+// resume reads what the archive remembers: the recent results that make
+// the baselines, the alerts still active; it returns each path's latest
+// result, when each exclusive test last ran and the interfaces' latest
+// rates.
+func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[[3]string]time.Time, ifaces []core.IfaceState) {
+	latest, last = map[core.PathKey]*PathState{}, map[[3]string]time.Time{}
 	ar := s.opts.Store.Archive()
 	if ar == nil {
 		s.logf("archive unreachable at start: the schedule starts afresh and baselines are learnt anew")
-		return latest
+		return latest, last, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if last, err := ar.LastStarts(ctx); err == nil {
-		s.last = last
+	if l, err := ar.LastStarts(ctx); err == nil {
+		last = l
 	} else {
 		s.logf("resuming the schedule: %v", err)
 	}
+	latestIface := map[[2]string]core.IfaceState{}
 	n := 0
 	err := ar.RecentPoints(ctx, time.Now().Add(-s.cfg.Baseline.Window), func(p archive.Point) error {
-		s.det.Learn(p)
+		s.det.Learn(pointOf(p))
 		n++
 		// An interface's latest rates, likewise (a viewer shows them).
 		if p.Test == "snmp" || p.Test == "agent" {
 			k := [2]string{p.Src, p.Dst}
-			st := s.snmp.ifaces[k]
+			st := latestIface[k]
 			if p.T.Before(st.At) {
 				return nil
 			}
 			if p.T.After(st.At) {
-				st = IfaceState{Source: p.Test, Device: p.Src, Interface: p.Dst, At: p.T}
+				st = core.IfaceState{Source: p.Test, Device: p.Src, Interface: p.Dst, At: p.T}
 			}
 			switch core.Name(p.Metric) {
 			case core.IfaceIn:
@@ -201,7 +162,7 @@ func (s *Service) resume() map[core.PathKey]*PathState {
 			case core.IfaceSpeed:
 				st.SpeedBPS = p.Value
 			}
-			s.snmp.ifaces[k] = st
+			latestIface[k] = st
 			return nil
 		}
 		// Each path's latest result is its state until a new one comes,
@@ -221,15 +182,18 @@ func (s *Service) resume() map[core.PathKey]*PathState {
 		s.logf("learning baselines from the archive: %v", err)
 	}
 	if active, err := ar.Alerts(ctx, time.Now(), true); err == nil {
-		s.det.Resume(active)
+		s.det.Resume(alertsOf(active))
 	}
 	if t, err := ar.LastChange(ctx); err == nil {
 		s.changed = t
 	}
-	if n > 0 || len(s.last) > 0 {
-		s.logf("resumed from the archive: %d recent results for the baselines, %d pairs' last tests", n, len(s.last))
+	if n > 0 || len(last) > 0 {
+		s.logf("resumed from the archive: %d recent results for the baselines, %d pairs' last tests", n, len(last))
 	}
-	return latest
+	for _, st := range latestIface {
+		ifaces = append(ifaces, st)
+	}
+	return latest, last, ifaces
 }
 
 func (s *Service) addPaths(cfg *core.Config) {
@@ -252,6 +216,14 @@ func (s *Service) addPaths(cfg *core.Config) {
 	}
 }
 
+// Logf reports an event (runner.Service).
+func (s *Service) Logf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logf(format, args...)
+}
+
+// logf reports an event; s.mu is held.
 func (s *Service) logf(format string, args ...any) { s.event(false, format, args...) }
 
 // auditf is logf of what a caller did: its event is shown to identities
@@ -260,7 +232,7 @@ func (s *Service) auditf(format string, args ...any) { s.event(true, format, arg
 
 func (s *Service) event(audit bool, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	s.events = append(s.events, Event{T: time.Now().UTC(), Message: msg, Audit: audit})
+	s.events = append(s.events, core.Event{T: time.Now().UTC(), Message: msg, Audit: audit})
 	if len(s.events) > maxEvents {
 		s.events = slices.Delete(s.events, 0, len(s.events)-maxEvents)
 	}
@@ -272,41 +244,32 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.opts.Viewer {
 		return errors.New("a viewer of the archive measures nothing: it cannot run")
 	}
-	s.started = time.Now()
-	s.coordinate(ctx)
 	s.mu.Lock()
-	s.run.startProbes(ctx)
+	s.started = time.Now()
 	s.mu.Unlock()
+	s.shares.coordinate(ctx)
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); s.run.exclusive(ctx) }()
+	go func() { defer wg.Done(); s.run.Run(ctx) }()
 	go func() { defer wg.Done(); s.maintain(ctx) }()
 	go func() {
 		defer wg.Done()
-		for sleep(ctx, coordinateEvery) {
-			s.coordinate(ctx)
+		for runner.Sleep(ctx, coordinateEvery) {
+			s.shares.coordinate(ctx)
 		}
 	}()
-	<-ctx.Done()
 	wg.Wait()
-	s.mu.Lock()
-	s.probes()
-	s.mu.Unlock()
-	s.probesWG.Wait()
 	s.opts.Store.Flush()
-	// Give the shares up at once: the other processes take them over at
-	// their next round rather than when the leases expire.
-	if ar := s.opts.Store.Archive(); ar != nil {
-		lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ar.Leave(lctx, s.owner)
-		cancel()
-	}
+	s.shares.leave()
 	return nil
 }
 
 // Reload takes a new configuration of the same hosts without losing the
-// paths' state, baselines or alerts.
-func (s *Service) Reload(ctx context.Context, cfg *core.Config) error {
+// paths' state, baselines or alerts. apply are the other layers' parts of
+// it (the HTTP layer's access:, web.API.Reload): each is called once the
+// service's own checks pass, before anything changes, and one that fails
+// refuses the reload.
+func (s *Service) Reload(ctx context.Context, cfg *core.Config, apply ...func(*core.Config) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cfg.Testbed != s.cfg.Testbed || cfg.Inventory != s.cfg.Inventory {
@@ -322,47 +285,23 @@ func (s *Service) Reload(ctx context.Context, cfg *core.Config) error {
 	if err := core.Impossible(cfg); err != nil {
 		return err
 	}
-	g, err := newGate(cfg.Access, s.opts.Hosts)
-	if err != nil {
-		return err
-	}
-	// Browser sessions of names the new tokens file still has stay open.
-	s.gate.mu.Lock()
-	for id, ss := range s.gate.sessions {
-		if slices.Contains(g.tokens.all(), ss.name) {
-			g.sessions[id] = ss
+	for _, f := range apply {
+		if err := f(cfg); err != nil {
+			return err
 		}
 	}
-	// Throttles and the count of sign-ins not yet summarised stay too
-	// (copied: a request still in the old gate must not share them).
-	for a, ts := range s.gate.failures {
-		g.failures[a] = slices.Clone(ts)
-	}
-	// The Host refusals' pacing is shared: it has a lock of its own.
-	g.logged, g.quiet, g.refusedHost = slices.Clone(s.gate.logged), s.gate.quiet, s.gate.refusedHost
-	g.quiet.from = maps.Clone(s.gate.quiet.from)
-	s.gate.quiet = quietLogins{}
-	s.gate.mu.Unlock()
-	s.gate = g
-	s.probes()
 	s.cfg = cfg
 	s.det.SetConfig(cfg)
 	s.addPaths(cfg)
-	old := s.sched
-	s.sched = core.NewScheduler(cfg, time.Now(), s.last, s.opts.Seed+1)
 	// Tests still running hold their hosts in the new plan too.
-	s.sched.Carry(old)
-	s.run.startProbes(ctx)
+	s.run.Reload(ctx, cfg)
 	s.logf("configuration %s reloaded: %d tests over %d hosts", cfg.Source, len(cfg.Tests), len(cfg.Hosts()))
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
 	return nil
 }
 
-// observe records an observation: the path's state, the archive, alerts.
-func (s *Service) observe(o core.Observation, test *archive.TestRecord) {
+// Observe records what a test of a path gave (runner.Service): the path's
+// state, the archive, alerts.
+func (s *Service) Observe(o core.Observation, test *archive.TestRecord) {
 	s.mu.Lock()
 	ps := s.paths[o.Key]
 	if ps == nil {
@@ -427,7 +366,6 @@ func (s *Service) maintain(ctx context.Context) {
 		s.opts.Store.Flush()
 		if now.Sub(lastHousekeeping) >= time.Minute {
 			lastHousekeeping = now
-			s.summariseLogins(now)
 			s.housekeeping(ctx, now)
 		}
 	}
@@ -483,61 +421,21 @@ func (s *Service) housekeeping(ctx context.Context, now time.Time) {
 	}
 }
 
-// Snapshot is the service's state at one moment.
-type Snapshot struct {
-	Now     time.Time `json:"now"`
-	Started time.Time `json:"started"`
-	Config  string    `json:"config"`
-	Testbed string    `json:"testbed"`
-	// Configured are the configuration's tests, in its order.
-	Configured []string            `json:"configured_tests"`
-	Paths      []PathView          `json:"paths"`
-	Down       map[string]hostDown `json:"hosts_down"`
-	Alerts     []archive.Alert     `json:"alerts"`
-	Tests      map[string]int64    `json:"tests"`
-	Late       int64               `json:"late"`
-	Running    int                 `json:"running"`
-	Queued     int                 `json:"queue_depth"`
-	Archive    Health              `json:"archive"`
-	Events     []Event             `json:"events"`
-	// Shares are the shares of the mesh this process measures, of Shares;
-	// Members is how many processes share the archive.
-	Owner   string `json:"owner"`
-	Shares  []int  `json:"shares"`
-	Members int    `json:"members"`
-}
-
-// Elsewhere is the state of a path another process measures.
-const Elsewhere = "elsewhere"
-
-// PathView is one path's state as shown: values only while fresh.
-type PathView struct {
-	Src    string             `json:"src"`
-	Dst    string             `json:"dst"`
-	Test   string             `json:"test"`
-	Type   string             `json:"type"`
-	State  string             `json:"state"` // ok, alert, no data
-	Reason string             `json:"reason,omitempty"`
-	At     time.Time          `json:"at,omitzero"`
-	Age    float64            `json:"age_seconds,omitempty"`
-	Values map[string]float64 `json:"values,omitempty"`
-	Hops   []string           `json:"hops,omitempty"`
-}
-
 // Snapshot copies the service's state.
-func (s *Service) Snapshot() Snapshot {
+func (s *Service) Snapshot() core.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	var alerts []archive.Alert
+	var alerts []core.Alert
 	for _, a := range s.det.Active() {
-		if s.owns(a.Src, a.Dst) {
+		if s.shares.Owns(a.Src, a.Dst) {
 			alerts = append(alerts, a)
 		}
 	}
-	snap := Snapshot{Now: now.UTC(), Started: s.started.UTC(), Config: s.cfg.Source, Testbed: s.opts.Bed.Topology().Name,
-		Down: map[string]hostDown{}, Alerts: alerts, Tests: map[string]int64{}, Late: s.late, Running: s.running,
-		Archive: s.opts.Store.Health(), Events: slices.Clone(s.events), Owner: s.owner, Shares: slices.Clone(s.owned), Members: s.members}
+	snap := core.Snapshot{Now: now.UTC(), Started: s.started.UTC(), Config: s.cfg.Source, Testbed: s.opts.Bed.Topology().Name,
+		Down: s.run.Down(), Alerts: alerts, Tests: map[string]int64{}, Archive: s.opts.Store.Health(), Events: slices.Clone(s.events)}
+	snap.Owner, snap.Shares, snap.Members = s.shares.view()
+	snap.Late, snap.Running, snap.Queued = s.run.Stats()
 	budgets := map[string]time.Duration{}
 	for _, t := range s.cfg.Tests {
 		budgets[t.Name] = t.Budget()
@@ -548,10 +446,10 @@ func (s *Service) Snapshot() Snapshot {
 		alerting[core.PathKey{Src: a.Src, Dst: a.Dst, Test: a.Test}] = true
 	}
 	for _, ps := range s.paths {
-		v := PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At}
+		v := core.PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At}
 		switch {
-		case !s.owns(ps.Key.Src, ps.Key.Dst):
-			v.State, v.Reason = Elsewhere, "measured by another wanlab serve process sharing the archive"
+		case !s.shares.Owns(ps.Key.Src, ps.Key.Dst):
+			v.State, v.Reason = core.Elsewhere, "measured by another wanlab serve process sharing the archive"
 		case ps.Fresh(now, budgets[ps.Key.Test]):
 			v.State, v.Values, v.Hops, v.Age = "ok", ps.Values, ps.Hops, now.Sub(ps.At).Seconds()
 			if alerting[ps.Key] {
@@ -566,15 +464,11 @@ func (s *Service) Snapshot() Snapshot {
 		}
 		snap.Paths = append(snap.Paths, v)
 	}
-	slices.SortFunc(snap.Paths, func(a, b PathView) int {
+	slices.SortFunc(snap.Paths, func(a, b core.PathView) int {
 		return strings.Compare(a.Test+"\x00"+a.Src+"\x00"+a.Dst, b.Test+"\x00"+b.Src+"\x00"+b.Dst)
 	})
-	for h, d := range s.down {
-		snap.Down[h] = *d
-	}
 	for k, n := range s.counts {
 		snap.Tests[k[0]+" "+k[1]] = n
 	}
-	snap.Queued = s.sched.Waiting(now)
 	return snap
 }

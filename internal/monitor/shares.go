@@ -8,10 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
-	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // Several service processes may share one archive and split a mesh
@@ -43,42 +43,61 @@ func newOwner() string {
 	return fmt.Sprintf("%s/%d/%04x", host, os.Getpid(), rand.Uint32()&0xffff)
 }
 
+// shares are this process's part of the mesh, among those sharing the
+// archive, and the leases of its throughput-class tests' hosts
+// (runner.Shares).
+type shares struct {
+	store  *Store
+	owner  string // names this process among those sharing the archive
+	viewer bool   // a viewer owns every pair: it measures none
+	logf   func(format string, args ...any)
+	// changed is told when the shares change (the runners look again).
+	changed func()
+
+	mu sync.Mutex
+	// owned are the shares this process measures, members how many
+	// processes share the archive.
+	owned       []int
+	members     int
+	coordinated time.Time
+}
+
 // coordinate renews this process's leases and rebalances the shares: it
 // takes free or expired ones up to its part (Shares over the processes
 // alive) and gives up what it holds beyond. While the archive is
 // unreachable it keeps what it holds; if it never held any, it takes all,
 // so that a lone service measures even without its archive.
-func (s *Service) coordinate(ctx context.Context) {
-	ar := s.opts.Store.Archive()
-	s.mu.Lock()
-	held := slices.Clone(s.owned)
-	s.mu.Unlock()
+func (sh *shares) coordinate(ctx context.Context) {
+	ar := sh.store.Archive()
+	sh.mu.Lock()
+	held, coordinated := slices.Clone(sh.owned), sh.coordinated
+	sh.mu.Unlock()
 	if ar == nil {
-		if s.coordinated.IsZero() && len(held) == 0 {
-			s.setOwned(allShares(), 1)
+		if coordinated.IsZero() && len(held) == 0 {
+			sh.set(allShares(), 1)
 		}
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, coordinateEvery)
 	defer cancel()
 	expires := time.Now().Add(leaseTTL)
-	alive, err := ar.Heartbeat(cctx, s.owner, expires)
+	alive, err := ar.Heartbeat(cctx, sh.owner, expires)
 	if err != nil {
-		if s.coordinated.IsZero() && len(held) == 0 {
-			s.setOwned(allShares(), 1)
+		if coordinated.IsZero() && len(held) == 0 {
+			sh.set(allShares(), 1)
 		}
 		return
 	}
 	target := (Shares + alive - 1) / alive
 	var kept []int
 	for _, i := range held {
-		if err := ar.Claim(cctx, shareName(i), s.owner, expires); err == nil {
+		if err := ar.Claim(cctx, shareName(i), sh.owner, expires); err == nil {
 			kept = append(kept, i)
 		}
 	}
 	for len(kept) > target {
 		i := kept[len(kept)-1]
-		if ar.Release(cctx, shareName(i), s.owner) != nil {
+		if ar.Release(cctx, shareName(i), sh.owner) != nil {
 			break
 		}
 		kept = kept[:len(kept)-1]
@@ -91,15 +110,17 @@ func (s *Service) coordinate(ctx context.Context) {
 		if slices.Contains(kept, i) {
 			continue
 		}
-		if err := ar.Claim(cctx, shareName(i), s.owner, expires); err == nil {
+		if err := ar.Claim(cctx, shareName(i), sh.owner, expires); err == nil {
 			kept = append(kept, i)
 		} else if !errors.Is(err, archive.ErrLeaseHeld) {
 			break
 		}
 	}
 	slices.Sort(kept)
-	s.coordinated = time.Now()
-	s.setOwned(kept, alive)
+	sh.mu.Lock()
+	sh.coordinated = time.Now()
+	sh.mu.Unlock()
+	sh.set(kept, alive)
 }
 
 func allShares() []int {
@@ -110,42 +131,55 @@ func allShares() []int {
 	return out
 }
 
-func (s *Service) setOwned(shares []int, members int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !slices.Equal(shares, s.owned) || members != s.members {
+func (sh *shares) set(owned []int, members int) {
+	sh.mu.Lock()
+	changed := !slices.Equal(owned, sh.owned) || members != sh.members
+	sh.owned, sh.members = owned, members
+	sh.mu.Unlock()
+	if changed {
 		who := "alone on the archive"
 		if members > 1 {
 			who = fmt.Sprintf("%d service processes share the archive", members)
 		}
-		s.logf("measuring %d of %d shares of the mesh (%s)", len(shares), Shares, who)
+		sh.logf("measuring %d of %d shares of the mesh (%s)", len(owned), Shares, who)
 	}
-	s.owned, s.members = shares, members
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if sh.changed != nil {
+		sh.changed()
 	}
 }
 
-// owns says whether this process measures a pair; s.mu is held.
-func (s *Service) owns(src, dst string) bool {
-	return s.opts.Viewer || slices.Contains(s.owned, ShareOf(src, dst))
+// view is this process's name, the shares it measures and how many
+// processes share the archive.
+func (sh *shares) view() (owner string, owned []int, members int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.owner, slices.Clone(sh.owned), sh.members
 }
 
-// lockHosts leases a throughput-class test's two hosts in the archive for
-// its budget; false if another process's test holds one. Without an
-// archive it goes ahead: the agents' admission control still guards.
-func (s *Service) lockHosts(ctx context.Context, j core.Job) (bool, time.Time) {
-	ar := s.opts.Store.Archive()
+// Owns says whether this process measures a pair.
+func (sh *shares) Owns(src, dst string) bool {
+	if sh.viewer {
+		return true
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return slices.Contains(sh.owned, ShareOf(src, dst))
+}
+
+// Lock leases a throughput-class test's two hosts in the archive for its
+// budget; false if another process's test holds one. Without an archive
+// it goes ahead: the agents' admission control still guards.
+func (sh *shares) Lock(ctx context.Context, src, dst string, budget time.Duration) (bool, time.Time) {
+	ar := sh.store.Archive()
 	if ar == nil {
 		return true, time.Time{}
 	}
-	expires := time.Now().Add(j.Test.Budget() + 30*time.Second)
+	expires := time.Now().Add(budget)
 	var got []string
-	for _, h := range []string{j.Src, j.Dst} {
-		if err := ar.Claim(ctx, "host "+h, s.owner, expires); err != nil {
+	for _, h := range []string{src, dst} {
+		if err := ar.Claim(ctx, "host "+h, sh.owner, expires); err != nil {
 			for _, g := range got {
-				ar.Release(ctx, g, s.owner)
+				ar.Release(ctx, g, sh.owner)
 			}
 			if errors.Is(err, archive.ErrLeaseHeld) {
 				return false, time.Now().Add(5 * time.Second)
@@ -157,10 +191,22 @@ func (s *Service) lockHosts(ctx context.Context, j core.Job) (bool, time.Time) {
 	return true, time.Time{}
 }
 
-func (s *Service) unlockHosts(ctx context.Context, j core.Job) {
-	if ar := s.opts.Store.Archive(); ar != nil {
-		for _, h := range []string{j.Src, j.Dst} {
-			ar.Release(ctx, "host "+h, s.owner)
+// Unlock gives a test's hosts' leases up.
+func (sh *shares) Unlock(ctx context.Context, src, dst string) {
+	if ar := sh.store.Archive(); ar != nil {
+		for _, h := range []string{src, dst} {
+			ar.Release(ctx, "host "+h, sh.owner)
 		}
+	}
+}
+
+// leave gives the shares up at once, as the service stops: the other
+// processes take them over at their next round rather than when the
+// leases expire.
+func (sh *shares) leave() {
+	if ar := sh.store.Archive(); ar != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ar.Leave(ctx, sh.owner)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/audit"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // record is one write to the archive, as it waits in the local buffer.
@@ -23,15 +25,51 @@ type appender interface {
 	Put(r record)
 }
 
+// pointAppender is an appender as the runners' (runner.Appender): the points
+// that need no judging (interfaces' rates) go through it straight.
+type pointAppender struct{ appender }
+
+func (p pointAppender) AppendPoints(at time.Time, pts []core.Point) {
+	p.Put(record{At: at, Points: pts})
+}
+
 type record struct {
 	At     time.Time           `json:"at"`
-	Points []archive.Point     `json:"points,omitempty"`
+	Points []core.Point        `json:"points,omitempty"`
 	Test   *archive.TestRecord `json:"test,omitempty"`
-	Open   *archive.Alert      `json:"open,omitempty"`
+	Open   *core.Alert         `json:"open,omitempty"`
 	Close  *closed             `json:"close,omitempty"`
 	Ack    *acked              `json:"ack,omitempty"`
-	Audit  *archive.AuditEntry `json:"audit,omitempty"`
+	Audit  *audit.Entry        `json:"audit,omitempty"`
 	Change *archive.Change     `json:"change,omitempty"`
+}
+
+// UnmarshalJSON reads a record, also one a wanlab before the one audit
+// entry buffered: its audit entry's time, action and outcome were under
+// "t", "action" and "outcome".
+func (r *record) UnmarshalJSON(b []byte) error {
+	type plain record
+	var v struct {
+		plain
+		Older *struct {
+			T       time.Time `json:"t"`
+			Action  string    `json:"action"`
+			Outcome string    `json:"outcome"`
+		} `json:"audit,omitempty"`
+	}
+	if err := json.Unmarshal(b, &v.plain); err != nil {
+		return err
+	}
+	*r = record(v.plain)
+	if r.Audit == nil || !r.Audit.Time.IsZero() || r.Audit.Decision != "" {
+		return nil
+	}
+	if err := json.Unmarshal(b, &v); err != nil || v.Older == nil {
+		return err
+	}
+	r.Audit.Time, r.Audit.Method = v.Older.T, v.Older.Action
+	r.Audit.SetOutcome(v.Older.Outcome)
+	return nil
 }
 
 type acked struct {
@@ -103,21 +141,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Health is the store's state, for /metrics and /api/v1/status.
-type Health struct {
-	Connected     bool    `json:"connected"`
-	BufferedBytes int64   `json:"buffered_bytes"`
-	LagSeconds    float64 `json:"lag_seconds"`
-	Dropped       int64   `json:"dropped_records"`
-	LastError     string  `json:"last_error,omitempty"`
-	BufferMax     int64   `json:"buffer_max_bytes"`
-}
-
 // Health reports the store's state.
-func (s *Store) Health() Health {
+func (s *Store) Health() core.Health {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := Health{Connected: s.ar != nil && s.size == 0, BufferedBytes: s.size, Dropped: s.dropped, LastError: s.lastErr, BufferMax: s.max}
+	h := core.Health{Connected: s.ar != nil && s.size == 0, BufferedBytes: s.size, Dropped: s.dropped, LastError: s.lastErr, BufferMax: s.max}
 	if s.size > 0 {
 		h.LagSeconds = time.Since(s.oldest).Seconds()
 	}
@@ -180,7 +208,7 @@ func (s *Store) buffer(r record) {
 
 func (s *Store) apply(r record) error {
 	if len(r.Points) > 0 {
-		if err := s.ar.AddPoints(r.Points); err != nil {
+		if err := s.ar.AddPoints(rowsOf(r.Points)); err != nil {
 			return err
 		}
 	}
@@ -190,7 +218,7 @@ func (s *Store) apply(r record) error {
 		}
 	}
 	if r.Open != nil {
-		if _, err := s.ar.OpenAlert(*r.Open); err != nil {
+		if _, err := s.ar.OpenAlert(archive.Alert(*r.Open)); err != nil {
 			return err
 		}
 	}
@@ -273,4 +301,30 @@ func (s *Store) Location() string {
 		return archive.Redact(s.dsn)
 	}
 	return s.dsn
+}
+
+// The core's points and alerts are the archive's rows, converted here, at
+// the store: the core knows no archive.
+
+// rowsOf are points as the archive's rows.
+func rowsOf(pts []core.Point) []archive.Point {
+	out := make([]archive.Point, len(pts))
+	for i, p := range pts {
+		out[i] = archive.Point{T: p.T, Src: p.Src, Dst: p.Dst, Test: p.Test, Metric: p.Metric, Value: p.Value}
+	}
+	return out
+}
+
+// pointOf is an archive's row as a point.
+func pointOf(p archive.Point) core.Point {
+	return core.Point{T: p.T, Src: p.Src, Dst: p.Dst, Test: p.Test, Metric: p.Metric, Value: p.Value}
+}
+
+// alertsOf are the archive's alert rows as the core's alerts.
+func alertsOf(rows []archive.Alert) []core.Alert {
+	out := make([]core.Alert, len(rows))
+	for i, a := range rows {
+		out[i] = core.Alert(a)
+	}
+	return out
 }

@@ -2,15 +2,17 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
@@ -44,10 +46,10 @@ func deadPostgres(t *testing.T) string {
 	return "postgres://wanlab:secret@" + addr + "/wanlab?sslmode=disable&connect_timeout=2"
 }
 
-func points(at time.Time, n int) []archive.Point {
-	var out []archive.Point
+func points(at time.Time, n int) []core.Point {
+	var out []core.Point
 	for i := range n {
-		out = append(out, archive.Point{T: at.Add(time.Duration(i) * time.Second), Src: "a", Dst: "b", Test: "lat", Metric: "rtt_median_seconds", Value: float64(i)})
+		out = append(out, core.Point{T: at.Add(time.Duration(i) * time.Second), Src: "a", Dst: "b", Test: "lat", Metric: "rtt_median_seconds", Value: float64(i)})
 	}
 	return out
 }
@@ -66,7 +68,7 @@ func TestStoreBuffersAndReplays(t *testing.T) {
 	for i := range 10 {
 		s.Put(record{At: t0, Points: points(t0.Add(time.Duration(i)*time.Second), 3)})
 	}
-	al := archive.Alert{Ref: "r1", Rule: core.RuleRTTStep, Src: "a", Dst: "b", Test: "lat", Started: t0, Message: "m"}
+	al := core.Alert{Ref: "r1", Rule: core.RuleRTTStep, Src: "a", Dst: "b", Test: "lat", Started: t0, Message: "m"}
 	s.Put(record{At: t0, Open: &al})
 	s.Put(record{At: t0, Close: &closed{Ref: "r1", Ended: t0.Add(time.Second)}})
 	h := s.Health()
@@ -117,5 +119,29 @@ func TestStoreBadSQLite(t *testing.T) {
 	var l logs
 	if _, err := OpenStore(filepath.Join(t.TempDir(), "no", "such", "dir", "a.db"), t.TempDir(), 1<<20, l.logf); err == nil {
 		t.Error("opened a SQLite archive in a folder that does not exist")
+	}
+}
+
+// TestRecordReadsAnOlderBuffer: a buffer line written before the one audit
+// entry (its audit under "t", "action", "outcome") replays with its time,
+// action and outcome; a line of today reads as it was written.
+func TestRecordReadsAnOlderBuffer(t *testing.T) {
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	var old record
+	line := `{"at":"2026-11-20T10:00:00Z","audit":{"t":"2026-11-20T10:00:00Z","identity":"ops","remote":"192.0.2.8","action":"ack","target":"a->b","outcome":"refused: no such alert"}}`
+	if err := json.Unmarshal([]byte(line), &old); err != nil {
+		t.Fatal(err)
+	}
+	want := audit.Entry{Time: at, Identity: "ops", Remote: "192.0.2.8", Method: "ack", Target: "a->b", Decision: "refused", Reason: "no such alert"}
+	if old.Audit == nil || !reflect.DeepEqual(*old.Audit, want) {
+		t.Errorf("an older line read as %+v, want %+v", old.Audit, want)
+	}
+	b, err := json.Marshal(record{At: at, Audit: &want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now record
+	if err := json.Unmarshal(b, &now); err != nil || now.Audit == nil || !reflect.DeepEqual(*now.Audit, want) || !now.At.Equal(at) {
+		t.Errorf("a line of today read as %+v (%v), want %+v", now.Audit, err, want)
 	}
 }

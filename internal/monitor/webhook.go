@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/monitor/core"
 )
 
 // Webhook posts alerts as JSON to a URL, one at a time, from a bounded
@@ -21,8 +21,8 @@ type Webhook struct {
 }
 
 type webhookMessage struct {
-	Status string        `json:"status"` // firing or resolved
-	Alert  archive.Alert `json:"alert"`
+	Status string     `json:"status"` // firing or resolved
+	Alert  core.Alert `json:"alert"`
 }
 
 // NewWebhook starts posting to url until ctx ends; nil for no URL.
@@ -36,7 +36,7 @@ func NewWebhook(ctx context.Context, url string, logf func(string, ...any)) *Web
 }
 
 // Send queues an alert; if the queue is full it is reported and left out.
-func (w *Webhook) Send(status string, a archive.Alert) {
+func (w *Webhook) Send(status string, a core.Alert) {
 	if w == nil {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -79,12 +79,12 @@ func (b *Bed) Topology() *topology.Topology {
 }
 
 // Dial connects to a host's agent over TLS and learns its test address.
-func (b *Bed) Dial(ctx context.Context, host string) (*agent.Client, error) {
+func (b *Bed) Dial(ctx context.Context, host string) (*agentapi.Client, error) {
 	h, ok := b.inv.Host(host)
 	if !ok {
 		return nil, fmt.Errorf("the inventory %s has no host %q", b.inv.Source, host)
 	}
-	c, err := agent.DialTLS(ctx, host, h.Agent, b.config)
+	c, err := agentapi.DialTLS(ctx, host, h.Agent, b.config)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/job"
+	"github.com/wanlab/wanlab/internal/workload/kind"
 )
 
 //go:embed report.html.tmpl
@@ -74,8 +75,11 @@ type view struct {
 	WatchPlots []template.HTML
 	Hosts      []topology.Host
 	Dirs       []topology.Direction
-	Scenario   string
-	Generated  string
+	// Topology draws the test-bed, the busiest direction of each step
+	// coloured by its utilisation.
+	Topology  template.HTML
+	Scenario  string
+	Generated string
 }
 
 type workloadView struct {
@@ -128,6 +132,9 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	if len(workloads) > 0 && workloads[0].Testbed != nil {
 		if t, err := topology.New(workloads[0].Testbed); err == nil {
 			v.Hosts, v.Dirs = t.Hosts, t.Dirs
+			if v.Topology, err = topologySVG(t, busiestDirs(workloads)); err != nil {
+				return err
+			}
 		}
 	}
 	for i, wl := range workloads {
@@ -215,12 +222,13 @@ type changeView struct {
 // workloadPlots builds a workload's table and plots.
 func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadView, error) {
 	wv := workloadView{Name: wl.Name, Kind: wl.Kind, Verdicts: ws.Steps}
-	for _, c := range results.Columns[wl.Kind] {
+	cols := wl.Traits().Columns
+	for _, c := range cols {
 		wv.Columns = append(wv.Columns, c.Head)
 	}
 	for _, s := range wl.Steps {
 		r := rowView{Label: s.Label, Status: s.Status, Reason: s.Reason, Limited: s.TestbedLimited}
-		for _, c := range results.Columns[wl.Kind] {
+		for _, c := range cols {
 			v, ok := c.Value(s.Metrics)
 			if !ok {
 				v = math.NaN()
@@ -243,9 +251,10 @@ func workloadPlots(wl analysis.Workload, ws analysis.WorkloadSteps) (workloadVie
 	return wv, nil
 }
 
-// sweepPlots draws a sweep's figures against its swept value: throughput
-// (or task rate) with the link's TCP ceiling, and for an event store the
-// CPUs and the mean job wall-clock. A single step has no curve to draw.
+// sweepPlots draws a sweep's figures against its swept value, as its
+// kind's traits say: its figure (throughput, task rate) with the link's
+// TCP ceiling or the farm's ideal rate, and the CPUs and the mean job
+// wall-clock. A single step has no curve to draw.
 func sweepPlots(wl analysis.Workload) ([]template.HTML, error) {
 	if len(wl.Steps) < 2 {
 		return nil, nil
@@ -259,18 +268,21 @@ func sweepPlots(wl analysis.Workload) ([]template.HTML, error) {
 		return err
 	}
 	var err error
-	switch wl.Kind {
-	case results.EventDB, results.Mesh, results.Throughput:
-		fig := results.Named(map[results.Kind]string{results.EventDB: results.ThroughputMbps, results.Mesh: results.AggregateMbps, results.Throughput: results.ThroughputMbps}[wl.Kind])
-		var levels []level
-		if c := capacity(wl); c > 0 {
-			levels = append(levels, level{"TCP ceiling of the link", c})
+	traits := wl.Traits()
+	if p := traits.Plot; p.Figure != "" {
+		lines := []series{collect(wl, x, "measured", results.Named(p.Figure))}
+		if p.Ideal {
+			lines = append(lines, idealRate(wl, x))
 		}
-		err = add(linePlot(wl.Name+": throughput", xLabel, "Mbit/s", []series{collect(wl, x, "measured", fig)}, levels, true))
-	case results.TaskFarm:
-		err = add(linePlot(wl.Name+": task rate", xLabel, "tasks/s", []series{collect(wl, x, "measured", results.Named(results.TaskRateHz)), idealRate(wl, x)}, nil, true))
+		var levels []level
+		if p.Ceiling {
+			if c := capacity(wl); c > 0 {
+				levels = append(levels, level{"TCP ceiling of the link", c})
+			}
+		}
+		err = add(linePlot(wl.Name+": "+p.Title, xLabel, p.Unit, lines, levels, true))
 	}
-	if err != nil || wl.Kind != results.EventDB {
+	if err != nil || !traits.JobPlots {
 		return plots, err
 	}
 	cpu := []series{collect(wl, x, "server", results.RoleCPUFigures("server")...), collect(wl, x, "client", results.RoleCPUFigures("client")...)}
@@ -280,10 +292,10 @@ func sweepPlots(wl analysis.Workload) ([]template.HTML, error) {
 	return plots, add(linePlot(wl.Name+": mean job wall-clock", xLabel, "s", []series{collect(wl, x, "mean WCT", results.Named(results.MeanWallclockS))}, nil, true))
 }
 
-// durations is the histogram of the workload's job times: wall-clock,
-// task round trip or transfer time, by kind.
+// durations is the histogram of the workload's job times, as its kind's
+// traits name them (a job's wall-clock, a task's round trip, ...).
 func durations(wl analysis.Workload) (template.HTML, error) {
-	what := map[results.Kind]string{results.EventDB: "job wall-clock", results.TaskFarm: "task round trip (dispatch to result)", results.Mesh: "transfer time"}[wl.Kind]
+	what := wl.Traits().JobTimes
 	if what == "" {
 		return "", nil
 	}
@@ -308,10 +320,10 @@ func sweepAxis(wl analysis.Workload) (func(analysis.Step) float64, string) {
 				return func(s analysis.Step) float64 { return paramValue(s.Params[name]) }, paramLabel(p)
 			}
 		}
-		if wl.Kind == results.EventDB {
-			return func(s analysis.Step) float64 {
-				return float64(s.Config.EventDB.Jobs * len(s.Config.EventDB.Clients))
-			}, "concurrent jobs"
+		if noun := wl.Traits().Concurrency; noun != "" {
+			if _, ok := wl.Steps[0].Config.Spec.(kind.Concurrent); ok {
+				return func(s analysis.Step) float64 { return s.Config.Spec.(kind.Concurrent).Concurrency() }, "concurrent " + noun + "s"
+			}
 		}
 	}
 	return func(s analysis.Step) float64 { return float64(s.Index + 1) }, "step"
@@ -362,8 +374,9 @@ func collect(wl analysis.Workload, x func(analysis.Step) float64, name string, f
 func idealRate(wl analysis.Workload, x func(analysis.Step) float64) series {
 	s := series{name: "ideal (workers / duration)"}
 	for _, st := range wl.Steps {
-		if t := st.Config.TaskFarm; t != nil && t.Duration > 0 {
-			s.xs, s.ys = append(s.xs, x(st)), append(s.ys, float64(t.Count)/t.Duration.Seconds())
+		if f, ok := st.Config.Spec.(kind.Farmed); ok && f.Farm().Task > 0 {
+			t := f.Farm()
+			s.xs, s.ys = append(s.xs, x(st)), append(s.ys, float64(t.Workers)/t.Task.Seconds())
 		}
 	}
 	return s
@@ -389,7 +402,9 @@ func capacity(wl analysis.Workload) float64 {
 
 // heat builds a streams x window table for a throughput sweep of both.
 func heat(wl analysis.Workload) *heatView {
-	if wl.Kind != results.Throughput || len(wl.Steps) == 0 {
+	traits := wl.Traits()
+	fig := traits.Plot
+	if !traits.Heat || len(wl.Steps) == 0 {
 		return nil
 	}
 	if _, ok := wl.Steps[0].Params["streams"]; !ok {
@@ -409,16 +424,16 @@ func heat(wl analysis.Workload) *heatView {
 	}
 	top := 0.0
 	for _, s := range wl.Steps {
-		top = math.Max(top, s.Metrics.Value(results.Named(results.ThroughputMbps)))
+		top = math.Max(top, s.Metrics.Value(results.Named(fig.Figure)))
 	}
-	h := &heatView{Title: wl.Name + ": Mbit/s by streams (across) and window (down)", Cols: cols, Rows: rows}
+	h := &heatView{Title: wl.Name + ": " + fig.Unit + " by streams (across) and window (down)", Cols: cols, Rows: rows}
 	for _, r := range rows {
 		var line []heatCell
 		for _, c := range cols {
 			cell := heatCell{Value: math.NaN()}
 			for _, s := range wl.Steps {
 				if s.Params["streams"] == c && s.Params["window"] == r {
-					cell.Value = s.Metrics.Value(results.Named(results.ThroughputMbps))
+					cell.Value = s.Metrics.Value(results.Named(fig.Figure))
 				}
 			}
 			if !math.IsNaN(cell.Value) && top > 0 {

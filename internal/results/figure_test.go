@@ -165,16 +165,3 @@ func TestMetricsFigures(t *testing.T) {
 		t.Errorf("Figures() = %+v, want %+v", got, want)
 	}
 }
-
-// TestColumnsParse: every summary column shows figures ParseFigure knows.
-func TestColumnsParse(t *testing.T) {
-	for kind, cols := range Columns {
-		for _, c := range cols {
-			for _, f := range c.Figures {
-				if got, ok := ParseFigure(f.String()); !ok || got != f {
-					t.Errorf("%s column %s: %q reads as %+v, %v", kind, c.Head, f, got, ok)
-				}
-			}
-		}
-	}
-}

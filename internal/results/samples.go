@@ -3,7 +3,18 @@ package results
 import (
 	"fmt"
 	"strings"
+	"time"
 )
+
+// Sample is one value of one metric about one subject at one time: what
+// a step's samples and the archive's samples table hold.
+type Sample struct {
+	T       time.Time
+	Metric  string
+	Subject string
+	Value   float64
+	Unit    string
+}
 
 // Metrics of time-series samples, named after the GGF NMWG hierarchy of
 // network characteristics where there is a name for it, and after what

@@ -160,7 +160,7 @@ func FuzzTrace(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		v := &validator{Checker: &yamlfile.Checker{File: "fuzz"}}
+		v := &fieldChecker{Checker: &yamlfile.Checker{File: "fuzz"}}
 		steps := readSteps(v, "rate", path, func(s string) (units.Rate, error) { return units.ParseRate(s) })
 		for i, s := range steps {
 			if s.At < 0 || i > 0 && s.At <= steps[i-1].At {

@@ -25,7 +25,7 @@ var (
 
 // machine validates the machine: section: which sysctls, normalised (sizes
 // in bytes, lists single-spaced), and which modules.
-func (v *validator) machine(raw *rawMachine) Machine {
+func (v *bedChecker) machine(raw *rawMachine) Machine {
 	var m Machine
 	if raw == nil {
 		return m
@@ -63,7 +63,7 @@ func (v *validator) machine(raw *rawMachine) Machine {
 
 // machineValue checks one machine-wide setting's value and returns it as
 // the kernel writes it.
-func (v *validator) machineValue(field, key, value string) (string, bool) {
+func (v *bedChecker) machineValue(field, key, value string) (string, bool) {
 	switch key {
 	case availableCC:
 		v.fail(field, "is read-only: the kernel lists what it has; load modules (machine.modules) to add to it")

@@ -7,48 +7,23 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/wanlab/wanlab/internal/units"
 )
 
-// A link direction's settings: rate, delay, jitter, loss, queue, cross
-// traffic, routers, and their defaults.
-
-// rawLoss is either a percentage ("0.1%") or a Gilbert-Elliott mapping.
-type rawLoss struct {
-	Random  string
-	Gilbert map[string]string
-	set     bool
-}
-
-var gilbertKeys = map[string]bool{"model": true, "p": true, "r": true, "bad_loss": true, "good_loss": true}
-
-func (l *rawLoss) UnmarshalYAML(n *yaml.Node) error {
-	l.set = true
-	switch n.Kind {
-	case yaml.ScalarNode:
-		l.Random = n.Value
-		return nil
-	case yaml.MappingNode:
-		l.Gilbert = map[string]string{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if !gilbertKeys[k.Value] {
-				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: field %s not found in type loss", k.Line, k.Value)}}
-			}
-			if v.Kind != yaml.ScalarNode {
-				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss.%s must be a single value", v.Line, k.Value)}}
-			}
-			l.Gilbert[k.Value] = v.Value
-		}
-		return nil
-	}
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss must be a percentage or a gilbert-elliott mapping", n.Line)}}
+// dirChecker reads a link direction's settings (a site's, a link's, an
+// event's or a testbed set's) over what the direction has: rate, delay,
+// loss, queue, routers, cross traffic and traces.
+type dirChecker struct {
+	*fieldChecker
+	// dir is the scenario's folder, which files it names are relative to.
+	dir string
+	// stored says the scenario is a run's copy from the archive: the
+	// files it names are not read (they may have gone since).
+	stored bool
 }
 
 // override applies the per-direction fields in raw over base.
-func (v *validator) override(field string, raw *rawParams, base Direction) Direction {
+func (v *dirChecker) override(field string, raw *rawParams, base Direction) Direction {
 	if raw == nil {
 		return v.finish(field, base, false)
 	}
@@ -57,7 +32,7 @@ func (v *validator) override(field string, raw *rawParams, base Direction) Direc
 
 // params reads raw over base. When final is false the queue default is left
 // for finish, so that a direction's own rate and delay size it.
-func (v *validator) params(field string, raw rawParams, d Direction, final bool) Direction {
+func (v *dirChecker) params(field string, raw rawParams, d Direction, final bool) Direction {
 	if raw.Rate != "" {
 		r, err := units.ParseRate(raw.Rate)
 		switch {
@@ -113,29 +88,8 @@ func (v *validator) params(field string, raw rawParams, d Direction, final bool)
 	return v.finish(field, d, raw.Queue != "")
 }
 
-// routersOutside refuses routers with addresses in the hosts' subnet:
-// an ICMP error from one would seem to come from a host.
-func (v *validator) routersOutside(tb *Testbed) {
-	check := func(field string, dirs ...Direction) {
-		for _, d := range dirs {
-			for _, h := range d.Hops {
-				if tb.Subnet.Contains(h.Addr) {
-					v.fail(field+".hops", "router %s is in the hosts' subnet %s: give routers addresses outside it (as 192.0.2.0/24)", h, tb.Subnet)
-					return
-				}
-			}
-		}
-	}
-	for _, s := range tb.Sites {
-		check("sites."+s.Name, s.Up, s.Down, s.LAN)
-	}
-	for i, l := range tb.Links {
-		check(fmt.Sprintf("links[%d]", i), l.Forward, l.Reverse)
-	}
-}
-
 // cross reads a direction's cross traffic over what it has.
-func (v *validator) cross(field string, raw rawCross, d Direction) *Cross {
+func (v *dirChecker) cross(field string, raw rawCross, d Direction) *Cross {
 	c := &Cross{Pattern: "poisson", Size: min(d.MTU, DefaultMTU), On: time.Second, Off: time.Second, FlowMean: 1e6, FlowShape: 1.2}
 	if d.Cross != nil {
 		*c = *d.Cross
@@ -200,7 +154,7 @@ func (v *validator) cross(field string, raw rawCross, d Direction) *Cross {
 }
 
 // hops reads a direction's routers.
-func (v *validator) hops(field string, raw []string) []Hop {
+func (v *dirChecker) hops(field string, raw []string) []Hop {
 	if len(raw) > MaxHops {
 		v.fail(field, "%d routers: at most %d fit in a direction", len(raw), MaxHops)
 		return nil
@@ -218,7 +172,7 @@ func (v *validator) hops(field string, raw []string) []Hop {
 }
 
 // delay parses a delay or jitter into into, if set: at most MaxDelay.
-func (v *validator) delay(field, raw string, into *time.Duration) {
+func (v *dirChecker) delay(field, raw string, into *time.Duration) {
 	if raw == "" {
 		return
 	}
@@ -233,7 +187,7 @@ func (v *validator) delay(field, raw string, into *time.Duration) {
 }
 
 // finish fills the default queue and checks the queue against the MTU.
-func (v *validator) finish(field string, d Direction, queueSet bool) Direction {
+func (v *dirChecker) finish(field string, d Direction, queueSet bool) Direction {
 	if d.Queue == (Queue{}) {
 		d.Queue = DefaultQueue(d.Rate, d.Delay, d.MTU)
 		return d
@@ -249,7 +203,7 @@ func (v *validator) finish(field string, d Direction, queueSet bool) Direction {
 	return d
 }
 
-func (v *validator) queue(field, s string) Queue {
+func (v *dirChecker) queue(field, s string) Queue {
 	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
 		if n < 1 {
 			v.fail(field, "%d packets: a queue holds at least one packet", n)
@@ -269,7 +223,7 @@ func (v *validator) queue(field, s string) Queue {
 	return Queue{Bytes: int64(z)}
 }
 
-func (v *validator) loss(field string, raw rawLoss) Loss {
+func (v *dirChecker) loss(field string, raw rawLoss) Loss {
 	if raw.Gilbert == nil {
 		p, err := units.ParsePercent(raw.Random)
 		if err != nil {

@@ -3,15 +3,10 @@ package scenario
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -23,15 +18,19 @@ import (
 // rawFile is the YAML as written; quantities stay strings until validation so
 // that every error can name its field.
 type rawFile struct {
-	Name    string                    `yaml:"name"`
-	Subnet  string                    `yaml:"subnet"`
-	Seed    *uint64                   `yaml:"seed"`
-	Hosts   yamlfile.Ordered[rawHost] `yaml:"hosts"`
-	Sites   yamlfile.Ordered[rawSite] `yaml:"sites"`
-	Links   []rawLink                 `yaml:"links"`
-	Engine  *rawEngine                `yaml:"engine"`
-	Machine *rawMachine               `yaml:"machine"`
-	TLS     *pki.Files                `yaml:"tls"`
+	Name    string                      `yaml:"name"`
+	Subnet  string                      `yaml:"subnet"`
+	Seed    *uint64                     `yaml:"seed"`
+	Hosts   yamlfile.Ordered[rawHost]   `yaml:"hosts"`
+	Sites   yamlfile.Ordered[rawSite]   `yaml:"sites"`
+	Links   []rawLink                   `yaml:"links"`
+	Routers yamlfile.Ordered[rawRouter] `yaml:"routers"`
+	Routing string                      `yaml:"routing"`
+	Routes  []rawRoute                  `yaml:"routes"`
+	Reroute string                      `yaml:"reroute"`
+	Engine  *rawEngine                  `yaml:"engine"`
+	Machine *rawMachine                 `yaml:"machine"`
+	TLS     *pki.Files                  `yaml:"tls"`
 	// Events are read by ParseFile, with the workloads.
 	Events yaml.Node `yaml:"events"`
 	// Workloads are read by ParseFile; the test-bed does not need them.
@@ -84,6 +83,38 @@ type rawParams struct {
 	Trace     *rawTrace `yaml:"trace"`
 }
 
+// rawLoss is either a percentage ("0.1%") or a Gilbert-Elliott mapping.
+type rawLoss struct {
+	Random  string
+	Gilbert map[string]string
+	set     bool
+}
+
+var gilbertKeys = map[string]bool{"model": true, "p": true, "r": true, "bad_loss": true, "good_loss": true}
+
+func (l *rawLoss) UnmarshalYAML(n *yaml.Node) error {
+	l.set = true
+	switch n.Kind {
+	case yaml.ScalarNode:
+		l.Random = n.Value
+		return nil
+	case yaml.MappingNode:
+		l.Gilbert = map[string]string{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if !gilbertKeys[k.Value] {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: field %s not found in type loss", k.Line, k.Value)}}
+			}
+			if v.Kind != yaml.ScalarNode {
+				return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss.%s must be a single value", v.Line, k.Value)}}
+			}
+			l.Gilbert[k.Value] = v.Value
+		}
+		return nil
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: loss must be a percentage or a gilbert-elliott mapping", n.Line)}}
+}
+
 type rawCross struct {
 	Rate      string   `yaml:"rate"`
 	Pattern   string   `yaml:"pattern"`
@@ -104,9 +135,22 @@ type rawLink struct {
 
 type rawSite struct {
 	rawParams `yaml:",inline"`
+	Via       string     `yaml:"via"`
 	Up        *rawParams `yaml:"up"`
 	Down      *rawParams `yaml:"down"`
 	LAN       *rawParams `yaml:"lan"`
+}
+
+// rawRouter is a router's settings.
+type rawRouter struct {
+	Addr string `yaml:"addr"`
+}
+
+// rawRoute is an explicit route of one ordered pair of hosts.
+type rawRoute struct {
+	From string   `yaml:"from"`
+	To   string   `yaml:"to"`
+	Via  []string `yaml:"via"`
 }
 
 // Error lists the problems found in a scenario file.
@@ -147,12 +191,12 @@ func parse(file string, data []byte, quick, stored bool) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &validator{Checker: c, dir: filepath.Dir(file), stored: stored}
+	v := newValidator(c, filepath.Dir(file), stored)
 	tb := v.testbed(&raw)
 	f := &File{Testbed: tb, Quick: quick}
 	// The timelines and workloads name the hosts and links: without hosts
 	// every name would be unknown, which says nothing more.
-	if len(tb.Hosts) > 0 {
+	if len(tb.Hosts) > 0 && !v.pastBounds {
 		f.Events = v.events("events", &raw.Events, tb, 0, tb.Seed)
 		v.workloads(f, root)
 	}
@@ -162,242 +206,30 @@ func parse(file string, data []byte, quick, stored bool) (*File, error) {
 	return f, nil
 }
 
+// validator reads and checks a whole scenario file, every problem at its
+// line: it is its concerns' checkers put together, all recording into one
+// fieldChecker. It makes each workload's steps itself (workload.go), with
+// the kinds' decoders (kinds.go).
 type validator struct {
-	*yamlfile.Checker
-	// dir is the scenario's folder, which files it names are relative to.
-	dir string
-	// stored says the scenario is a run's copy from the archive: the
-	// files it names are not read (they may have gone since).
-	stored bool
-	// tb is the test-bed, once read: events check their settings on it.
-	tb *Testbed
-	// selectors are the test-bed's link selectors, once made.
-	selectors map[string][]string
-	// eventCount and changeCount count the file's timelines: their
-	// entries and the changes they expand to.
-	eventCount, changeCount int
-	// reach says which pairs of hosts can reach each other, once made.
-	reach *reachability
-	// all are the test-bed's hosts, a mesh's when it names none; allChecked
-	// says they were checked to reach each other.
-	all        []string
-	allChecked bool
+	*fieldChecker
+	*hostChecker
+	*bedChecker
+	*timelineChecker
+	*planner
 }
 
-func (v *validator) fail(field, format string, args ...any) { v.Fail(field, format, args...) }
-
-func (v *validator) name(field, kind, s string) {
-	if !nameRE.MatchString(s) {
-		v.fail(field, "%s name %q must be 1-32 letters, digits, '-' or '_', starting with a letter or digit", kind, s)
+// newValidator is a validator recording into c, reading the files a
+// scenario names relative to dir, or (stored) not reading them.
+func newValidator(c *yamlfile.Checker, dir string, stored bool) *validator {
+	fields := &fieldChecker{Checker: c}
+	hosts := &hostChecker{fieldChecker: fields}
+	return &validator{
+		fieldChecker:    fields,
+		hostChecker:     hosts,
+		bedChecker:      &bedChecker{dirChecker: &dirChecker{fieldChecker: fields, dir: dir, stored: stored}},
+		timelineChecker: &timelineChecker{fieldChecker: fields, hosts: hosts},
+		planner:         &planner{fieldChecker: fields},
 	}
-}
-
-func (v *validator) testbed(raw *rawFile) *Testbed {
-	tb := &Testbed{Name: raw.Name, Subnet: DefaultSubnet, Seed: 1, Engine: Engine{Realtime: true, Spin: DefaultSpin, KeepCPUsAwake: true, Offloads: true}}
-	if e := raw.Engine; e != nil {
-		if e.Realtime != nil {
-			tb.Engine.Realtime = *e.Realtime
-		}
-		if e.KeepCPUsAwake != nil {
-			tb.Engine.KeepCPUsAwake = *e.KeepCPUsAwake
-		}
-		if e.Offloads != nil {
-			tb.Engine.Offloads = *e.Offloads
-		}
-		tb.Engine.Threads = v.count("engine.threads", e.Threads, 0, 1, MaxThreads)
-		if e.Coalesce != "" && e.Coalesce != "auto" {
-			d, err := units.ParseDuration(e.Coalesce)
-			switch {
-			case err != nil:
-				v.fail("engine.coalesce", "%v (a duration such as 250us, or auto)", err)
-			case d <= 0:
-				v.fail("engine.coalesce", "%s: a window is at least 1us; auto (the default) gives each link its own", e.Coalesce)
-			case d > time.Millisecond:
-				v.fail("engine.coalesce", "%s would delay packets past the engine's lateness target: keep it at 1ms or less (default auto: 50-250us by link rate)", e.Coalesce)
-			default:
-				tb.Engine.Coalesce = d
-			}
-		}
-		if e.Spin != "" {
-			d, err := units.ParseDuration(e.Spin)
-			switch {
-			case err != nil:
-				v.fail("engine.spin", "%v", err)
-			case d > time.Millisecond:
-				v.fail("engine.spin", "%s would burn a core: keep it at 1ms or less", e.Spin)
-			default:
-				tb.Engine.Spin = d
-			}
-		}
-	}
-	tb.Machine = v.machine(raw.Machine)
-	if raw.Name == "" {
-		v.fail("name", "missing: every test-bed needs a name")
-	} else {
-		v.name("name", "test-bed", raw.Name)
-	}
-	if raw.Seed != nil {
-		tb.Seed = *raw.Seed
-	}
-	if raw.Subnet != "" {
-		p, err := netip.ParsePrefix(raw.Subnet)
-		switch {
-		case err != nil:
-			v.fail("subnet", "%q is not an IPv4 prefix such as 10.250.0.0/16", raw.Subnet)
-		case !p.Addr().Is4():
-			v.fail("subnet", "%q: only IPv4 is supported", raw.Subnet)
-		case p.Bits() > 30:
-			v.fail("subnet", "%q is too small: use /30 or larger", raw.Subnet)
-		default:
-			tb.Subnet = p.Masked()
-		}
-	}
-
-	for _, s := range raw.Sites {
-		field := "sites." + s.Key
-		v.name(field, "site", s.Key)
-		base := v.params(field, s.Value.rawParams, Direction{MTU: DefaultMTU}, false)
-		site := Site{Name: s.Key,
-			Up:   v.override(field+".up", s.Value.Up, base),
-			Down: v.override(field+".down", s.Value.Down, base),
-			LAN:  Direction{MTU: DefaultMTU},
-		}
-		if s.Value.LAN != nil {
-			site.LAN = v.params(field+".lan", *s.Value.LAN, Direction{MTU: DefaultMTU}, true)
-		}
-		tb.Sites = append(tb.Sites, site)
-	}
-
-	// Names looked up by name, once per host and link end.
-	sites, hosts := map[string]bool{}, map[string]bool{}
-	for _, s := range raw.Sites {
-		sites[s.Key] = true
-	}
-	for _, h := range raw.Hosts {
-		hosts[h.Key] = true
-	}
-	if len(raw.Hosts) == 0 {
-		v.fail("hosts", "missing: a test-bed needs at least one host")
-	}
-	if n := len(raw.Hosts); n > 0 && tb.Subnet.IsValid() && n > (1<<(32-tb.Subnet.Bits()))-2 {
-		v.fail("hosts", "%d hosts do not fit in subnet %s", n, tb.Subnet)
-	}
-	for _, h := range raw.Hosts {
-		field := "hosts." + h.Key
-		v.name(field, "host", h.Key)
-		host := Host{Name: h.Key, Site: h.Value.Site, Sysctl: h.Value.Sysctl, Agent: h.Value.Agent}
-		if a := h.Value.Agent; a != "" {
-			if err := CheckAgent(a); err != nil {
-				v.fail(field+".agent", "%v", err)
-			}
-		}
-		for _, key := range slices.Sorted(maps.Keys(h.Value.Sysctl)) {
-			if !sysctlRE.MatchString(key) {
-				v.fail(field+".sysctl", "%q is not a network sysctl: give a dotted name under net., e.g. net.ipv4.tcp_rmem", key)
-			} else if machineWide[key] {
-				v.fail(field+".sysctl", "%s is machine-wide, not per host: a network namespace cannot set it (it reads the machine's). Declare it once for the test-bed instead: machine: {sysctl: {%s: %s}}", key, key, h.Value.Sysctl[key])
-			}
-		}
-		if c := h.Value.CPUs; c != nil {
-			if !(*c > 0 && *c <= 1024) { // also NaN, which compares false
-				v.fail(field+".cpus", "%v cores is impossible: give a quota above 0 (e.g. 0.5)", *c)
-			}
-			host.CPUs = *c
-		}
-		if d := h.Value.Disk; d != nil {
-			host.Disk = &Disk{}
-			for _, dir := range []struct {
-				name, value string
-				bps         *int64
-			}{{"read", d.Read, &host.Disk.ReadBps}, {"write", d.Write, &host.Disk.WriteBps}} {
-				if dir.value == "" {
-					continue
-				}
-				bps, err := units.ParseByteRate(dir.value)
-				switch {
-				case err != nil:
-					v.fail(field+".disk."+dir.name, "%v", err)
-				case bps < 64<<10:
-					v.fail(field+".disk."+dir.name, "%s is below the 64KB/s that disk throttling can hold", dir.value)
-				}
-				*dir.bps = bps
-			}
-			if d.Read == "" && d.Write == "" {
-				v.fail(field+".disk", "give a read and/or write rate, e.g. {read: 3MB/s, write: 5MB/s}")
-			}
-		}
-		if host.Site != "" {
-			if !sites[host.Site] {
-				v.fail(field+".site", "unknown site %q", host.Site)
-			}
-		}
-		tb.Hosts = append(tb.Hosts, host)
-	}
-	v.agents(raw, tb)
-
-	pairs := map[[2]string]int{}
-	for i, l := range raw.Links {
-		field := fmt.Sprintf("links[%d]", i)
-		if len(l.Between) != 2 {
-			v.fail(field+".between", "a link needs exactly two hosts, e.g. between: [a, b]")
-			continue
-		}
-		link := Link{A: l.Between[0], B: l.Between[1]}
-		for j, name := range l.Between {
-			if !hosts[name] {
-				v.fail(fmt.Sprintf("%s.between[%d]", field, j), "unknown host %q", name)
-			}
-		}
-		if link.A == link.B {
-			v.fail(field+".between", "a link joins two different hosts, not %q to itself", link.A)
-		}
-		key := [2]string{min(link.A, link.B), max(link.A, link.B)}
-		if j, dup := pairs[key]; dup {
-			v.fail(field+".between", "hosts %s and %s are already joined by links[%d]", link.A, link.B, j)
-		}
-		pairs[key] = i
-		base := v.params(field, l.rawParams, Direction{MTU: DefaultMTU}, false)
-		link.Forward = v.override(field+".forward", l.Forward, base)
-		link.Reverse = v.override(field+".reverse", l.Reverse, base)
-		tb.Links = append(tb.Links, link)
-	}
-	v.routersOutside(tb)
-	return tb
-}
-
-// agents checks that hosts name agents all or none, and reads the TLS
-// files a controller reaches them with.
-func (v *validator) agents(raw *rawFile, tb *Testbed) {
-	var with, without []string
-	for _, h := range tb.Hosts {
-		if h.Agent != "" {
-			with = append(with, h.Name)
-		} else {
-			without = append(without, h.Name)
-		}
-	}
-	if len(with) > 0 && len(without) > 0 {
-		v.fail("hosts."+without[0]+".agent", "hosts %s name agents and %s do not: on real hosts every host needs one (or leave agent: out and give wanlab run --inventory)", strings.Join(with, ", "), strings.Join(without, ", "))
-	}
-	if t := raw.TLS; t != nil {
-		if len(with) == 0 {
-			v.fail("tls", "tls: is for hosts that name agents (agent: host:port), and none does")
-		}
-		for _, m := range t.Missing() {
-			v.fail("tls."+m, "give the controller's %s file", m)
-		}
-		tb.TLS = t
-	}
-}
-
-// CheckAgent checks an agent's address as scenarios and inventories give
-// it: host:port, the host a name or an address.
-func CheckAgent(a string) error {
-	host, port, err := net.SplitHostPort(a)
-	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("%q: give the agent's host:port, as 10.1.0.1:7400 or dtn01.example.org:7400", a)
-	}
-	return nil
 }
 
 // ChangeKeys are the settings Change takes.
@@ -477,7 +309,7 @@ func Change(d Direction, settings []string) (Direction, error) {
 			return d, fmt.Errorf("%q: no setting %q (%s)", s, key, strings.Join(ChangeKeys, ", "))
 		}
 	}
-	v := &validator{Checker: &yamlfile.Checker{File: "settings"}}
+	v := &dirChecker{fieldChecker: &fieldChecker{Checker: &yamlfile.Checker{File: "settings"}}}
 	out := v.params("", raw, d, true)
 	if err := v.Err(); err != nil {
 		var msgs []string

@@ -14,6 +14,8 @@ import (
 	"github.com/wanlab/wanlab/internal/golden"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/units"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	"github.com/wanlab/wanlab/internal/workload/mesh"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -190,10 +192,10 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("workload %s has no steps", w.Name)
 				}
 				for _, s := range w.Steps {
-					if e := s.EventDB; e != nil && (e.Store.Validate(limits.Default) != nil || e.Jobs < 1 || e.EventsPerJob > e.Store.Events) {
+					if e, ok := s.Spec.(*eventdb.Spec); ok && (e.Store.Validate(limits.Default) != nil || e.Jobs < 1 || e.EventsPerJob > e.Store.Events) {
 						t.Fatalf("accepted an impossible eventdb step %+v", e)
 					}
-					if m := s.Mesh; m != nil && (len(m.Hosts) < 2 || len(m.Sizes) == 0 || m.Duration <= 0) {
+					if m, ok := s.Spec.(*mesh.Spec); ok && (len(m.Hosts) < 2 || len(m.Sizes) == 0 || m.Duration <= 0) {
 						t.Fatalf("accepted an impossible mesh step %+v", m)
 					}
 				}

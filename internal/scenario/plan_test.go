@@ -11,6 +11,13 @@ import (
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/command"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	"github.com/wanlab/wanlab/internal/workload/impact"
+	"github.com/wanlab/wanlab/internal/workload/mesh"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 	"github.com/wanlab/wanlab/internal/yamlfile"
 )
 
@@ -49,8 +56,8 @@ var everyField = map[results.Kind]map[string]string{
 // rawKinds are the raw settings of each kind, whose fields everyField must
 // all give.
 var rawKinds = map[results.Kind]any{
-	results.EventDB: rawEventDB{}, results.TaskFarm: rawTaskFarm{}, results.Mesh: rawMesh{}, results.Throughput: rawThroughput{},
-	results.Transfer: rawTransfer{}, results.Probe: rawProbe{}, results.Impact: rawImpact{}, results.Command: command.Raw{},
+	results.EventDB: eventdb.Raw{}, results.TaskFarm: taskfarm.Raw{}, results.Mesh: mesh.Raw{}, results.Throughput: throughput.Raw{},
+	results.Transfer: transfer.Raw{}, results.Probe: probe.Raw{}, results.Impact: impact.Raw{}, results.Command: command.Raw{},
 }
 
 // TestMergeKeysEveryField: for every kind, every setting given in an
@@ -112,7 +119,7 @@ func TestMergeKeysOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []int{6, 8} {
-		if e := f.Workloads[1].Steps[i].EventDB; e.Threads != want || e.ServerModel != "threads" || e.Clients[0] != "c" || e.Store.Events != 1000 {
+		if e := f.Workloads[1].Steps[i].Spec.(*eventdb.Spec); e.Threads != want || e.ServerModel != "threads" || e.Clients[0] != "c" || e.Store.Events != 1000 {
 			t.Errorf("step %d: %+v", i, e)
 		}
 	}

@@ -1,57 +1,132 @@
 package scenario
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wanlab/wanlab/internal/routing"
+)
 
 // Reachable says whether hosts a and b of the test-bed can reach each
-// other, by the rules its topology routes with (internal/topology): a link
-// joins them, or both are at sites (two hosts of one site share its LAN).
-// Packets are never forwarded through a third host.
+// other, by the rules its topology routes with (internal/topology), on
+// its Graph: a link joins them, both are at one site (its LAN), or a
+// path of routers (and the core where sites without via: meet) joins
+// what each is linked to or its site joins. Packets are never forwarded
+// through a third host.
 func (t *Testbed) Reachable(a, b string) bool {
 	return newReachability(t).reachable(a, b)
 }
 
-// reachability answers Reachable for many pairs of one test-bed.
+// reachability answers Reachable for many pairs of one test-bed, its
+// graph made once.
 type reachability struct {
-	site   map[string]string
-	linked map[[2]string]bool
-	hosts  map[string]bool
+	tb    *Testbed
+	site  map[string]string
+	hosts map[string]int // node of each host in the graph
+	g     routing.Graph
+	r     *routing.Reachability
 }
 
 func newReachability(t *Testbed) *reachability {
-	r := &reachability{site: map[string]string{}, linked: map[[2]string]bool{}, hosts: map[string]bool{}}
-	for _, h := range t.Hosts {
-		r.hosts[h.Name] = true
+	r := &reachability{tb: t, site: map[string]string{}, hosts: map[string]int{}, g: t.Graph()}
+	for i, h := range t.Hosts {
+		r.hosts[h.Name] = len(t.Routers) + i
 		r.site[h.Name] = h.Site
 	}
-	for _, l := range t.Links {
-		r.linked[[2]string{min(l.A, l.B), max(l.A, l.B)}] = true
-	}
+	r.r = r.g.Reachability()
 	return r
 }
 
 func (r *reachability) reachable(a, b string) bool {
-	return a == b || r.linked[[2]string{min(a, b), max(a, b)}] || r.site[a] != "" && r.site[b] != ""
+	if a == b {
+		return true
+	}
+	i, ok := r.hosts[a]
+	j, ok2 := r.hosts[b]
+	return ok && ok2 && r.r.Reaches(i, j)
+}
+
+// known says whether the test-bed has a host of that name.
+func (r *reachability) known(name string) bool {
+	_, ok := r.hosts[name]
+	return ok
 }
 
 // why says in words why a and b cannot reach each other.
 func (r *reachability) why(a, b string) string {
-	var where string
-	switch {
-	case r.site[a] == "" && r.site[b] == "":
-		where = "neither is at a site"
-	case r.site[a] == "":
-		where = a + " is at no site"
-	default:
-		where = b + " is at no site"
+	if len(r.tb.Routers) == 0 { // as a test-bed of hosts and sites always said it
+		var where string
+		switch {
+		case r.site[a] == "" && r.site[b] == "":
+			where = "neither is at a site"
+		case r.site[a] == "":
+			where = a + " is at no site"
+		default:
+			where = b + " is at no site"
+		}
+		return fmt.Sprintf("hosts %s and %s cannot reach each other: no link joins them and %s (join them with a link, or put both at sites)", a, b, where)
 	}
-	return fmt.Sprintf("hosts %s and %s cannot reach each other: no link joins them and %s (join them with a link, or put both at sites)", a, b, where)
+	ja, jb := r.joins(a), r.joins(b)
+	switch {
+	case len(ja) == 0 && len(jb) == 0:
+		return fmt.Sprintf("hosts %s and %s cannot reach each other: no link joins them and neither joins a router or a site (join them with a link, or each to a router)", a, b)
+	case len(ja) == 0 || len(jb) == 0:
+		lone := a
+		if len(jb) == 0 {
+			lone = b
+		}
+		return fmt.Sprintf("hosts %s and %s cannot reach each other: no link joins them and %s joins no router and no site (link %s to a router, or put it at a site)", a, b, lone, lone)
+	}
+	return fmt.Sprintf("hosts %s and %s cannot reach each other: %s joins %s, which reaches none of what %s joins (%s): link the two networks, or the hosts", a, b, b, strings.Join(jb, ", "), a, strings.Join(ja, ", "))
+}
+
+// joins is what host h's packets leave it for, by name: the routers its
+// links join and the router (or core) its site joins.
+func (r *reachability) joins(h string) []string {
+	var out []string
+	for _, x := range exits(&r.g, r.hosts[h]) {
+		if x.site == "" {
+			out = append(out, x.to)
+		} else {
+			out = append(out, x.to+" through "+x.site)
+		}
+	}
+	return out
+}
+
+// hostChecker checks a workload's references to hosts: each a host of the
+// test-bed, and each pair that must reach each other able to (by the
+// test-bed's reachability, made once).
+type hostChecker struct {
+	*fieldChecker
+	// reach says which pairs of hosts can reach each other, once made.
+	reach *reachability
+	// all are the test-bed's hosts, a mesh's when it names none; allChecked
+	// says they were checked to reach each other.
+	all        []string
+	allChecked bool
+}
+
+// host checks a reference to a host.
+func (v *hostChecker) host(field, name string, tb *Testbed) {
+	if name == "" {
+		v.fail(field, "missing: name a host of the test-bed")
+		return
+	}
+	if !v.knownHost(name, tb) {
+		var names []string
+		for _, h := range tb.Hosts {
+			names = append(names, h.Name)
+		}
+		v.fail(field, "unknown host %q (hosts: %s)", name, strings.Join(names, ", "))
+	}
 }
 
 // reaches refuses, at field, a workload role on host a that must reach
 // host b and cannot. Real hosts are reached through the real network,
 // which the scenario does not describe: they are not checked. Unknown
 // hosts are reported where they are named.
-func (v *validator) reaches(field, a, b string, tb *Testbed) {
+func (v *hostChecker) reaches(field, a, b string, tb *Testbed) {
 	if tb.RealHosts() || a == "" || b == "" {
 		return
 	}
@@ -59,16 +134,16 @@ func (v *validator) reaches(field, a, b string, tb *Testbed) {
 		v.reach = newReachability(tb)
 	}
 	r := v.reach
-	if !r.hosts[a] || !r.hosts[b] || r.reachable(a, b) {
+	if !r.known(a) || !r.known(b) || r.reachable(a, b) {
 		return
 	}
 	v.fail(field, "%s", r.why(a, b))
 }
 
 // meshReaches refuses a mesh whose hosts cannot all reach each other,
-// naming the first pair that cannot (hosts at sites reach each other: only
-// those without a site are looked at).
-func (v *validator) meshReaches(field string, hosts []string, tb *Testbed) {
+// naming the first pair that cannot, those of a host at no site first
+// (hosts at sites that join no router all reach each other).
+func (v *hostChecker) meshReaches(field string, hosts []string, tb *Testbed) {
 	if tb.RealHosts() || len(hosts) > 0 && len(v.all) > 0 && &hosts[0] == &v.all[0] && v.allChecked {
 		return
 	}
@@ -78,14 +153,20 @@ func (v *validator) meshReaches(field string, hosts []string, tb *Testbed) {
 	if len(hosts) > 0 && len(v.all) > 0 && &hosts[0] == &v.all[0] {
 		v.allChecked = true
 	}
-	for _, a := range hosts {
-		if v.reach.site[a] != "" {
-			continue
+	r := v.reach
+	for _, sited := range []bool{false, true} {
+		if sited && len(tb.Routers) == 0 {
+			return // at sites on the core: every pair reaches the other
 		}
-		for _, b := range hosts {
-			if v.reach.hosts[a] && v.reach.hosts[b] && !v.reach.reachable(a, b) {
-				v.fail(field, "%s", v.reach.why(a, b))
-				return
+		for _, a := range hosts {
+			if (r.site[a] != "") != sited || !r.known(a) {
+				continue
+			}
+			for _, b := range hosts {
+				if r.known(b) && !r.reachable(a, b) {
+					v.fail(field, "%s", r.why(a, b))
+					return
+				}
 			}
 		}
 	}
@@ -94,24 +175,24 @@ func (v *validator) meshReaches(field string, hosts []string, tb *Testbed) {
 // fine says, without making a message, that host h of a role with a peer
 // (its server, its master) is a known host other than the peer, which it
 // can reach: the common case, checked for every member of every step.
-func (v *validator) fine(h, peer string, tb *Testbed) bool {
+func (v *hostChecker) fine(h, peer string, tb *Testbed) bool {
 	if !v.knownHost(h, tb) || h == peer {
 		return false
 	}
-	return tb.RealHosts() || !v.reach.hosts[peer] || v.reach.reachable(h, peer)
+	return tb.RealHosts() || !v.reach.known(peer) || v.reach.reachable(h, peer)
 }
 
 // knownHost says whether the test-bed has a host of that name.
-func (v *validator) knownHost(name string, tb *Testbed) bool {
+func (v *hostChecker) knownHost(name string, tb *Testbed) bool {
 	if v.reach == nil {
 		v.reach = newReachability(tb)
 	}
-	return v.reach.hosts[name]
+	return v.reach.known(name)
 }
 
 // allHosts is the names of every host of the test-bed, in file order,
 // made once: a mesh's hosts when it names none.
-func (v *validator) allHosts(tb *Testbed) []string {
+func (v *hostChecker) allHosts(tb *Testbed) []string {
 	if v.all == nil {
 		for _, h := range tb.Hosts {
 			v.all = append(v.all, h.Name)

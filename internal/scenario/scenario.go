@@ -30,7 +30,63 @@ type Testbed struct {
 	// TLS are the controller's files for hosts that name agents (relative
 	// to the scenario's folder); nil for the controller's default.
 	TLS *pki.Files
+	// Routers are the nodes that forward between links, in file order,
+	// each with its address (given, or chosen in RouterSubnet).
+	Routers []Router `json:",omitempty"`
+	// Routing is how pairs of hosts without a link or a site LAN are
+	// routed: RoutingDelay ("" too: the default) or RoutingHops.
+	Routing string `json:",omitempty"`
+	// Routes are the explicit routes of chosen ordered pairs of hosts, in
+	// file order: each overrides Routing for its pair, one way.
+	Routes []Route `json:",omitempty"`
+	// Reroute is how long after a direction goes down (or comes back up)
+	// the routed pairs that cross it move to their next best path; -1
+	// (RerouteNever) keeps them where they are.
+	Reroute time.Duration `json:",omitempty"`
 }
+
+// Router is a node that forwards packets between the links it joins,
+// decrementing their TTL and answering ICMP errors from Addr.
+type Router struct {
+	Name string
+	Addr netip.Addr
+}
+
+// Route is an explicit route: From's packets to To cross the routers Via,
+// in order.
+type Route struct {
+	From, To string
+	Via      []string
+}
+
+// How a test-bed routes pairs of hosts (Testbed.Routing).
+const (
+	// RoutingDelay takes the path of least one-way propagation delay.
+	RoutingDelay = "delay"
+	// RoutingHops takes the path of fewest directions.
+	RoutingHops = "hops"
+)
+
+// RerouteNever is the Reroute of a test-bed whose routed pairs keep
+// their paths when a direction goes down.
+const RerouteNever time.Duration = -1
+
+// RouterSubnet holds the routers' addresses that the scenario does not give.
+var RouterSubnet = netip.MustParsePrefix("10.251.0.0/16")
+
+// Bounds of a test-bed's graph, counted before anything is expanded.
+const (
+	// MaxRouters bounds the routers.
+	MaxRouters = 1024
+	// MaxLinks bounds the links: two directions each, within what one
+	// engine holds (16384 directions).
+	MaxLinks = 8192
+	// MaxRoutes bounds the explicit routes.
+	MaxRoutes = 10000
+	// MaxPathDirs bounds the directions of one path: a packet's TTL must
+	// last it (and every router of it).
+	MaxPathDirs = 64
+)
 
 // RealHosts says whether the hosts name agents: the scenario runs on real hosts.
 func (tb *Testbed) RealHosts() bool { return len(tb.Hosts) > 0 && tb.Hosts[0].Agent != "" }
@@ -108,7 +164,8 @@ type Disk struct {
 	ReadBps, WriteBps int64
 }
 
-// Link joins two hosts directly. Forward is A->B, Reverse is B->A.
+// Link joins two nodes (hosts or routers) directly. Forward is A->B,
+// Reverse is B->A.
 type Link struct {
 	A, B             string
 	Forward, Reverse Direction
@@ -116,13 +173,17 @@ type Link struct {
 
 // Site is a group of hosts that share one access link to the wide area.
 // Traffic between hosts at different sites crosses the source site's Up
-// direction and then the destination site's Down direction.
+// direction and then the destination site's Down direction (and, for
+// sites that join routers, the directions between them).
 type Site struct {
 	Name     string
 	Up, Down Direction
 	// LAN is the path between two hosts of this site that have no explicit
 	// link; each pair of hosts gets its own (a non-blocking switch).
 	LAN Direction
+	// Via is the router the access link joins; "" for the perfect core
+	// where every site without one meets.
+	Via string `json:",omitempty"`
 }
 
 // Direction is the model of one direction of a link.
@@ -305,6 +366,16 @@ func (t *Testbed) Host(name string) (Host, bool) {
 		}
 	}
 	return Host{}, false
+}
+
+// Router returns the router with the given name.
+func (t *Testbed) Router(name string) (Router, bool) {
+	for _, r := range t.Routers {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Router{}, false
 }
 
 // Site returns the site with the given name.

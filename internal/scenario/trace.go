@@ -57,7 +57,7 @@ type rawTrace struct {
 
 // trace reads a direction's trace files, relative to the scenario's folder.
 // For a stored scenario (the archive's copy) the files are only named.
-func (v *validator) trace(field string, raw rawTrace, d *Direction) *Trace {
+func (v *dirChecker) trace(field string, raw rawTrace, d *Direction) *Trace {
 	tr := &Trace{RateFile: raw.Rate, DelayFile: raw.Delay, MahimahiFile: raw.Mahimahi, Loop: raw.Loop == nil || *raw.Loop}
 	switch {
 	case raw.Rate == "" && raw.Delay == "" && raw.Mahimahi == "":
@@ -73,7 +73,7 @@ func (v *validator) trace(field string, raw rawTrace, d *Direction) *Trace {
 		return tr
 	}
 	if raw.Rate != "" {
-		tr.Rate = readSteps(v, field+".rate", v.path(raw.Rate), func(s string) (units.Rate, error) {
+		tr.Rate = readSteps(v.fieldChecker, field+".rate", v.path(raw.Rate), func(s string) (units.Rate, error) {
 			r, err := units.ParseRate(s)
 			switch {
 			case err != nil:
@@ -88,7 +88,7 @@ func (v *validator) trace(field string, raw rawTrace, d *Direction) *Trace {
 		}
 	}
 	if raw.Delay != "" {
-		tr.Delay = readSteps(v, field+".delay", v.path(raw.Delay), func(s string) (time.Duration, error) {
+		tr.Delay = readSteps(v.fieldChecker, field+".delay", v.path(raw.Delay), func(s string) (time.Duration, error) {
 			x, err := units.ParseDuration(s)
 			if err == nil && x > MaxDelay {
 				err = fmt.Errorf("delay %s is above the maximum of %v", s, MaxDelay)
@@ -100,7 +100,7 @@ func (v *validator) trace(field string, raw rawTrace, d *Direction) *Trace {
 		}
 	}
 	if raw.Mahimahi != "" {
-		tr.Deliveries, tr.Period = readMahimahi(v, field+".mahimahi", v.path(raw.Mahimahi))
+		tr.Deliveries, tr.Period = readMahimahi(v.fieldChecker, field+".mahimahi", v.path(raw.Mahimahi))
 		if tr.Period > 0 {
 			d.Rate = units.Rate(float64(len(tr.Deliveries)) * MahimahiBytes * 8 / tr.Period.Seconds())
 		}
@@ -109,7 +109,7 @@ func (v *validator) trace(field string, raw rawTrace, d *Direction) *Trace {
 }
 
 // path is a file named in the scenario, relative to its folder.
-func (v *validator) path(name string) string {
+func (v *dirChecker) path(name string) string {
 	if filepath.IsAbs(name) {
 		return name
 	}
@@ -136,7 +136,7 @@ func meanRate(steps []TraceStep[units.Rate]) units.Rate {
 
 // readTrace reads a trace file's lines, with its size bounded; nil (and
 // the problem recorded) if it cannot.
-func readTrace(v *validator, field, path string) []string {
+func readTrace(v *fieldChecker, field, path string) []string {
 	// Only a regular file: a FIFO or a device would block or never end.
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		v.fail(field, "%s is not a regular file", path)
@@ -172,7 +172,7 @@ func readTrace(v *validator, field, path string) []string {
 // readSteps reads a CSV of "time, value" lines: the time in seconds or as a
 // duration (1.5s, 1500ms), the value as a scenario writes it. A first line
 // that does not start with a digit is a header; # starts a comment.
-func readSteps[T any](v *validator, field, path string, parse func(string) (T, error)) []TraceStep[T] {
+func readSteps[T any](v *fieldChecker, field, path string, parse func(string) (T, error)) []TraceStep[T] {
 	lines := readTrace(v, field, path)
 	if lines == nil {
 		return nil
@@ -224,7 +224,7 @@ func traceTime(s string) (time.Duration, error) {
 // readMahimahi reads a mahimahi trace: one delivery opportunity per line,
 // a whole number of milliseconds, never decreasing; the trace repeats
 // every last timestamp.
-func readMahimahi(v *validator, field, path string) ([]time.Duration, time.Duration) {
+func readMahimahi(v *fieldChecker, field, path string) ([]time.Duration, time.Duration) {
 	lines := readTrace(v, field, path)
 	if lines == nil {
 		return nil, 0

@@ -16,16 +16,10 @@ import (
 // the TCP state of hosts' connections.
 
 // capture reads a workload's capture: {links: [a->b], snaplen: 128, count: 100000}.
-func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
-	if absent(n) {
-		return nil
-	}
-	if tb.RealHosts() {
-		v.fail(f, "a capture is made inside the emulated engine: on real hosts there is none (capture there with tcpdump)")
-		return nil
-	}
-	if n.Kind != yaml.MappingNode {
-		v.fail(f, "expected {links: [a->b], snaplen: 128, count: 100000}")
+func (v *timelineChecker) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
+	if !v.emulated(f, n, tb, yaml.MappingNode,
+		"a capture is made inside the emulated engine: on real hosts there is none (capture there with tcpdump)",
+		"expected {links: [a->b], snaplen: 128, count: 100000}") {
 		return nil
 	}
 	c := &Capture{}
@@ -66,7 +60,7 @@ func (v *validator) capture(f string, n *yaml.Node, tb *Testbed) *Capture {
 
 // watches reads a workload's watch: {host: h, port: 8080, peer: 10.0.0.0/8,
 // interval: 10ms}, or a list of them.
-func (v *validator) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
+func (v *timelineChecker) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
 	if absent(n) {
 		return nil
 	}
@@ -110,9 +104,9 @@ func (v *validator) watches(f string, n *yaml.Node, tb *Testbed) []Watch {
 				v.fail(g+"."+k, "unknown field %q (a watch has host, port, peer, cgroup and interval)", k)
 			}
 		}
-		v.host(g+".host", w.Host, tb)
+		v.hosts.host(g+".host", w.Host, tb)
 		spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Cgroup: w.Cgroup, Interval: w.Interval}
-		if v.knownHost(w.Peer, tb) {
+		if v.hosts.knownHost(w.Peer, tb) {
 			spec.Peer = "" // a host, whose address the run knows
 		}
 		if err := spec.Validate(limits.Default); err != nil {

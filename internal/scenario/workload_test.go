@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/workload/command"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
 const farmBed = `name: wl
@@ -50,7 +53,7 @@ func TestWorkloadSweep(t *testing.T) {
 		t.Fatalf("ramp: %+v", ramp)
 	}
 	for i, jobs := range []int{1, 5, 10} {
-		e := ramp.Steps[i].EventDB
+		e := ramp.Steps[i].Spec.(*eventdb.Spec)
 		if e.Jobs != jobs || e.EventsPerJob != 100 || e.ServerModel != "threads" || e.Timeout != 25*time.Second || e.Store.PageSize != 8192 {
 			t.Errorf("step %d: %+v", i, e)
 		}
@@ -65,16 +68,16 @@ func TestWorkloadSweep(t *testing.T) {
 	if got := tp.Steps[3].Label(); got != "streams=1 window=1MiB repeat=2" {
 		t.Errorf("label %q", got)
 	}
-	if tp.Steps[7].Throughput.Streams != 4 || tp.Steps[7].Throughput.Window != 1<<20 {
-		t.Errorf("last step %+v", tp.Steps[7].Throughput)
+	if last, ok := tp.Steps[7].Spec.(*throughput.Step); !ok || last.Streams != 4 || last.Window != 1<<20 {
+		t.Errorf("last step %+v", tp.Steps[7].Spec)
 	}
 
 	q, err := Parse("s.yaml", []byte(src), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := q.Workloads[0].Steps; len(s) != 2 || s[1].EventDB.Jobs != 2 || s[1].EventDB.EventsPerJob != 10 {
-		t.Errorf("quick steps: %d, %+v", len(s), s[len(s)-1].EventDB)
+	if s := q.Workloads[0].Steps; len(s) != 2 || s[1].Spec.(*eventdb.Spec).Jobs != 2 || s[1].Spec.(*eventdb.Spec).EventsPerJob != 10 {
+		t.Errorf("quick steps: %d, %+v", len(s), s[len(s)-1].Spec)
 	}
 }
 
@@ -182,7 +185,7 @@ func TestCommandAndWatch(t *testing.T) {
 	if len(w.Watch) != 2 || w.Watch[0] != (Watch{Host: "server", Port: 8080, Interval: 10 * time.Millisecond}) || w.Watch[1].Peer != "server" || w.Watch[1].Interval != 5*time.Millisecond {
 		t.Errorf("watches %+v", w.Watch)
 	}
-	if !f.Workloads[1].Steps[0].Transfer.Serial {
+	if tr, _ := f.Workloads[1].Steps[0].Spec.(*transfer.Step); tr == nil || !tr.Serial {
 		t.Error("read_ahead: false is not a serial transfer")
 	}
 }

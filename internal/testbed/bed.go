@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/agent"
+	"github.com/wanlab/wanlab/internal/agent/agentapi"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/cgroup"
 	"github.com/wanlab/wanlab/internal/proc"
@@ -112,11 +112,11 @@ func (b *Bed) State() *State { return b.state }
 func (b *Bed) Topology() *topology.Topology { return b.topo }
 
 // Dial connects to a host's agent on its socket, outside every emulated link.
-func (b *Bed) Dial(ctx context.Context, host string) (*agent.Client, error) {
+func (b *Bed) Dial(ctx context.Context, host string) (*agentapi.Client, error) {
 	if _, err := b.state.Host(host); err != nil {
 		return nil, err
 	}
-	return agent.Dial(ctx, host, AgentSocket(b.state.Name, host))
+	return agentapi.Dial(ctx, host, AgentSocket(b.state.Name, host))
 }
 
 // Command runs argv in a host through wanlab testbed exec (its namespace,

@@ -364,7 +364,7 @@ func (r *StatsReader) read(query string) (*linkemu.Stats, error) {
 	}
 	defer resp.Body.Close()
 	st := &linkemu.Stats{}
-	if err := json.NewDecoder(resp.Body).Decode(st); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(st); err != nil {
 		return nil, fmt.Errorf("reading counters of %q: %w", r.name, err)
 	}
 	return st, nil

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,11 +104,16 @@ type daemon struct {
 	source   string
 	sigs     chan os.Signal
 	ready    *os.File // testbed up reads progress, then "ok" or the error
-	topo     *topology.Topology
-	hosts    []Host
-	fds      []int
-	engine   *linkemu.Engine
-	server   *http.Server
+	// topo is the test-bed's topology, which routes pairs again when
+	// directions go down; its directions and paths are state's (setMu).
+	topo *topology.Topology
+	// rerouteDelay is how long after a direction goes down or comes back
+	// up the routed pairs move (scenario.Testbed.Reroute; < 0: never).
+	rerouteDelay time.Duration
+	hosts        []Host
+	fds          []int
+	engine       *linkemu.Engine
+	server       *http.Server
 
 	setMu sync.Mutex // one change of links at a time
 	state *State     // as written for testbed status, with the links' settings in force
@@ -146,6 +150,7 @@ func (d *daemon) build() error {
 		return err
 	}
 	d.hosts = Hosts(d.topo)
+	d.rerouteDelay = f.Testbed.Reroute
 	// The machine first: hosts' sysctls may need it (a congestion control
 	// a namespace defaults to must be allowed machine-wide).
 	machine, err := applyMachine(d.name, f.Testbed.Machine)
@@ -194,9 +199,13 @@ func (d *daemon) build() error {
 		return err
 	}
 	fmt.Fprintf(d.ready, "%s%d %d starting the agents\n", progressPrefix, len(d.hosts)+1, len(d.hosts)+1)
+	// The state shares the topology's directions and paths: the settings
+	// testbed set and timelines change are those ResolvePaths starts from,
+	// and the paths Reroute and ApplyPaths move are those status shows.
 	d.state = &State{
 		Name: d.name, PID: os.Getpid(), Created: time.Now().UTC(), Scenario: d.source,
-		Cgroup: cg.Version.String(), Machine: machine, Hosts: d.hosts, Dirs: slices.Clone(d.topo.Dirs), Paths: d.topo.Paths,
+		Cgroup: cg.Version.String(), Machine: machine, Hosts: d.hosts, Routers: d.topo.Routers, Routing: d.topo.Routing,
+		Dirs: d.topo.Dirs, Paths: d.topo.Paths, Unreachable: d.topo.Unreachable,
 	}
 	if err := writeState(d.state); err != nil {
 		return err

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/wanlab/wanlab/internal/linkemu"
 	"github.com/wanlab/wanlab/internal/topology"
@@ -42,9 +43,11 @@ func Hosts(t *topology.Topology) []Host {
 }
 
 // engineConfig is the packet engine's configuration for a topology, given
-// each host's open TUN fd in host order.
+// each host's open TUN fd in host order. The engine's ports are the hosts
+// and its directions the topology's, in the same order, so that a host or
+// direction index means the same to both (enginePaths relies on it).
 func engineConfig(t *topology.Topology, fds []int, seed uint64) linkemu.Config {
-	cfg := linkemu.Config{Paths: t.PathTable(), Seed: seed}
+	cfg := linkemu.Config{Paths: t.PathTable(), Joined: t.Joined(), Seed: seed}
 	for i, h := range t.Hosts {
 		cfg.Ports = append(cfg.Ports, linkemu.PortConfig{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)})
 		cfg.MaxPacket = max(cfg.MaxPacket, h.MTU)
@@ -63,6 +66,11 @@ func dirConfig(d topology.Direction) linkemu.DirConfig {
 		QueuePackets: c.Queue.Packets, QueueBytes: c.Queue.Bytes,
 		Loss: linkemu.LossConfig{Random: c.Loss.Random},
 		Down: c.Down, MTU: c.MTU, Blackhole: c.Blackhole,
+	}
+	// topology.New wrote Entry from a router's checked address; one that
+	// does not parse leaves the direction without an entry router.
+	if a, err := netip.ParseAddr(d.Entry); err == nil {
+		dc.Entry = a
 	}
 	for _, h := range c.Hops {
 		dc.Hops = append(dc.Hops, h.Addr)
@@ -88,4 +96,19 @@ func dirConfig(d topology.Direction) linkemu.DirConfig {
 		dc.Loss.GE = &linkemu.GilbertElliott{P: g.P, R: g.R, BadLoss: g.BadLoss, GoodLoss: g.GoodLoss}
 	}
 	return dc
+}
+
+// enginePaths are the topology's path changes in the engine's numbering,
+// which is the topology's (engineConfig).
+func enginePaths(changes []topology.PathChange) []*linkemu.PathChange {
+	out := make([]*linkemu.PathChange, len(changes))
+	for i, c := range changes {
+		out[i] = &linkemu.PathChange{From: c.From, To: c.To, Dirs: slices.Clone(c.Dirs)}
+	}
+	return out
+}
+
+// topologyPath is the engine's path change a in the topology's numbering.
+func topologyPath(a *linkemu.PathChange) topology.PathChange {
+	return topology.PathChange{From: a.From, To: a.To, Dirs: slices.Clone(a.Dirs)}
 }

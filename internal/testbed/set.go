@@ -59,19 +59,26 @@ func (d *daemon) setDirections(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		changed[k] = topology.Direction{Name: d.state.Dirs[i].Name, Config: c}
+		changed[k] = d.state.Dirs[i] // its ends, entry router and paths stay
+		changed[k].Config = c
 	}
 	what := req.Select + ": " + strings.Join(req.Settings, " ")
 	var now []linkemu.TimedChange
+	flipped := false // a direction goes down or comes back up
 	for k, i := range idx {
 		now = append(now, d.timed(time.Time{}, i, changed[k], what, ""))
+		flipped = flipped || changed[k].Config.Down != d.state.Dirs[i].Config.Down
 	}
-	if err := d.engine.Schedule(now); err != nil {
+	if err := d.schedule(now); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	for k, i := range idx {
-		d.state.Dirs[i] = changed[k]
+		d.state.Dirs[i].Config = changed[k].Config
+		changed[k].Paths = nil // the answer is the settings; status lists the paths
+	}
+	if flipped {
+		d.rerouteAfter(what)
 	}
 	// testbed status shows the new settings at once; the change itself is
 	// recorded once the engine has made it.
@@ -101,6 +108,19 @@ func (d *daemon) timed(at time.Time, dir int, to topology.Direction, what, tag s
 	return linkemu.TimedChange{At: at, Dir: dir, Config: dirConfig(to), What: what, Tag: tag, Ref: d.nextRef}
 }
 
+// schedule gives the engine changes made by timed and timedPath. The
+// engine checks them all before it takes any: if it refuses them, none is
+// pending any more. setMu is held.
+func (d *daemon) schedule(changes []linkemu.TimedChange) error {
+	err := d.engine.Schedule(changes)
+	if err != nil {
+		for _, c := range changes {
+			delete(d.pending, c.Ref)
+		}
+	}
+	return err
+}
+
 // TimelineRequest starts a timeline: Changes at their times from Start,
 // under Tag, which ends it.
 type TimelineRequest struct {
@@ -108,6 +128,10 @@ type TimelineRequest struct {
 	Start   time.Time              `json:"start"`
 	Changes []scenario.TimedChange `json:"changes"`
 }
+
+// maxTimelineResolved bounds the changes a timeline gives the engine: its
+// changes of directions and the new paths of the reroutes they make.
+const maxTimelineResolved = 10 * scenario.MaxTimedChanges
 
 // maxTimelineBody bounds a timeline request: MaxTimedChanges of a few
 // hundred bytes each.
@@ -128,21 +152,33 @@ func (d *daemon) startTimeline(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("timeline %q is already running", req.Tag), http.StatusConflict)
 		return
 	}
-	resolved, err := topology.Resolve(d.state.Dirs, req.Changes)
+	// d.topo's directions are d.state's: ResolvePaths starts from the
+	// settings in force, and adds the reroutes the changes make.
+	resolved, err := d.topo.ResolvePaths(req.Changes)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(resolved) > maxTimelineResolved {
+		http.Error(w, fmt.Sprintf("timeline %q makes %d changes of directions and paths (its reroutes included): at most %d", req.Tag, len(resolved), maxTimelineResolved), http.StatusBadRequest)
 		return
 	}
 	before := map[int]topology.Direction{}
 	var timed []linkemu.TimedChange
 	for _, c := range resolved {
+		at := req.Start.Add(c.At)
+		if c.Path != nil {
+			timed = append(timed, d.timedPath(at, *c.Path, c.What, req.Tag))
+			continue
+		}
 		if _, ok := before[c.Dir]; !ok {
 			before[c.Dir] = d.state.Dirs[c.Dir]
 		}
-		to := topology.Direction{Name: d.state.Dirs[c.Dir].Name, Config: c.Config}
-		timed = append(timed, d.timed(req.Start.Add(c.At), c.Dir, to, c.What, req.Tag))
+		to := d.state.Dirs[c.Dir]
+		to.Config = c.Config
+		timed = append(timed, d.timed(at, c.Dir, to, c.What, req.Tag))
 	}
-	if err := d.engine.Schedule(timed); err != nil {
+	if err := d.schedule(timed); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -171,19 +207,26 @@ func (d *daemon) endTimeline(w http.ResponseWriter, r *http.Request) {
 	d.engine.Cancel(req.Tag)
 	delete(d.before, req.Tag)
 	var back []linkemu.TimedChange
+	what := "end of " + req.Tag + ": " + results.TimelineEnd
+	flipped := false
 	for _, i := range slices.Sorted(maps.Keys(before)) {
-		back = append(back, d.timed(time.Time{}, i, before[i], "end of "+req.Tag+": "+results.TimelineEnd, ""))
-		d.state.Dirs[i] = before[i]
+		back = append(back, d.timed(time.Time{}, i, before[i], what, ""))
+		flipped = flipped || d.state.Dirs[i].Config.Down != before[i].Config.Down
+		d.state.Dirs[i].Config = before[i].Config
 	}
-	if err := d.engine.Schedule(back); err != nil {
+	if err := d.schedule(back); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
+	}
+	if flipped {
+		d.rerouteAfter(what)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // pendingChange is a change given to the engine and not yet recorded: the
-// settings it brings, and when it is due (zero: at once).
+// settings it brings (none for a new path), and when it is due (zero: at
+// once).
 type pendingChange struct {
 	to  topology.Direction
 	due time.Time
@@ -209,14 +252,34 @@ func (d *daemon) recordApplied() {
 	}
 	for _, a := range applied {
 		// In the order the engine made them, so the last one stands.
-		if p, ok := d.pending[a.Ref]; ok {
-			d.state.Dirs[a.Dir] = p.to
-			delete(d.pending, a.Ref)
+		p, ok := d.pending[a.Ref]
+		delete(d.pending, a.Ref)
+		var name string
+		switch {
+		case a.Path != nil:
+			// A new path (Dir is -1): Paths and the directions' lists
+			// take it, and the change is recorded under the pair's name.
+			var err error
+			if name, err = d.applyPath(a.Path); err != nil {
+				log.Printf("recording %s: %v", a.What, err)
+				continue
+			}
+		case a.Dir < 0 || a.Dir >= len(d.state.Dirs):
+			log.Printf("recording %s: the engine changed direction %d, which the test-bed does not have", a.What, a.Dir)
+			continue
+		default:
+			if ok {
+				d.state.Dirs[a.Dir].Config = p.to.Config
+			}
+			name = d.state.Dirs[a.Dir].Name
 		}
-		name := d.state.Dirs[a.Dir].Name
 		n := len(d.state.Changes)
 		if last := n - 1; n > 0 && d.state.Changes[last].What == a.What && d.state.Changes[last].T.Equal(a.At.UTC()) {
-			d.state.Changes[last].Dirs = append(d.state.Changes[last].Dirs, name)
+			if a.Path != nil {
+				d.state.Changes[last].Dirs = addName(d.state.Changes[last].Dirs, name)
+			} else {
+				d.state.Changes[last].Dirs = append(d.state.Changes[last].Dirs, name)
+			}
 			continue
 		}
 		c := backend.LinkChange{T: a.At.UTC(), What: a.What, Dirs: []string{name}}
@@ -264,6 +327,11 @@ func (b *Bed) EndTimeline(tag string) error {
 
 var _ backend.Timeline = (*Bed)(nil)
 
+// maxAnswer bounds what is read of an engine daemon's answer: the new
+// settings of at most every direction, or the counters of every
+// direction and host (a few hundred bytes each).
+const maxAnswer = 64 << 20
+
 // engineRequest posts req to test-bed name's engine daemon and decodes its
 // answer into out, unless out is nil.
 func engineRequest(name, path string, req, out any) error {
@@ -286,7 +354,7 @@ func engineRequest(name, path string, req, out any) error {
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(out); err != nil {
 		return fmt.Errorf("reading the answer of the engine of %q: %w", name, err)
 	}
 	return nil

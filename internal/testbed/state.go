@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,8 +34,12 @@ type State struct {
 	Scenario string               `json:"scenario"` // the file it was brought up from
 	Cgroup   string               `json:"cgroup"`   // v1, v2 or none
 	Hosts    []Host               `json:"hosts"`
+	Routers  []topology.Router    `json:"routers,omitempty"`
+	Routing  string               `json:"routing,omitempty"`
 	Dirs     []topology.Direction `json:"directions"`
-	Paths    []topology.Path      `json:"paths"`
+	// Paths are the paths in force: a reroute moves them.
+	Paths       []topology.Path        `json:"paths"`
+	Unreachable []topology.Unreachable `json:"unreachable,omitempty"`
 	// Machine is what it needed of the machine, and what it changed there.
 	Machine *MachineState `json:"machine,omitempty"`
 	// Changes are the links' changes while it ran, the last maxChanges.
@@ -44,13 +49,15 @@ type State struct {
 // maxChanges bounds the changes a state keeps.
 const maxChanges = 5000
 
-// Topology is the test-bed's topology, as it was built.
+// Topology is the test-bed's topology, with the settings and paths in
+// force when the state was written, and its own lookups. It cannot route
+// again (Reroute does nothing on it): only the daemon's can.
 func (st *State) Topology() *topology.Topology {
-	t := &topology.Topology{Name: st.Name, Dirs: st.Dirs, Paths: st.Paths}
+	t := &topology.Topology{Name: st.Name, Routers: st.Routers, Routing: st.Routing, Dirs: st.Dirs, Paths: st.Paths, Unreachable: st.Unreachable}
 	for _, h := range st.Hosts {
 		t.Hosts = append(t.Hosts, h.Host)
 	}
-	return t
+	return t.WithLookups()
 }
 
 // Host returns the host of that name, or an error that lists the hosts.
@@ -102,22 +109,46 @@ var ErrNotUp = errors.New("no such test-bed is up")
 
 // ReadState loads the state of a test-bed that has finished coming up.
 func ReadState(name string) (*State, error) {
-	data, err := os.ReadFile(statePath(name))
+	f, err := os.Open(statePath(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("test-bed %q: %w", name, ErrNotUp)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading state of test-bed %q: %w", name, err)
 	}
+	defer f.Close()
+	st, err := decodeState(f, maxStateBytes)
+	if err != nil {
+		return nil, fmt.Errorf("state of test-bed %q: %w", name, err)
+	}
+	return st, nil
+}
+
+// maxStateBytes bounds what is read of a state file. The largest test-bed
+// (topology.MaxHosts hosts, a path per ordered pair, each listed on the
+// directions it crosses) writes far less unless its paths are long.
+const maxStateBytes = 1 << 30
+
+// errStateTooLarge means a state file is past maxStateBytes.
+var errStateTooLarge = errors.New("state file too large")
+
+// decodeState reads a state of at most limit bytes.
+func decodeState(r io.Reader, limit int64) (*State, error) {
 	var st State
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("state of test-bed %q is corrupt: %w", name, err)
+	lr := &io.LimitedReader{R: r, N: limit}
+	if err := json.NewDecoder(lr).Decode(&st); err != nil {
+		if lr.N == 0 {
+			return nil, fmt.Errorf("more than %d bytes: %w", limit, errStateTooLarge)
+		}
+		return nil, fmt.Errorf("corrupt: %w", err)
 	}
 	return &st, nil
 }
 
 func writeState(st *State) error {
-	data, err := json.MarshalIndent(st, "", "  ")
+	// Compact: indenting the paths of a large test-bed (a path per ordered
+	// pair of hosts) would nearly double the file.
+	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}

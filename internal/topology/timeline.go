@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -29,12 +30,14 @@ func Select(dirs []Direction, selector string) ([]int, error) {
 }
 
 // DirChange is new settings for one direction at a time from the start of
-// a timeline.
+// a timeline, or (with Path, and Dir -1) a new path for a pair of hosts.
 type DirChange struct {
 	At     time.Duration      `json:"at_ns"`
 	Dir    int                `json:"dir"`
 	Config scenario.Direction `json:"config"`
 	What   string             `json:"what"`
+	// Path is a reroute (ResolvePaths): Config is then unset.
+	Path *PathChange `json:"path,omitempty"`
 }
 
 // Resolve turns a timeline's changes into each direction's settings, from
@@ -77,4 +80,56 @@ func Resolve(dirs []Direction, changes []scenario.TimedChange) ([]DirChange, err
 		}
 	}
 	return out, nil
+}
+
+// ResolvePaths is Resolve on t's directions, with the reroutes the
+// changes make: each time a direction goes down or comes back up, the
+// pairs the test-bed's routing routes are routed again (Reroute) the
+// test-bed's reroute delay later, around the directions down then. The
+// reroutes are changes with Dir -1 and a Path, after the direction
+// changes of the same time; they start from the paths t holds now and
+// leave them as they are (ApplyPaths, once applied, moves them). A
+// Topology that New did not make, or a test-bed that never reroutes, gets
+// Resolve's changes alone.
+func (t *Topology) ResolvePaths(changes []scenario.TimedChange) ([]DirChange, error) {
+	out, err := Resolve(t.Dirs, changes)
+	r := t.routes
+	if err != nil || r == nil || r.reroute < 0 || !slices.ContainsFunc(r.routed, func(d []int) bool { return len(d) > 0 }) {
+		return out, err
+	}
+	r.mu.Lock()
+	sim := &routes{g: r.g, metric: r.metric, first: r.first, routed: r.routed, cur: maps.Clone(r.cur)}
+	r.mu.Unlock()
+	down := make([]bool, len(r.edgeOf))
+	for i := range down {
+		down[i] = t.Dirs[i].Config.Down
+	}
+	type reroute struct {
+		at   time.Duration
+		what string
+	}
+	var pending []reroute // in time order: changes come in time order and the delay is one
+	var merged []DirChange
+	flush := func(before time.Duration, all bool) {
+		for len(pending) > 0 && (all || pending[0].at < before) {
+			p := pending[0]
+			pending = pending[1:]
+			for _, pc := range sim.next(down) {
+				merged = append(merged, DirChange{At: p.at, Dir: -1, Path: &pc, What: p.what})
+			}
+		}
+	}
+	for _, c := range out {
+		flush(c.At, false)
+		merged = append(merged, c)
+		if c.Dir >= len(down) || down[c.Dir] == c.Config.Down {
+			continue // no direction of the graph went down or up
+		}
+		down[c.Dir] = c.Config.Down
+		if at := c.At + r.reroute; len(pending) == 0 || pending[len(pending)-1].at != at {
+			pending = append(pending, reroute{at: at, what: "reroute after " + c.What})
+		}
+	}
+	flush(0, true)
+	return merged, nil
 }

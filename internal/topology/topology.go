@@ -1,15 +1,15 @@
 // Package topology resolves a scenario's test-bed into what every backend
-// shares: the hosts with their addresses and routes, the link directions,
-// and the end-to-end path between every ordered pair of hosts, computed
-// once. It holds no operating-system code: the emulated test-bed builds
-// it, real hosts are measured against it as the expected path, and the
-// analysis of an old run reads it from the stored scenario.
+// shares: the hosts with their addresses and routes, the routers, the
+// link directions, and the end-to-end path between every ordered pair of
+// hosts, computed once (and again when directions go down, by Reroute).
+// It holds no operating-system code: the emulated test-bed builds it, real
+// hosts are measured against it as the expected path, and the analysis of
+// an old run reads it from the stored scenario.
 package topology
 
 import (
-	"fmt"
 	"net/netip"
-	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -19,13 +19,33 @@ import (
 // full packet: the TCP payload of a packet is its size less this.
 const TCPIPHeader = 52
 
-// Topology is a test-bed resolved into hosts, directions and paths.
+// Topology is a test-bed resolved into hosts, routers, directions and
+// paths. Its lookups (Host, Path, Direction) go through maps built on
+// first use (WithLookups gives a Topology made as a literal its own), and
+// built again when a slice changes length or an element is not where they
+// say (an element renamed in place is not followed); a Topology made by New
+// also holds the test-bed's graph, which Reroute, ResolvePaths and Joined
+// route on.
 type Topology struct {
-	Name  string      `json:"name"`
-	Hosts []Host      `json:"hosts"`
-	Dirs  []Direction `json:"directions"`
+	Name    string      `json:"name"`
+	Hosts   []Host      `json:"hosts"`
+	Routers []Router    `json:"routers,omitempty"`
+	Dirs    []Direction `json:"directions"`
 	// Paths are every reachable ordered pair of hosts, in host order.
 	Paths []Path `json:"paths"`
+	// Routing is how pairs of hosts that no link, site LAN or route joins
+	// are routed (scenario.RoutingDelay or RoutingHops), when the test-bed
+	// has routers.
+	Routing string `json:"routing,omitempty"`
+	// Unreachable are the ordered pairs of hosts with no path, in host order.
+	Unreachable []Unreachable `json:"unreachable,omitempty"`
+
+	// lk holds the lookups' maps. A Topology made by New has it; one made
+	// as a literal has not until WithLookups, and its lookups scan.
+	lk *lookups
+	// routes is the graph and the routed pairs; nil unless made by New.
+	// Copies of a Topology share both.
+	routes *routes
 }
 
 // Host is one host: its address, CPU quota, site, disk caps, and its
@@ -48,6 +68,9 @@ type Host struct {
 // DiskCapped says whether the host's disk has a read or write cap.
 func (h Host) DiskCapped() bool { return h.DiskReadBps > 0 || h.DiskWriteBps > 0 }
 
+// IP returns a host's address.
+func (h Host) IP() netip.Addr { return netip.MustParseAddr(h.Addr) }
+
 // Route is a host route to a peer.
 type Route struct {
 	Peer string `json:"peer"`
@@ -55,11 +78,38 @@ type Route struct {
 	MTU  int    `json:"mtu"`
 }
 
+// Router is a node that forwards between the directions it joins: it
+// decrements packets' TTL and answers ICMP errors from Addr.
+type Router struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	// Links are the names of the directions out of it, in direction order.
+	Links []string `json:"links"`
+}
+
 // Direction is one link direction.
 type Direction struct {
 	Name   string             `json:"name"`
 	Config scenario.Direction `json:"config"`
+	// From and To are the nodes it joins: a host, a router, "site x" or
+	// "core" (where the sites without a router meet).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// Entry is the address of the router that forwards packets into it,
+	// "" if it leaves a host or a site.
+	Entry string `json:"entry,omitempty"`
+	// Paths are the paths that cross it ("a -> b"), in path order.
+	Paths []string `json:"paths"`
 }
+
+// The ways a pair of hosts gets its path (Path.Route).
+const (
+	RouteLink     = "link"     // a link joins the two hosts
+	RouteLAN      = "lan"      // the two hosts share a site
+	RouteSites    = "sites"    // the sites' access links and the perfect core, through no router
+	RouteExplicit = "explicit" // routes: lists the pair
+	// The routed pairs take the Topology's Routing ("delay" or "hops").
+)
 
 // Path is the route a packet takes from one host to another.
 type Path struct {
@@ -76,6 +126,24 @@ type Path struct {
 	// Loss is the probability that a packet is lost on the way there: one
 	// less the product of each direction's mean delivery.
 	Loss float64 `json:"loss"`
+	// Nodes are the nodes crossed, ends included: sites as "site x"; the
+	// core is not listed.
+	Nodes []string `json:"nodes"`
+	// BottleneckDir is the first direction with the lowest rate; "" if no
+	// direction has a rate.
+	BottleneckDir string `json:"bottleneck_dir,omitempty"`
+	// Route is how the path was chosen: RouteLink, RouteLAN, RouteSites,
+	// RouteExplicit or the test-bed's routing ("delay", "hops").
+	Route string `json:"route"`
+}
+
+// Name is how directions list the path: "a -> b".
+func (p Path) Name() string { return p.From + " -> " + p.To }
+
+// Unreachable is an ordered pair of hosts with no path.
+type Unreachable struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // TCPCeiling is the most TCP payload the path can carry in bit/s: the
@@ -99,223 +167,123 @@ func (t *Topology) IdleRTT(p Path, size int) time.Duration {
 	return rtt
 }
 
+// lookups holds the maps of a Topology's lookups, built on first use and
+// again when they are stale; copies of a Topology share it.
+type lookups struct{ p atomic.Pointer[index] }
+
+// index is where each host, direction and path is.
+type index struct {
+	hosts, dirs, paths int // the lengths it was built for
+	host               map[string]int
+	dir                map[string]int
+	path               map[[2]string]int
+}
+
+// WithLookups gives t maps for its lookups, if it has none (it was made
+// as a literal), and returns it: call it before t is shared, as New does.
+func (t *Topology) WithLookups() *Topology {
+	if t.lk == nil {
+		t.lk = new(lookups)
+	}
+	return t
+}
+
+// newIndex maps the names of t's hosts, directions and paths.
+func newIndex(t *Topology) *index {
+	x := &index{hosts: len(t.Hosts), dirs: len(t.Dirs), paths: len(t.Paths),
+		host: make(map[string]int, len(t.Hosts)), dir: make(map[string]int, len(t.Dirs)), path: make(map[[2]string]int, len(t.Paths))}
+	for i, h := range t.Hosts {
+		x.host[h.Name] = i
+	}
+	for i, d := range t.Dirs {
+		x.dir[d.Name] = i
+	}
+	for i, p := range t.Paths {
+		x.path[[2]string{p.From, p.To}] = i
+	}
+	return x
+}
+
+// lookup returns t's maps, built anew if there are none yet, the slices
+// have changed length, or fresh is set (a name was not where they said).
+func (t *Topology) lookup(fresh bool) *index {
+	if x := t.lk.p.Load(); x != nil && !fresh && x.hosts == len(t.Hosts) && x.dirs == len(t.Dirs) && x.paths == len(t.Paths) {
+		return x
+	}
+	x := newIndex(t)
+	t.lk.p.Store(x)
+	return x
+}
+
+// find is the index of the element of key (among n) in the map get picks
+// from t's lookups, which ok checks; the maps are rebuilt once if that
+// element is not the one (the slices changed behind them). Without maps
+// it scans with ok. It is -1 if there is none.
+func find[K comparable](t *Topology, get func(*index) map[K]int, key K, n int, ok func(int) bool) int {
+	if t.lk == nil {
+		for i := range n {
+			if ok(i) {
+				return i
+			}
+		}
+		return -1
+	}
+	i, found := get(t.lookup(false))[key]
+	if found && !ok(i) {
+		i, found = get(t.lookup(true))[key]
+	}
+	if !found || !ok(i) {
+		return -1
+	}
+	return i
+}
+
 // Host returns the host of that name.
 func (t *Topology) Host(name string) (Host, bool) {
-	if i := slices.IndexFunc(t.Hosts, func(h Host) bool { return h.Name == name }); i >= 0 {
-		return t.Hosts[i], true
+	i := find(t, func(x *index) map[string]int { return x.host }, name, len(t.Hosts),
+		func(i int) bool { return i < len(t.Hosts) && t.Hosts[i].Name == name })
+	if i < 0 {
+		return Host{}, false
 	}
-	return Host{}, false
+	return t.Hosts[i], true
 }
 
 // Path returns the path from one host to another, if there is one.
 func (t *Topology) Path(from, to string) (Path, bool) {
-	for _, p := range t.Paths {
-		if p.From == from && p.To == to {
-			return p, true
-		}
+	i := find(t, func(x *index) map[[2]string]int { return x.path }, [2]string{from, to}, len(t.Paths),
+		func(i int) bool { return i < len(t.Paths) && t.Paths[i].From == from && t.Paths[i].To == to })
+	if i < 0 {
+		return Path{}, false
 	}
-	return Path{}, false
+	return t.Paths[i], true
 }
 
 // Direction returns the link direction of that name.
 func (t *Topology) Direction(name string) (Direction, bool) {
-	if i := slices.IndexFunc(t.Dirs, func(d Direction) bool { return d.Name == name }); i >= 0 {
-		return t.Dirs[i], true
+	i := find(t, func(x *index) map[string]int { return x.dir }, name, len(t.Dirs),
+		func(i int) bool { return i < len(t.Dirs) && t.Dirs[i].Name == name })
+	if i < 0 {
+		return Direction{}, false
 	}
-	return Direction{}, false
+	return t.Dirs[i], true
 }
 
 // PathTable maps {source, destination} host indexes to the indexes of the
 // directions crossed, as the packet engine takes it.
 func (t *Topology) PathTable() map[[2]int][]int {
-	host, dir := map[string]int{}, map[string]int{}
-	for i, h := range t.Hosts {
-		host[h.Name] = i
-	}
-	for i, d := range t.Dirs {
-		dir[d.Name] = i
-	}
+	x := newIndex(t)
 	out := make(map[[2]int][]int, len(t.Paths))
 	for _, p := range t.Paths {
 		var hops []int
 		for _, name := range p.Via {
-			hops = append(hops, dir[name])
+			hops = append(hops, x.dir[name])
 		}
-		out[[2]int{host[p.From], host[p.To]}] = hops
+		out[[2]int{x.host[p.From], x.host[p.To]}] = hops
 	}
 	return out
-}
-
-// What one topology may hold: each host becomes a namespace, a TUN device,
-// a cgroup and an agent on the emulated backend, and each link direction a
-// queue in its engine.
-const (
-	MaxHosts      = 512
-	MaxDirections = 16384
-)
-
-// New assigns addresses, creates link directions and computes the path
-// between every ordered pair of hosts: an explicit link if there is one, else
-// the site access links (source site up, destination site down), or the site
-// LAN for two hosts at one site. Hosts with neither cannot reach each other.
-func New(tb *scenario.Testbed) (*Topology, error) {
-	if err := checkSize(tb); err != nil {
-		return nil, err
-	}
-	t := &Topology{Name: tb.Name}
-	index := map[string]int{}
-	addr := tb.Subnet.Addr()
-	for i, h := range tb.Hosts {
-		addr = addr.Next()
-		if !tb.Subnet.Contains(addr) {
-			return nil, fmt.Errorf("subnet %s has no address for host %s", tb.Subnet, h.Name)
-		}
-		index[h.Name] = i
-		host := Host{Name: h.Name, Addr: addr.String(), CPUs: h.CPUs, Site: h.Site, Sysctl: h.Sysctl}
-		if h.Disk != nil {
-			host.DiskReadBps, host.DiskWriteBps = h.Disk.ReadBps, h.Disk.WriteBps
-		}
-		t.Hosts = append(t.Hosts, host)
-	}
-	hops := t.hops(tb, index)
-	lans := map[string]scenario.Direction{}
-	for _, s := range tb.Sites {
-		lans[s.Name] = s.LAN
-	}
-	for i := range t.Hosts {
-		h := &t.Hosts[i]
-		for j, peer := range t.Hosts {
-			path, ok := hops[[2]int{i, j}]
-			if !ok {
-				continue
-			}
-			mtu := lans[h.Site].MTU
-			if len(path) > 0 {
-				mtu = scenario.MaxMTU
-				for _, d := range path {
-					mtu = min(mtu, t.Dirs[d].Config.MTU)
-				}
-			}
-			h.Routes = append(h.Routes, Route{Peer: peer.Name, Addr: peer.Addr, MTU: mtu})
-			h.MTU = max(h.MTU, mtu)
-		}
-		if h.MTU == 0 {
-			h.MTU = scenario.DefaultMTU
-		}
-	}
-	t.Paths = t.paths(hops)
-	return t, nil
-}
-
-// hops makes the link directions and returns the directions each
-// reachable ordered pair of hosts crosses.
-func (t *Topology) hops(tb *scenario.Testbed, index map[string]int) map[[2]int][]int {
-	out := map[[2]int][]int{}
-	addDir := func(name string, d scenario.Direction) int {
-		t.Dirs = append(t.Dirs, Direction{Name: name, Config: d})
-		return len(t.Dirs) - 1
-	}
-	for _, l := range tb.Links {
-		a, b := index[l.A], index[l.B]
-		out[[2]int{a, b}] = []int{addDir(l.A+"->"+l.B, l.Forward)}
-		out[[2]int{b, a}] = []int{addDir(l.B+"->"+l.A, l.Reverse)}
-	}
-	up, down := map[string]int{}, map[string]int{}
-	lans := map[string]scenario.Direction{}
-	for _, s := range tb.Sites {
-		up[s.Name] = addDir("site "+s.Name+" up", s.Up)
-		down[s.Name] = addDir("site "+s.Name+" down", s.Down)
-		lans[s.Name] = s.LAN
-	}
-	for i, a := range tb.Hosts {
-		for j, b := range tb.Hosts {
-			pair := [2]int{i, j}
-			if i == j || a.Site == "" || b.Site == "" {
-				continue
-			}
-			if _, explicit := out[pair]; explicit {
-				continue
-			}
-			switch {
-			case a.Site != b.Site:
-				out[pair] = []int{up[a.Site], down[b.Site]}
-			case isTransparent(lans[a.Site]):
-				out[pair] = nil // a perfect switch: forwarded at once
-			default:
-				out[pair] = []int{addDir(fmt.Sprintf("site %s lan %s->%s", a.Site, a.Name, b.Name), lans[a.Site])}
-			}
-		}
-	}
-	return out
-}
-
-// paths resolves every reachable ordered pair into a Path.
-func (t *Topology) paths(hops map[[2]int][]int) []Path {
-	var out []Path
-	for i, a := range t.Hosts {
-		for j, b := range t.Hosts {
-			there, ok := hops[[2]int{i, j}]
-			if !ok {
-				continue
-			}
-			p := Path{From: a.Name, To: b.Name, Via: []string{}, Back: []string{}}
-			for _, r := range a.Routes {
-				if r.Peer == b.Name {
-					p.MTU = r.MTU
-				}
-			}
-			var rtt time.Duration
-			keep := 1.0
-			for _, d := range there {
-				c := t.Dirs[d].Config
-				p.Via = append(p.Via, t.Dirs[d].Name)
-				rtt += c.Delay
-				keep *= 1 - c.Loss.Mean()
-				if c.Rate > 0 && (p.Bottleneck == 0 || float64(c.Rate) < p.Bottleneck) {
-					p.Bottleneck = float64(c.Rate)
-				}
-			}
-			for _, d := range hops[[2]int{j, i}] {
-				rtt += t.Dirs[d].Config.Delay
-				p.Back = append(p.Back, t.Dirs[d].Name)
-			}
-			p.BaseRTTms = float64(rtt) / float64(time.Millisecond)
-			p.Loss = 1 - keep
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// checkSize refuses a topology beyond what one machine can hold before any
-// of it is built, counting the link directions (a site LAN has one per
-// ordered pair of its hosts) without making them.
-func checkSize(tb *scenario.Testbed) error {
-	if n := len(tb.Hosts); n > MaxHosts {
-		return fmt.Errorf("test-bed %q has %d hosts: one machine holds at most %d (each is a namespace, a TUN device, a cgroup and an agent)", tb.Name, n, MaxHosts)
-	}
-	dirs := 2*len(tb.Links) + 2*len(tb.Sites)
-	perSite := map[string]int{}
-	for _, h := range tb.Hosts {
-		if h.Site != "" {
-			perSite[h.Site]++
-		}
-	}
-	for _, s := range tb.Sites {
-		if n := perSite[s.Name]; !isTransparent(s.LAN) {
-			dirs += n * (n - 1)
-		}
-	}
-	if dirs > MaxDirections {
-		return fmt.Errorf("test-bed %q needs %d link directions (a site LAN has one per ordered pair of its hosts): one engine holds at most %d; use fewer hosts per site, or a LAN that changes nothing (a perfect switch)", tb.Name, dirs, MaxDirections)
-	}
-	return nil
 }
 
 // isTransparent reports whether a direction changes nothing about a packet.
 func isTransparent(d scenario.Direction) bool {
 	return d.Rate == 0 && d.Delay == 0 && d.Jitter == 0 && d.Loss.Mean() == 0 && d.Loss.Gilbert == nil
 }
-
-// IP returns a host's address.
-func (h Host) IP() netip.Addr { return netip.MustParseAddr(h.Addr) }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -136,4 +137,39 @@ func TestReachableIsRouted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLookupsConcurrent: lookups on one topology, and on copies of it,
+// from many goroutines at once (run with -race).
+func TestLookupsConcurrent(t *testing.T) {
+	f, err := scenario.Parse("sites.yaml", []byte(sitesYAML), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := New(f.Testbed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			tp := topo
+			if g%2 == 1 {
+				c := *topo // as realhosts copies it on write
+				c.Hosts = slices.Clone(c.Hosts)
+				tp = &c
+			}
+			for _, p := range topo.Paths {
+				if q, ok := tp.Path(p.From, p.To); !ok || q.From != p.From {
+					t.Errorf("path %s: %+v %v", p.Name(), q, ok)
+				}
+				for _, v := range p.Via {
+					if _, ok := tp.Direction(v); !ok {
+						t.Errorf("direction %s not found", v)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/units"
 )
 
@@ -40,7 +39,7 @@ type Observation struct {
 	Key    PathKey
 	Type   string
 	At     time.Time
-	Points []archive.Point
+	Points []Point
 	// Failed is why the test gave no result ("" when it did).
 	Failed string
 	// ClockProblem says why one-way delays are unreliable on a path whose
@@ -66,7 +65,7 @@ type Detector struct {
 	cfg      *Config
 	base     map[PathKey]map[Name]*window
 	breaches map[alertKey][]float64
-	active   map[alertKey]archive.Alert
+	active   map[alertKey]Alert
 	// route is each traced path's known hop list; candidate a new one
 	// seen in a row, learnt as the route once seen MinPoints times.
 	route     map[PathKey][]string
@@ -80,7 +79,7 @@ type routeSeen struct {
 
 // NewDetector starts with no baselines and no alerts.
 func NewDetector(cfg *Config) *Detector {
-	return &Detector{cfg: cfg, base: map[PathKey]map[Name]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]archive.Alert{},
+	return &Detector{cfg: cfg, base: map[PathKey]map[Name]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]Alert{},
 		route: map[PathKey][]string{}, candidate: map[PathKey]routeSeen{}}
 }
 
@@ -89,13 +88,13 @@ func (d *Detector) SetConfig(cfg *Config) { d.cfg = cfg }
 
 // Learn adds a stored point to its path's baseline, as a restarted
 // service does with its recent history.
-func (d *Detector) Learn(p archive.Point) {
+func (d *Detector) Learn(p Point) {
 	d.window(PathKey{p.Src, p.Dst, p.Test}, Name(p.Metric)).add(p.T, p.Value, d.cfg.Baseline.Window)
 }
 
 // Resume takes alerts still active in the archive, so that a restart
 // neither forgets nor repeats them.
-func (d *Detector) Resume(alerts []archive.Alert) {
+func (d *Detector) Resume(alerts []Alert) {
 	for _, a := range alerts {
 		d.active[alertKey{PathKey{a.Src, a.Dst, a.Test}, a.Rule}] = a
 	}
@@ -114,12 +113,12 @@ func (d *Detector) Ack(ref, who, note string, at time.Time) bool {
 }
 
 // Active lists the active alerts.
-func (d *Detector) Active() []archive.Alert {
-	out := make([]archive.Alert, 0, len(d.active))
+func (d *Detector) Active() []Alert {
+	out := make([]Alert, 0, len(d.active))
 	for _, a := range d.active {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b archive.Alert) int { return a.Started.Compare(b.Started) })
+	slices.SortFunc(out, func(a, b Alert) int { return a.Started.Compare(b.Started) })
 	return out
 }
 
@@ -158,10 +157,10 @@ type check struct {
 
 // Observe judges an observation and returns the alerts it fires and those
 // it resolves.
-func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
+func (d *Detector) Observe(o Observation) (fired, resolved []Alert) {
 	th := d.cfg.For(o.Key.Src, o.Key.Dst)
 	value := func(metric Name) (float64, bool) {
-		i := slices.IndexFunc(o.Points, func(p archive.Point) bool { return p.Metric == string(metric) })
+		i := slices.IndexFunc(o.Points, func(p Point) bool { return p.Metric == string(metric) })
 		if i < 0 {
 			return 0, false
 		}
@@ -241,7 +240,7 @@ func (d *Detector) Observe(o Observation) (fired, resolved []archive.Alert) {
 		_, mad, n := d.Baseline(o.Key, c.learn)
 		ev, _ := json.Marshal(map[string]any{"values": d.breaches[ak], "baseline_median": c.baseline, "baseline_mad": mad,
 			"baseline_points": n, "baseline_window_seconds": d.cfg.Baseline.Window.Seconds(), "threshold": c.threshold, "results_in_a_row": len(d.breaches[ak])})
-		a := archive.Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%d", c.rule, o.Key.Src, o.Key.Dst, o.Key.Test, o.At.UnixNano()),
+		a := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%d", c.rule, o.Key.Src, o.Key.Dst, o.Key.Test, o.At.UnixNano()),
 			Rule: c.rule, Src: o.Key.Src, Dst: o.Key.Dst, Test: o.Key.Test, Started: o.At,
 			Value: c.value, Baseline: c.baseline, Threshold: c.threshold, Message: c.message, Evidence: ev}
 		d.active[ak] = a
@@ -329,10 +328,21 @@ func (w *window) stats() (median, mad float64, n int) {
 	if len(w.v) == 0 {
 		return 0, 0, 0
 	}
-	med := archive.Summarize(w.v).Median
+	med := middle(w.v)
 	dev := make([]float64, len(w.v))
 	for i, v := range w.v {
 		dev[i] = math.Abs(v - med)
 	}
-	return med, archive.Summarize(dev).Median, len(w.v)
+	return med, middle(dev), len(w.v)
+}
+
+// middle is the median of vs (not empty): the middle value, or the point
+// halfway between the two middle ones.
+func middle(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return s[m-1] + 0.5*(s[m]-s[m-1])
 }

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/wanlab/wanlab/internal/archive"
 )
 
 func detectorConfig(t *testing.T) *Config {
@@ -26,7 +24,7 @@ baseline: {window: 1h, min_points: 3}
 
 func probeObs(at time.Time, rtt, loss float64) Observation {
 	k := PathKey{"a", "b", "lat"}
-	return Observation{Key: k, Type: Probe, At: at, Points: []archive.Point{
+	return Observation{Key: k, Type: Probe, At: at, Points: []Point{
 		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: string(RTTMin), Value: rtt},
 		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: "loss_ratio", Value: loss},
 	}}
@@ -88,7 +86,7 @@ func TestDetectorLossThroughputNoDataClock(t *testing.T) {
 	k := PathKey{"a", "b", "bulk"}
 	tp := func(i int, v float64) Observation {
 		at := t0.Add(time.Duration(i) * 10 * time.Minute)
-		return Observation{Key: k, Type: Throughput, At: at, Points: []archive.Point{{T: at, Metric: "throughput_bits_per_second", Value: v}}}
+		return Observation{Key: k, Type: Throughput, At: at, Points: []Point{{T: at, Metric: "throughput_bits_per_second", Value: v}}}
 	}
 	// No baseline yet: a low first result cannot alert.
 	for i, v := range []float64{9e6, 9.5e6, 9.4e6} {
@@ -121,7 +119,7 @@ func TestDetectorHopChange(t *testing.T) {
 	d := NewDetector(detectorConfig(t)) // for: 2, min_points: 3
 	k := PathKey{"a", "b", "route"}
 	t0 := time.Unix(1e9, 0)
-	obs := func(i int, hops ...string) ([]archive.Alert, []archive.Alert) {
+	obs := func(i int, hops ...string) ([]Alert, []Alert) {
 		return d.Observe(Observation{Key: k, Type: Trace, At: t0.Add(time.Duration(i) * time.Minute), Hops: hops})
 	}
 	old, changed := []string{"10.0.0.1", "10.0.1.1", "10.0.9.9"}, []string{"10.0.0.1", "10.0.2.1", "10.0.9.9"}

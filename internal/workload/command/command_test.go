@@ -36,12 +36,13 @@ func (e *fakeEnv) Addr(host string) string { return "10.0.0." + strings.TrimPref
 func (e *fakeEnv) Command(ctx context.Context, host string, argv ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, argv[0], argv[1:]...)
 }
-func (e *fakeEnv) Files() kind.Files  { return e.files }
-func (e *fakeEnv) Expect(n int)       { e.mu.Lock(); e.want += n; e.mu.Unlock() }
-func (e *fakeEnv) Done(r job.Record)  { e.mu.Lock(); e.done = append(e.done, r); e.mu.Unlock() }
-func (e *fakeEnv) Seed() uint64       { return 1 }
-func (e *fakeEnv) ID() string         { return "step0" }
-func (e *fakeEnv) Token() token.Token { return token.Token{} }
+func (e *fakeEnv) Files() kind.Files                  { return e.files }
+func (e *fakeEnv) Expect(n int)                       { e.mu.Lock(); e.want += n; e.mu.Unlock() }
+func (e *fakeEnv) Done(r job.Record)                  { e.mu.Lock(); e.done = append(e.done, r); e.mu.Unlock() }
+func (e *fakeEnv) Seed() uint64                       { return 1 }
+func (e *fakeEnv) ID() string                         { return "step0" }
+func (e *fakeEnv) Token() token.Token                 { return token.Token{} }
+func (e *fakeEnv) Bottleneck(from, to string) float64 { return 0 }
 func (e *fakeEnv) Start(context.Context, string, string, string, kind.RoleSpec, bool) (kind.Started, error) {
 	return nil, errors.New("no agents in this test")
 }

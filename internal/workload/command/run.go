@@ -20,11 +20,7 @@ const serverReady = 30 * time.Second
 
 // run runs a command step: its files, its server (until the clients end)
 // and its clients, each client a job.
-func run(ctx context.Context, env kind.Env, spec kind.Spec) (*kind.Outcome, error) {
-	c, ok := spec.(*Spec)
-	if !ok {
-		return nil, fmt.Errorf("a command step with a %T spec", spec)
-	}
+func run(ctx context.Context, env kind.Env, c *Spec) (*kind.Outcome, error) {
 	files := env.Files()
 	if files == nil {
 		return nil, errors.New("a command workload runs in emulated hosts, and these hosts are not")

@@ -18,7 +18,7 @@ import (
 )
 
 // Kind is the command workload.
-var Kind = kind.Kind{Name: results.Command, Decode: decode, Run: run}
+var Kind = kind.Kind{Name: results.Command, Decode: decode, Run: kind.RunWith("a command step", run), Traits: traits}
 
 // Spec is one step of a command workload.
 type Spec struct {

@@ -31,3 +31,23 @@ func Hub(c Check, hubName, hub, spokesName string, spokes []string, missing stri
 		c.Reaches(f, hub, h)
 	}
 }
+
+// DecodeWith makes a kind's Decode from its check: the settings are
+// decoded into the raw form R (a struct with yaml tags), then checked
+// into the step's spec S; nil when nothing decoded or check made none.
+func DecodeWith[R any, S interface {
+	Spec
+	comparable
+}](check func(Check, R) S) func(Decoder, Check) Spec {
+	return func(decode Decoder, c Check) Spec {
+		var r R
+		if !decode(&r) {
+			return nil
+		}
+		var none S
+		if s := check(c, r); s != none {
+			return s
+		}
+		return nil
+	}
+}

@@ -2,6 +2,7 @@ package kind
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/job"
@@ -39,4 +40,49 @@ func JobMetrics(jobs []job.Record) results.Metrics {
 		m[results.MaxWallclockS] = wct[len(wct)-1]
 	}
 	return m
+}
+
+// JobSpan is the seconds from the first job's start to the last one's end
+// (0 without jobs): the time over which a step's jobs moved their data.
+func JobSpan(jobs []job.Record) float64 {
+	if len(jobs) == 0 {
+		return 0
+	}
+	first, last := jobs[0].Start, jobs[0].End
+	for _, j := range jobs {
+		if j.Start.Before(first) {
+			first = j.Start
+		}
+		if j.End.After(last) {
+			last = j.End
+		}
+	}
+	return last.Sub(first).Seconds()
+}
+
+// Collector gathers the jobs a step's roles report (a Started's Summary
+// hands each to Add), counting each one done on the step's Env as it
+// comes, for the progress the controller shows.
+type Collector struct {
+	env  Env
+	mu   sync.Mutex
+	jobs []job.Record
+}
+
+// NewCollector makes a collector that counts jobs done on env.
+func NewCollector(env Env) *Collector { return &Collector{env: env} }
+
+// Add keeps one job that ended and counts it done.
+func (c *Collector) Add(r job.Record) {
+	c.mu.Lock()
+	c.jobs = append(c.jobs, r)
+	c.mu.Unlock()
+	c.env.Done(r)
+}
+
+// Jobs are the jobs kept so far, in the order they came.
+func (c *Collector) Jobs() []job.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.jobs)
 }

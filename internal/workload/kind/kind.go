@@ -8,6 +8,7 @@ package kind
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"time"
 
@@ -19,12 +20,11 @@ import (
 
 // Kind is everything wanlab knows about one kind of workload.
 //
-// Room is left for what a kind will register as the other kinds move in
-// (issue 32): Roles (the agent roles it serves, each with its spec and
-// Validate), Figures (its typed step figures and summary columns),
-// Findings (the analysis hooks for its steps) and Model (its simulation
-// model, for the simulated backend). Each will be a field here, and
-// whatever iterates over kinds will read it.
+// Its Roles are what agents run for it, its Traits what the analysis, the
+// report and wanlab run's summary read of it (its findings, plots and
+// summary columns). Room is left for its Model (its simulation model, for
+// the simulated backend): a field here, which whatever iterates over
+// kinds will read.
 type Kind struct {
 	// Name is the kind's key in a scenario's workload (command:).
 	Name results.Kind
@@ -40,6 +40,22 @@ type Kind struct {
 	Run func(ctx context.Context, env Env, s Spec) (*Outcome, error)
 	// Roles are the roles the kind's steps run in agents, if any.
 	Roles []Role
+	// Traits are what the analysis and the report know of the kind's
+	// workloads (its findings, its plots), as data.
+	Traits Traits
+}
+
+// RunWith makes a kind's Run from run, which takes the kind's own spec
+// type S: a spec of another type is refused as "what with a T spec" (what
+// such as "a probe step").
+func RunWith[S Spec](what string, run func(context.Context, Env, S) (*Outcome, error)) func(context.Context, Env, Spec) (*Outcome, error) {
+	return func(ctx context.Context, env Env, spec Spec) (*Outcome, error) {
+		s, ok := spec.(S)
+		if !ok {
+			return nil, fmt.Errorf("%s with a %T spec", what, spec)
+		}
+		return run(ctx, env, s)
+	}
 }
 
 // Decoder decodes a step's settings into raw (a pointer to the kind's raw
@@ -85,6 +101,10 @@ type Check interface {
 	// runs (an agent's defaults); Limit records a limit's refusal, if any.
 	Limits() limits.Limits
 	Limit(field string, err error)
+	// Problems counts the problems found so far in the whole file: a
+	// check of the spec as a whole (a role's Validate) runs only when
+	// its fields' checks added none, not to say a problem twice.
+	Problems() int
 }
 
 // Env is what a step runs with: the hosts, as the controller reaches them
@@ -112,6 +132,11 @@ type Env interface {
 	// as JSON) under id; for a role that listens it returns once the role
 	// listens.
 	Start(ctx context.Context, host, id, role string, spec RoleSpec, listens bool) (Started, error)
+	// Bottleneck is the rate, in bit/s, that from's traffic to host to can
+	// get as the test-bed is built (to's site access link, the lower of its
+	// two directions, for a host in a site; else the path's bottleneck);
+	// 0 when nothing limits it or it is not known.
+	Bottleneck(from, to string) float64
 }
 
 // Files are hosts' data directories on this machine: the folder each
@@ -134,6 +159,9 @@ type Files interface {
 type Outcome struct {
 	Metrics results.Metrics
 	Jobs    []job.Record
+	// Samples are the step's time series (a test's intervals, probes' round
+	// trips), beside those the controller samples from the test-bed.
+	Samples []results.Sample
 	// Events are warnings worth keeping with the step; Notes what else
 	// happened.
 	Events, Notes []string

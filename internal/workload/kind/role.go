@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/wanlab/wanlab/internal/limits"
@@ -24,10 +25,30 @@ type Role struct {
 	// Run runs the role with its decoded, validated spec, until its work
 	// is done (or until the ctx that env.Serving returns is cancelled, for
 	// a role that serves others). Its summary is sent to the controller,
-	// also beside an error when the role did part of its work. An error
-	// wrapping ErrNoRoom is a refusal for want of room (busy); any other is
-	// the agent's refusal of the request; both are audited.
+	// also beside an error when the role did part of its work; a role that
+	// ends well with a nil summary, not sent through env.Summary, sends {}.
+	// An error wrapping ErrNoRoom is a refusal for want of room (busy); any
+	// other is the agent's refusal of the request; both are audited.
 	Run func(ctx context.Context, env RoleEnv, spec RoleSpec) (summary any, err error)
+}
+
+// NewRole makes the role name, whose spec is a *S that run runs with; a
+// spec of another type is refused.
+func NewRole[S any, P interface {
+	*S
+	RoleSpec
+}](name string, run func(ctx context.Context, env RoleEnv, spec P) (summary any, err error)) Role {
+	return Role{
+		Name: name,
+		Spec: func() RoleSpec { return P(new(S)) },
+		Run: func(ctx context.Context, env RoleEnv, spec RoleSpec) (any, error) {
+			s, ok := spec.(P)
+			if !ok {
+				return nil, fmt.Errorf("role %s with a %T spec", name, spec)
+			}
+			return run(ctx, env, s)
+		},
+	}
 }
 
 // RoleSpec is a role's settings as the controller sends them.
@@ -52,6 +73,10 @@ type RoleEnv interface {
 	Listening(port int) error
 	// Job sends one finished job to the controller.
 	Job(job.Record)
+	// Summary sends the role's summary now, for a role that serves on
+	// after its own work is done (a mesh node serves its peers until
+	// StopWorkload): its Run then returns a nil summary. Once only.
+	Summary(v any) error
 	// Serving registers the role as one StopWorkload ends, under its id:
 	// the context it returns is cancelled then, or when the call ends.
 	Serving() (context.Context, error)

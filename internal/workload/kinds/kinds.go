@@ -10,15 +10,26 @@ import (
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/command"
+	"github.com/wanlab/wanlab/internal/workload/eventdb"
+	"github.com/wanlab/wanlab/internal/workload/impact"
 	"github.com/wanlab/wanlab/internal/workload/kind"
+	"github.com/wanlab/wanlab/internal/workload/mesh"
+	"github.com/wanlab/wanlab/internal/workload/probe"
+	"github.com/wanlab/wanlab/internal/workload/taskfarm"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
+	"github.com/wanlab/wanlab/internal/workload/transfer"
 )
 
-// all are the kinds in their own package. The others (eventdb, taskfarm,
-// mesh, throughput, transfer, probe, impact) are still decoded in
-// scenario and run in controller, through their legacy tables, until they
-// move here (issue 32).
+// all are the kinds, each in its own package.
 var all = []kind.Kind{
 	command.Kind,
+	taskfarm.Kind,
+	eventdb.Kind,
+	mesh.Kind,
+	throughput.Kind,
+	impact.Kind,
+	probe.Kind,
+	transfer.Kind,
 }
 
 var (
@@ -41,6 +52,20 @@ func Lookup(name results.Kind) (kind.Kind, bool) {
 		}
 	}
 	return kind.Kind{}, false
+}
+
+// Role finds a role of the kinds by its name on the wire
+// ("eventdb-server"), with the kind it is a role of: the agent runs the
+// roles it finds here.
+func Role(name string) (kind.Kind, kind.Role, bool) {
+	for _, k := range All() {
+		for _, r := range k.Roles {
+			if r.Name == name {
+				return k, r, true
+			}
+		}
+	}
+	return kind.Kind{}, kind.Role{}, false
 }
 
 // Register adds a kind that all does not list, until the function it

@@ -4,6 +4,9 @@
 // bandwidth), picks a file size, sends that many bytes there and has them
 // sent back, each way over parallel streams, checks with SHA-256 that not a
 // bit was lost, logs the transfer, and starts again until its time is up.
+// It is one unit, registered as Kind: the step's settings and their checks
+// (spec.go), its driver (run.go), the node's agent role (role.go) and what
+// analysis reads of it (capabilities.go).
 package mesh
 
 import (

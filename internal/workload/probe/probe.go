@@ -3,6 +3,11 @@
 // an interval, a reflector returns each with its receive and send times, and
 // the prober stamps the return. Receive times come from the kernel
 // (SO_TIMESTAMPNS), so they do not include the agent's own scheduling.
+//
+// The package is the probe workload kind too (Kind): the agents run the
+// prober and the reflector (this file, trace.go), the controller asks
+// them for a round (Measure) or a trace (MeasureTrace) through measure's
+// endpoints, and a scenario's probe step is a Step.
 package probe
 
 import (

@@ -4,6 +4,10 @@
 // CPU) and returns a result of a given size, and the master keeps Prefetch
 // tasks in flight per worker (1 is DIANE's behaviour: the next task leaves
 // only when the last result is back, so every task pays a round trip).
+//
+// It is one workload kind, registered as Kind: its wire protocol (here),
+// its settings and their checks (spec.go), its driver (run.go), its
+// agents' roles (roles.go) and what analysis reads of it (capabilities.go).
 package taskfarm
 
 import (

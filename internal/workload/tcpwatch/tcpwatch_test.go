@@ -9,40 +9,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wanlab/wanlab/internal/limits"
+	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
 )
 
 func TestSpecValidate(t *testing.T) {
-	ok := Spec{Interval: 10 * time.Millisecond}
-	tests := []struct {
-		name string
-		edit func(*Spec)
-		want string
-	}{
-		{"defaults", func(*Spec) {}, ""},
-		{"port and prefix", func(s *Spec) { s.Port, s.Peer = 8080, "10.0.0.0/8" }, ""},
-		{"an address", func(s *Spec) { s.Peer = "10.250.0.1" }, ""},
-		{"port too high", func(s *Spec) { s.Port = 70000 }, "port 70000"},
-		{"not an address", func(s *Spec) { s.Peer = "cern" }, `peer "cern"`},
-		{"negative process", func(s *Spec) { s.PID = -1 }, "process -1"},
-		{"interval too short", func(s *Spec) { s.Interval = time.Microsecond }, "interval 1µs"},
-		{"interval too long", func(s *Spec) { s.Interval = time.Minute }, "interval 1m0s"},
-		{"shorter than an interval", func(s *Spec) { s.Duration = time.Millisecond }, "duration 1ms"},
-		{"above the limit", func(s *Spec) { s.Duration = 48 * time.Hour }, "above the limit"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := ok
-			tc.edit(&s)
-			err := s.Validate(limits.Default)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error with %q", err, tc.want)
-			}
-		})
-	}
+	fine := func() Spec { return Spec{Interval: 10 * time.Millisecond} }
+	kindtest.RunValidates(t, fine, []kindtest.SpecCase[Spec]{
+		{Name: "defaults", Edit: func(*Spec) {}},
+		{Name: "port and prefix", Edit: func(s *Spec) { s.Port, s.Peer = 8080, "10.0.0.0/8" }},
+		{Name: "an address", Edit: func(s *Spec) { s.Peer = "10.250.0.1" }},
+		{Name: "port too high", Edit: func(s *Spec) { s.Port = 70000 }, Want: "port 70000"},
+		{Name: "not an address", Edit: func(s *Spec) { s.Peer = "cern" }, Want: `peer "cern"`},
+		{Name: "negative process", Edit: func(s *Spec) { s.PID = -1 }, Want: "process -1"},
+		{Name: "interval too short", Edit: func(s *Spec) { s.Interval = time.Microsecond }, Want: "interval 1µs"},
+		{Name: "interval too long", Edit: func(s *Spec) { s.Interval = time.Minute }, Want: "interval 1m0s"},
+		{Name: "shorter than an interval", Edit: func(s *Spec) { s.Duration = time.Millisecond }, Want: "duration 1ms"},
+		{Name: "above the limit", Edit: func(s *Spec) { s.Duration = 48 * time.Hour }, Want: "above the limit"},
+	})
 }
 
 // discardConn is a connection to a loopback listener that reads and

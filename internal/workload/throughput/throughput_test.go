@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
@@ -21,10 +21,7 @@ import (
 // and the intervals each emitted.
 func run(t *testing.T, spec Spec) (recv, sent Summary, rIvs, sIvs []Interval) {
 	t.Helper()
-	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := listen(t, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -36,6 +33,16 @@ func run(t *testing.T, spec Spec) (recv, sent Summary, rIvs, sIvs []Interval) {
 	sent = Send(ctx, spec, fmt.Sprintf("127.0.0.1:%d", r.Port), r.Token, func(iv Interval) { sIvs = append(sIvs, iv) })
 	wg.Wait()
 	return
+}
+
+// listen opens a receiver of spec on loopback, or fails t.
+func listen(t *testing.T, spec Spec) *Receiver {
+	t.Helper()
+	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func total(s Summary) (b uint64) {
@@ -106,10 +113,7 @@ func TestUDP(t *testing.T) {
 
 func TestStrangerIsIgnored(t *testing.T) {
 	spec := Spec{Protocol: TCP, Streams: 1, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
-	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := listen(t, spec)
 	stranger, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", r.Port))
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +149,7 @@ func TestStrangersDoNotBreakATest(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := Spec{Protocol: TCP, Streams: tc.streams, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
-			r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := listen(t, spec)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			done := make(chan Summary)
@@ -190,10 +191,7 @@ func muteStream(t *testing.T, addr string, tok token.Token) {
 func TestStreamHeadersAreReadEachOnItsOwn(t *testing.T) {
 	t.Run("others get in", func(t *testing.T) {
 		spec := Spec{Protocol: TCP, Streams: 2, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
-		r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := listen(t, spec)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		addr := fmt.Sprintf("127.0.0.1:%d", r.Port)
@@ -215,10 +213,7 @@ func TestStreamHeadersAreReadEachOnItsOwn(t *testing.T) {
 	})
 	t.Run("ends with its context", func(t *testing.T) {
 		spec := Spec{Protocol: TCP, Streams: 2, Duration: time.Second, Interval: 100 * time.Millisecond}
-		r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := listen(t, spec)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		watch := testsupport.WatchReads(r.ln)
@@ -241,10 +236,7 @@ func TestStreamHeadersAreReadEachOnItsOwn(t *testing.T) {
 
 func TestSenderGoneIsPartial(t *testing.T) {
 	spec := Spec{Protocol: TCP, Streams: 2, Duration: 5 * time.Second, Interval: 100 * time.Millisecond}
-	r, err := Listen(spec, bind.Local{Addr: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := listen(t, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	done := make(chan Summary)
@@ -258,39 +250,19 @@ func TestSenderGoneIsPartial(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := Spec{Protocol: TCP, Streams: 1, Duration: time.Second, Interval: time.Second}
-	tests := []struct {
-		name   string
-		modify func(*Spec)
-		want   string
-	}{
-		{"ok", func(*Spec) {}, ""},
-		{"zero streams", func(s *Spec) { s.Streams = 0 }, "at least 1"},
-		{"too many streams", func(s *Spec) { s.Streams = 1000 }, "over the agent's limit of 256 streams"},
-		{"no end", func(s *Spec) { s.Duration = 0 }, "give a duration or a number of bytes"},
-		{"window 1 byte", func(s *Spec) { s.Window = 1 }, "at least 4096"},
-		{"too long", func(s *Spec) { s.Duration = 2 * time.Hour }, "over the agent's limit of 1h0m0s"},
-		{"udp without rate", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000 }, "udp rate 0 bit/s: give a positive rate"},
-		{"udp too fast", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = 1e12 }, "over the agent's limit"},
-		{"tiny datagram", func(s *Spec) { s.Protocol = UDP; s.UDPRate = 1e6; s.UDPLength = 10 }, "datagram length 10"},
-		{"tiny interval", func(s *Spec) { s.Interval = time.Millisecond }, "interval"},
-		{"bytes times streams overflow", func(s *Spec) { s.Duration = 0; s.Bytes = 1 << 62; s.Streams = 8 }, "over the agent's limit"},
-		{"udp rate NaN", func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = math.NaN() }, "give a positive rate"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := ok
-			tt.modify(&s)
-			err := s.Validate(limits.Default)
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("unexpected error %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("error %v, want one containing %q", err, tt.want)
-			}
-			if strings.Contains(tt.want, "limit") && !errors.Is(err, limits.ErrLimit) {
-				t.Errorf("error %v does not wrap ErrLimit", err)
-			}
-		})
-	}
+	fine := func() Spec { return Spec{Protocol: TCP, Streams: 1, Duration: time.Second, Interval: time.Second} }
+	kindtest.RunValidates(t, fine, []kindtest.SpecCase[Spec]{
+		{Name: "ok", Edit: func(*Spec) {}},
+		{Name: "zero streams", Edit: func(s *Spec) { s.Streams = 0 }, Want: "at least 1"},
+		{Name: "too many streams", Edit: func(s *Spec) { s.Streams = 1000 }, Want: "over the agent's limit of 256 streams", Is: limits.ErrLimit},
+		{Name: "no end", Edit: func(s *Spec) { s.Duration = 0 }, Want: "give a duration or a number of bytes"},
+		{Name: "window 1 byte", Edit: func(s *Spec) { s.Window = 1 }, Want: "at least 4096"},
+		{Name: "too long", Edit: func(s *Spec) { s.Duration = 2 * time.Hour }, Want: "over the agent's limit of 1h0m0s", Is: limits.ErrLimit},
+		{Name: "udp without rate", Edit: func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000 }, Want: "udp rate 0 bit/s: give a positive rate"},
+		{Name: "udp too fast", Edit: func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = 1e12 }, Want: "over the agent's limit", Is: limits.ErrLimit},
+		{Name: "tiny datagram", Edit: func(s *Spec) { s.Protocol = UDP; s.UDPRate = 1e6; s.UDPLength = 10 }, Want: "datagram length 10"},
+		{Name: "tiny interval", Edit: func(s *Spec) { s.Interval = time.Millisecond }, Want: "interval"},
+		{Name: "bytes times streams overflow", Edit: func(s *Spec) { s.Duration = 0; s.Bytes = 1 << 62; s.Streams = 8 }, Want: "over the agent's limit", Is: limits.ErrLimit},
+		{Name: "udp rate NaN", Edit: func(s *Spec) { s.Protocol = UDP; s.UDPLength = 1000; s.UDPRate = math.NaN() }, Want: "give a positive rate"},
+	})
 }

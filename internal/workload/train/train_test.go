@@ -11,39 +11,25 @@ import (
 
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/bind"
+	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 func TestSenderSpecValidate(t *testing.T) {
-	ok := SenderSpec{Address: "127.0.0.1:9", Streams: []Stream{{Count: 10, Size: 1472}}}
-	tests := []struct {
-		name string
-		edit func(*SenderSpec)
-		want string
-	}{
-		{"fine", func(*SenderSpec) {}, ""},
-		{"no address", func(s *SenderSpec) { s.Address = "" }, "receiver address"},
-		{"no streams", func(s *SenderSpec) { s.Streams = nil }, "0 streams"},
-		{"one packet", func(s *SenderSpec) { s.Streams[0].Count = 1 }, "give at least 2"},
-		{"too small", func(s *SenderSpec) { s.Streams[0].Size = 8 }, "size 8"},
-		{"too large", func(s *SenderSpec) { s.Streams[0].Size = 65000 }, "size 65000"},
-		{"gap too long", func(s *SenderSpec) { s.Streams[0].Gap = time.Second }, "gap 1s"},
-		{"too many packets", func(s *SenderSpec) { s.Streams[0].Count = MaxPackets + 1 }, "packets in all"},
+	fine := func() SenderSpec {
+		return SenderSpec{Address: "127.0.0.1:9", Streams: []Stream{{Count: 10, Size: 1472}}}
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := ok
-			s.Streams = append([]Stream(nil), ok.Streams...)
-			tc.edit(&s)
-			err := s.Validate(limits.Default)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error with %q", err, tc.want)
-			}
-		})
-	}
+	kindtest.RunValidates(t, fine, []kindtest.SpecCase[SenderSpec]{
+		{Name: "fine", Edit: func(*SenderSpec) {}},
+		{Name: "no address", Edit: func(s *SenderSpec) { s.Address = "" }, Want: "receiver address"},
+		{Name: "no streams", Edit: func(s *SenderSpec) { s.Streams = nil }, Want: "0 streams"},
+		{Name: "one packet", Edit: func(s *SenderSpec) { s.Streams[0].Count = 1 }, Want: "give at least 2"},
+		{Name: "too small", Edit: func(s *SenderSpec) { s.Streams[0].Size = 8 }, Want: "size 8"},
+		{Name: "too large", Edit: func(s *SenderSpec) { s.Streams[0].Size = 65000 }, Want: "size 65000"},
+		{Name: "gap too long", Edit: func(s *SenderSpec) { s.Streams[0].Gap = time.Second }, Want: "gap 1s"},
+		{Name: "too many packets", Edit: func(s *SenderSpec) { s.Streams[0].Count = MaxPackets + 1 }, Want: "packets in all"},
+	})
+	ok := fine()
 	// The trains' bytes in all are within the bytes of one test.
 	lim := limits.Default
 	lim.MaxBytes = 10000

@@ -2,6 +2,11 @@
 // parallel TCP streams (each stream a contiguous range of the file, as bbFTP
 // does), optionally compressing each block with zstd, and proves with SHA-256
 // checksums at both ends that no bit was lost.
+//
+// The package is the transfer workload kind too (Kind): the agents run the
+// sender and the receiver (this file), the controller asks them for a
+// transfer (Measure) through measure's endpoints, and a scenario's
+// transfer step is a Step.
 package transfer
 
 import (
