@@ -172,16 +172,6 @@ func (v *hostChecker) meshReaches(field string, hosts []string, tb *Testbed) {
 	}
 }
 
-// fine says, without making a message, that host h of a role with a peer
-// (its server, its master) is a known host other than the peer, which it
-// can reach: the common case, checked for every member of every step.
-func (v *hostChecker) fine(h, peer string, tb *Testbed) bool {
-	if !v.knownHost(h, tb) || h == peer {
-		return false
-	}
-	return tb.RealHosts() || !v.reach.known(peer) || v.reach.reachable(h, peer)
-}
-
 // knownHost says whether the test-bed has a host of that name.
 func (v *hostChecker) knownHost(name string, tb *Testbed) bool {
 	if v.reach == nil {
