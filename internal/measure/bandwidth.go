@@ -63,7 +63,9 @@ type AvailableResult struct {
 	From         string  `json:"from"`
 	To           string  `json:"to"`
 	AvailableBPS float64 `json:"available_bps"`
-	// The search ended with the available bandwidth between these.
+	// The fleet rates either side of the estimate: the highest where
+	// most streams did not rise and the lowest where most did (0 and the
+	// capacity when no fleet ran on that side).
 	LowBPS      float64 `json:"low_bps"`
 	HighBPS     float64 `json:"high_bps"`
 	CapacityBPS float64 `json:"capacity_bps"`
@@ -267,8 +269,7 @@ func Available(ctx context.Context, from, to Endpoint, spec BandwidthSpec) (*Ava
 			greyLo, greyHi = math.Inf(1), math.Inf(-1)
 		}
 	}
-	res.LowBPS, res.HighBPS = lo, hi
-	res.AvailableBPS = (lo + hi) / 2
+	res.AvailableBPS, res.LowBPS, res.HighBPS = spareRoom(res.Fleets, capRes.CapacityBPS)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
@@ -326,15 +327,28 @@ func fleet(ctx context.Context, from, to Endpoint, size int, rate float64) (Flee
 			}
 		}
 	}
-	switch {
-	case f.Increasing*10 >= len(streams)*7:
-		f.Verdict = Increasing
-	case f.NonIncreasing*10 >= len(streams)*7:
-		f.Verdict = NonIncreasing
-	default:
-		f.Verdict = Grey
-	}
+	f.Verdict = fleetVerdict(f.Increasing, f.NonIncreasing, len(streams))
 	return f, int64(len(streams) * count * size), nil
+}
+
+// fleetVerdict judges a fleet of n streams, inc of them with a rising
+// trend and non with none: 70% of the streams that have a trend must
+// agree, and at least two thirds of the fleet must have one. A stream with
+// no clear trend says nothing about the rate, so it does not count against
+// the others (counting it turned fleets of four non-increasing streams and
+// two undecided ones grey, which let one noisy fleet far below the spare
+// room bound the search).
+func fleetVerdict(inc, non, n int) string {
+	decided := inc + non
+	switch {
+	case decided*3 < n*2:
+		return Grey
+	case inc*10 >= decided*7:
+		return Increasing
+	case non*10 >= decided*7:
+		return NonIncreasing
+	}
+	return Grey
 }
 
 // trend judges a stream's one-way delays with pathload's two statistics

@@ -43,6 +43,29 @@ func TestTrend(t *testing.T) {
 	}
 }
 
+func TestFleetVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		inc, non int
+		want     string
+	}{
+		{6, 0, Increasing},
+		{0, 6, NonIncreasing},
+		{5, 1, Increasing},
+		{0, 4, NonIncreasing}, // two streams undecided: the four agree
+		{1, 4, NonIncreasing},
+		{4, 0, Increasing},
+		{3, 0, Grey}, // half the fleet undecided
+		{2, 2, Grey},
+		{3, 3, Grey},
+		{2, 4, Grey}, // 67% is not 70%
+		{0, 0, Grey},
+	} {
+		if got := fleetVerdict(tc.inc, tc.non, 6); got != tc.want {
+			t.Errorf("%d rising and %d flat of 6: %s, want %s", tc.inc, tc.non, got, tc.want)
+		}
+	}
+}
+
 func TestMode(t *testing.T) {
 	// Trains that cross traffic joined spread below the capacity; the
 	// others agree on it.
@@ -97,5 +120,42 @@ func TestHighestCluster(t *testing.T) {
 	}
 	if got := highestCluster([]float64{1, 50, 100}, 0.02, 3); got != mode([]float64{1, 50, 100}, 0.02) {
 		t.Errorf("with no cluster of 3, the densest window: got %v", got)
+	}
+}
+
+func TestSpareRoom(t *testing.T) {
+	fl := func(rate float64, inc, non int) Fleet {
+		return Fleet{RateBPS: rate * 1e6, Increasing: inc, NonIncreasing: non}
+	}
+	for _, tc := range []struct {
+		name           string
+		fleets         []Fleet
+		est, low, high float64 // Mbit/s
+	}{
+		{"a clean search", []Fleet{fl(50, 0, 6), fl(75, 6, 0), fl(62.5, 6, 0), fl(56, 0, 6), fl(59, 0, 6)},
+			(59 + 62.5) / 2, 59, 62.5},
+		// A fleet at 25 Mbit/s with one stream rising and four flat turned
+		// grey and bounded the binary search at 22 (the run read 44, the
+		// truth 60); the fit reads the crossing between 50 and 63.
+		{"one noisy fleet low", []Fleet{fl(50.3, 0, 4), fl(25.2, 1, 4), fl(75.5, 6, 0), fl(62.9, 3, 0), fl(12.6, 0, 6), fl(69.2, 6, 0), fl(18.9, 1, 5), fl(22, 0, 6), fl(66.1, 6, 0)},
+			50.3 + 12.6*(0.5-1.0/9)/(1-1.0/9), 50.3, 62.9},
+		{"a block at one half", []Fleet{fl(50, 0, 6), fl(60, 3, 3), fl(70, 6, 0)}, 60, 60, 60},
+		{"a violation pooled to one half", []Fleet{fl(40, 0, 6), fl(55, 4, 2), fl(65, 2, 4), fl(80, 6, 0)}, 60, 55, 65},
+		{"every fleet below", []Fleet{fl(50, 0, 6), fl(75, 0, 6), fl(88, 1, 5)}, 94, 88, 100},
+		{"every fleet above", []Fleet{fl(50, 6, 0), fl(25, 5, 1), fl(12.5, 6, 0)}, 6.25, 0, 12.5},
+		{"no fleet with a trend", []Fleet{{RateBPS: 50e6}}, 50, 0, 100},
+		{"no fleet", nil, 50, 0, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			est, low, high := spareRoom(tc.fleets, 100e6)
+			for _, g := range []struct {
+				what      string
+				got, want float64
+			}{{"estimate", est, tc.est}, {"low", low, tc.low}, {"high", high, tc.high}} {
+				if math.Abs(g.got-g.want*1e6) > 1e3 {
+					t.Errorf("%s %.4g Mbit/s, want %.4g", g.what, g.got/1e6, g.want)
+				}
+			}
+		})
 	}
 }
