@@ -22,9 +22,8 @@ import (
 //
 // Its Roles are what agents run for it, its Traits what the analysis, the
 // report and wanlab run's summary read of it (its findings, plots and
-// summary columns). Room is left for its Model (its simulation model, for
-// the simulated backend): a field here, which whatever iterates over
-// kinds will read.
+// summary columns), its Model what the simulated backend (wanlab predict)
+// runs in its place.
 type Kind struct {
 	// Name is the kind's key in a scenario's workload (command:).
 	Name results.Kind
@@ -43,6 +42,9 @@ type Kind struct {
 	// Traits are what the analysis and the report know of the kind's
 	// workloads (its findings, its plots), as data.
 	Traits Traits
+	// Model is the kind's simulation model; nil when it has none (wanlab
+	// predict then refuses its steps, saying so).
+	Model *Model
 }
 
 // RunWith makes a kind's Run from run, which takes the kind's own spec

@@ -1,0 +1,65 @@
+package kind
+
+import (
+	"time"
+
+	"github.com/wanlab/wanlab/internal/sim"
+)
+
+// Model is what a kind does on the wire and on the CPUs, as actors of a
+// simulation (package sim), for the simulated backend: Build makes one
+// step's actors, Read says what the step measured from what the
+// simulation gave back, with the figures and jobs Run would give.
+type Model struct {
+	// Build returns the step's actors. Their names are unique within
+	// the step: ModelEnv.Name makes them so.
+	Build func(env ModelEnv, s Spec) ([]sim.Actor, error)
+	// Read makes the step's outcome from the simulation's output.
+	Read func(env ModelEnv, s Spec, out *sim.Output) (*Outcome, error)
+	// Assumptions are what the model leaves out or approximates, one
+	// sentence each, for the report ("queues add no delay", ...).
+	Assumptions []string
+	// Params are the figures the model reads through ModelEnv.Param, which
+	// calibration may fit from a measured run.
+	Params []Param
+}
+
+// Param is one figure of a model that calibration can fit.
+type Param struct {
+	// Name is the param's key (server_cpu_s_per_event).
+	Name string
+	// Doc says what it is, with its unit.
+	Doc string
+}
+
+// ModelEnv is what a kind's model builds and reads a step with.
+type ModelEnv interface {
+	// Seed is the step's seed: a model that draws (random waits, peers)
+	// draws from it, so that a prediction is repeatable.
+	Seed() uint64
+	// Hosts are the test-bed's hosts, in the scenario's order.
+	Hosts() []string
+	// Path is what the platform says of the path from one host to
+	// another (there only).
+	Path(from, to string) (PathFacts, error)
+	// Name makes an actor's name unique within the step from a kind's
+	// own (role and host, e.g. "client.a.3").
+	Name(s string) string
+	// Param is a model's figure: the calibrated value when the prediction
+	// is calibrated and calibration fitted it, else declared (what the
+	// scenario says, or the model's default).
+	Param(name string, declared float64) float64
+}
+
+// PathFacts are a path's figures as the platform has them.
+type PathFacts struct {
+	// RTT is the base round trip: the propagation delays there and back.
+	RTT time.Duration
+	// BottleneckBPS is the lowest rate along the path (what cross traffic
+	// leaves), in bits per second.
+	BottleneckBPS float64
+	// Loss is the chance a packet is lost along the path, there.
+	Loss float64
+	// MTU is the path's smallest MTU in bytes.
+	MTU int
+}
