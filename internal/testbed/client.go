@@ -374,7 +374,7 @@ func (r *StatsReader) read(query string) (*linkemu.Stats, error) {
 // in its network namespace and CPU cgroup, with stdio and exit status those of
 // the command. It returns only on failure.
 func Exec(name, host string, argv []string) error {
-	st, err := ReadState(name)
+	st, err := readHosts(name)
 	if err != nil {
 		return err
 	}

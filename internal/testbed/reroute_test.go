@@ -316,6 +316,30 @@ func TestStateTopology(t *testing.T) {
 	}
 }
 
+// TestHostsOnly checks what every command run in a host reads of the state
+// (hosts.json): the hosts, and none of the paths that make a graph's state
+// large.
+func TestHostsOnly(t *testing.T) {
+	topo, _ := ringTopology(t, "0s")
+	st := &State{Name: topo.Name, PID: 42, Cgroup: "v2", Hosts: Hosts(topo), Routers: topo.Routers, Dirs: topo.Dirs, Paths: topo.Paths}
+	data, err := json.Marshal(hostsOnly(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeState(strings.NewReader(string(data)), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Name != st.Name || back.PID != 42 || back.Cgroup != "v2" || len(back.Paths)+len(back.Dirs)+len(back.Routers) != 0 {
+		t.Errorf("hosts only: %+v", back)
+	}
+	for _, h := range st.Hosts {
+		if got, err := back.Host(h.Name); err != nil || got.Netns != h.Netns || got.Addr != h.Addr || got.Cgroup != h.Cgroup {
+			t.Errorf("host %s: %+v, %v", h.Name, got, err)
+		}
+	}
+}
+
 // twoRingsYAML is two rings of routers, one host pair on each: with two
 // engine threads each ring can run on its own, and a reroute must keep
 // each new path on the thread of its source (Config.Joined).
