@@ -73,6 +73,38 @@ links:
 	}
 }
 
+// TestDumbbellRTT: the dumbbell of TestDumbbellShare with round trips of
+// 10 and 40 ms: TCP shares a drop-tail queue unfairly by round trip, and
+// the flow with the shorter one gets more, together filling the direction.
+// The issue asks for the ratio within 25% of a kernel reference (veth,
+// tbf and netem) built in the same run; this machine's kernel has no netem
+// (sch_netem is neither built in nor a module), so no reference with
+// propagation delay can be built here: the machine's limit.
+func TestDumbbellRTT(t *testing.T) {
+	testsupport.NeedRoot(t)
+	testsupport.Need(t, "iperf3")
+	name := up(t, `name: e2e-dumbbell-rtt
+routers: {r1: {}, r2: {}}
+hosts: {a1: {}, a2: {}, b1: {}, b2: {}}
+links:
+  - {between: [a1, r1], rate: 1Gbit, delay: 1ms}
+  - {between: [a2, r1], rate: 1Gbit, delay: 16ms}
+  - {between: [r1, r2], rate: 100Mbit, delay: 3ms}
+  - {between: [r2, b1], rate: 1Gbit, delay: 1ms}
+  - {between: [r2, b2], rate: 1Gbit, delay: 1ms}
+`)
+	flows := []flow{{"a1", "b1"}, {"a2", "b2"}}
+	got := iperfAtOnce(t, runner(name), status(t, name).addr, flows, 20*time.Second, "cubic")
+	ceiling := 100e6 * 1448 / 1500
+	t.Logf("10 ms a1->b1 %.1f, 40 ms a2->b2 %.1f Mbit/s (ratio %.2f) through one 100 Mbit/s direction (TCP ceiling %.1f)", got[0]/1e6, got[1]/1e6, got[0]/got[1], ceiling/1e6)
+	if got[0] <= 1.1*got[1] {
+		t.Errorf("the 10 ms flow got %.1f Mbit/s, the 40 ms one %.1f: want the shorter round trip to get more", got[0]/1e6, got[1]/1e6)
+	}
+	if sum := got[0] + got[1]; sum < 0.90*ceiling || sum > 1.03*ceiling {
+		t.Errorf("together %.1f Mbit/s, want 90-103%% of the %.1f Mbit/s ceiling", sum/1e6, ceiling/1e6)
+	}
+}
+
 // TestParkingLot: three TCP flows, the long one across both of two chained
 // 100 Mbit/s directions r1->r2 and r2->r3, each short one across one of
 // them, in the test-bed and in a kernel reference built in the same run

@@ -34,7 +34,9 @@ func checkPath(src, dst int, path []int, nPorts, nDirs int) error {
 // pathTable is the model's paths: the directions each crosses, in order,
 // with its ends, and the path each ordered pair of ports takes now.
 // Packets in flight hold the index of the path they started on, so a
-// path, once added, stays: a change of path adds one.
+// path, once added, stays: a change of path adds one, unless the pair
+// took that same path before (a link that goes down and up again moves
+// its pairs between the same two paths as often as it does).
 type pathTable struct {
 	nPorts int
 	of     []int32   // [src*nPorts+dst] -> index into dirs, -1 if none
@@ -42,6 +44,9 @@ type pathTable struct {
 	dst    []int32   // destination port of each path
 	src    []int32   // source port of each path, -1 for a local one
 	local  []int32   // per port, an empty path: packets the engine makes for it
+	// known finds a pair's earlier paths by their ends and directions;
+	// only set reads it, never the packets.
+	known map[string]int32
 }
 
 // init makes the table of nPorts ports with no path but the local ones.
@@ -58,11 +63,21 @@ func (t *pathTable) init(nPorts int) {
 // set makes path (direction indexes, in crossing order) the path of
 // packets from port src to port dst read from now on.
 func (t *pathTable) set(src, dst int, path []int) {
+	key := fmt.Sprint(src, dst, path)
+	if i, ok := t.known[key]; ok {
+		t.of[src*t.nPorts+dst] = i
+		return
+	}
 	p := make([]int32, len(path))
 	for j, d := range path {
 		p[j] = int32(d)
 	}
-	t.of[src*t.nPorts+dst] = t.add(src, dst, p)
+	i := t.add(src, dst, p)
+	if t.known == nil {
+		t.known = map[string]int32{}
+	}
+	t.known[key] = i
+	t.of[src*t.nPorts+dst] = i
 }
 
 // add adds a path from src (-1: the engine) to dst and returns its index.

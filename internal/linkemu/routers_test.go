@@ -315,3 +315,26 @@ func TestDecTTLKeepsTheChecksum(t *testing.T) {
 		}
 	}
 }
+
+// TestSetPathReuses: a pair that moves between the same two paths again
+// and again (a link that flaps) adds no path after the first time each.
+func TestSetPathReuses(t *testing.T) {
+	var tab pathTable
+	tab.init(2)
+	tab.set(0, 1, []int{0})
+	base := len(tab.dirs)
+	for range 1000 {
+		tab.set(0, 1, []int{1, 2})
+		tab.set(0, 1, []int{0})
+	}
+	if n := len(tab.dirs) - base; n != 1 {
+		t.Errorf("1000 flaps added %d paths, want 1", n)
+	}
+	if got := tab.dirs[tab.of[0*2+1]]; !slices.Equal(got, []int32{0}) {
+		t.Errorf("the pair's path is %v, want [0]", got)
+	}
+	tab.set(1, 0, []int{0}) // the same directions, another pair: its own path
+	if tab.of[1*2+0] == tab.of[0*2+1] || tab.dst[tab.of[1*2+0]] != 0 {
+		t.Errorf("pair 1->0 shares pair 0->1's path")
+	}
+}
