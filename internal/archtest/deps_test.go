@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"internal/golden":              {},
 	"internal/proc":                {},
 	"internal/cost":                {}, // the transfer-time model: evidence in, prediction out
+	"internal/sim":                 {}, // the simulator's model program: data in, bin/wanlab-sim runs it
 	"internal/testsupport":         {"internal/proc"},
 	"internal/agent/agentpb":       {},
 	"internal/linkemu":             {}, // the packet engine: a config struct in, counters out
