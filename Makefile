@@ -4,14 +4,28 @@ BIN     := bin/wanlab
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/wanlab/wanlab/internal/cli.Version=$(VERSION)
 FUZZTIME ?= 10s
+SIM      := bin/wanlab-sim
+SIMSRC   := $(wildcard sim/*.cpp sim/*.hpp)
+SIMFLAGS := -O2 -std=c++17 -Wall
 
 EVENTS  := bin/test-events.jsonl
 TESTSUM := bin/testsum
 
 .PHONY: build deps test unit fuzz vuln demo bench image proto clean
 
-build:
+build: $(SIM)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/wanlab
+
+# bin/wanlab-sim, the simulator wanlab predict runs its models on: C++ on
+# SimGrid, rebuilt when its source is newer. Where SimGrid's or nlohmann-json's
+# headers are missing it says so and the build goes on: only predict needs it.
+$(SIM): $(SIMSRC)
+	@if printf '#include <simgrid/s4u.hpp>\n#include <nlohmann/json.hpp>\n' | $(CXX) -std=c++17 -E -x c++ - >/dev/null 2>&1; then \
+		mkdir -p bin && echo "$(CXX) $(SIMFLAGS) -o $@ $(filter %.cpp,$^) -lsimgrid" && \
+		$(CXX) $(SIMFLAGS) -o $@.tmp $(filter %.cpp,$^) -lsimgrid && mv $@.tmp $@; \
+	else \
+		echo "make build: bin/wanlab-sim not built: wanlab predict needs apt-get install -y libsimgrid-dev nlohmann-json3-dev (and g++), then make build"; \
+	fi
 
 # What the tests, benchmarks and demo need: the Debian packages listed in
 # internal/testsupport/packages.txt (installed as root, else listed with the

@@ -132,6 +132,7 @@ type sharedLoad struct {
 	paths    []string
 	util     float64 // the most it was busy, %
 	busiest  string  // the step where it was
+	fullTime float64 // the share of that step it was full in, %
 	limiting int     // steps whose verdict it was (the busiest link, network)
 }
 
@@ -170,7 +171,7 @@ func sharedBottlenecks(w Workload, ws WorkloadSteps, o Options) []Finding {
 				}
 			}
 			if util := s.Metrics.Value(results.LinkUtilizationPct.About(dir)); util > l.util || l.busiest == "" {
-				l.util, l.busiest = util, stepName(s)
+				l.util, l.busiest, l.fullTime = util, stepName(s), s.Metrics.Value(results.LinkFullPct.About(dir))
 			}
 			if dir == busiest && i < len(ws.Steps) && ws.Steps[i].Bottleneck == Network {
 				l.limiting++
@@ -192,23 +193,33 @@ func sharedBottlenecks(w Workload, ws WorkloadSteps, o Options) []Finding {
 		if backbone(t, l.dir) {
 			what = "Backbone link"
 		}
-		text := fmt.Sprintf("%s %s, shared by %d paths of the workload's traffic, was full (%.0f%% busy at most, in %s): %s loaded it during %s.",
-			what, l.dir, len(l.paths), l.util, l.busiest, pathList(l.paths), stepList(l.steps))
+		how := fmt.Sprintf("%.0f%% busy at most, in %s", l.util, l.busiest)
+		if l.util < o.Saturated {
+			how = fmt.Sprintf("in bursts: %.0f%% busy on average at most, in %s, but at least %d%% busy for %.0f%% of it", l.util, l.busiest, results.FullUtilizationPct, l.fullTime)
+		}
+		text := fmt.Sprintf("%s %s, shared by %d paths of the workload's traffic, was full (%s): %s loaded it during %s.",
+			what, l.dir, len(l.paths), how, pathList(l.paths), stepList(l.steps))
 		if l.limiting > 0 {
 			text += fmt.Sprintf(" It was the bottleneck of those paths in %s.", plural(float64(l.limiting), "step"))
 		}
 		out = append(out, Finding{Kind: SharedBottleneck, Workload: w.Name, Bottleneck: Network, Text: text,
-			Values: map[string]float64{"utilization_pct": l.util, "paths": float64(len(l.paths)), "steps": float64(len(l.steps)), "limiting_steps": float64(l.limiting)}})
+			Values: map[string]float64{"utilization_pct": l.util, "full_time_pct": l.fullTime, "paths": float64(len(l.paths)), "steps": float64(len(l.steps)), "limiting_steps": float64(l.limiting)}})
 	}
 	return out
 }
 
-// fullLinks are the link directions at least saturated % busy in m, the
-// busiest first (by name among equals).
+// fullLinks are the link directions of m full over the step: at least
+// saturated % busy on average, or full (results.LinkFullPct) for at least
+// fullShare of its intervals, which a direction that bursts of traffic
+// fill is; the busiest first (by name among equals).
 func fullLinks(m results.Metrics, saturated float64) []string {
 	var out []string
 	for _, f := range m.Figures() {
-		if f.Family == results.LinkUtilizationPct && f.Subject != "" && f.Leg == "" && f.Phase == "" && m.Value(f) >= saturated {
+		if f.Subject == "" || f.Leg != "" || f.Phase != "" {
+			continue
+		}
+		if (f.Family == results.LinkUtilizationPct && m.Value(f) >= saturated) ||
+			(f.Family == results.LinkFullPct && m.Value(f) >= 100*fullShare && m.Value(results.LinkUtilizationPct.About(f.Subject)) < saturated) {
 			out = append(out, f.Subject)
 		}
 	}
@@ -221,6 +232,10 @@ func fullLinks(m results.Metrics, saturated float64) []string {
 	})
 	return out
 }
+
+// fullShare is the share of a step's intervals a direction must be full
+// in for the step to count it full, whatever its mean.
+const fullShare = 0.25
 
 // backbone says whether direction dir of t joins two routers.
 func backbone(t *topology.Topology, dir string) bool {

@@ -124,6 +124,36 @@ func TestSharedBackboneBesideAccess(t *testing.T) {
 	}
 }
 
+// TestSharedBackboneInBursts: a backbone direction full in bursts (a quarter
+// of the step or more at 90% and above) is named, though its mean is not; one
+// full for less of the step is not.
+func TestSharedBackboneInBursts(t *testing.T) {
+	for _, tc := range []struct {
+		fullTime float64
+		want     string
+	}{
+		{58, "Backbone link r1->r2, shared by 4 paths of the workload's traffic, was full (in bursts: 49% busy on average at most, in step all, but at least 90% busy for 58% of it): a->c, a->d, b->c, b->d loaded it during step all."},
+		{20, ""},
+	} {
+		w := Workload{Name: "w", Kind: "mesh", Testbed: testbedOf(t, dumbbellYAML)}
+		w.Steps = []Step{{Index: 0, Label: "all", Status: "done", Config: scenario.Step{Spec: &mesh.Spec{Hosts: []string{"a", "b", "c", "d"}}},
+			Metrics: map[string]float64{"aggregate_mbps": 50, "link_utilization_pct.r1->r2": 49, "link_full_pct.r1->r2": tc.fullTime, "link_utilization_pct.r2->c": 30, "link_full_pct.r2->c": 10}}}
+		r := Of([]Workload{w}, DefaultOptions)
+		var texts []string
+		for _, f := range r.Findings {
+			if f.Kind == SharedBottleneck {
+				texts = append(texts, f.Text)
+				if f.Values["full_time_pct"] != tc.fullTime {
+					t.Errorf("full_time_pct %v, want %v", f.Values["full_time_pct"], tc.fullTime)
+				}
+			}
+		}
+		if got := strings.Join(texts, "\n"); got != tc.want {
+			t.Errorf("full %.0f%% of the step: findings\n%s\nwant\n%s", tc.fullTime, got, tc.want)
+		}
+	}
+}
+
 func TestPathList(t *testing.T) {
 	var paths []string
 	for _, h := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {

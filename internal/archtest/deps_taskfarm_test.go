@@ -9,6 +9,6 @@ func init() {
 	allowed["internal/workload/taskfarm"] = append(allowed["internal/workload/taskfarm"], "internal/delay", "internal/results", "internal/workload/kind")
 	// Fakes for a kind's tests: a Check as the scenario's, an Env that
 	// runs the kind's roles in process as agents would.
-	allowed["internal/workload/kind/kindtest"] = []string{"internal/limits", "internal/testsupport", "internal/units",
-		"internal/workload/bind", "internal/workload/job", "internal/workload/kind", "internal/workload/token"}
+	allowed["internal/workload/kind/kindtest"] = append(allowed["internal/workload/kind/kindtest"], "internal/limits", "internal/testsupport", "internal/units",
+		"internal/workload/bind", "internal/workload/job", "internal/workload/kind", "internal/workload/token")
 }

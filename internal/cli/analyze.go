@@ -52,6 +52,9 @@ farm, and TCP throughput against the Mathis bound. wanlab run prints this at its
 			if asJSON {
 				return writeJSON(c.OutOrStdout(), rep)
 			}
+			if err := printPredicted(c.Context(), c.OutOrStdout(), ar, id); err != nil {
+				return err
+			}
 			printAnalysis(c.OutOrStdout(), rep, true)
 			return nil
 		},

@@ -66,7 +66,7 @@ func newRunsCmd() *cobra.Command {
 				if r.Reason != "" {
 					status += ": " + r.Reason
 				}
-				fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind, r.Name, orDash(r.Testbed), started, status, r.Samples)
+				fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind+predictedMark(backendOf(r)), r.Name, orDash(r.Testbed), started, status, r.Samples)
 			}
 			return t.Flush()
 		},

@@ -126,42 +126,7 @@ resumed run of real hosts needs --inventory again.`,
 			if res == nil {
 				return err
 			}
-			// The analysis of what was measured, even of a run cut short.
-			var rep *analysis.Report
-			if len(res.Steps) > 0 {
-				var aerr error
-				if rep, aerr = analysis.Analyze(context.WithoutCancel(ctx), ar, res.Run, analysis.DefaultOptions); aerr != nil {
-					fmt.Fprintf(c.ErrOrStderr(), "wanlab: analysing run %d: %v\n", res.Run, aerr)
-				}
-			}
-			var report string
-			if reportDir != "" && len(res.Steps) > 0 {
-				var rerr error
-				if report, rerr = writeReport(context.WithoutCancel(ctx), ar, res.Run, reportDir); rerr != nil {
-					err = errors.Join(err, rerr)
-				}
-			}
-			if asJSON {
-				doc := struct {
-					*controller.Result
-					Analysis *analysis.Report `json:"analysis,omitempty"`
-					Report   string           `json:"report,omitempty"`
-				}{res, rep, report}
-				if werr := writeJSON(c.OutOrStdout(), doc); werr != nil {
-					return werr
-				}
-				return err
-			}
-			printRun(c.OutOrStdout(), res)
-			if rep != nil {
-				fmt.Fprintln(c.OutOrStdout())
-				printAnalysis(c.OutOrStdout(), rep, false)
-				fmt.Fprintf(c.OutOrStdout(), "(per-step bottlenecks: wanlab analyze %d --db %s)\n", res.Run, res.Archive)
-			}
-			if report != "" {
-				fmt.Fprintf(c.OutOrStdout(), "\nreport: %s\n", report)
-			}
-			return err
+			return showRun(c, ar, res, err, asJSON, reportDir)
 		},
 	}
 	c.Flags().StringVar(&db, "db", defaultDB, "the archive: a SQLite file or a postgres:// URL")
@@ -172,6 +137,51 @@ resumed run of real hosts needs --inventory again.`,
 	c.Flags().StringVar(&captureDir, "captures", ".", "where the pcapng files of workloads' capture: go (`DIR`)")
 	c.Flags().StringVar(&inventory, "inventory", "", "run on the real hosts of this inventory, not on an emulated test-bed")
 	return c
+}
+
+// showRun shows a run that ended (wanlab run, wanlab predict), also one
+// cut short: its analysis, its report if reportDir is set, and its
+// summary table and findings, or all of them as JSON. It returns runErr,
+// with whatever failed on the way.
+func showRun(c *cobra.Command, ar *archive.Archive, res *controller.Result, runErr error, asJSON bool, reportDir string) error {
+	ctx := c.Context()
+	err := runErr
+	// The analysis of what was measured, even of a run cut short.
+	var rep *analysis.Report
+	if len(res.Steps) > 0 {
+		var aerr error
+		if rep, aerr = analysis.Analyze(context.WithoutCancel(ctx), ar, res.Run, analysis.DefaultOptions); aerr != nil {
+			fmt.Fprintf(c.ErrOrStderr(), "wanlab: analysing run %d: %v\n", res.Run, aerr)
+		}
+	}
+	var report string
+	if reportDir != "" && len(res.Steps) > 0 {
+		var rerr error
+		if report, rerr = writeReport(context.WithoutCancel(ctx), ar, res.Run, reportDir); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	if asJSON {
+		doc := struct {
+			*controller.Result
+			Analysis *analysis.Report `json:"analysis,omitempty"`
+			Report   string           `json:"report,omitempty"`
+		}{res, rep, report}
+		if werr := writeJSON(c.OutOrStdout(), doc); werr != nil {
+			return werr
+		}
+		return err
+	}
+	printRun(c.OutOrStdout(), res)
+	if rep != nil {
+		fmt.Fprintln(c.OutOrStdout())
+		printAnalysis(c.OutOrStdout(), rep, false)
+		fmt.Fprintf(c.OutOrStdout(), "(per-step bottlenecks: wanlab analyze %d --db %s)\n", res.Run, res.Archive)
+	}
+	if report != "" {
+		fmt.Fprintf(c.OutOrStdout(), "\nreport: %s\n", report)
+	}
+	return err
 }
 
 // readScenario reads a scenario file, or a built-in scenario by name. A
@@ -219,6 +229,11 @@ func loadPlan(name string, quick bool) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return planOf(source, text, quick)
+}
+
+// planOf checks a scenario's text and resolves its test-bed, as loadPlan.
+func planOf(source string, text []byte, quick bool) (*plan, error) {
 	f, err := scenario.Parse(source, text, quick)
 	if err != nil {
 		return nil, err
@@ -291,7 +306,7 @@ func printRun(w io.Writer, res *controller.Result) {
 	if res.Quick {
 		quick = " (quick)"
 	}
-	fmt.Fprintf(w, "run %d: %s%s on test-bed %s: %s", res.Run, res.Scenario, quick, res.Testbed, res.Status)
+	fmt.Fprintf(w, "run %d: %s%s on test-bed %s%s: %s", res.Run, res.Scenario, quick, res.Testbed, predictedMark(res.Backend), res.Status)
 	if res.Reason != "" {
 		fmt.Fprintf(w, " (%s)", res.Reason)
 	}

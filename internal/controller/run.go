@@ -38,6 +38,9 @@ type Options struct {
 	Version string
 	// Start brings up the scenario's hosts; the run closes the bed it returns.
 	Start func(ctx context.Context, source string, text []byte) (backend.Bed, error)
+	// Simulate, if set, simulates the steps instead: no hosts come up
+	// (Start is not called), and the run's backend is BackendSimulated.
+	Simulate Simulator
 	// Backend says, for the archive, what the hosts are: emulated, or real
 	// hosts of an inventory.
 	Backend string
@@ -67,6 +70,9 @@ type Result struct {
 	Reason   string       `json:"reason,omitempty"`
 	Seconds  float64      `json:"seconds"`
 	Steps    []StepResult `json:"steps"`
+	// Backend is what ran the steps: emulated, real hosts, or
+	// BackendSimulated (the figures are predictions).
+	Backend string `json:"backend,omitempty"`
 	// The archive and what the run stored in it.
 	Archive     string `json:"archive"`
 	Samples     int64  `json:"samples"`
@@ -140,7 +146,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(plan) == 0 {
 		return nil, &scenario.Error{File: o.Source, Problems: []scenario.Problem{{Line: 1, Field: "workloads", Msg: "no workloads to run: add a workloads: list (see docs/scenario.md)"}}}
 	}
-	res := &Result{Scenario: o.Source, Testbed: f.Testbed.Name, Quick: o.Quick, Archive: a.Location(), Run: o.Resume}
+	if o.Simulate != nil {
+		o.Backend = BackendSimulated
+	} else if o.Start == nil {
+		return nil, errNoStart
+	}
+	res := &Result{Scenario: o.Source, Testbed: f.Testbed.Name, Quick: o.Quick, Archive: a.Location(), Run: o.Resume, Backend: o.Backend}
 	if o.Resume != 0 {
 		if err := a.ResumeRun(o.Resume); err != nil {
 			return nil, err
@@ -183,11 +194,18 @@ func resumable(ctx context.Context, o *Options) (map[int]archive.Step, error) {
 		return nil, fmt.Errorf("run %d is still running in another wanlab process", prev.ID)
 	}
 	var params struct {
-		Source string `json:"source"`
-		Quick  bool   `json:"quick"`
+		Source  string `json:"source"`
+		Quick   bool   `json:"quick"`
+		Backend string `json:"backend"`
 	}
 	if err := json.Unmarshal(prev.Params, &params); err != nil {
 		return nil, fmt.Errorf("run %d: reading its parameters: %w", prev.ID, err)
+	}
+	if simulated := params.Backend == BackendSimulated; simulated != (o.Simulate != nil) {
+		if simulated {
+			return nil, fmt.Errorf("run %d is a prediction (backend %s): a test-bed cannot go on with it; predict the scenario again", prev.ID, params.Backend)
+		}
+		return nil, fmt.Errorf("run %d ran on %s: a simulation cannot go on with it", prev.ID, params.Backend)
 	}
 	o.Source, o.Text, o.Quick = params.Source, []byte(prev.Scenario), params.Quick
 	steps, err := o.Archive.Steps(ctx, prev.ID)
@@ -219,6 +237,9 @@ func endStatus(runErr error, steps []StepResult) (status, reason string) {
 // execute brings the hosts up, runs the steps not yet done and lets the
 // hosts go.
 func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedStep, done map[int]archive.Step, res *Result) (err error) {
+	if o.Simulate != nil {
+		return simulate(ctx, o, f, plan, done, res)
+	}
 	bed, err := o.Start(ctx, o.Source, o.Text)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -251,26 +272,7 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 		}
 		defer func() { err = errors.Join(err, stop(), r.recordChanges(0)) }()
 	}
-	for _, p := range plan {
-		if prev, ok := done[p.index]; ok {
-			res.Steps = append(res.Steps, resumedStep(p, prev))
-			continue
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w before step %d (%v)", ErrInterrupted, p.index+1, context.Cause(ctx))
-		}
-		sr, err := r.step(ctx, p)
-		res.Steps = append(res.Steps, sr)
-		if err != nil {
-			// The archive could not store the step: stop here.
-			return fmt.Errorf("archive %s: %w (the steps before are kept; when it can be written again, wanlab run --resume %d --db %s goes on)",
-				o.Archive.Location(), err, res.Run, o.Archive.Location())
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w during step %d (%v)", ErrInterrupted, p.index+1, context.Cause(ctx))
-		}
-	}
-	return nil
+	return r.each(ctx, plan, done, res, r.step)
 }
 
 // resumedStep is a step an earlier try of the run did, as it stored it.

@@ -65,15 +65,15 @@ links:
 }
 
 func TestLimits(t *testing.T) {
-	s := &sampler{machine: 97, engineCPU: 40}
+	s := Totals{Testbed: &TestbedLoad{Machine: 97, EngineCPU: 40}}
 	if why := s.limits(); len(why) != 1 || !strings.Contains(why[0], "97% busy") {
 		t.Errorf("busy machine: %v", why)
 	}
-	s = &sampler{machine: 50, engineCPU: 170, outside: 3}
+	s = Totals{Testbed: &TestbedLoad{Machine: 50, EngineCPU: 170, Outside: 3}}
 	if why := s.limits(); len(why) != 2 || !strings.Contains(why[1], "3 packets were dropped outside") {
 		t.Errorf("saturated engine: %v", why)
 	}
-	if why := (&sampler{machine: 60, engineCPU: 90}).limits(); len(why) != 0 {
+	if why := (Totals{Testbed: &TestbedLoad{Machine: 60, EngineCPU: 90}}).limits(); len(why) != 0 {
 		t.Errorf("a comfortable step is flagged: %v", why)
 	}
 }

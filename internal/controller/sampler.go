@@ -20,23 +20,43 @@ type sampler struct {
 	bed     backend.Bed
 	topo    *topology.Topology
 	samples []archive.Sample
-	// Totals over the step, for its summary.
-	hostCPU   map[string]float64 // mean % of one core
-	diskRead  map[string]float64 // mean bytes/s
-	diskWrite map[string]float64
+	// Totals are the step's, for its figures, once run returned.
+	Totals
 	// diskQueued is, per host, the bytes read and written that were counted
 	// on submission but are still held back by the host's disk cap.
 	diskQueued map[string]*[2]float64
-	engineCPU  float64 // mean % of one core
-	machine    float64 // mean % of all cores
-	dirBytes   map[string]uint64
-	dirDrops   map[string]uint64
-	outside    uint64 // drops outside the link model
-	rcvbuf     uint64 // datagrams the hosts' full UDP sockets refused
-	seconds    float64
 	// cpuMarks are the hosts' CPU counters of the last MinQuotaWindow and
 	// more, for the samples of their shares of quotas.
 	cpuMarks []backend.Counters
+}
+
+// Totals are what a step used of its hosts and links, over the whole
+// step: what the sampler saw on a test-bed, or what a simulation gave
+// (Simulated). figures makes the step's figures of them.
+type Totals struct {
+	// Seconds is how long the step lasted.
+	Seconds float64
+	// HostCPU is each host's mean CPU, in % of one core.
+	HostCPU map[string]float64
+	// DiskRead and DiskWrite are each host's mean disk rates in bytes/s;
+	// a host missing has no disk figures.
+	DiskRead, DiskWrite map[string]float64
+	// DirBytes is what each link direction carried; a direction missing
+	// has no link figures. DirDrops are the packets each dropped; nil when
+	// not known (a simulation), and the step then has no drop figures.
+	DirBytes, DirDrops map[string]uint64
+	// Testbed is the test-bed's own load; nil when there was no test-bed
+	// (a simulation): the step then has no engine or machine figures and
+	// is never limited by the test-bed.
+	Testbed *TestbedLoad
+}
+
+// TestbedLoad is the load of the machine that emulates a step.
+type TestbedLoad struct {
+	EngineCPU float64 // mean % of one core
+	Machine   float64 // mean % of all cores
+	Outside   uint64  // drops outside the link model
+	Rcvbuf    uint64  // datagrams the hosts' full UDP sockets refused
 }
 
 func newSampler(bed backend.Bed) *sampler {
@@ -159,42 +179,47 @@ func (s *sampler) diskRates(h topology.Host, read, written, dt float64, atSubmis
 	return out[0] / dt, out[1] / dt
 }
 
+// totals sets the step's Totals from the counters at its start and end.
 func (s *sampler) totals(a, b backend.Counters) {
 	dt := b.At.Sub(a.At).Seconds()
-	s.seconds = dt
-	s.hostCPU = map[string]float64{}
-	s.diskRead, s.diskWrite = map[string]float64{}, map[string]float64{}
-	s.dirBytes, s.dirDrops = map[string]uint64{}, map[string]uint64{}
+	t := Totals{Seconds: dt, HostCPU: map[string]float64{}, DiskRead: map[string]float64{}, DiskWrite: map[string]float64{},
+		DirBytes: map[string]uint64{}, DirDrops: map[string]uint64{}, Testbed: &TestbedLoad{}}
+	s.Totals = t
 	if dt <= 0 {
 		return
 	}
 	for h, used := range b.HostCPU {
-		s.hostCPU[h] = 100 * (used - a.HostCPU[h]).Seconds() / dt
+		t.HostCPU[h] = 100 * (used - a.HostCPU[h]).Seconds() / dt
 	}
 	for h, d := range b.HostDisk {
-		s.diskRead[h] = float64(d.Read-a.HostDisk[h].Read) / dt
-		s.diskWrite[h] = float64(d.Written-a.HostDisk[h].Written) / dt
+		t.DiskRead[h] = float64(d.Read-a.HostDisk[h].Read) / dt
+		t.DiskWrite[h] = float64(d.Written-a.HostDisk[h].Written) / dt
 	}
 	if a.Engine != nil && b.Engine != nil {
-		s.engineCPU = 100 * (b.Engine.CPUSeconds - a.Engine.CPUSeconds) / dt
-		s.outside = b.Engine.OutsideModel - a.Engine.OutsideModel
+		t.Testbed.EngineCPU = 100 * (b.Engine.CPUSeconds - a.Engine.CPUSeconds) / dt
+		t.Testbed.Outside = b.Engine.OutsideModel - a.Engine.OutsideModel
 	}
 	if b.HostRcvbufErrors >= a.HostRcvbufErrors {
-		s.rcvbuf = b.HostRcvbufErrors - a.HostRcvbufErrors
+		t.Testbed.Rcvbuf = b.HostRcvbufErrors - a.HostRcvbufErrors
 	}
 	for i, d := range b.Links {
 		if i < len(a.Links) {
-			s.dirBytes[d.Name] = d.Bytes - a.Links[i].Bytes
-			s.dirDrops[d.Name] = d.Drops - a.Links[i].Drops
+			t.DirBytes[d.Name] = d.Bytes - a.Links[i].Bytes
+			t.DirDrops[d.Name] = d.Drops - a.Links[i].Drops
 		}
 	}
 	if b.MachineTotal > a.MachineTotal {
-		s.machine = 100 * (b.MachineBusy - a.MachineBusy) / (b.MachineTotal - a.MachineTotal)
+		t.Testbed.Machine = 100 * (b.MachineBusy - a.MachineBusy) / (b.MachineTotal - a.MachineTotal)
 	}
 }
 
 // limits says whether the test-bed itself limited the step, and how: the
-// one rule of results.Signs, on what a step's samples tell.
-func (s *sampler) limits() []string {
-	return results.Signs{MachineBusyPct: s.machine, EngineCPUPct: s.engineCPU, OutsideModel: s.outside, HostRcvbuf: s.rcvbuf, LatenessP99us: -1}.Limits()
+// one rule of results.Signs, on what a step's samples tell. A step with
+// no test-bed (simulated) is never limited by one.
+func (t Totals) limits() []string {
+	if t.Testbed == nil {
+		return nil
+	}
+	l := t.Testbed
+	return results.Signs{MachineBusyPct: l.Machine, EngineCPUPct: l.EngineCPU, OutsideModel: l.Outside, HostRcvbuf: l.Rcvbuf, LatenessP99us: -1}.Limits()
 }

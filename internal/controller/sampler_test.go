@@ -61,8 +61,8 @@ func TestQuotaFigures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := results.Metrics{}
-			smp := &sampler{hostCPU: map[string]float64{"s": tc.serverPct, "c": 40}, seconds: tc.seconds}
-			figures(m, smp, quotaBed(t), step)
+			tot := Totals{HostCPU: map[string]float64{"s": tc.serverPct, "c": 40}, Seconds: tc.seconds}
+			figures(m, tot, quotaBed(t).topo, step)
 			if m["cpu_pct.s"] != tc.serverPct || m["client_cpu_pct"] != 40 {
 				t.Errorf("the shares of one core changed: %v", m)
 			}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
+	"github.com/wanlab/wanlab/internal/topology"
 	"github.com/wanlab/wanlab/internal/workload/tcpwatch"
 	"github.com/wanlab/wanlab/internal/workload/token"
 )
@@ -53,7 +53,7 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 		sr.Status, sr.Reason = archive.StatusFailed, err.Error()
 		return sr, errors.Join(a.AddEvent(r.run, stepID, archive.Failure, sr.Reason), a.EndStep(stepID, sr.Status, sr.Reason, sr.stored()))
 	}
-	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), bed: r.bed, seed: r.seed + uint64(p.index), id: "step" + strconv.Itoa(p.index), token: token.New(),
+	env := &stepEnv{hosts: r.hosts, topo: r.bed.Topology(), bed: r.bed, seed: r.stepSeed(p), id: stepKey(p), token: token.New(),
 		expected: &counter{}, finished: &counter{}, failed: &counter{}}
 	out, smp, stepErr := r.measure(ctx, p, env, &sr)
 	// Judged by what the workload measured: the sampler's figures alone
@@ -61,7 +61,7 @@ func (r *runner) step(ctx context.Context, p plannedStep) (StepResult, error) {
 	sr.Status, sr.Reason = stepStatus(ctx, stepErr, out)
 	out.samples = append(out.samples, smp.samples...)
 	sr.Metrics = out.metrics
-	out.notes = append(out.notes, figures(sr.Metrics, smp, r.bed, p.step)...)
+	out.notes = append(out.notes, figures(sr.Metrics, smp.Totals, r.bed.Topology(), p.step)...)
 	if sr.Status != archive.StatusFailed {
 		sr.LimitedBy = smp.limits()
 		sr.TestbedLimited = len(sr.LimitedBy) > 0
@@ -299,18 +299,18 @@ func (r *runner) measure(ctx context.Context, p plannedStep, env *stepEnv, sr *S
 	return out, smp, err
 }
 
-// figures adds what the sampler saw to a step's figures: each host's CPU
-// and disk, each role's CPU, the engine's and the machine's CPU, and each
-// link direction's rate, utilisation and drops. A host's share of its
-// quota that cannot be told (results.QuotaShare) is left out, with its
-// role's CPU figures, and the note returned says why.
-func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) (notes []string) {
-	topo := bed.Topology()
+// figures adds what a step used of its hosts and links (what the sampler
+// saw, or a simulation gave) to its figures: each host's CPU and disk,
+// each role's CPU, the engine's and the machine's CPU when there was a
+// test-bed, and each link direction's rate, utilisation and drops. A
+// host's share of its quota that cannot be told (results.QuotaShare) is
+// left out, with its role's CPU figures, and the note returned says why.
+func figures(m results.Metrics, t Totals, topo *topology.Topology, s scenario.Step) (notes []string) {
 	leftOut := map[string]bool{}
-	for h, pct := range smp.hostCPU {
+	for h, pct := range t.HostCPU {
 		m[results.CPUPct.Of(h)] = pct
 		if hp, ok := topo.Host(h); ok && hp.CPUs > 0 {
-			if share, ok := results.QuotaShare(pct, time.Duration(smp.seconds*float64(time.Second)), hp.CPUs); ok {
+			if share, ok := results.QuotaShare(pct, time.Duration(t.Seconds*float64(time.Second)), hp.CPUs); ok {
 				m[results.CPUQuotaPct.Of(h)] = share
 			} else {
 				leftOut[h] = true
@@ -320,14 +320,14 @@ func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) 
 	if len(leftOut) > 0 {
 		hosts := slices.Sorted(maps.Keys(leftOut))
 		notes = append(notes, fmt.Sprintf("the CPU of %s as a share of its quota is left out: a quota holds per %v period, and over this step's %.2f s (under %v, or with more use than the periods it cuts explain) a share of it is no measurement",
-			strings.Join(hosts, ", "), results.CFSPeriod, smp.seconds, results.MinQuotaWindow))
+			strings.Join(hosts, ", "), results.CFSPeriod, t.Seconds, results.MinQuotaWindow))
 	}
 	for _, h := range topo.Hosts {
-		read, ok := smp.diskRead[h.Name]
+		read, ok := t.DiskRead[h.Name]
 		if !ok {
 			continue
 		}
-		write := smp.diskWrite[h.Name]
+		write := t.DiskWrite[h.Name]
 		m[results.DiskReadMBs.Of(h.Name)] = read / 1e6
 		m[results.DiskWriteMBs.Of(h.Name)] = write / 1e6
 		if h.DiskReadBps > 0 {
@@ -338,18 +338,22 @@ func figures(m results.Metrics, smp *sampler, bed backend.Bed, s scenario.Step) 
 		}
 	}
 	roleCPU(m, s, leftOut)
-	m[results.CPUPct.Of(results.Engine)] = smp.engineCPU
-	m[results.CPUPct.Of(results.Machine)] = smp.machine
-	if smp.rcvbuf > 0 {
-		m[results.HostRcvbufErrors] = float64(smp.rcvbuf)
+	if l := t.Testbed; l != nil {
+		m[results.CPUPct.Of(results.Engine)] = l.EngineCPU
+		m[results.CPUPct.Of(results.Machine)] = l.Machine
+		if l.Rcvbuf > 0 {
+			m[results.HostRcvbufErrors] = float64(l.Rcvbuf)
+		}
 	}
 	for _, d := range topo.Dirs {
-		if b, ok := smp.dirBytes[d.Name]; ok && smp.seconds > 0 {
-			m[results.LinkMbps.Of(d.Name)] = float64(b) * 8 / smp.seconds / 1e6
+		if b, ok := t.DirBytes[d.Name]; ok && t.Seconds > 0 {
+			m[results.LinkMbps.Of(d.Name)] = float64(b) * 8 / t.Seconds / 1e6
 			if d.Config.Rate > 0 {
-				m[results.LinkUtilizationPct.Of(d.Name)] = 100 * float64(b) * 8 / smp.seconds / float64(d.Config.Rate)
+				m[results.LinkUtilizationPct.Of(d.Name)] = 100 * float64(b) * 8 / t.Seconds / float64(d.Config.Rate)
 			}
-			m[results.LinkDrops.Of(d.Name)] = float64(smp.dirDrops[d.Name])
+			if t.DirDrops != nil {
+				m[results.LinkDrops.Of(d.Name)] = float64(t.DirDrops[d.Name])
+			}
 		}
 	}
 	return notes

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -80,6 +81,10 @@ type view struct {
 	Topology  template.HTML
 	Scenario  string
 	Generated string
+	// Predicted says the run is a prediction (backend simulated, wanlab
+	// predict), and Assumptions are what it assumes and leaves out.
+	Predicted   bool
+	Assumptions []string
 }
 
 type workloadView struct {
@@ -129,6 +134,9 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	}
 	v := view{Run: run, Timeline: tl.Events, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
 	v.Started = run.StartedAt
+	if v.Predicted, v.Assumptions, err = prediction(ctx, a, run); err != nil {
+		return err
+	}
 	if len(workloads) > 0 && workloads[0].Testbed != nil {
 		if t, err := topology.New(workloads[0].Testbed); err == nil {
 			v.Hosts, v.Dirs = t.Hosts, t.Dirs
@@ -151,6 +159,30 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 		return err
 	}
 	return page.Execute(w, v)
+}
+
+// prediction says whether a run is a prediction (its params' backend is
+// "simulated": controller.BackendSimulated), and what it assumes and
+// leaves out: the run's events that start so (predict.AssumptionPrefix,
+// predict.LeftOutPrefix).
+func prediction(ctx context.Context, a *archive.Archive, run archive.Run) (bool, []string, error) {
+	var params struct {
+		Backend string `json:"backend"`
+	}
+	if json.Unmarshal(run.Params, &params) != nil || params.Backend != "simulated" {
+		return false, nil, nil
+	}
+	events, err := a.Events(ctx, run.ID)
+	if err != nil {
+		return true, nil, err
+	}
+	var said []string
+	for _, e := range events {
+		if e.Step == 0 && (strings.HasPrefix(e.Message, "assumption: ") || strings.HasPrefix(e.Message, "left out: ")) {
+			said = append(said, e.Message)
+		}
+	}
+	return true, said, nil
 }
 
 // maxWatchedLines bounds the connections one plot shows.

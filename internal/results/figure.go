@@ -110,7 +110,7 @@ var (
 	// JobStatuses are the ends of a job that a step counts (jobs_STATUS).
 	JobStatuses = []string{"ok", "timeout", "failed", "corrupt", "cancelled"}
 	// Families of figures about a subject or a role.
-	Families = []Family{CPUPct, CPUQuotaPct, DiskReadMBs, DiskWriteMBs, DiskReadPct, DiskWritePct, LinkMbps, LinkUtilizationPct, LinkDrops}
+	Families = []Family{CPUPct, CPUQuotaPct, DiskReadMBs, DiskWriteMBs, DiskReadPct, DiskWritePct, LinkMbps, LinkUtilizationPct, LinkDrops, LinkFullPct}
 )
 
 // names are the plain figures' names (SenderCPUPct and ReceiverCPUPct are

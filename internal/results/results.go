@@ -52,7 +52,16 @@ const (
 	LinkMbps           Family = "link_mbps"
 	LinkUtilizationPct Family = "link_utilization_pct" // % of the direction's rate
 	LinkDrops          Family = "link_drops"           // packets, by the queue and the loss model
+	// LinkFullPct is the share of the step's sampling intervals (%) in
+	// which the direction was at least FullUtilizationPct busy: a
+	// direction that traffic in bursts fills, idle between them, is full
+	// for part of a step that its mean utilisation does not show.
+	LinkFullPct Family = "link_full_pct"
 )
+
+// FullUtilizationPct is how busy (%) a direction is in a sampling
+// interval to count as full there (LinkFullPct).
+const FullUtilizationPct = 90
 
 // Subjects of figures and samples that are not hosts or links.
 const (

@@ -25,7 +25,9 @@ type Platform struct {
 	// rate is not shared with the other direction).
 	Links []Link `json:"links"`
 	// Routes are the links each ordered pair of hosts crosses, in order:
-	// one per pair that the actors make talk (there and back are two).
+	// one per pair that the actors make talk (there and back are two). Two
+	// actors of one host talk over its loopback (10 Gbit/s, no delay)
+	// unless a route from the host to itself is listed.
 	Routes []Route `json:"routes"`
 }
 
@@ -96,7 +98,8 @@ const (
 	Sleep = "sleep"
 	// Send sends Bytes to actor To and waits until they arrived; RateBPS,
 	// if not 0, caps the flow (what TCP gets beside losses: the Mathis
-	// bound). To's actor must Serve or Recv.
+	// bound). To's actor must Serve or Recv (the bytes move whether or not
+	// it waits for them yet, as into a socket's buffer).
 	Send = "send"
 	// Recv waits for one message sent to this actor.
 	Recv = "recv"
@@ -104,14 +107,18 @@ const (
 	// host works ServerSeconds for it, then sends Reply bytes back; the
 	// call ends when they arrived. With Timeout (seconds) the call gives
 	// up when no reply arrived by then (it is marked "timeout", and the
-	// server's work for it still happens). A call to a Serve whose Stock
-	// ran out is refused: the reply is empty and, inside a Repeat with
-	// UntilRefused, ends the loop.
+	// server's work for it still happens, but no reply is sent to a caller
+	// that gave up; the request itself is always delivered, and a call
+	// whose request alone outlasts Timeout is marked when it arrived). A
+	// call to a Serve whose Stock ran out is refused: the reply is empty
+	// and, inside a Repeat with UntilRefused, ends the loop (the rest of
+	// its body is skipped).
 	Call = "call"
 	// Serve answers the Calls and takes the Sends made to this actor until
 	// the simulation ends, Threads at once (0: each as it comes, no limit;
-	// 1: one after the other). Stock, if not 0, is how many Calls it
-	// grants; later ones are refused.
+	// 1: one after the other; a call holds its thread from when it is
+	// taken until its reply arrived). Stock, if not 0, is how many Calls it
+	// grants; later ones are refused at once.
 	Serve = "serve"
 	// Read and Write move Bytes through the host's disk.
 	Read  = "read"

@@ -11,7 +11,7 @@ import (
 // Kind is the event-store workload: its settings and their checks, its
 // driver, its agent roles and what analysis reads of it (capabilities.go),
 // one unit (issue 32).
-var Kind = kind.Kind{Name: results.EventDB, Decode: kind.DecodeWith(Check), Run: kind.RunWith("an eventdb step", run), Roles: roles, Traits: traits}
+var Kind = kind.Kind{Name: results.EventDB, Decode: kind.DecodeWith(Check), Run: kind.RunWith("an eventdb step", run), Roles: roles, Traits: traits, Model: &model}
 
 // Spec is one step of an event-store workload: a server and the client
 // jobs that read from it.

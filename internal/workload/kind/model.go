@@ -14,7 +14,10 @@ type Model struct {
 	// Build returns the step's actors. Their names are unique within
 	// the step: ModelEnv.Name makes them so.
 	Build func(env ModelEnv, s Spec) ([]sim.Actor, error)
-	// Read makes the step's outcome from the simulation's output.
+	// Read makes the step's outcome from the simulation's output. Its
+	// jobs' and samples' times are the simulated seconds from the Unix
+	// epoch (time.Unix(0, 0) is the step's start): the controller moves
+	// them to when the step ran.
 	Read func(env ModelEnv, s Spec, out *sim.Output) (*Outcome, error)
 	// Assumptions are what the model leaves out or approximates, one
 	// sentence each, for the report ("queues add no delay", ...).
@@ -22,6 +25,19 @@ type Model struct {
 	// Params are the figures the model reads through ModelEnv.Param, which
 	// calibration may fit from a measured run.
 	Params []Param
+	// Horizon, if set, is how long a step's simulation may run, 0 for as
+	// long as its actors run; without it, the step's Length (a test of a
+	// duration stops then).
+	Horizon func(s Spec) time.Duration
+}
+
+// HorizonOf is how long the simulation of step s of a kind of model m may
+// run (Model.Horizon), 0 for as long as its actors run.
+func (m *Model) HorizonOf(s Spec) time.Duration {
+	if m.Horizon != nil {
+		return m.Horizon(s)
+	}
+	return s.Length()
 }
 
 // Param is one figure of a model that calibration can fit.

@@ -10,7 +10,7 @@ import (
 
 // Kind is the mesh workload: its settings and their checks, its driver
 // and its agent role, the node.
-var Kind = kind.Kind{Name: results.Mesh, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a mesh step", run), Roles: []kind.Role{nodeRole}, Traits: traits}
+var Kind = kind.Kind{Name: results.Mesh, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a mesh step", run), Roles: []kind.Role{nodeRole}, Traits: traits, Model: &model}
 
 // DefaultPort is where mesh nodes listen unless the scenario says
 // otherwise: the first of the test ports agents are deployed with

@@ -12,7 +12,7 @@ import (
 // Kind is a round of probes as a workload: its settings and their checks,
 // its driver and what analysis reads of it, one unit (issue 32). It has
 // no agent roles: the agents' Reflect and Probe calls serve it.
-var Kind = kind.Kind{Name: results.Probe, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a probe step", runStep), Traits: traits}
+var Kind = kind.Kind{Name: results.Probe, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a probe step", runStep), Traits: traits, Model: &model}
 
 // Step is one step of a probe workload: probes from one host to a
 // reflector on another (Spec is the round as the agents run it).

@@ -51,10 +51,7 @@ func startWorkers(ctx context.Context, env kind.Env, t *Spec, master string) fun
 	var errs []error
 	var wg sync.WaitGroup
 	for i, host := range t.Workers {
-		n := t.Count / len(t.Workers)
-		if i < t.Count%len(t.Workers) {
-			n++
-		}
+		n := t.workersOn(i)
 		if n == 0 {
 			continue
 		}
@@ -81,6 +78,16 @@ func startWorkers(ctx context.Context, env kind.Env, t *Spec, master string) fun
 		wg.Wait()
 		return idle, busy, errs
 	}
+}
+
+// workersOn is how many of the farm's workers run on its i-th worker host:
+// an even share, the first hosts taking one more of what is left.
+func (s *Spec) workersOn(i int) int {
+	n := s.Count / len(s.Workers)
+	if i < s.Count%len(s.Workers) {
+		n++
+	}
+	return n
 }
 
 // outcome is a task farm's figures from the master's result and its

@@ -9,7 +9,7 @@ import (
 
 // Kind is the task farm workload: its settings and their checks, its
 // driver, its agents' roles (the master and the workers), and its traits.
-var Kind = kind.Kind{Name: results.TaskFarm, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a task farm step", run), Roles: roles, Traits: traits}
+var Kind = kind.Kind{Name: results.TaskFarm, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a task farm step", run), Roles: roles, Traits: traits, Model: &model}
 
 // Spec is one step of a task farm: a master handing tasks to workers.
 type Spec struct {

@@ -12,7 +12,7 @@ import (
 // settings and their checks, its driver (run.go) and what analysis reads
 // of it (capabilities.go), one unit (issue 32). It has no agent roles:
 // the agents' Send and Receive calls serve it.
-var Kind = kind.Kind{Name: results.Throughput, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a throughput step", runStep), Traits: traits}
+var Kind = kind.Kind{Name: results.Throughput, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a throughput step", runStep), Traits: traits, Model: &model}
 
 // Step is one step of a throughput workload: a test from one host to
 // another (Spec is the test as the agents run it).

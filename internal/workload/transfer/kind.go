@@ -14,7 +14,7 @@ import (
 // checks, its driver and what analysis reads of it (capabilities.go), one
 // unit (issue 32). It has no agent roles: the agents' ReceiveFile and
 // SendFile calls serve it.
-var Kind = kind.Kind{Name: results.Transfer, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a transfer step", runStep), Traits: traits}
+var Kind = kind.Kind{Name: results.Transfer, Decode: kind.DecodeWith(Check), Run: kind.RunWith("a transfer step", runStep), Traits: traits, Model: &model}
 
 // Step is one step of a transfer workload: a file from one host to
 // another, optionally there and back, optionally compressed (Spec is the
