@@ -28,6 +28,10 @@ type sampler struct {
 	// cpuMarks are the hosts' CPU counters of the last MinQuotaWindow and
 	// more, for the samples of their shares of quotas.
 	cpuMarks []backend.Counters
+	// full counts, per direction, the intervals it was full in, of
+	// intervals.
+	full      map[string]int
+	intervals int
 }
 
 // Totals are what a step used of its hosts and links, over the whole
@@ -45,6 +49,10 @@ type Totals struct {
 	// has no link figures. DirDrops are the packets each dropped; nil when
 	// not known (a simulation), and the step then has no drop figures.
 	DirBytes, DirDrops map[string]uint64
+	// DirFull is the share (%) of the step's sampling intervals in which
+	// each direction was at least results.FullUtilizationPct busy; nil
+	// when not known (a simulation: its flows have no intervals).
+	DirFull map[string]float64
 	// Testbed is the test-bed's own load; nil when there was no test-bed
 	// (a simulation): the step then has no engine or machine figures and
 	// is never limited by the test-bed.
@@ -144,12 +152,22 @@ func (s *sampler) interval(a, b backend.Counters) {
 		}
 		p := a.Links[i]
 		subject := results.LinkSubject(d.Name)
-		add(results.BandwidthUtilized, subject, float64(d.Bytes-p.Bytes)*8/dt, "bit/s")
+		bps := float64(d.Bytes-p.Bytes) * 8 / dt
+		add(results.BandwidthUtilized, subject, bps, "bit/s")
+		if dir, ok := s.topo.Direction(d.Name); ok && dir.Config.Rate > 0 && 100*bps >= results.FullUtilizationPct*float64(dir.Config.Rate) {
+			if s.full == nil {
+				s.full = map[string]int{}
+			}
+			s.full[d.Name]++
+		}
 		add(results.LinkPackets, subject, float64(d.Packets-p.Packets)/dt, "packet/s")
 		add(results.LinkDropped, subject, float64(d.Drops-p.Drops), "packet")
 	}
 	if b.MachineTotal > a.MachineTotal {
 		add(results.CPUUtilization, results.Machine, 100*(b.MachineBusy-a.MachineBusy)/(b.MachineTotal-a.MachineTotal), "%")
+	}
+	if len(b.Links) > 0 {
+		s.intervals++
 	}
 }
 
@@ -183,7 +201,7 @@ func (s *sampler) diskRates(h topology.Host, read, written, dt float64, atSubmis
 func (s *sampler) totals(a, b backend.Counters) {
 	dt := b.At.Sub(a.At).Seconds()
 	t := Totals{Seconds: dt, HostCPU: map[string]float64{}, DiskRead: map[string]float64{}, DiskWrite: map[string]float64{},
-		DirBytes: map[string]uint64{}, DirDrops: map[string]uint64{}, Testbed: &TestbedLoad{}}
+		DirBytes: map[string]uint64{}, DirDrops: map[string]uint64{}, DirFull: map[string]float64{}, Testbed: &TestbedLoad{}}
 	s.Totals = t
 	if dt <= 0 {
 		return
@@ -206,6 +224,9 @@ func (s *sampler) totals(a, b backend.Counters) {
 		if i < len(a.Links) {
 			t.DirBytes[d.Name] = d.Bytes - a.Links[i].Bytes
 			t.DirDrops[d.Name] = d.Drops - a.Links[i].Drops
+			if s.intervals > 0 {
+				t.DirFull[d.Name] = 100 * float64(s.full[d.Name]) / float64(s.intervals)
+			}
 		}
 	}
 	if b.MachineTotal > a.MachineTotal {

@@ -118,3 +118,44 @@ func TestQuotaSamples(t *testing.T) {
 		t.Errorf("%d samples of the share of quota over 3 s, want one per 100 ms after the first second", n)
 	}
 }
+
+// TestFullIntervals: a direction that bursts fill is full for the share of
+// intervals it was at least 90% busy in, though its mean is lower, and the
+// step's figures say so.
+func TestFullIntervals(t *testing.T) {
+	f, err := scenario.Parse("f.yaml", []byte("name: f\nhosts:\n  a: {}\n  b: {}\nlinks:\n  - {between: [a, b], rate: 10Mbit}\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.New(f.Testbed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sampler{topo: topo, diskQueued: map[string]*[2]float64{}}
+	t0 := time.Unix(1_800_000_000, 0)
+	counters := func(i int, bytes uint64) backend.Counters {
+		return backend.Counters{At: t0.Add(time.Duration(i) * 100 * time.Millisecond), Links: []backend.LinkCounters{{Name: "a->b", Bytes: bytes}, {Name: "b->a"}}}
+	}
+	// Ten intervals: at 100%, 95%, 90%, 89%, then idle; the mean is 37.4%.
+	var bytes uint64
+	first := counters(0, 0)
+	prev := first
+	for i, pct := range []uint64{100, 95, 90, 89, 0, 0, 0, 0, 0, 0} {
+		bytes += 10e6 / 8 / 10 * pct / 100
+		cur := counters(i+1, bytes)
+		s.interval(prev, cur)
+		prev = cur
+	}
+	s.totals(first, prev)
+	if got := s.DirFull["a->b"]; got != 30 {
+		t.Errorf("a->b full in %.0f%% of the intervals, want 30", got)
+	}
+	if got := s.DirFull["b->a"]; got != 0 {
+		t.Errorf("idle b->a full in %.0f%% of the intervals", got)
+	}
+	m := results.Metrics{}
+	figures(m, s.Totals, topo, scenario.Step{})
+	if m[results.LinkFullPct.Of("a->b")] != 30 || math.Abs(m[results.LinkUtilizationPct.Of("a->b")]-37.4) > 0.01 {
+		t.Errorf("figures: full %v%%, utilisation %v%%", m[results.LinkFullPct.Of("a->b")], m[results.LinkUtilizationPct.Of("a->b")])
+	}
+}

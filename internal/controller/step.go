@@ -354,6 +354,9 @@ func figures(m results.Metrics, t Totals, topo *topology.Topology, s scenario.St
 			if t.DirDrops != nil {
 				m[results.LinkDrops.Of(d.Name)] = float64(t.DirDrops[d.Name])
 			}
+			if full, ok := t.DirFull[d.Name]; ok {
+				m[results.LinkFullPct.Of(d.Name)] = full
+			}
 		}
 	}
 	return notes
