@@ -110,17 +110,28 @@ var ErrNotUp = errors.New("no such test-bed is up")
 
 // ReadState loads the state of a test-bed that has finished coming up.
 func ReadState(name string) (*State, error) {
-	f, err := os.Open(statePath(name))
+	st, err := readStateFile(name, statePath(name), "state")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("test-bed %q: %w", name, ErrNotUp)
 	}
+	return st, err
+}
+
+// readStateFile decodes the state file at path of test-bed name, what it
+// holds (its state, its hosts) saying which in errors; a file that is not
+// there is fs.ErrNotExist.
+func readStateFile(name, path, what string) (*State, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading state of test-bed %q: %w", name, err)
+		return nil, fmt.Errorf("reading %s of test-bed %q: %w", what, name, err)
 	}
 	defer f.Close()
 	st, err := decodeState(f, maxStateBytes)
 	if err != nil {
-		return nil, fmt.Errorf("state of test-bed %q: %w", name, err)
+		return nil, fmt.Errorf("%s of test-bed %q: %w", what, name, err)
 	}
 	return st, nil
 }
@@ -185,19 +196,11 @@ func writeJSON(path string, v any) error {
 // its hosts.json, or from its whole state when it was brought up before
 // that file was written.
 func readHosts(name string) (*State, error) {
-	f, err := os.Open(hostsPath(name))
+	st, err := readStateFile(name, hostsPath(name), "the hosts")
 	if errors.Is(err, fs.ErrNotExist) {
 		return ReadState(name)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the hosts of test-bed %q: %w", name, err)
-	}
-	defer f.Close()
-	st, err := decodeState(f, maxStateBytes)
-	if err != nil {
-		return nil, fmt.Errorf("hosts of test-bed %q: %w", name, err)
-	}
-	return st, nil
+	return st, err
 }
 
 // writeFile writes a file of a test-bed's state, mode 0644 whatever the
