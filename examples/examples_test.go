@@ -10,7 +10,7 @@ import (
 
 // The names users type: the issue's, and alice-disks.
 var wantNames = []string{
-	"alice-disks", "alice-garr", "alice-mesh", "alice-streams", "application-design", "diane-sla", "lhc-tiers", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
+	"alice-disks", "alice-garr", "alice-grid", "alice-mesh", "alice-streams", "application-design", "diane-sla", "lhc-tiers", "monarc-wan", "objectivity-demo", "objectivity-lan-1000m", "objectivity-lan-100m",
 	"objectivity-lan-10m", "objectivity-lan-4clients", "objectivity-wan-2m", "objectivity-wan-multisite", "path-changes", "sc2003-multigigabit", "slac-cern",
 }
 
@@ -40,5 +40,23 @@ func TestBuiltins(t *testing.T) {
 	}
 	if s, ok := Lookup("diane-sla"); !ok || !strings.Contains(string(s.Text), "taskfarm") {
 		t.Error("Lookup(diane-sla)")
+	}
+}
+
+// TestSimulatedBuiltins checks the built-ins past what one machine
+// emulates: they say backend: simulated (so wanlab run refuses them), in
+// full and with --quick, and the others do not.
+func TestSimulatedBuiltins(t *testing.T) {
+	simulated := []string{"alice-grid", "monarc-wan"}
+	for _, s := range Builtins() {
+		for _, quick := range []bool{false, true} {
+			f, err := scenario.Parse(s.File, s.Text, quick)
+			if err != nil {
+				t.Fatalf("%s (quick %v): %v", s.Name, quick, err)
+			}
+			if got, want := f.Testbed.Simulated(), slices.Contains(simulated, s.Name); got != want {
+				t.Errorf("%s (quick %v): simulated %v, want %v", s.Name, quick, got, want)
+			}
+		}
 	}
 }

@@ -189,11 +189,16 @@ void transfer(sg4::CommPtr comm, int32_t from, int32_t to, int64_t bytes, bool r
 enum class Flow { Done, Refused };
 Flow run(Ctx& c, const Ops& ops, int iter, int until);
 
-// handle serves one granted call on the server's host: its work, then the
-// reply, unless the caller gave up waiting (it closed its connection).
-void handle(Msg* m, int32_t host)
+// handle serves one granted call on the server's host: its work, holding
+// one of the server's threads (sem, if any), then the reply, unless the
+// caller gave up waiting (it closed its connection). The thread is free
+// once the work is done, as a server's write returns once the reply is in
+// its socket's buffer: the reply travels on without it.
+void handle(Msg* m, int32_t host, const sg4::SemaphorePtr& sem)
 {
   exec(host, m->server_seconds);
+  if (sem)
+    sem->release();
   std::shared_ptr<ReplyBox> box = m->box;
   if (box->waiting != m->seq) {
     delete m;
@@ -234,11 +239,7 @@ void handle(Msg* m, int32_t host)
     if (sem)
       sem->acquire();
     int32_t host = c.host;
-    sg4::Actor::create(name, g->hosts[size_t(host)], [m, sem, host] {
-      handle(m, host);
-      if (sem)
-        sem->release();
-    })->daemonize();
+    sg4::Actor::create(name, g->hosts[size_t(host)], [m, sem, host] { handle(m, host, sem); })->daemonize();
   }
 }
 

@@ -71,6 +71,9 @@ resumed run of real hosts needs --inventory again.`,
 				if p, err = loadPlan(a[0], quick); err != nil {
 					return err
 				}
+				if err := emulable(p); err != nil {
+					return err
+				}
 				opts.Source, opts.Text = p.source, p.text
 				if inventory == "" && p.file.Testbed.RealHosts() {
 					if inv, err = realhosts.FromScenario(opts.Source, p.file.Testbed); err != nil {
@@ -243,6 +246,15 @@ func planOf(source string, text []byte, quick bool) (*plan, error) {
 		return nil, usageError{err}
 	}
 	return &plan{source: source, text: text, file: f, topo: topo}, nil
+}
+
+// emulable refuses, as a usage error, a scenario that is only simulated
+// (backend: simulated): it is larger than one machine emulates.
+func emulable(p *plan) error {
+	if !p.file.Testbed.Simulated() {
+		return nil
+	}
+	return usagef("scenario %s has backend: simulated: it says it is past what one machine emulates (%d hosts); predict it on the simulator instead: wanlab predict %s", p.source, len(p.file.Testbed.Hosts), p.source)
 }
 
 // inventoryHolds refuses, as a usage error, an inventory that has no agent

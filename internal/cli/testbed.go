@@ -82,6 +82,9 @@ what was built. Needs root.`,
 			if err != nil {
 				return err
 			}
+			if err := emulable(p); err != nil {
+				return err
+			}
 			ctx := c.Context()
 			prog := newProgress(c.ErrOrStderr(), 0, "testbed up").terminalOnly()
 			res, err := testbed.UpFor(ctx, p.source, p.text, 0, prog.upStep)

@@ -31,6 +31,7 @@ type rawFile struct {
 	Engine  *rawEngine                  `yaml:"engine"`
 	Machine *rawMachine                 `yaml:"machine"`
 	TLS     *pki.Files                  `yaml:"tls"`
+	Backend string                      `yaml:"backend"`
 	// Events are read by ParseFile, with the workloads.
 	Events yaml.Node `yaml:"events"`
 	// Workloads are read by ParseFile; the test-bed does not need them.

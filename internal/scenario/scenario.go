@@ -43,7 +43,24 @@ type Testbed struct {
 	// the routed pairs that cross it move to their next best path; -1
 	// (RerouteNever) keeps them where they are.
 	Reroute time.Duration `json:",omitempty"`
+	// Backend is where the scenario may run: BackendEmulated ("" too:
+	// the default) or BackendSimulated, a scenario past what one machine
+	// emulates, which only wanlab predict runs.
+	Backend string `json:",omitempty"`
 }
+
+// Where a scenario may run (Testbed.Backend).
+const (
+	// BackendEmulated runs on the emulated test-bed (or real hosts), and
+	// wanlab predict simulates it too.
+	BackendEmulated = "emulated"
+	// BackendSimulated is only simulated (wanlab predict): wanlab run
+	// refuses it.
+	BackendSimulated = "simulated"
+)
+
+// Simulated says whether the scenario is only simulated (backend: simulated).
+func (t *Testbed) Simulated() bool { return t.Backend == BackendSimulated }
 
 // Router is a node that forwards packets between the links it joins,
 // decrementing their TTL and answering ICMP errors from Addr.

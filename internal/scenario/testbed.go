@@ -162,6 +162,7 @@ func (v *bedChecker) testbed(raw *rawFile) *Testbed {
 		tb.Hosts = append(tb.Hosts, host)
 	}
 	v.agents(raw, tb)
+	v.backend(raw, tb)
 
 	if v.bounded(raw) {
 		g := &graphChecker{dirChecker: v.dirChecker, tb: tb}
@@ -195,6 +196,21 @@ func (v *bedChecker) agents(raw *rawFile, tb *Testbed) {
 			v.fail("tls."+m, "give the controller's %s file", m)
 		}
 		tb.TLS = t
+	}
+}
+
+// backend reads backend:, which hosts that name agents cannot have: real
+// hosts are not simulated.
+func (v *bedChecker) backend(raw *rawFile, tb *Testbed) {
+	switch raw.Backend {
+	case "", BackendEmulated:
+	case BackendSimulated:
+		tb.Backend = BackendSimulated
+		if tb.RealHosts() {
+			v.fail("backend", "simulated: the hosts name agents, so the scenario runs on real hosts; leave backend: out")
+		}
+	default:
+		v.fail("backend", "%q: give emulated (wanlab run emulates it, the default) or simulated (too large to emulate: only wanlab predict runs it)", raw.Backend)
 	}
 }
 

@@ -117,7 +117,9 @@ const (
 	// Serve answers the Calls and takes the Sends made to this actor until
 	// the simulation ends, Threads at once (0: each as it comes, no limit;
 	// 1: one after the other; a call holds its thread from when it is
-	// taken until its reply arrived). Stock, if not 0, is how many Calls it
+	// taken until its work is done: its reply then travels on its own, as
+	// a server's write returns once the reply is in its socket's buffer).
+	// Stock, if not 0, is how many Calls it
 	// grants; later ones are refused at once.
 	Serve = "serve"
 	// Read and Write move Bytes through the host's disk.

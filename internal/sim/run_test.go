@@ -288,8 +288,9 @@ func TestRun(t *testing.T) {
 }
 
 // TestServeThreads: four calls of 1 s of work arrive at once; the server
-// host has four cores. Threads 1 serves them one after the other (each until
-// its reply arrived), Threads 2 two at a time, Threads 0 all at once.
+// host has four cores. Threads 1 serves them one after the other (a thread
+// is free once the work is done: the reply travels on its own), Threads 2
+// two at a time, Threads 0 all at once.
 func TestServeThreads(t *testing.T) {
 	needSimulator(t)
 	const lat = 0.001
@@ -297,8 +298,8 @@ func TestServeThreads(t *testing.T) {
 		threads int
 		want    float64
 	}{
-		{1, lat + 4*(1+lat)},
-		{2, lat + 2*(1+lat)},
+		{1, lat + 4 + lat},
+		{2, lat + 2 + lat},
 		{0, lat + 1 + lat},
 	} {
 		p := Program{Platform: mesh(1e9, lat, host("a", 1), host("b", 4)), Config: exact}

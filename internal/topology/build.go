@@ -16,6 +16,13 @@ const (
 	MaxDirections = 16384
 )
 
+// MaxSimulatedHosts bounds the hosts of a test-bed that is only simulated
+// (backend: simulated): no host is a namespace, but every ordered pair of
+// hosts gets a path, made and kept in memory: at 1,000 hosts (a million
+// paths) wanlab predict took about 2.3 GB, so at this bound about 9 GB
+// (the simulator itself holds up to sim.MaxHosts).
+const MaxSimulatedHosts = 2000
+
 // New assigns addresses to hosts and routers, creates the link directions
 // and computes the path between every ordered pair of hosts: the link
 // between them if there is one, else the site LAN for two hosts at one
@@ -164,12 +171,15 @@ func pathMTU(dirs []Direction, ids []int) int {
 // of it is built: the hosts, the routers, the explicit routes and their
 // lengths, the graph (with routers), and the link directions (a site LAN has one per
 // ordered pair of its hosts), counted without making them. The pairs of
-// hosts, and so the paths, are bounded by MaxHosts; a routed path's
+// hosts, and so the paths, are bounded by MaxHosts (MaxSimulatedHosts for a
+// test-bed that is only simulated); a routed path's
 // length (scenario.MaxPathDirs) is known once it is found, and New
 // refuses it then.
 func checkSize(tb *scenario.Testbed) error {
-	if n := len(tb.Hosts); n > MaxHosts {
-		return fmt.Errorf("test-bed %q has %d hosts: one machine holds at most %d (each is a namespace, a TUN device, a cgroup and an agent)", tb.Name, n, MaxHosts)
+	if n := len(tb.Hosts); tb.Simulated() && n > MaxSimulatedHosts {
+		return fmt.Errorf("test-bed %q has %d hosts: a simulated test-bed holds at most %d (every ordered pair of hosts has a path)", tb.Name, n, MaxSimulatedHosts)
+	} else if !tb.Simulated() && n > MaxHosts {
+		return fmt.Errorf("test-bed %q has %d hosts: one machine holds at most %d (each is a namespace, a TUN device, a cgroup and an agent); to predict a larger one, give it backend: simulated and run wanlab predict", tb.Name, n, MaxHosts)
 	}
 	if n := len(tb.Routers); n > scenario.MaxRouters {
 		return fmt.Errorf("test-bed %q has %d routers: at most %d", tb.Name, n, scenario.MaxRouters)

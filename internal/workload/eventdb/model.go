@@ -55,7 +55,7 @@ var model = kind.Model{
 		"A job that times out ends there in the figures, but its simulated actor goes on asking, so its later requests still load the server and the network.",
 		"The server's models are its thread limit: single serves one request at a time, threads N at a time, connection any number (the agents' connection limit is left out).",
 		"Opening a session costs two round trips (the TCP handshake, then the token and hello) that the server answers outside its request threads, as the real server does.",
-		"A server thread is held until its page has arrived at the client (the simulator's Serve), where the real server's write returns once the page is in the socket's buffer: over long paths the single and threads servers saturate sooner than the real one.",
+		"A server thread is held for a page's work and released as the page leaves, as if the socket's buffer always had room for it.",
 		"A step of more than a million page requests is simulated with several pages per request (the fewest that keep it within a million), each request's server work and bytes those of its pages and the client sleeping the round trips of the others: the server's queue is coarser and a timeout covers the whole batch.",
 	},
 	Params: []kind.Param{
