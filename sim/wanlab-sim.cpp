@@ -395,7 +395,10 @@ std::vector<std::string> engine_args(const Program& p)
     std::snprintf(buf, sizeof buf, "%.17g", d);
     return std::string(buf);
   };
-  std::vector<std::string> args = {"wanlab-sim", "--log=root.thres:critical", "--cfg=contexts/stack-size:256"};
+  std::vector<std::string> args = {"wanlab-sim", "--log=root.thres:critical", "--cfg=contexts/stack-size:256",
+                                   // One memory map per actor, not two: a 1,000-host mesh of 16
+                                   // streams runs 32,000 actors, past the kernel's 65,530 maps.
+                                   "--cfg=contexts/guard-size:0"};
   if (p.tcp_window > 0)
     args.push_back("--cfg=network/TCP-gamma:" + num(p.tcp_window));
   if (p.bandwidth_factor > 0)
