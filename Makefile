@@ -111,6 +111,8 @@ image:
 # benchmarks (root) whose results are recorded in docs/benchmarks.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/linkemu ./internal/archive ./internal/report ./internal/monitor/... ./internal/dashboard
+	$(GO) test -run '^$$' -bench RunCalls6000 -benchtime 1x ./internal/sim
+	$(GO) run ./bench/scale -wanlab $(BIN)
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
