@@ -53,7 +53,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"predict", "testdata"}, exitUsage, "testdata is a directory"},
 		{[]string{"predict", "../scenario/testdata/unknown-host.bad.yaml"}, exitUsage, `unknown host "c"`},
 		{[]string{"predict", "a.yaml", "b.yaml"}, exitUsage, "accepts 1 arg"},
-		{[]string{"predict", "../scenario/testdata/two-hosts.good.yaml", "--calibrate", "3"}, exitUsage, "calibration is not implemented yet"},
+		{[]string{"predict", "../scenario/testdata/two-hosts.good.yaml", "--calibrate", "3"}, exitUsage, "--calibrate 3: no archive at"},
 		{[]string{"predict", "../scenario/testdata/two-hosts.good.yaml", "--set", "x"}, exitUsage, `--set "x": give KEY=VALUE`},
 		{[]string{"predict", "../scenario/testdata/two-hosts.good.yaml", "--set", "x=1"}, exitUsage, "--set x: not a parameter of the models of this scenario's kinds"},
 		{[]string{"predict", "testdata/command-only.yaml"}, exitUsage, "no workload of testdata/command-only.yaml can be simulated: the kinds of mine (command) have no simulation model"},

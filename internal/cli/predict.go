@@ -46,7 +46,7 @@ func newPredictCmd() *cobra.Command {
 	var check, calibrate int64
 	var sets []string
 	c := &cobra.Command{
-		Use:   "predict SCENARIO|BUILTIN [--check RUN] [--set KEY=VALUE ...]",
+		Use:   "predict SCENARIO|BUILTIN [--calibrate RUN] [--check RUN] [--set KEY=VALUE ...]",
 		Short: "Simulate a scenario's workloads on SimGrid instead of emulating them, storing a predicted run",
 		Long: `Predict what wanlab run would measure: simulate each step of each workload's sweep on
 SimGrid (bin/wanlab-sim), on the scenario's test-bed as a platform (hosts with their CPU
@@ -68,13 +68,23 @@ setting) and prints, step by step, predicted against measured for the step's mai
 figures (throughput, mean job wall-clock, CPU of each role, the step's seconds), the
 error of each as a fraction, the median and worst error over the steps the test-bed did
 not limit (those it did are shown and left out), and whether the analysis' findings
-agree (the bottleneck of each step, the efficient-running boundary). --calibrate RUN
-is not implemented yet.
+agree (the bottleneck of each step, the efficient-running boundary). 
+--calibrate RUN fits the models' parameters from archived run RUN (emulated or on real
+hosts) and predicts with them: each step that is done and that the test-bed did not
+limit gives its kind's estimates (the server's CPU per page, the clients' CPU per
+event, the tasks' CPU, a path's TCP efficiency, a probe's overhead, ...), and each
+parameter is the median of its estimates. The prediction's events and params say what
+was fitted and from which run; --set wins over a fitted value. RUN must be a measured
+run of a scenario of the same shape (the same hosts, links with their rates and
+delays, routers, workloads and kinds; its sweeps and quick setting may differ): another
+is refused with the differences named, as is a prediction. With --check, calibrate
+from one run and check against another.
 
 Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make build.`,
 		Example: `  wanlab predict objectivity-lan-100m --quick
   wanlab predict examples/diane-sla.yaml --db results.db --report reports/
   wanlab predict objectivity-demo --check 1
+  wanlab predict objectivity-demo --calibrate 1 --check 2
   wanlab predict --check 1 --json`,
 		Args: args(func(c *cobra.Command, a []string) error {
 			if check != 0 {
@@ -84,8 +94,8 @@ Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make b
 		}),
 		RunE: func(c *cobra.Command, a []string) error {
 			switch {
-			case calibrate != 0:
-				return usagef("--calibrate %d: calibration is not implemented yet; predict uncalibrated, or set the models' parameters with --set", calibrate)
+			case calibrate < 0:
+				return usagef("--calibrate %d: give a run number, as wanlab runs lists them", calibrate)
 			case check < 0:
 				return usagef("--check %d: give a run number, as wanlab runs lists them", check)
 			case check != 0 && c.Flags().Changed("quick"):
@@ -112,6 +122,19 @@ Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make b
 			if err != nil {
 				return err
 			}
+			if ar == nil && calibrate != 0 {
+				if ar, err = openRead(db, "--calibrate", calibrate); err != nil {
+					return err
+				}
+				defer ar.Close()
+			}
+			var cal *predict.Calibration
+			if calibrate != 0 {
+				if cal, err = calibration(c.Context(), ar, calibrate, p); err != nil {
+					return err
+				}
+				params = calibrated(cal, params)
+			}
 			if err := simulator.available(); err != nil {
 				return err
 			}
@@ -121,9 +144,13 @@ Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make b
 				}
 				defer ar.Close()
 			}
+			var runParams map[string]any
+			if cal != nil {
+				runParams = map[string]any{"calibrated_from": cal.Run, "calibrated": cal.Params()}
+			}
 			bar := newRunProgress(c.ErrOrStderr())
 			res, err := controller.Run(c.Context(), controller.Options{Source: p.source, Text: p.text, Quick: p.file.Quick, Version: Version, Archive: ar,
-				Simulate: &predict.Predictor{Run: simulator.run, Params: params}, Progress: bar.update})
+				Simulate: &predict.Predictor{Run: simulator.run, Params: params, Calibration: cal}, Progress: bar.update, RunParams: runParams})
 			bar.finish()
 			if res == nil {
 				return err
@@ -140,7 +167,7 @@ Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make b
 	c.Flags().StringVar(&reportDir, "report", "", "also write the HTML report of the prediction into `DIR`")
 	c.Flags().StringArrayVar(&sets, "set", nil, "set a model parameter for this prediction (`KEY=VALUE`; repeat for more)")
 	c.Flags().Int64Var(&check, "check", 0, "simulate the scenario of run `RUN` and compare, step by step, with what it measured")
-	c.Flags().Int64Var(&calibrate, "calibrate", 0, "fit the models' parameters from run `RUN` (not implemented yet)")
+	c.Flags().Int64Var(&calibrate, "calibrate", 0, "fit the models' parameters from measured run `RUN` of a scenario of the same shape")
 	return c
 }
 
@@ -148,12 +175,7 @@ Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make b
 // run that was measured, not predicted. Its stored scenario and quick
 // setting are what is simulated; a SCENARIO given too must be that one.
 func checkedRun(ctx context.Context, db string, id int64, a []string) (*archive.Archive, *archive.Run, *plan, error) {
-	if !archive.IsPostgres(db) {
-		if _, err := statFile(db); err != nil {
-			return nil, nil, nil, usagef("--check %d: no archive at %s (give --db PATH): %v", id, db, err)
-		}
-	}
-	ar, err := archive.Open(db)
+	ar, err := openRead(db, "--check", id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -165,22 +187,21 @@ func checkedRun(ctx context.Context, db string, id int64, a []string) (*archive.
 	return ar, r, p, nil
 }
 
+// openRead opens the archive db that flag (--check, --calibrate) reads
+// run id of: a file that is not there is a usage error.
+func openRead(db, flag string, id int64) (*archive.Archive, error) {
+	if !archive.IsPostgres(db) {
+		if _, err := statFile(db); err != nil {
+			return nil, usagef("%s %d: no archive at %s (give --db PATH): %v", flag, id, db, err)
+		}
+	}
+	return archive.Open(db)
+}
+
 func checkedPlan(ctx context.Context, ar *archive.Archive, id int64, a []string) (*plan, *archive.Run, error) {
-	r, err := ar.GetRun(ctx, id)
+	r, params, err := measuredRun(ctx, ar, id, "--check", "can be checked", "check against a run that was measured")
 	if err != nil {
 		return nil, nil, err
-	}
-	var params struct {
-		Source  string `json:"source"`
-		Quick   bool   `json:"quick"`
-		Backend string `json:"backend"`
-	}
-	json.Unmarshal(r.Params, &params)
-	switch {
-	case r.Kind != "run":
-		return nil, nil, usagef("--check %d: run %d is a %q: only scenario runs (wanlab run) can be checked", id, id, r.Kind)
-	case params.Backend == controller.BackendSimulated:
-		return nil, nil, usagef("--check %d: run %d is itself a prediction: check against a run that was measured", id, id)
 	}
 	if len(a) == 1 {
 		source, text, err := readScenario(a[0])
@@ -196,6 +217,32 @@ func checkedPlan(ctx context.Context, ar *archive.Archive, id int64, a []string)
 		return nil, nil, fmt.Errorf("run %d: its stored scenario: %w", id, err)
 	}
 	return p, &r, nil
+}
+
+// runParams are the params of a scenario run that predict reads.
+type runParams struct {
+	Source  string `json:"source"`
+	Quick   bool   `json:"quick"`
+	Backend string `json:"backend"`
+}
+
+// measuredRun reads run id for flag (--check, --calibrate): a scenario
+// run that was measured; another is a usage error that says what the
+// flag takes (can, "can be checked") and what to do instead (instead).
+func measuredRun(ctx context.Context, ar *archive.Archive, id int64, flag, can, instead string) (archive.Run, runParams, error) {
+	var params runParams
+	r, err := ar.GetRun(ctx, id)
+	if err != nil {
+		return r, params, err
+	}
+	json.Unmarshal(r.Params, &params)
+	switch {
+	case r.Kind != "run":
+		return r, params, usagef("%s %d: run %d is a %q: only scenario runs (wanlab run) %s", flag, id, id, r.Kind, can)
+	case params.Backend == controller.BackendSimulated:
+		return r, params, usagef("%s %d: run %d is itself a prediction: %s", flag, id, id, instead)
+	}
+	return r, params, nil
 }
 
 // simulable refuses, as a usage error, a scenario none of whose
@@ -217,7 +264,8 @@ func simulable(p *plan) error {
 }
 
 // modelParams reads --set KEY=VALUE: each KEY a parameter of a model of
-// the scenario's kinds, each VALUE a number.
+// the scenario's kinds (or one host's or path's own of it, KEY.HOST or
+// KEY.FROM->TO, as calibration fits some), each VALUE a number.
 func modelParams(p *plan, sets []string) (map[string]float64, error) {
 	known := map[string]bool{}
 	for _, w := range p.file.Workloads {
@@ -233,7 +281,8 @@ func modelParams(p *plan, sets []string) (map[string]float64, error) {
 		if !ok || key == "" {
 			return nil, usagef("--set %q: give KEY=VALUE", s)
 		}
-		if !known[key] {
+		base, _, _ := strings.Cut(key, ".") // NAME.HOST, NAME.FROM->TO: a host's or a path's own
+		if !known[base] {
 			have := "none has any"
 			if len(known) > 0 {
 				have = "they have " + strings.Join(slices.Sorted(maps.Keys(known)), ", ")
@@ -371,4 +420,38 @@ func printPredicted(ctx context.Context, w io.Writer, ar *archive.Archive, id in
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// calibration fits the models' params from measured run id of archive ar
+// for plan p: a run that is not a measured scenario run, of another
+// shape, or with no step to fit is refused (a usage error) with why.
+func calibration(ctx context.Context, ar *archive.Archive, id int64, p *plan) (*predict.Calibration, error) {
+	r, params, err := measuredRun(ctx, ar, id, "--calibrate", "calibrate a prediction", "calibrate from a run that was measured")
+	if err != nil {
+		return nil, err
+	}
+	mp, err := planOf(params.Source, []byte(r.Scenario), params.Quick)
+	if err != nil {
+		return nil, fmt.Errorf("run %d: its stored scenario: %w", id, err)
+	}
+	if diff := predict.ShapeDiff(mp.file, p.file); len(diff) > 0 {
+		return nil, usagef("--calibrate %d: run %d ran %s, of another shape than %s: %s", id, id, params.Source, p.source, strings.Join(diff, "; "))
+	}
+	_, measured, err := analysis.Load(ctx, ar, id)
+	if err != nil {
+		return nil, err
+	}
+	cal, err := predict.Calibrate(id, measured)
+	if errors.Is(err, predict.ErrNothingToFit) {
+		return nil, usagef("--calibrate %d: %v", id, err)
+	}
+	return cal, err
+}
+
+// calibrated are the params of a calibrated prediction: the fitted ones,
+// with those set (--set) in their place.
+func calibrated(cal *predict.Calibration, set map[string]float64) map[string]float64 {
+	params := cal.Params()
+	maps.Copy(params, set)
+	return params
 }

@@ -104,14 +104,7 @@ func fakeFlows(_ context.Context, p *sim.Program) (*sim.Output, error) {
 // checked against another.
 func TestPredict(t *testing.T) {
 	defer kinds.Register(flowKind)()
-	saved := simulator
-	defer func() { simulator = saved }()
-	simulator.run, simulator.available = fakeFlows, func() error { return nil }
-	dir := t.TempDir()
-	file, db := filepath.Join(dir, "flows.yaml"), filepath.Join(dir, "w.db")
-	if err := os.WriteFile(file, []byte(flowScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, db := fakePrediction(t)
 	out, code := cli(t, "predict", file, "--db", db)
 	if code != exitOK || !strings.Contains(out, "run 1: "+file+" on test-bed flows, predicted (simulated on SimGrid): done") || !strings.Contains(out, "push (flow)") {
 		t.Fatalf("predict: exit %d:\n%s", code, out)
@@ -163,12 +156,19 @@ func TestPredict(t *testing.T) {
 // limited. It returns the run's number.
 func storeMeasured(t *testing.T, db string) string {
 	t.Helper()
+	return storeRun(t, db, flowScenario, false)
+}
+
+// storeRun stores a measured run of scenario text as storeMeasured, its
+// first step limited by the test-bed too when allLimited.
+func storeRun(t *testing.T, db, text string, allLimited bool) string {
+	t.Helper()
 	ar, err := archive.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ar.Close()
-	id, err := ar.StartRun(archive.NewRun{Kind: "run", Name: "flows.yaml", Testbed: "flows", Scenario: flowScenario,
+	id, err := ar.StartRun(archive.NewRun{Kind: "run", Name: "flows.yaml", Testbed: "flows", Scenario: text,
 		Params: map[string]any{"source": "flows.yaml", "quick": false, "backend": "emulated"}})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func storeMeasured(t *testing.T, db string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := results.Step{Version: results.StepVersion, Kind: "flow", Seconds: 10, TestbedLimited: s.limited,
+		res := results.Step{Version: results.StepVersion, Kind: "flow", Seconds: 10, TestbedLimited: s.limited || allLimited,
 			Metrics: results.Metrics{"throughput_mbps": s.mbps, "sender_cpu_pct": 60}}
 		if err := ar.EndStep(step, archive.StatusDone, "", res); err != nil {
 			t.Fatal(err)
@@ -246,5 +246,83 @@ func TestPredictOnSimGrid(t *testing.T) {
 	}
 	if !slices.ContainsFunc(doc.Steps, func(s step) bool { return s.Metrics["link_mbps.a->b"] > 0 }) {
 		t.Errorf("no link carried the flows: %s", out)
+	}
+}
+
+// fakePrediction makes wanlab predict simulate on fakeFlows for the test,
+// and returns flowScenario's file and an archive's path, in a folder of
+// the test's.
+func fakePrediction(t *testing.T) (file, db string) {
+	t.Helper()
+	saved := simulator
+	t.Cleanup(func() { simulator = saved })
+	simulator.run, simulator.available = fakeFlows, func() error { return nil }
+	dir := t.TempDir()
+	file, db = filepath.Join(dir, "flows.yaml"), filepath.Join(dir, "w.db")
+	if err := os.WriteFile(file, []byte(flowScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, db
+}
+
+// TestPredictCalibrate: --calibrate fits the flow kind's efficiency from a
+// measured run (its one step the test-bed did not limit: 1.25 of 10
+// Mbit/s) and stores what it fitted and from which run; a prediction, a
+// run of another shape (another rate, another workload) and a run with no
+// usable step are refused with exit 2, the difference named.
+func TestPredictCalibrate(t *testing.T) {
+	fitting := flowKind
+	model := *flowKind.Model
+	model.Fit = func(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
+		return map[string]float64{"flow_efficiency": m.Metrics[results.ThroughputMbps] / 10}, nil
+	}
+	fitting.Model = &model
+	defer kinds.Register(fitting)()
+	file, db := fakePrediction(t)
+	measured := storeMeasured(t, db)
+	if out, code := cli(t, "predict", file, "--calibrate", measured, "--db", db); code != exitOK || !strings.Contains(out, "predicted") {
+		t.Fatalf("--calibrate: exit %d:\n%s", code, out)
+	}
+	ar, err := archive.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ar.GetRun(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := ar.Events(context.Background(), 2)
+	ar.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params struct {
+		CalibratedFrom int64              `json:"calibrated_from"`
+		Calibrated     map[string]float64 `json:"calibrated"`
+	}
+	if err := json.Unmarshal(r.Params, &params); err != nil || params.CalibratedFrom != 1 || params.Calibrated["flow_efficiency"] != 0.125 {
+		t.Errorf("the prediction's params %s (%v)", r.Params, err)
+	}
+	if !slices.ContainsFunc(events, func(e archive.Event) bool {
+		return strings.Contains(e.Message, "calibrated from run 1: flow_efficiency=0.125 (median of 1 step)")
+	}) {
+		t.Errorf("no event says what was calibrated: %v", events)
+	}
+	other := storeRun(t, db, strings.Replace(flowScenario, "rate: 10Mbit", "rate: 20Mbit", 1), false)
+	renamed := storeRun(t, db, strings.Replace(flowScenario, "name: push", "name: pull", 1), false)
+	limited := storeRun(t, db, flowScenario, true)
+	for _, c := range []struct {
+		name, run, want string
+	}{
+		{"a prediction", "2", "itself a prediction"},
+		{"another rate", other, "link a->b: rate 20Mbit in the run, 10Mbit here"},
+		{"another workload", renamed, "workload pull is in the run, not here"},
+		{"no usable step", limited, "the test-bed limited it"},
+	} {
+		var out, errb bytes.Buffer
+		code := run([]string{"predict", file, "--calibrate", c.run, "--db", db}, &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%s: exit %d, want %d and %q:\n%s", c.name, code, exitUsage, c.want, errb.String())
+		}
 	}
 }

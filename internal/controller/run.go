@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -48,6 +49,9 @@ type Options struct {
 	Progress func(Progress)
 	// CaptureDir is where the pcapng files of workloads' capture: go.
 	CaptureDir string
+	// RunParams are stored with the run's own params (what a prediction
+	// was calibrated from); they do not replace those.
+	RunParams map[string]any
 }
 
 // Progress is where a run stands.
@@ -157,8 +161,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	} else {
+		params := map[string]any{}
+		maps.Copy(params, o.RunParams)
+		maps.Copy(params, map[string]any{"source": o.Source, "quick": o.Quick, "steps": len(plan), "backend": o.Backend})
 		res.Run, err = a.StartRun(archive.NewRun{Kind: "run", Name: o.Source, Testbed: f.Testbed.Name, Version: o.Version,
-			Params: map[string]any{"source": o.Source, "quick": o.Quick, "steps": len(plan), "backend": o.Backend}, Scenario: string(o.Text), Machine: machineFacts()})
+			Params: params, Scenario: string(o.Text), Machine: machineFacts()})
 		if err != nil {
 			return nil, err
 		}

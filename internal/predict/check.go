@@ -93,11 +93,7 @@ func Compare(predicted, measured []analysis.Workload, o analysis.Options) *Check
 		}
 	}
 	if len(errs) > 0 {
-		slices.Sort(errs)
-		med := errs[len(errs)/2]
-		if len(errs)%2 == 0 {
-			med = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
-		}
+		med := median(errs) // sorts errs
 		worst := errs[len(errs)-1]
 		c.MedianError, c.WorstError = &med, &worst
 	}

@@ -61,6 +61,9 @@ type Predictor struct {
 	// Params are models' figures by name (calibrated, or set with --set),
 	// which ModelEnv.Param gives in place of the declared ones.
 	Params map[string]float64
+	// Calibration, if set, is what Params were fitted from (wanlab
+	// predict --calibrate): the run's events say so.
+	Calibration *Calibration
 	// Cores is how many whole cores a host without a cpus quota has: 0 is
 	// this machine's count.
 	Cores int
@@ -82,6 +85,9 @@ func (p *Predictor) Begin(f *scenario.File) ([]string, error) {
 	p.plat = newPlatform(topo, p.Cores)
 	notes := []string{}
 	say := func(prefix, format string, args ...any) { notes = append(notes, prefix+fmt.Sprintf(format, args...)) }
+	if p.Calibration != nil {
+		say(AssumptionPrefix, "%s", p.Calibration)
+	}
 	if len(p.Params) == 0 {
 		say(AssumptionPrefix, "uncalibrated: the models use the scenario's declared costs and their own defaults")
 	} else {

@@ -59,10 +59,12 @@ var model = kind.Model{
 		"A step of more than a million page requests is simulated with several pages per request (the fewest that keep it within a million), each request's server work and bytes those of its pages and the client sleeping the round trips of the others: the server's queue is coarser and a timeout covers the whole batch.",
 	},
 	Params: []kind.Param{
-		{Name: ParamServerCPU, Doc: "server CPU per page served, in core-seconds (the step's server_cpu_per_page)"},
+		{Name: ParamServerCPU, Doc: "server CPU per page served, in core-seconds (the step's server_cpu_per_page); read per client host as server_cpu_s_per_page.HOST first"},
 		{Name: ParamServerOverhead, Doc: "server CPU per page beyond server_cpu_per_page (reading, copying, the system calls), in core-seconds; 0 uncalibrated"},
-		{Name: ParamClientCPU, Doc: "client CPU per event read, in core-seconds (the step's client_cpu_per_event)"},
+		{Name: kind.ParamTCPEfficiency, Doc: "the share of the bytes on the path from the server to a client that are pages, a fraction (1 uncalibrated: no headers); read per path as tcp_efficiency.SERVER->CLIENT first"},
+		{Name: ParamClientCPU, Doc: "client CPU per event read, in core-seconds (the step's client_cpu_per_event); read per client host as client_cpu_s_per_event.HOST first"},
 	},
+	Fit: fit,
 }
 
 // specOf is s as an eventdb step.
@@ -142,11 +144,6 @@ func batch(pages int64) int64 { return max(1, (pages+MaxCalls-1)/MaxCalls) }
 // on each event.
 func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 	server, accept := env.Name("eventdb.server"), env.Name("eventdb.accept")
-	serverCPU := env.Param(ParamServerCPU, e.ServerCPUPerPage.Seconds()) + env.Param(ParamServerOverhead, 0)
-	clientCPU := env.Param(ParamClientCPU, e.ClientCPUPerEvent.Seconds())
-	if serverCPU < 0 || clientCPU < 0 {
-		return nil, fmt.Errorf("eventdb model: negative CPU per page (%g s) or per event (%g s)", serverCPU, clientCPU)
-	}
 	actors := []sim.Actor{
 		{Name: server, Host: e.Server, Daemon: true, Ops: []sim.Op{{Do: sim.Serve, Threads: e.threads()}}},
 		{Name: accept, Host: e.Server, Daemon: true, Ops: []sim.Op{{Do: sim.Serve}}},
@@ -158,10 +155,17 @@ func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 	}
 	k := batch(total)
 	timeout := e.Timeout.Seconds()
-	pages := func(n int64) sim.Op {
-		return sim.Op{Do: sim.Call, To: server, Bytes: 8 * n, Reply: int64(e.Store.PageSize) * n, ServerSeconds: serverCPU * float64(n), Timeout: timeout}
-	}
 	for _, j := range jobs {
+		// The pages with their headers: the path's efficiency is the share
+		// of the wire's bytes that are pages.
+		serverCPU := e.serverCPU(env, j.host)
+		if serverCPU < 0 {
+			return nil, fmt.Errorf("eventdb model: negative server CPU per page (%g s) for client %s", serverCPU, j.host)
+		}
+		wire := float64(e.Store.PageSize) / max(kind.TCPEfficiency(env, e.Server, j.host), 1e-3)
+		pages := func(n int64) sim.Op {
+			return sim.Op{Do: sim.Call, To: server, Bytes: 8 * n, Reply: int64(math.Round(wire * float64(n))), ServerSeconds: serverCPU * float64(n), Timeout: timeout}
+		}
 		ops := []sim.Op{
 			{Do: sim.Mark, Label: markStart},
 			{Do: sim.Call, To: accept, Timeout: timeout},
@@ -179,11 +183,30 @@ func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 				ops = append(ops, pages(rest))
 			}
 		}
+		clientCPU := e.clientCPU(env, j.host)
+		if clientCPU < 0 {
+			return nil, fmt.Errorf("eventdb model: negative CPU per event (%g s) on client %s", clientCPU, j.host)
+		}
 		ops = append(ops, readOps(j.pages/k, e.EventsPerJob, request, clientCPU)...)
 		ops = append(ops, sim.Op{Do: sim.Mark, Label: markEnd})
 		actors = append(actors, sim.Actor{Name: j.actor, Host: j.host, Ops: ops})
 	}
 	return actors, nil
+}
+
+// serverCPU is the server's CPU per page it serves a client host: the
+// host's own (server_cpu_s_per_page.HOST: a slower path costs the server
+// more, as calibration finds), else every client's, else the step's; with
+// server_overhead_s_per_page.
+func (e *Spec) serverCPU(env kind.ModelEnv, host string) float64 {
+	return env.Param(ParamServerCPU+"."+host, env.Param(ParamServerCPU, e.ServerCPUPerPage.Seconds())) + env.Param(ParamServerOverhead, 0)
+}
+
+// clientCPU is the CPU per event of a client host: its own
+// (client_cpu_s_per_event.HOST, as calibration fits it), else every
+// client's, else the step's.
+func (e *Spec) clientCPU(env kind.ModelEnv, host string) float64 {
+	return env.Param(ParamClientCPU+"."+host, env.Param(ParamClientCPU, e.ClientCPUPerEvent.Seconds()))
 }
 
 // readOps are a job's requests, spread over its events, with its CPU per

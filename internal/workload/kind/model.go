@@ -3,7 +3,9 @@ package kind
 import (
 	"time"
 
+	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/sim"
+	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
 // Model is what a kind does on the wire and on the CPUs, as actors of a
@@ -29,6 +31,26 @@ type Model struct {
 	// long as its actors run; without it, the step's Length (a test of a
 	// duration stops then).
 	Horizon func(s Spec) time.Duration
+	// Fit, if set, estimates some of Params from one step that was
+	// measured (on a test-bed or real hosts), for calibration (wanlab
+	// predict --calibrate): closed forms of the step's figures, such as
+	// the server's CPU seconds over the pages it served. env is the
+	// measured run's test-bed, uncalibrated (Param gives declared). A
+	// param it cannot estimate from this step is left out of the map; the
+	// calibration combines the estimates of a run's steps (their median).
+	Fit func(env ModelEnv, m Measured) (map[string]float64, error)
+}
+
+// Measured is one measured step, as the archive keeps it, for Model.Fit.
+type Measured struct {
+	// Spec is the step's workload as the scenario defines it.
+	Spec Spec
+	// Metrics are the step's stored figures (results.Metrics).
+	Metrics results.Metrics
+	// Seconds is how long the step ran, 0 when not known.
+	Seconds float64
+	// Jobs are the step's jobs, if it has any.
+	Jobs []job.Record
 }
 
 // HorizonOf is how long the simulation of step s of a kind of model m may

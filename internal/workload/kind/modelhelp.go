@@ -87,5 +87,15 @@ func StreamCapBPS(env ModelEnv, path PathFacts, from, to string, window int64) f
 	if math.IsInf(bound, 1) || math.IsNaN(bound) {
 		return 0
 	}
-	return bound * env.Param(ParamTCPEfficiency+"."+from+"->"+to, env.Param(ParamTCPEfficiency, 1))
+	return bound * TCPEfficiency(env, from, to)
+}
+
+// PathParam is the key of a param of the path from one host to another:
+// name.FROM->TO (tcp_efficiency.server->client).
+func PathParam(name, from, to string) string { return name + "." + from + "->" + to }
+
+// TCPEfficiency is the path's tcp_efficiency: the path's own
+// (tcp_efficiency.FROM->TO), else every path's, else 1.
+func TCPEfficiency(env ModelEnv, from, to string) float64 {
+	return env.Param(PathParam(ParamTCPEfficiency, from, to), env.Param(ParamTCPEfficiency, 1))
 }

@@ -33,6 +33,13 @@ const lossStream = 0x70726f6265 // "probe"
 var model = kind.Model{
 	Build: kind.BuildWith("a probe model", (*Step).build),
 	Read:  kind.ReadWith("a probe model", (*Step).read),
+	Fit: func(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
+		p, ok := m.Spec.(*Step)
+		if !ok {
+			return nil, fmt.Errorf("a probe model with a %T spec", m.Spec)
+		}
+		return p.fit(env, m)
+	},
 	Assumptions: []string{
 		"A probe is a call of the probe's size each way to a reflector that answers at once: its round trip is the paths' propagation and transmission (plus probe_overhead_ms), with no queueing delay.",
 		"The prober keeps to its schedule unless a round trip is longer than the interval: then the next probe waits for the reply, where the real prober sends on time.",

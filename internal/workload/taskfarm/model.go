@@ -65,6 +65,7 @@ var model = kind.Model{
 		{Name: ParamTaskSeconds, Doc: "a task's work, in seconds asleep or core-seconds of CPU (the step's duration)"},
 		{Name: ParamMasterCPU, Doc: "master CPU per task handed out, in core-seconds; 0 uncalibrated"},
 	},
+	Fit: fit,
 }
 
 // specOf is s as a task farm step.

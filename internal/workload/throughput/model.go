@@ -57,6 +57,7 @@ var model = kind.Model{
 		"The sender's CPU is simulated (sender_cpu_s_per_gb per chunk, beside its send, so a slow host slows the test); the receiver's is a figure of the bytes received (receiver_cpu_s_per_gb) and never slows the test.",
 		"The test runs alone: tests_alongside is 0, and no per-second samples are made.",
 	}),
+	Fit: fit,
 	Params: slices.Concat(kind.TCPParams, []kind.Param{
 		{Name: ParamSenderCPU, Doc: "the sending host's CPU per gigabyte sent, in core-seconds"},
 		{Name: ParamReceiverCPU, Doc: "the receiving host's CPU per gigabyte received, in core-seconds"},
