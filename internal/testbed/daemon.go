@@ -207,6 +207,9 @@ func (d *daemon) build() error {
 		Cgroup: cg.Version.String(), Machine: machine, Hosts: d.hosts, Routers: d.topo.Routers, Routing: d.topo.Routing,
 		Dirs: d.topo.Dirs, Paths: d.topo.Paths, Unreachable: d.topo.Unreachable,
 	}
+	if err := writeHosts(d.state); err != nil {
+		return err
+	}
 	if err := writeState(d.state); err != nil {
 		return err
 	}
