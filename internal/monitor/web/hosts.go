@@ -42,9 +42,15 @@ func splitHost(host string) (name, port string, ok bool) {
 			return "", "", false
 		}
 	}
-	// A bracket is only an IPv6 address's, and only around it.
+	// A bracket is only an IPv6 address's, and only around it ("[0]" is no
+	// URL's host, though "0" may be a name).
 	if name == "" || strings.ContainsAny(name, "[]") || strings.Contains(name, ":") && !strings.HasPrefix(host, "[") {
 		return "", "", false
+	}
+	if strings.HasPrefix(host, "[") {
+		if ip, err := netip.ParseAddr(name); err != nil || !ip.Is6() {
+			return "", "", false
+		}
 	}
 	return name, port, true
 }
