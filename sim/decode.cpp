@@ -125,6 +125,7 @@ struct Decoder {
     op.timeout = number(o, "timeout", w);
     op.threads = int32_t(integer(o, "threads", w, std::numeric_limits<int32_t>::max()));
     op.stock = int32_t(integer(o, "stock", w, std::numeric_limits<int32_t>::max()));
+    op.sending = int32_t(integer(o, "sending", w, std::numeric_limits<int32_t>::max()));
     op.times = int32_t(integer(o, "times", w, std::numeric_limits<int32_t>::max()));
     op.until_refused = flag(o, "until_refused", w);
     if (std::string label = text(o, "label", w); !label.empty())
@@ -174,7 +175,8 @@ struct Decoder {
         std::string w = "host " + std::to_string(p.hosts.size() + 1);
         need_object(o, w);
         p.hosts.push_back({p.names.id(text(o, "name", w)), int(integer(o, "cores", w, kMaxCores)),
-                           number(o, "speed", w), number(o, "disk_read_bps", w), number(o, "disk_write_bps", w)});
+                           number(o, "speed", w), number(o, "disk_read_bps", w), number(o, "disk_write_bps", w),
+                           number(o, "quota", w)});
       } else if (key2 == "links") {
         if (p.links.size() >= kMaxLinks)
           throw Bad{"more than " + std::to_string(kMaxLinks) + " links (the bound)"};

@@ -49,6 +49,7 @@ struct Op {
   int32_t label = -1;
   int32_t threads = 0;
   int32_t stock = 0;
+  int32_t sending = 0;
   int32_t times = 0;
   double seconds = 0;
   double rate_bps = 0;
@@ -77,6 +78,7 @@ struct HostSpec {
   int32_t name;
   int cores;
   double speed, read_bps, write_bps;
+  double quota; // cores of CPU per 100 ms period (CFS bandwidth control); 0: none
 };
 struct LinkSpec {
   int32_t name;

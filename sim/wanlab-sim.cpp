@@ -11,6 +11,7 @@
 // Build: g++ -O2 -std=c++17 sim/*.cpp -o bin/wanlab-sim -lsimgrid (make build)
 // (Debian: libsimgrid-dev nlohmann-json3-dev).
 #include "program.hpp"
+#include "quota.hpp"
 
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <list>
+#include <malloc.h>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,7 @@ struct Sim {
   Resolved& r;
   std::vector<sg4::Host*> hosts;
   std::vector<sg4::Disk*> disks;
+  std::vector<std::unique_ptr<CpuQuota>> quotas; // per host, null without a quota
   std::vector<sg4::Mailbox*> mbox; // per actor
   std::vector<double> host_cpu, link_bytes;
   std::vector<MarkRec> marks;
@@ -166,7 +169,12 @@ void exec(int32_t host, double seconds)
   e->start();
   {
     Under u(e, host, -1, seconds);
-    e->wait();
+    if (CpuQuota* q = g->quotas[size_t(host)].get()) {
+      CpuQuota::Hold hold(q, e);
+      e->wait();
+    } else {
+      e->wait();
+    }
   }
   g->host_cpu[size_t(host)] += seconds;
 }
@@ -193,15 +201,20 @@ Flow run(Ctx& c, const Ops& ops, int iter, int until);
 // one of the server's threads (sem, if any), then the reply, unless the
 // caller gave up waiting (it closed its connection). The thread is free
 // once the work is done, as a server's write returns once the reply is in
-// its socket's buffer: the reply travels on without it.
-void handle(Msg* m, int32_t host, const sg4::SemaphorePtr& sem)
+// its socket's buffer: the reply travels on without it, holding one of the
+// server's sending places (send, if any) until it arrived.
+void handle(Msg* m, int32_t host, const sg4::SemaphorePtr& sem, const sg4::SemaphorePtr& send)
 {
   exec(host, m->server_seconds);
   if (sem)
     sem->release();
+  if (send)
+    send->acquire();
   std::shared_ptr<ReplyBox> box = m->box;
   if (box->waiting != m->seq) {
     delete m;
+    if (send)
+      send->release();
     return;
   }
   m->kind = Msg::Reply;
@@ -211,12 +224,15 @@ void handle(Msg* m, int32_t host, const sg4::SemaphorePtr& sem)
   } catch (const simgrid::Exception&) {
     // the caller timed out while the reply was on its way
   }
+  if (send)
+    send->release();
 }
 
 [[noreturn]] void serve(Ctx& c, const Op& op)
 {
   sg4::Mailbox* mb = g->mbox[size_t(c.actor)];
   sg4::SemaphorePtr sem = op.threads > 0 ? sg4::Semaphore::create(unsigned(op.threads)) : nullptr;
+  sg4::SemaphorePtr send = op.sending > 0 ? sg4::Semaphore::create(unsigned(op.sending)) : nullptr;
   const std::string& name = g->p.names.str(g->p.actors[size_t(c.actor)].name);
   int64_t granted = 0;
   for (;;) {
@@ -239,7 +255,7 @@ void handle(Msg* m, int32_t host, const sg4::SemaphorePtr& sem)
     if (sem)
       sem->acquire();
     int32_t host = c.host;
-    sg4::Actor::create(name, g->hosts[size_t(host)], [m, sem, host] { handle(m, host, sem); })->daemonize();
+    sg4::Actor::create(name, g->hosts[size_t(host)], [m, sem, send, host] { handle(m, host, sem, send); })->daemonize();
   }
 }
 
@@ -388,6 +404,34 @@ void run_actor(int32_t i)
   }
 }
 
+// transfers counts the Sends and Calls ops would make and the bytes they
+// would move (a Call's request and reply), each Repeat's body as many
+// times as it runs (once when it runs until refused).
+void transfers(const Ops& ops, double times, double& n, double& bytes)
+{
+  for (const Op& op : ops) {
+    if (op.kind == Do::Call || op.kind == Do::Send) {
+      n += times;
+      bytes += times * (double(op.bytes) + (op.kind == Do::Call ? double(op.reply) : 0));
+    } else if (op.kind == Do::Repeat) {
+      transfers(op.nest->front(), times * std::max(1, op.times), n, bytes);
+    } else if (op.kind == Do::Par) {
+      for (const Ops& b : *op.nest)
+        transfers(b, times, n, bytes);
+    }
+  }
+}
+
+// short_transfers says whether the program's transfers move less than a
+// megabyte each on average: requests and replies, not streams.
+bool short_transfers(const Program& p)
+{
+  double n = 0, bytes = 0;
+  for (const ActorSpec& a : p.actors)
+    transfers(a.ops, 1, n, bytes);
+  return n > 0 && bytes < n * 1e6;
+}
+
 std::vector<std::string> engine_args(const Program& p)
 {
   auto num = [](double d) {
@@ -399,6 +443,15 @@ std::vector<std::string> engine_args(const Program& p)
                                    // One memory map per actor, not two: a 1,000-host mesh of 16
                                    // streams runs 32,000 actors, past the kernel's 65,530 maps.
                                    "--cfg=contexts/guard-size:0"};
+  // SimGrid's update of flows: Lazy (its default) recomputes, at each
+  // event, the flows whose rates changed and keeps their ends in a heap;
+  // Full goes through every flow. Short transfers (requests and pages
+  // through a server's link, each of whose many events changes every
+  // flow's rate) run 1.5-2 times faster with Full, with the same results
+  // within SimGrid's precision; long ones (meshes, streams) 6 times faster
+  // with Lazy.
+  if (short_transfers(p))
+    args.push_back("--cfg=network/optim:Full");
   if (p.tcp_window > 0)
     args.push_back("--cfg=network/TCP-gamma:" + num(p.tcp_window));
   if (p.bandwidth_factor > 0)
@@ -420,6 +473,9 @@ void build_platform(Sim& s)
       d = host->create_disk("disk", h.read_bps > 0 ? h.read_bps : 1, h.write_bps > 0 ? h.write_bps : 1)->seal();
     s.hosts.push_back(host);
     s.disks.push_back(d);
+    // A quota below the host's cores throttles it (CFS bandwidth control),
+    // kept by a daemon of its own; other hosts cost nothing.
+    s.quotas.emplace_back(h.quota > 0 && h.quota < h.cores ? new CpuQuota(h.quota, h.cores) : nullptr);
   }
   std::vector<sg4::Link*> links;
   for (const auto& l : p.links)
@@ -446,6 +502,9 @@ void build_platform(Sim& s)
                     {sg4::LinkInRoute(lo)}, false);
   }
   zone->seal();
+  for (size_t h = 0; h < s.quotas.size(); h++)
+    if (CpuQuota* q = s.quotas[h].get())
+      sg4::Actor::create("\x01quota", s.hosts[h], [q] { q->run(); })->daemonize();
 }
 
 void put_number(std::string& out, double d)
@@ -524,6 +583,11 @@ void write_output(Sim& s, bool ended, double end)
 
 int main()
 {
+  // Actor stacks (256 KiB, calloc'ed by SimGrid without guard pages) from
+  // fresh maps, always: glibc would otherwise serve them from freed heap
+  // memory and zero all of it, which costs a tenth of the run and makes
+  // every stack resident (6,000 jobs and their handlers: 3 GB).
+  mallopt(M_MMAP_THRESHOLD, 128 << 10);
   // SimGrid fails by abort() after saying why on stderr: exit 1 as documented.
   std::signal(SIGABRT, [](int) { std::_Exit(1); });
   std::string in;

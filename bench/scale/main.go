@@ -1,7 +1,7 @@
 // Command scale measures what wanlab predict costs as the work it
 // simulates grows (issue 34's scale targets, docs/benchmarks.md): it
-// predicts the built-ins monarc-wan (not --quick: up to 2,000 concurrent
-// jobs a step, 6,000 in its three 20-job steps) and alice-grid,
+// predicts the built-ins monarc-wan (not --quick: three servers at once,
+// 3,000, 4,500 and 6,000 concurrent jobs in its three steps) and alice-grid,
 // bench/graphs/mesh1000.yaml, and
 // generated scenarios of a few sizes (an event store read by more and more
 // concurrent jobs, meshes of more and more hosts), each through the wanlab
@@ -75,7 +75,7 @@ func bench() error {
 	}
 	defer os.RemoveAll(dir)
 	cases := []benchCase{
-		{"monarc-wan", "monarc-wan", "monarc-wan", 303, 2000, 9},
+		{"monarc-wan", "monarc-wan", "monarc-wan", 303, 6000, 3},
 		{"alice-grid", "alice-grid", "alice-grid", 80, 0, 1},
 		{"mesh1000", "mesh1000", "bench/graphs/mesh1000.yaml", 1000, 0, 1},
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/wanlab/wanlab/internal/agent/agentapi"
@@ -32,5 +33,18 @@ func TestSteppedProbesCount(t *testing.T) {
 				t.Errorf("counted %d bytes of a failed call, want %d", got, c.wantFailed)
 			}
 		})
+	}
+}
+
+// TestProbeReplyCarriesCounts: the reflector's count and session of each
+// probe reach the wire.
+func TestProbeReplyCarriesCounts(t *testing.T) {
+	in := []probe.Result{{Seq: 0, Sent: 1, ReflectRx: 2, ReflectTx: 3, Received: 4, ReflectorCount: 1, ReflectorSession: 77}, {Seq: 1, Sent: 5}}
+	sum, err := probeReply(context.Background(), in, 64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := probe.ResultsFromPB(sum.GetResults()); !reflect.DeepEqual(got, in) {
+		t.Errorf("results %+v came through as %+v", in, got)
 	}
 }

@@ -14,12 +14,7 @@ import (
 // names the bottleneck there.
 func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
 	steps := sortedByConcurrency(w)
-	peak, peakV := -1, 0.0
-	for i, s := range steps {
-		if v, ok := throughputOf(s.Metrics); ok && v > peakV {
-			peak, peakV = i, v
-		}
-	}
+	peak, peakV := peakOf(steps)
 	if peak < 0 {
 		return nil
 	}
@@ -58,6 +53,29 @@ func saturation(w Workload, ws WorkloadSteps, o Options) []Finding {
 			Text: fmt.Sprintf("The bottleneck at the peak is %s: %s (confidence %s).", bottleneckWords[pv.Bottleneck], pv.Why, pv.Confidence)})
 	}
 	return out
+}
+
+// peakOf is the index of the first of steps with the highest throughput
+// (-1 when none has one) and that throughput.
+func peakOf(steps []Step) (int, float64) {
+	peak, peakV := -1, 0.0
+	for i, s := range steps {
+		if v, ok := throughputOf(s.Metrics); ok && v > peakV {
+			peak, peakV = i, v
+		}
+	}
+	return peak, peakV
+}
+
+// PeakStep is the step where a workload's throughput peaks, as the
+// saturation finding picks it (the lowest concurrency among equals);
+// false when no step has a throughput.
+func PeakStep(w Workload) (Step, bool) {
+	steps := sortedByConcurrency(w)
+	if i, _ := peakOf(steps); i >= 0 {
+		return steps[i], true
+	}
+	return Step{}, false
 }
 
 func must(v float64, _ bool) float64 { return v }

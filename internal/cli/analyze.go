@@ -13,7 +13,7 @@ import (
 )
 
 func newAnalyzeCmd() *cobra.Command {
-	var db string
+	var db, prediction string
 	var asJSON bool
 	opts := analysis.DefaultOptions
 	c := &cobra.Command{
@@ -26,8 +26,15 @@ wall-clock stays under k x the single job's), where jobs start failing and why, 
 streams and window of a path against its bandwidth-delay product, asymmetry between
 directions (Welch's t-test), what a load does to others, the latency cost of a task
 farm, and TCP throughput against the Mathis bound. wanlab run prints this at its end.
---json gives every finding with its figures (docs/analysis-json.md).`,
-		Example: "  wanlab analyze 3\n  wanlab analyze 3 --json --k 5",
+--json gives every finding with its figures (docs/analysis-json.md).
+
+Of a measured run, it shows the newest prediction checked against it (wanlab predict
+--check RUN; --prediction P picks another, none none) under "Predicted beside measured":
+per step, each main figure predicted and measured with the prediction's error, the median
+and worst error, whether the findings agree, and what the prediction assumes. The
+findings say what the prediction shows of the steps the test-bed limited, or the command
+that makes one.`,
+		Example: "  wanlab analyze 3\n  wanlab analyze 3 --json --k 5\n  wanlab analyze 3 --prediction none",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
 			id, err := runNumber(a[0])
@@ -49,16 +56,28 @@ farm, and TCP throughput against the Mathis bound. wanlab run prints this at its
 			if err != nil {
 				return err
 			}
+			b, found, err := besideRun(c.Context(), ar, id, prediction, opts)
+			if err != nil {
+				return err
+			}
+			rep.AddUnlimited(found)
 			if asJSON {
-				return writeJSON(c.OutOrStdout(), rep)
+				return writeJSON(c.OutOrStdout(), struct {
+					*analysis.Report
+					Prediction *beside `json:"prediction,omitempty"`
+				}{rep, b})
 			}
 			if err := printPredicted(c.Context(), c.OutOrStdout(), ar, id); err != nil {
 				return err
 			}
 			printAnalysis(c.OutOrStdout(), rep, true)
+			if b != nil {
+				printBeside(c.OutOrStdout(), b)
+			}
 			return nil
 		},
 	}
+	c.Flags().StringVar(&prediction, "prediction", "", predictionFlagDoc)
 	c.Flags().StringVar(&db, "db", defaultDB, "the archive: a SQLite file or a postgres:// URL")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the analysis as JSON")
 	c.Flags().Float64Var(&opts.EfficientFactor, "k", opts.EfficientFactor, "efficient running: mean job wall-clock under k x the single job's")

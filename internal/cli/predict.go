@@ -68,7 +68,10 @@ setting) and prints, step by step, predicted against measured for the step's mai
 figures (throughput, mean job wall-clock, CPU of each role, the step's seconds), the
 error of each as a fraction, the median and worst error over the steps the test-bed did
 not limit (those it did are shown and left out), and whether the analysis' findings
-agree (the bottleneck of each step, the efficient-running boundary). 
+agree (the bottleneck where the measured sweep peaks, the efficient-running boundary). The prediction
+records RUN in its params (checked_against): wanlab report RUN and wanlab analyze RUN
+show the newest such prediction beside what RUN measured.
+
 --calibrate RUN fits the models' parameters from archived run RUN (emulated or on real
 hosts) and predicts with them: each step that is done and that the test-bed did not
 limit gives its kind's estimates (the server's CPU per page, the clients' CPU per
@@ -144,9 +147,12 @@ Needs SimGrid: apt-get install -y libsimgrid-dev nlohmann-json3-dev, then make b
 				}
 				defer ar.Close()
 			}
-			var runParams map[string]any
+			runParams := map[string]any{}
 			if cal != nil {
-				runParams = map[string]any{"calibrated_from": cal.Run, "calibrated": cal.Params()}
+				runParams["calibrated_from"], runParams["calibrated"] = cal.Run, cal.Params()
+			}
+			if measured != nil {
+				runParams[checkedAgainst] = measured.ID // for the report of the run to find it
 			}
 			bar := newRunProgress(c.ErrOrStderr())
 			res, err := controller.Run(c.Context(), controller.Options{Source: p.source, Text: p.text, Quick: p.file.Quick, Version: Version, Archive: ar,
@@ -331,7 +337,8 @@ func showCheck(c *cobra.Command, ar *archive.Archive, res *controller.Result, m 
 	if report != "" {
 		fmt.Fprintf(w, "\nreport of the prediction: %s\n", report)
 	}
-	fmt.Fprintf(w, "\nthe prediction is stored in %s as run %d\n", res.Archive, res.Run)
+	fmt.Fprintf(w, "\nthe prediction is stored in %s as run %d; run %d's report and analysis show it beside what it measured (wanlab report %d --db %s)\n",
+		res.Archive, res.Run, m.ID, m.ID, shellWord(res.Archive))
 	return err
 }
 
@@ -373,9 +380,21 @@ func printPrediction(w io.Writer, check *predict.Check) {
 				agree++
 			}
 		}
-		fmt.Fprintf(w, "findings agree in %d of %d sweeps (the bottleneck of each step, the efficient-running boundary)\n", agree, len(check.Sweeps))
+		fmt.Fprintf(w, "findings agree in %d of %d sweeps (the bottleneck where the measured sweep peaks, the efficient-running boundary)\n", agree, len(check.Sweeps))
 		for _, s := range check.Sweeps {
 			for _, d := range s.Differences {
+				fmt.Fprintf(w, "  - %s: %s\n", s.Workload, d)
+			}
+		}
+	}
+	if check.StepBottlenecksAgree != nil {
+		steps, agree := 0, 0
+		for _, s := range check.Sweeps {
+			steps, agree = steps+s.Steps, agree+s.StepsAgree
+		}
+		fmt.Fprintf(w, "step bottlenecks agree in %d of %d steps the test-bed did not limit\n", agree, steps)
+		for _, s := range check.Sweeps {
+			for _, d := range s.StepDifferences {
 				fmt.Fprintf(w, "  - %s: %s\n", s.Workload, d)
 			}
 		}
@@ -404,22 +423,34 @@ func printPredicted(ctx context.Context, w io.Writer, ar *archive.Archive, id in
 		return err
 	}
 	fmt.Fprintf(w, "Run %d is %s: its figures are a simulation's, not measurements.\n", id, predictedWords)
-	events, err := ar.Events(ctx, id)
+	notes, err := predictionNotes(ctx, ar, id)
 	if err != nil {
 		return err
 	}
-	said := false
-	for _, e := range events {
-		if e.Step == 0 && (strings.HasPrefix(e.Message, predict.AssumptionPrefix) || strings.HasPrefix(e.Message, predict.LeftOutPrefix)) {
-			if !said {
-				fmt.Fprintln(w, "It assumes:")
-				said = true
-			}
-			fmt.Fprintf(w, "  - %s\n", e.Message)
-		}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "It assumes:")
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "  - %s\n", n)
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// predictionNotes are what prediction id assumes and leaves out: the
+// run's events that say so.
+func predictionNotes(ctx context.Context, ar *archive.Archive, id int64) ([]string, error) {
+	events, err := ar.Events(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	for _, e := range events {
+		if e.Step == 0 && (strings.HasPrefix(e.Message, predict.AssumptionPrefix) || strings.HasPrefix(e.Message, predict.LeftOutPrefix)) {
+			notes = append(notes, e.Message)
+		}
+	}
+	return notes, nil
 }
 
 // calibration fits the models' params from measured run id of archive ar

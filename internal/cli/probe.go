@@ -28,7 +28,10 @@ func newProbeCmd() *cobra.Command {
 		Long: `Send --count UDP probes from A, --interval apart, to a reflector on B, which returns each
 with its receive and send times. Reports the round trip (without the reflector's
 turnaround) as min/avg/max/p50/p99, jitter (mean difference of consecutive round trips),
-loss, and the one-way delay in each direction. Hosts of one test-bed share the machine's
+loss, and the one-way delay in each direction. Loss is given each way too where B's reflector
+numbers the probes it receives (probes of 44 bytes or more, agents of this version): the
+probes that never reached B, and the replies lost on the way back, each with its 95%
+binomial interval (Wilson's); otherwise the output says why it is round trip only. Hosts of one test-bed share the machine's
 clock, so one-way delays are exact; between machines they include the clocks' offset,
 and the output says which.`,
 		Example: `  wanlab measure probe --testbed wan-lan --from wanclient --to server
@@ -79,11 +82,18 @@ func printProbe(w io.Writer, r *probe.Summary) {
 	t := table(w)
 	fmt.Fprintf(t, "rtt\tmin %s / avg %s / max %s ms, p50 %s, p99 %s ms, mdev %s ms\n", trim(s.Min), trim(s.Avg), trim(s.Max), trim(s.P50), trim(s.P99), trim(s.Mdev))
 	fmt.Fprintf(t, "jitter\t%s ms (mean difference of consecutive round trips)\n", trim(r.JitterMS))
-	fmt.Fprintf(t, "loss\t%d of %d (%.3g%%)", r.Lost, r.Sent, r.LostPercent)
+	fmt.Fprintf(t, "loss round trip\t%s had no reply", ratioText(r.Loss.Roundtrip, "probes"))
 	if r.Duplicates > 0 {
 		fmt.Fprintf(t, ", %d duplicates", r.Duplicates)
 	}
 	fmt.Fprintln(t)
+	if f, b := r.Loss.Forward, r.Loss.Back; f != nil && b != nil {
+		fmt.Fprintf(t, "loss %s -> %s\t%s never reached %s\n", r.From, r.To, ratioText(*f, "probes"), r.To)
+		fmt.Fprintf(t, "loss %s -> %s\t%s lost on the way back\n", r.To, r.From, ratioText(*b, "replies"))
+	}
+	if r.Loss.Note != "" {
+		fmt.Fprintf(t, "loss each way\t%s\n", r.Loss.Note)
+	}
 	f, b := r.OneWay.Forward, r.OneWay.Back
 	fmt.Fprintf(t, "one way %s -> %s\tmin %s / avg %s / max %s ms, p50 %s\n", r.From, r.To, trim(f.Min), trim(f.Avg), trim(f.Max), trim(f.P50))
 	fmt.Fprintf(t, "one way %s -> %s\tmin %s / avg %s / max %s ms, p50 %s\n", r.To, r.From, trim(b.Min), trim(b.Avg), trim(b.Max), trim(b.P50))
@@ -92,6 +102,11 @@ func printProbe(w io.Writer, r *probe.Summary) {
 	if r.Partial {
 		fmt.Fprintf(w, "PARTIAL: %s\n", r.Error)
 	}
+}
+
+// ratioText is a loss with its count and 95% interval.
+func ratioText(l probe.Ratio, of string) string {
+	return fmt.Sprintf("%d of %d %s (%.3g%%, 95%% interval %.3g%% to %.3g%%)", l.Lost, l.Of, of, 100*l.Ratio, 100*l.Low, 100*l.High)
 }
 
 func newTraceCmd() *cobra.Command {

@@ -77,26 +77,11 @@ func (e *stepEnv) Start(ctx context.Context, host, id, role string, spec kind.Ro
 // its site's other hosts), or without a site the bottleneck of the path
 // to it; 0 when nothing limits it.
 func (e *stepEnv) Bottleneck(from, to string) float64 {
-	peer, _ := e.topo.Host(to)
-	if peer.Site != "" {
-		up, _ := e.topo.Direction("site " + peer.Site + " up")
-		down, _ := e.topo.Direction("site " + peer.Site + " down")
-		return lowerRate(float64(up.Config.Rate), float64(down.Config.Rate))
+	if peer, _ := e.topo.Host(to); peer.Site != "" {
+		return e.topo.AccessBPS(to)
 	}
 	if path, ok := e.topo.Path(from, to); ok {
 		return path.Bottleneck
 	}
 	return 0
-}
-
-// lowerRate is the lower of two rates where 0 means unlimited (0 when both
-// are).
-func lowerRate(a, b float64) float64 {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
-	}
-	return min(a, b)
 }

@@ -57,11 +57,6 @@ links:
 			t.Errorf("Bottleneck(%s, %s) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
-	for _, tc := range []struct{ a, b, want float64 }{{0, 0, 0}, {0, 5, 5}, {8, 0, 8}, {8, 5, 5}} {
-		if got := lowerRate(tc.a, tc.b); got != tc.want {
-			t.Errorf("lowerRate(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
 }
 
 func TestLimits(t *testing.T) {

@@ -44,6 +44,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 type State interface {
 	Snapshot() core.Snapshot
 	Interfaces() ([]core.IfaceState, map[string]string)
+	// Incidents are the open incidents: the faulty segments inferred.
+	Incidents() []core.ActiveIncident
 }
 
 // Handler serves the dashboard of a running service at /, its assets under
@@ -187,6 +189,9 @@ type Grid struct {
 	Srcs, Dsts    []string
 	Rows          [][]Cell
 	Alerts, Stale int
+	// Incidents are the open ones; their segments mark the rows and
+	// columns of the hosts whose every path out or in crosses them.
+	Incidents []core.ActiveIncident
 }
 
 // TestChoice is a test the grid can show.
@@ -224,6 +229,16 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	g.Incidents = d.svc.Incidents()
+	marked := map[[2]string]bool{} // {"row" or "col", host}
+	for _, inc := range g.Incidents {
+		for _, h := range inc.Rows {
+			marked[[2]string{"row", h}] = true
+		}
+		for _, h := range inc.Columns {
+			marked[[2]string{"col", h}] = true
+		}
+	}
 	// One order for both axes, so that the diagonal is each host to itself.
 	slices.Sort(g.Srcs)
 	g.Dsts = g.Srcs
@@ -253,6 +268,10 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 			}
 			if p.Reason != "" {
 				c.Title += " (" + p.Reason + ")"
+			}
+			if marked[[2]string{"row", src}] || marked[[2]string{"col", dst}] {
+				c.Class += " incident"
+				c.Title += " (crosses an incident's segment)"
 			}
 			row = append(row, c)
 		}

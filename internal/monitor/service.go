@@ -58,6 +58,11 @@ type Service struct {
 	changed time.Time
 	counts  map[[2]string]int64 // (type, status) -> tests
 	events  []core.Event
+	// incidents are the faulty segments inferred from the paths' alerts
+	// (infer).
+	incidents core.Incidents
+	// oneway follows the probed paths' one-way delays (OneWay).
+	oneway *core.OneWay
 }
 
 // PathState is what the service knows of one test of a path now.
@@ -73,6 +78,9 @@ type PathState struct {
 	// Failed is why the latest attempt gave nothing ("" if it did).
 	Failed   string    `json:"failed,omitempty"`
 	FailedAt time.Time `json:"failed_at,omitzero"`
+	// Disturbed says why the latest result measured more than the path
+	// (the service's own tests): it is no verdict for incidents.
+	Disturbed string `json:"disturbed,omitempty"`
 }
 
 // Fresh says whether the path's values are recent enough to show: never a
@@ -103,7 +111,7 @@ func New(cfg *core.Config, opts Options) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{opts: opts, out: opts.Store, cfg: cfg, det: core.NewDetector(cfg), paths: map[core.PathKey]*PathState{},
-		counts: map[[2]string]int64{}, via: map[[2]string][]string{}}
+		counts: map[[2]string]int64{}, via: map[[2]string][]string{}, oneway: core.NewOneWay()}
 	for _, p := range opts.Bed.Topology().Paths {
 		s.via[[2]string{p.From, p.To}] = p.Via
 	}
@@ -182,7 +190,17 @@ func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[[3]stri
 		s.logf("learning baselines from the archive: %v", err)
 	}
 	if active, err := ar.Alerts(ctx, time.Now(), true); err == nil {
-		s.det.Resume(alertsOf(active))
+		alerts := alertsOf(active)
+		// Incidents are followed apart from the paths' alerts.
+		s.incidents.Resume(alerts)
+		for _, a := range alerts {
+			// The one-way delay windows start afresh: a step found before
+			// cannot be followed.
+			if a.Rule == core.RuleOWDStep {
+				s.out.Put(record{At: time.Now(), Close: &closed{Ref: a.Ref, Ended: time.Now()}})
+			}
+		}
+		s.det.Resume(slices.DeleteFunc(alerts, func(a core.Alert) bool { return a.Rule == core.RuleIncident || a.Rule == core.RuleOWDStep }))
 	}
 	if t, err := ar.LastChange(ctx); err == nil {
 		s.changed = t
@@ -270,6 +288,9 @@ func (s *Service) Run(ctx context.Context) error {
 // service's own checks pass, before anything changes, and one that fails
 // refuses the reload.
 func (s *Service) Reload(ctx context.Context, cfg *core.Config, apply ...func(*core.Config) error) error {
+	// The one-way alerts of paths gone end, stored once the lock is released.
+	var ended []core.Alert
+	defer func() { s.putAlerts(nil, ended) }()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cfg.Testbed != s.cfg.Testbed || cfg.Inventory != s.cfg.Inventory {
@@ -293,6 +314,7 @@ func (s *Service) Reload(ctx context.Context, cfg *core.Config, apply ...func(*c
 	s.cfg = cfg
 	s.det.SetConfig(cfg)
 	s.addPaths(cfg)
+	ended = s.oneway.Forget(func(k core.PathKey) bool { return s.paths[k] != nil }, time.Now())
 	// Tests still running hold their hosts in the new plan too.
 	s.run.Reload(ctx, cfg)
 	s.logf("configuration %s reloaded: %d tests over %d hosts", cfg.Source, len(cfg.Tests), len(cfg.Hosts()))
@@ -313,7 +335,7 @@ func (s *Service) Observe(o core.Observation, test *archive.TestRecord) {
 		status = "failed"
 		ps.Failed, ps.FailedAt = o.Failed, o.At
 	} else {
-		ps.Failed, ps.At, ps.Hops = "", o.At, o.Hops
+		ps.Failed, ps.At, ps.Hops, ps.Disturbed = "", o.At, o.Hops, o.Disturbed
 		ps.Values = map[string]float64{}
 		for _, p := range o.Points {
 			ps.Values[p.Metric] = p.Value
@@ -327,18 +349,127 @@ func (s *Service) Observe(o core.Observation, test *archive.TestRecord) {
 	for _, a := range resolved {
 		s.logf("resolved %s on %s->%s (%s) after %s", a.Rule, a.Src, a.Dst, a.Test, a.Ended.Sub(a.Started).Round(time.Second))
 	}
+	var opened, closedIncidents []core.Alert
+	if len(fired)+len(resolved) > 0 || s.incidents.Pending() {
+		opened, closedIncidents = s.infer(o.At)
+	}
 	s.mu.Unlock()
 	if len(o.Points) > 0 || test != nil {
 		s.out.Put(record{At: o.At, Points: o.Points, Test: test})
 	}
-	for _, a := range fired {
-		s.out.Put(record{At: o.At, Open: &a})
+	s.putAlerts(slices.Concat(fired, opened), slices.Concat(resolved, closedIncidents))
+}
+
+// infer explains the paths' latest verdicts by faulty segments (package
+// segment, over the topology's expected paths) and follows the incidents
+// from one inference to the next: it returns those that open and those
+// that close. s.mu is held.
+func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
+	now := time.Now()
+	budgets := map[string]time.Duration{}
+	var span, slow time.Duration // the shortest probe summary; else the shortest test period
+	for _, t := range s.cfg.Tests {
+		budgets[t.Name] = t.Budget()
+		switch p := t.Period(); {
+		case t.Type == core.Probe && (span == 0 || p < span):
+			span = p
+		case t.Type == core.Throughput || t.Type == core.Transfer:
+			if slow == 0 || p < slow {
+				slow = p
+			}
+		}
+	}
+	if span == 0 {
+		span = slow
+	}
+	var paths []core.PathStatus
+	fresh := map[core.PathKey]bool{}
+	for k, ps := range s.paths {
+		_, oneWay := ps.Values[string(core.LossForward)]
+		fresh[k] = s.shares.Owns(k.Src, k.Dst) && ps.Fresh(now, budgets[k.Test])
+		paths = append(paths, core.PathStatus{Key: k, Type: ps.Type, OneWayLoss: oneWay, Usable: fresh[k] && ps.Disturbed == ""})
+	}
+	via := func(src, dst string) []string { return s.via[[2]string{src, dst}] }
+	usable := func(k core.PathKey) bool { return fresh[k] }
+	res, err := s.det.Infer(paths, via, core.SourceExpected, s.oneway.Segments(usable, via, core.SourceExpected)...)
+	if err != nil {
+		s.logf("%v", err)
+		return nil, nil
+	}
+	opened, ended = s.incidents.Update(res.Incidents, at, s.cfg.Alerts.For, span)
+	for _, a := range opened {
+		s.logf("INCIDENT %s", a.Message)
+	}
+	for _, a := range ended {
+		s.logf("incident on segment %s ended after %s", core.IncidentKey(a), a.Ended.Sub(a.Started).Round(time.Second))
+	}
+	return opened, ended
+}
+
+// putAlerts stores the alerts (incidents, one-way delay steps) that open
+// and close and tells the webhook.
+func (s *Service) putAlerts(opened, ended []core.Alert) {
+	for _, a := range opened {
+		s.out.Put(record{At: a.Started, Open: &a})
 		s.opts.Webhook.Send("firing", a)
 	}
-	for _, a := range resolved {
-		s.out.Put(record{At: o.At, Close: &closed{Ref: a.Ref, Ended: a.Ended}})
+	for _, a := range ended {
+		s.out.Put(record{At: a.Ended, Close: &closed{Ref: a.Ref, Ended: a.Ended}})
 		s.opts.Webhook.Send("resolved", a)
 	}
+}
+
+// Incidents are the open incidents: the faulty segments inferred from the
+// paths' alerts (web.State).
+func (s *Service) Incidents() []core.ActiveIncident {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.incidents.Active()
+	for i := range out {
+		out[i].Rows, out[i].Columns = core.Marks(out[i].Segment, s.via)
+	}
+	return out
+}
+
+// OneWay follows a probe summary's one-way delays per direction (the
+// probe runner's call): owd_step alerts, and the windows restarted when
+// the clocks stepped.
+func (s *Service) OneWay(k core.PathKey, at time.Time, in core.OneWaySamples) {
+	if in.ClockStep != "" {
+		s.mu.Lock()
+		s.oneway.Restart(k, in.ClockStep)
+		s.logf("%s: %s: its one-way delay windows restart", k, in.ClockStep)
+		s.mu.Unlock()
+		return
+	}
+	if len(in.Forward) == 0 {
+		return
+	}
+	s.mu.Lock()
+	var period time.Duration
+	if i := slices.IndexFunc(s.cfg.Tests, func(t core.Test) bool { return t.Name == k.Test }); i >= 0 {
+		period = s.cfg.Tests[i].Period()
+	}
+	if _, ok := s.paths[k]; !ok || period <= 0 {
+		s.mu.Unlock()
+		return // the path left the configuration meanwhile
+	}
+	got, err := s.oneway.Observe(k, at, in, s.cfg.For(k.Src, k.Dst), period, s.cfg.Baseline.Window)
+	if err != nil {
+		s.logf("%v", err)
+	}
+	for _, e := range got.Events {
+		s.logf("%s", e)
+	}
+	for _, a := range got.Fired {
+		s.logf("ALERT %s on %s->%s (%s): %s", a.Rule, a.Src, a.Dst, a.Test, a.Message)
+	}
+	var opened, ended []core.Alert
+	if len(got.Fired)+len(got.Resolved) > 0 || s.incidents.Pending() {
+		opened, ended = s.infer(at)
+	}
+	s.mu.Unlock()
+	s.putAlerts(slices.Concat(got.Fired, opened), slices.Concat(got.Resolved, ended))
 }
 
 // maintain flushes the buffer, aggregates hours, applies retention and
@@ -358,7 +489,8 @@ func (s *Service) maintain(ctx context.Context) {
 		// The monotonic clock measures what passed; the wall clock may jump.
 		if jump := now.Round(0).Sub(prev.Round(0)) - now.Sub(prev); jump > 2*time.Second || jump < -2*time.Second {
 			s.mu.Lock()
-			s.logf("the system clock jumped by %s: results are timed by the new clock; one-way delays across the jump may be off", jump.Round(time.Millisecond))
+			s.logf("the system clock jumped by %s: results are timed by the new clock; the one-way delay windows restart", jump.Round(time.Millisecond))
+			s.oneway.RestartAll(fmt.Sprintf("the system clock jumped by %s", jump.Round(time.Millisecond)))
 			s.mu.Unlock()
 		}
 		prev = now
@@ -427,7 +559,7 @@ func (s *Service) Snapshot() core.Snapshot {
 	defer s.mu.Unlock()
 	now := time.Now()
 	var alerts []core.Alert
-	for _, a := range s.det.Active() {
+	for _, a := range slices.Concat(s.det.Active(), s.oneway.Active()) {
 		if s.shares.Owns(a.Src, a.Dst) {
 			alerts = append(alerts, a)
 		}

@@ -2,16 +2,20 @@ package monitor
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/audit"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/monitor/core"
+	"github.com/wanlab/wanlab/internal/monitor/runner"
 	"github.com/wanlab/wanlab/internal/testsupport"
 	"github.com/wanlab/wanlab/internal/topology"
+	"github.com/wanlab/wanlab/internal/workload/probe"
 )
 
 func TestMain(m *testing.M) { testsupport.Main(m) }
@@ -131,4 +135,169 @@ func TestRunWithHostsAway(t *testing.T) {
 	if i < 0 {
 		t.Errorf("no probed path says why it has no data: %+v", snap.Paths)
 	}
+}
+
+// starService is a viewer's service of a four-site star whose expected
+// paths cross the source's way out ("x.out") and the destination's way in
+// ("x.in"), probed every 10 s and alerting on 2% loss at once (and
+// one-way delay steps of 2 ms).
+func starService(t *testing.T) *Service {
+	t.Helper()
+	cfg, err := Parse(filepath.Join(t.TempDir(), "monitor.yaml"), []byte(`testbed: star
+groups: {sites: [a, b, c, d]}
+tests:
+  - {name: lat, type: probe, group: sites, rate: 10/s, summary: 10s}
+alerts: {loss_above: 2%, rtt_step: 2ms, for: 1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := &topology.Topology{Name: "star"}
+	for _, h := range cfg.Hosts() {
+		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
+		for _, d := range cfg.Hosts() {
+			if d != h {
+				topo.Paths = append(topo.Paths, topology.Path{From: h, To: d, Via: []string{h + ".out", d + ".in"}})
+			}
+		}
+	}
+	store, err := OpenStore(filepath.Join(t.TempDir(), "a.db"), t.TempDir(), core.DefaultBufferMax, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	s, err := New(cfg, Options{Bed: backend.Offline(topo), Store: store, Viewer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Loss into one site of the star raises loss alerts on its three paths in
+// and one incident naming its way in, stored, which ends once the loss
+// has been gone a summary period.
+func TestIncidentOfLossIntoOneSite(t *testing.T) {
+	s := starService(t)
+	sites := []string{"a", "b", "c", "d"}
+	lossy := core.LossCount{Lost: 10, Of: 100, Low: 0.055, High: 0.174}
+	clean := core.LossCount{Lost: 0, Of: 100, Low: 0, High: 0.037}
+	round := func(at time.Time, lossIntoD bool) {
+		for _, src := range sites {
+			for _, dst := range sites {
+				if src == dst {
+					continue
+				}
+				fwd := clean
+				if lossIntoD && dst == "d" {
+					fwd = lossy
+				}
+				rt := fwd
+				if lossIntoD && src == "d" {
+					rt = lossy // the replies into d are lost
+				}
+				s.Observe(core.Observation{Key: core.PathKey{Src: src, Dst: dst, Test: "lat"}, Type: core.Probe, At: at,
+					Points: []core.Point{{T: at, Src: src, Dst: dst, Test: "lat", Metric: string(core.LossForward), Value: float64(fwd.Lost) / 100}},
+					Loss:   map[core.Name]core.LossCount{core.LossRatio: rt, core.LossForward: fwd, core.LossBack: rt}}, nil)
+			}
+		}
+	}
+	t0 := time.Now()
+	round(t0, true)
+	if got := s.Incidents(); len(got) != 0 {
+		t.Fatalf("an incident opened within a summary period: %+v", got)
+	}
+	var alerting []string
+	for _, a := range s.Snapshot().Alerts {
+		alerting = append(alerting, a.Src+"->"+a.Dst+" "+a.Rule)
+	}
+	slices.Sort(alerting)
+	if want := []string{"a->d loss_above", "b->d loss_above", "c->d loss_above"}; !slices.Equal(alerting, want) {
+		t.Errorf("alerts %v, want %v", alerting, want)
+	}
+	round(t0.Add(10*time.Second), true)
+	got := s.Incidents()
+	if len(got) != 1 || got[0].Key != "d.in" || !slices.Equal(got[0].Figures, []string{core.FigureLoss}) || len(got[0].Paths) != 3 {
+		t.Fatalf("incidents %+v, want one on d.in of the loss of three paths", got)
+	}
+	if !slices.Equal(got[0].Columns, []string{"d"}) || len(got[0].Rows) != 0 {
+		t.Errorf("the grid marks rows %v and columns %v, want d's column", got[0].Rows, got[0].Columns)
+	}
+	round(t0.Add(20*time.Second), false)
+	round(t0.Add(30*time.Second), false)
+	if got := s.Incidents(); len(got) != 0 {
+		t.Fatalf("incidents %+v after the loss ended", got)
+	}
+	s.opts.Store.Flush()
+	stored, err := s.Archive().Alerts(t.Context(), time.Time{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(stored, func(a archive.Alert) bool { return a.Rule == core.RuleIncident })
+	if i < 0 || stored[i].Src != "d.in" || stored[i].Ended.IsZero() {
+		t.Errorf("stored alerts %+v: want the incident on d.in, ended", stored)
+	}
+}
+
+// The probe runner finds the service's one-way tracking by this method.
+var _ interface {
+	OneWay(core.PathKey, time.Time, core.OneWaySamples)
+} = (*Service)(nil)
+
+// A 5 ms step on the way into one site of the star, with every pair of
+// clocks offset and drifting at 50 ppm, raises owd_step alerts on the
+// directions into it alone and one incident naming its way in, from the
+// one-way delays.
+func TestIncidentOfDelayIntoOneSite(t *testing.T) {
+	s := starService(t)
+	sites := []string{"a", "b", "c", "d"}
+	t0 := time.Now()
+	const stepAt = 8
+	var got []core.ActiveIncident
+	for i := 0; i < stepAt+6 && len(got) == 0; i++ {
+		at := t0.Add(time.Duration(i+1) * 10 * time.Second)
+		for _, src := range sites {
+			for _, dst := range sites {
+				if src != dst {
+					k := core.PathKey{Src: src, Dst: dst, Test: "lat"}
+					s.OneWay(k, at, runner.OneWaySamples(delaySummary(t0, stepAt, i, src, dst), nil))
+					s.Observe(core.Observation{Key: k, Type: core.Probe, At: at}, nil)
+				}
+			}
+		}
+		got = s.Incidents()
+	}
+	if len(got) != 1 || got[0].Key != "d.in" || !slices.Equal(got[0].Figures, []string{core.FigureOWD}) {
+		t.Fatalf("incidents %+v, want one on d.in of one-way delay", got)
+	}
+	var alerting []string
+	for _, a := range s.Snapshot().Alerts {
+		alerting = append(alerting, a.Src+"->"+a.Dst+" "+a.Rule)
+	}
+	slices.Sort(alerting)
+	if want := []string{"a->d owd_step", "a->d owd_step", "b->d owd_step", "b->d owd_step", "c->d owd_step", "c->d owd_step"}; !slices.Equal(alerting, want) {
+		t.Errorf("alerts %v, want the directions into d, each from both of its paths' probes", alerting)
+	}
+}
+
+// delaySummary is summary i of 100 probes from src to dst, with the
+// reflector's clock 300 ms ahead and gaining 50 ppm, and 5 ms more on the
+// way into d from summary stepAt on.
+func delaySummary(t0 time.Time, stepAt, i int, src, dst string) *probe.Summary {
+	rng := rand.New(rand.NewPCG(uint64(i), uint64(src[0])<<8|uint64(dst[0])))
+	res := &probe.Summary{Sent: 100}
+	for k := range 100 {
+		sent := t0.Add(time.Duration(i*100+k) * 100 * time.Millisecond).UnixNano()
+		theta := 0.3e9 + 50e-6*float64(sent-t0.UnixNano()) // ns
+		f, b := 12e6+3e5*rng.ExpFloat64(), 17e6+3e5*rng.ExpFloat64()
+		if i >= stepAt && dst == "d" {
+			f += 5e6
+		}
+		if i >= stepAt && src == "d" {
+			b += 5e6 // the replies into d
+		}
+		rx := sent + int64(f+theta)
+		tx := rx + 50_000
+		res.Probes = append(res.Probes, probe.Result{Seq: k, Sent: sent, ReflectRx: rx, ReflectTx: tx, Received: tx - int64(theta) + int64(b)})
+	}
+	return res
 }

@@ -18,10 +18,15 @@ type Check struct {
 	MedianError *float64 `json:"median_error"`
 	WorstError  *float64 `json:"worst_error"`
 	// FindingsAgree is the share of sweeps (workloads found in both runs)
-	// whose findings agree: the same bottleneck at every step the
-	// test-bed did not limit, and the same efficient-running boundary; nil
-	// when no sweep was compared.
+	// whose findings agree: the same bottleneck at the step where the
+	// measured sweep peaks (the analysis' bottleneck finding; not compared
+	// where the test-bed limited that step) and the same efficient-running
+	// boundary; nil when no sweep was compared.
 	FindingsAgree *float64 `json:"findings_agree"`
+	// StepBottlenecksAgree is the stricter share of steps, over the steps
+	// both ran and the test-bed did not limit, whose bottleneck agrees;
+	// nil when there is none.
+	StepBottlenecksAgree *float64 `json:"step_bottlenecks_agree"`
 	// Sweeps say, per sweep, whether its findings agree and why not.
 	Sweeps []Sweep `json:"-"`
 }
@@ -47,6 +52,10 @@ type Sweep struct {
 	Agree    bool
 	// Differences say what differs, one sentence each.
 	Differences []string
+	// Steps and StepsAgree count the steps whose bottlenecks were
+	// compared and those that agree; StepDifferences say which differ.
+	Steps, StepsAgree int
+	StepDifferences   []string
 }
 
 // mainFigures are the plain figures of a step that a check compares,
@@ -66,7 +75,7 @@ func Compare(predicted, measured []analysis.Workload, o analysis.Options) *Check
 	c := &Check{Steps: []Row{}}
 	var errs []float64
 	pr, mr := analysis.Of(predicted, o), analysis.Of(measured, o)
-	agreeing, compared := 0, 0
+	agreeing, compared, steps, stepsAgree := 0, 0, 0, 0
 	for mi, mw := range measured {
 		pi := slices.IndexFunc(predicted, func(w analysis.Workload) bool { return w.Name == mw.Name && w.Kind == mw.Kind })
 		if pi < 0 {
@@ -91,6 +100,8 @@ func Compare(predicted, measured []analysis.Workload, o analysis.Options) *Check
 		if sw.Agree {
 			agreeing++
 		}
+		steps += sw.Steps
+		stepsAgree += sw.StepsAgree
 	}
 	if len(errs) > 0 {
 		med := median(errs) // sorts errs
@@ -100,6 +111,10 @@ func Compare(predicted, measured []analysis.Workload, o analysis.Options) *Check
 	if compared > 0 {
 		share := float64(agreeing) / float64(compared)
 		c.FindingsAgree = &share
+	}
+	if steps > 0 {
+		share := float64(stepsAgree) / float64(steps)
+		c.StepBottlenecksAgree = &share
 	}
 	return c
 }
@@ -149,9 +164,11 @@ func stepRows(workload string, p, m analysis.Step) []Row {
 	return rows
 }
 
-// agree says whether the findings of a sweep agree: the bottleneck of
-// each step both ran and the test-bed did not limit, and the
-// efficient-running boundary (or its absence).
+// agree says whether the findings of a sweep agree: the bottleneck at
+// the measured sweep's peak (unless the test-bed limited that step) and
+// the efficient-running boundary (or its absence); and, as a stricter
+// figure beside them, how many steps both ran and the test-bed did not
+// limit have the same bottleneck.
 func agree(mw, pw analysis.Workload, mr, pr *analysis.Report, mi, pi int) Sweep {
 	sw := Sweep{Workload: mw.Name, Agree: true}
 	differ := func(s string) { sw.Agree, sw.Differences = false, append(sw.Differences, s) }
@@ -161,10 +178,30 @@ func agree(mw, pw analysis.Workload, mr, pr *analysis.Report, mi, pi int) Sweep 
 	}
 	for i, mv := range mr.Workloads[mi].Steps {
 		p, ok := pv[mv.Index]
-		if !ok || mw.Steps[i].TestbedLimited || p.Bottleneck == mv.Bottleneck {
+		if !ok || mw.Steps[i].TestbedLimited {
 			continue
 		}
-		differ("step " + orDash(mv.Label) + ": bottleneck " + orDash(p.Bottleneck) + " predicted, " + orDash(mv.Bottleneck) + " measured")
+		sw.Steps++
+		if p.Bottleneck == mv.Bottleneck {
+			sw.StepsAgree++
+			continue
+		}
+		sw.StepDifferences = append(sw.StepDifferences, "step "+orDash(mv.Label)+": bottleneck "+orDash(p.Bottleneck)+" predicted, "+orDash(mv.Bottleneck)+" measured")
+	}
+	// The bottleneck at the measured peak, in both runs: on a flat curve
+	// the prediction may peak at another step than the measurement, whose
+	// verdict says less about the sweep.
+	if peak, ok := analysis.PeakStep(mw); ok && !peak.TestbedLimited {
+		mb := ""
+		for _, v := range mr.Workloads[mi].Steps {
+			if v.Index == peak.Index {
+				mb = v.Bottleneck
+			}
+		}
+		pb := pv[peak.Index].Bottleneck
+		if mb != pb {
+			differ("the bottleneck at the measured peak (" + orDash(peak.Label) + "): " + orDash(pb) + " predicted, " + orDash(mb) + " measured")
+		}
 	}
 	pb, pok := boundary(pr, pw.Name)
 	mb, mok := boundary(mr, mw.Name)
@@ -177,14 +214,23 @@ func agree(mw, pw analysis.Workload, mr, pr *analysis.Report, mi, pi int) Sweep 
 	return sw
 }
 
+// finding is a workload's first finding of a kind, nil if the analysis
+// found none.
+func finding(r *analysis.Report, kind, workload string) *analysis.Finding {
+	for i, f := range r.Findings {
+		if f.Kind == kind && f.Workload == workload {
+			return &r.Findings[i]
+		}
+	}
+	return nil
+}
+
 // boundary is a workload's efficient-running boundary, if the analysis
 // found one.
 func boundary(r *analysis.Report, workload string) (float64, bool) {
-	for _, f := range r.Findings {
-		if f.Kind == "efficient_running" && f.Workload == workload {
-			v, ok := f.Values["boundary_concurrency"]
-			return v, ok
-		}
+	if f := finding(r, "efficient_running", workload); f != nil {
+		v, ok := f.Values["boundary_concurrency"]
+		return v, ok
 	}
 	return 0, false
 }

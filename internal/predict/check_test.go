@@ -54,7 +54,7 @@ func TestCompare(t *testing.T) {
 	}
 	var doc map[string]any
 	json.Unmarshal(b, &doc)
-	if len(doc) != 4 || doc["steps"] == nil || doc["median_error"] == nil || doc["worst_error"] == nil || doc["findings_agree"] == nil {
+	if len(doc) != 5 || doc["steps"] == nil || doc["median_error"] == nil || doc["worst_error"] == nil || doc["findings_agree"] == nil {
 		t.Errorf("JSON %s", b)
 	}
 	if !strings.Contains(string(b), `{"workload":"ramp","step":"jobs=1","figure":"throughput_mbps","predicted":9,"measured":10,"error":0.1,"limited_by_testbed":false}`) {
@@ -79,5 +79,50 @@ func TestCompare(t *testing.T) {
 	c = Compare(nil, measured, analysis.DefaultOptions)
 	if len(c.Steps) != 0 || c.MedianError != nil || c.FindingsAgree != nil {
 		t.Errorf("nothing compared: %+v", c)
+	}
+}
+
+// TestAgree: a sweep's findings agree on the bottleneck at the step
+// where the measured sweep peaks and on its boundary; a step near a
+// boundary that names another bottleneck is counted among the steps, not
+// against the sweep; a measured peak the test-bed limited is not compared.
+func TestAgree(t *testing.T) {
+	w := sweep([][2]float64{{10, 1}, {18, 2}, {20, 3}})[0] // peaks at jobs=4
+	limited := sweep([][2]float64{{10, 1}, {18, 2}, {20, 3}}, 2)[0]
+	report := func(steps ...string) *analysis.Report {
+		r := &analysis.Report{Workloads: []analysis.WorkloadSteps{{Name: "ramp"}}}
+		for i, b := range steps {
+			r.Workloads[0].Steps = append(r.Workloads[0].Steps, analysis.StepVerdict{Index: i, Label: w.Steps[i].Label, Bottleneck: b})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name                 string
+		measuredSweep        analysis.Workload
+		predicted, measured  *analysis.Report
+		agree                bool
+		steps, stepsAgree    int
+		difference, stepDiff string
+	}{
+		{"all agree", w, report("latency", "server_cpu", "server_cpu"), report("latency", "server_cpu", "server_cpu"), true, 3, 3, "", ""},
+		{"a step near the boundary differs", w, report("latency", "latency", "server_cpu"), report("latency", "server_cpu", "server_cpu"), true, 3, 2, "",
+			"step jobs=2: bottleneck latency predicted, server_cpu measured"},
+		{"the peak differs", w, report("latency", "server_cpu", "network"), report("latency", "server_cpu", "server_cpu"), false, 3, 2,
+			"the bottleneck at the measured peak (jobs=4): network predicted, server_cpu measured", "step jobs=4"},
+		{"a limited measured peak is not compared", limited, report("latency", "server_cpu", "network"), report("latency", "server_cpu", analysis.Testbed), true, 2, 2, "", ""},
+		{"no prediction of the measured peak", w, report("latency", "server_cpu"), report("latency", "server_cpu", "server_cpu"), false, 2, 2, "- predicted, server_cpu measured", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sw := agree(tc.measuredSweep, tc.measuredSweep, tc.measured, tc.predicted, 0, 0)
+			if sw.Agree != tc.agree || sw.Steps != tc.steps || sw.StepsAgree != tc.stepsAgree {
+				t.Fatalf("%+v", sw)
+			}
+			if d := strings.Join(sw.Differences, ";"); !strings.Contains(d, tc.difference) || (tc.difference == "") != (d == "") {
+				t.Errorf("differences %q, want %q", d, tc.difference)
+			}
+			if d := strings.Join(sw.StepDifferences, ";"); !strings.Contains(d, tc.stepDiff) {
+				t.Errorf("step differences %q, want %q", d, tc.stepDiff)
+			}
+		})
 	}
 }

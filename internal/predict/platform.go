@@ -54,13 +54,17 @@ func newPlatform(topo *topology.Topology, cores int) *platform {
 	return p
 }
 
-// simHost is a host with its CPU quota as cores at a speed: a quota of Q
-// cores is ceil(Q) cores, each Q/ceil(Q) of a core.
+// simHost is a host with its CPU quota: a quota of Q cores is ceil(Q)
+// whole cores, throttled as the test-bed's cgroup throttles them (CFS
+// bandwidth control, Q x 100 ms of core time per 100 ms) when Q is
+// fractional; whole cores need no throttling.
 func simHost(h topology.Host, unlimited int) sim.Host {
 	s := sim.Host{Name: h.Name, Cores: unlimited, Speed: 1, DiskReadBPS: float64(h.DiskReadBps), DiskWriteBPS: float64(h.DiskWriteBps)}
 	if h.CPUs > 0 {
 		s.Cores = int(math.Ceil(h.CPUs))
-		s.Speed = h.CPUs / float64(s.Cores)
+		if float64(s.Cores) != h.CPUs {
+			s.Quota = h.CPUs
+		}
 	}
 	return s
 }
@@ -236,7 +240,11 @@ func (p *platform) path(from, to string) (pathFacts, error) {
 	if !ok {
 		return pathFacts{}, fmt.Errorf("host %s cannot reach host %s on this test-bed", from, to)
 	}
-	f := pathFacts{RTT: time.Duration(path.BaseRTTms * float64(time.Millisecond)), BottleneckBPS: UnlimitedBPS, Loss: path.Loss, MTU: path.MTU}
+	f := pathFacts{RTT: time.Duration(path.BaseRTTms * float64(time.Millisecond)), BottleneckBPS: UnlimitedBPS, Loss: path.Loss, MTU: path.MTU,
+		AccessBPS: p.topo.AccessBPS(to)}
+	if h, ok := p.topo.Host(from); ok {
+		f.Congestion = h.Sysctl["net.ipv4.tcp_congestion_control"]
+	}
 	for _, d := range path.Via {
 		f.BottleneckBPS = min(f.BottleneckBPS, p.links[d].BPS)
 	}

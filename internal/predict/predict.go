@@ -97,11 +97,11 @@ func (p *Predictor) Begin(f *scenario.File) ([]string, error) {
 		}
 		say(AssumptionPrefix, "the models' parameters set for this prediction: %s; the others are the scenario's or the models' defaults", strings.Join(set, ", "))
 	}
-	say(AssumptionPrefix, "a host's cpus quota of Q cores is ceil(Q) cores, each at Q/ceil(Q) of a core; a host without a quota has %d cores of its own (on the test-bed such hosts share the machine)", p.plat.unlimitedCores)
+	say(AssumptionPrefix, "a host's cpus quota of Q cores is run as Linux's CFS bandwidth control runs it: ceil(Q) cores at full speed until Q x 100 ms of core time is spent in a 100 ms period, then none until the period ends; a host without a quota has %d cores of its own (on the test-bed such hosts share the machine)", p.plat.unlimitedCores)
 	say(AssumptionPrefix, "each link direction is one SimGrid link with its rate less its cross traffic's mean and its one-way delay; flows share it as SimGrid's flow-level TCP model (LV08) shares a link, with its latency and bandwidth factors at 1: a message takes its route's delay and no slow start, as over a connection already open")
 	say(AssumptionPrefix, "queues add no delay and drop nothing: a direction's queue settings are left out")
 	say(AssumptionPrefix, "a flow's TCP window is what its kind's model makes of it: the simulator's own bound (network/TCP-gamma) is %d MiB, above any host's", TCPWindow>>20)
-	say(AssumptionPrefix, "a direction's loss drops nothing itself: it enters where a kind's model bounds a flow by TCP's response to it (the Mathis bound)")
+	say(AssumptionPrefix, "a direction's loss drops nothing itself: it enters where a kind's model bounds a flow by TCP's response to it (Reno's or CUBIC's, as the sending host's congestion control says)")
 	say(AssumptionPrefix, "a link's figures count its cross traffic at its mean, as the test-bed's counters count what the engine makes")
 	say(AssumptionPrefix, "the test-bed's own machine limits nothing: no step is limited by the test-bed, and the engine's and the machine's CPU are not figures of a prediction")
 	var seen []results.Kind

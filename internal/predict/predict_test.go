@@ -54,7 +54,7 @@ func platTopology(t *testing.T, text string) (*scenario.File, *topology.Topology
 	return f, topo
 }
 
-// TestPlatform: the hosts' quotas become cores at a speed, their disk caps
+// TestPlatform: the hosts' quotas become whole cores with a CFS quota, their disk caps
 // disks; each direction crossed is a link with its rate less its cross
 // traffic's mean and its delay; each pair that talks (a Call's reply too)
 // routes through its path's directions in order, routers included; and
@@ -73,8 +73,8 @@ func TestPlatform(t *testing.T) {
 	}
 	want := sim.Platform{
 		Hosts: []sim.Host{
-			{Name: "a", Cores: 1, Speed: 0.5},
-			{Name: "b", Cores: 3, Speed: 2.5 / 3, DiskReadBPS: 3e6, DiskWriteBPS: 5e6},
+			{Name: "a", Cores: 1, Speed: 1, Quota: 0.5},
+			{Name: "b", Cores: 3, Speed: 1, Quota: 2.5, DiskReadBPS: 3e6, DiskWriteBPS: 5e6},
 			{Name: "c", Cores: 4, Speed: 1},
 		},
 		Links: []sim.Link{

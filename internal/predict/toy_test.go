@@ -2,83 +2,15 @@ package predict
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
-	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/sim"
-	"github.com/wanlab/wanlab/internal/workload/kind"
+	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
 )
 
-// toySpec is a step of the toy kind: one flow of Bytes from a host to
-// another, whose sender works CPU seconds first.
-type toySpec struct {
-	From, To string
-	Bytes    int64
-	CPU      float64
-}
-
-func (s *toySpec) Length() time.Duration { return 0 }
-func (s *toySpec) RoleHosts() map[string][]string {
-	return map[string][]string{"sender": {s.From}, "receiver": {s.To}}
-}
-
-// toyKind is a kind with a model, as a kind's package declares one: its
-// sender Execs, then Sends to a sink that Serves, between two Marks.
-var toyKind = kind.Kind{
-	Name: "simtoy",
-	Decode: func(decode kind.Decoder, c kind.Check) kind.Spec {
-		var r struct {
-			From  string  `yaml:"from"`
-			To    string  `yaml:"to"`
-			Bytes string  `yaml:"bytes"`
-			CPU   float64 `yaml:"cpu"`
-		}
-		if !decode(&r) {
-			return nil
-		}
-		c.Host("from", r.From)
-		c.Host("to", r.To)
-		return &toySpec{From: r.From, To: r.To, Bytes: c.Size("bytes", r.Bytes, 1e6), CPU: r.CPU}
-	},
-	Run: func(context.Context, kind.Env, kind.Spec) (*kind.Outcome, error) {
-		return nil, errors.New("the toy kind runs in simulations only")
-	},
-	Model: &kind.Model{
-		Build: func(env kind.ModelEnv, s kind.Spec) ([]sim.Actor, error) {
-			t := s.(*toySpec)
-			sink := env.Name("sink." + t.To)
-			return []sim.Actor{
-				{Name: sink, Host: t.To, Daemon: true, Ops: []sim.Op{{Do: sim.Serve}}},
-				{Name: env.Name("sender." + t.From), Host: t.From, Ops: []sim.Op{
-					{Do: sim.Exec, Seconds: env.Param("toy_cpu_s", t.CPU)},
-					{Do: sim.Mark, Label: "start"},
-					{Do: sim.Send, To: sink, Bytes: t.Bytes},
-					{Do: sim.Mark, Label: "end"},
-				}},
-			}, nil
-		},
-		Read: func(env kind.ModelEnv, s kind.Spec, out *sim.Output) (*kind.Outcome, error) {
-			t := s.(*toySpec)
-			var start, end float64
-			for _, m := range out.Marks {
-				switch m.Label {
-				case "start":
-					start = m.T
-				case "end":
-					end = m.T
-				}
-			}
-			if end <= start {
-				return nil, fmt.Errorf("the flow did not end")
-			}
-			return &kind.Outcome{Metrics: results.Metrics{results.ThroughputMbps: float64(t.Bytes) * 8 / (end - start) / 1e6}}, nil
-		},
-		Assumptions: []string{"the flow starts at once"},
-		Params:      []kind.Param{{Name: "toy_cpu_s", Doc: "the sender's CPU seconds"}},
-	},
-}
+// toyKind is kindtest.SimToy: a kind with a model, as a kind's package
+// declares one: its sender Execs, then Sends to a sink that Serves,
+// between two Marks.
+var toyKind = kindtest.SimToy
 
 // fakeSim answers a program as a simulator would for one flow alone on
 // its path: the payload crosses at the route's lowest rate after its

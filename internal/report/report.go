@@ -85,6 +85,8 @@ type view struct {
 	// predict), and Assumptions are what it assumes and leaves out.
 	Predicted   bool
 	Assumptions []string
+	// Beside is a prediction of the run set beside it, if any.
+	Beside *Beside
 }
 
 type workloadView struct {
@@ -124,6 +126,12 @@ type linkView struct {
 
 // Write renders run id of the archive as HTML to w.
 func Write(ctx context.Context, a *archive.Archive, id int64, version string, w io.Writer) error {
+	return WriteWith(ctx, a, id, version, w, Options{})
+}
+
+// WriteWith renders run id of the archive as HTML to w, as Write, with
+// what o adds: a prediction beside the run, findings on its steps.
+func WriteWith(ctx context.Context, a *archive.Archive, id int64, version string, w io.Writer, o Options) error {
 	run, workloads, err := analysis.Load(ctx, a, id)
 	if err != nil {
 		return err
@@ -132,7 +140,8 @@ func Write(ctx context.Context, a *archive.Archive, id int64, version string, w 
 	if err != nil {
 		return err
 	}
-	v := view{Run: run, Timeline: tl.Events, Analysis: rep, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
+	rep.AddUnlimited(o.Findings)
+	v := view{Run: run, Timeline: tl.Events, Analysis: rep, Beside: o.Beside, Scenario: run.Scenario, Version: version, Generated: time.Now().UTC().Format(time.RFC3339)}
 	v.Started = run.StartedAt
 	if v.Predicted, v.Assumptions, err = prediction(ctx, a, run); err != nil {
 		return err

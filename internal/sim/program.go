@@ -36,10 +36,18 @@ type Host struct {
 	Name string `json:"name"`
 	// Cores is how many tasks run at full Speed at once (at least 1).
 	Cores int `json:"cores"`
-	// Speed is how much of a core each of them gets: 1 is a whole core,
-	// 0.5 a host whose CPU quota is half a core per core. An Exec of S
-	// seconds takes S/Speed on an idle host.
+	// Speed is how much of a core each of them gets: 1 is a whole core.
+	// An Exec of S seconds takes S/Speed on an idle host (and no quota).
 	Speed float64 `json:"speed"`
+	// Quota, if not 0, is the host's CPU quota in cores, as Linux's CFS
+	// bandwidth control enforces a cgroup's (an emulated host's cpus):
+	// in each period of 100 ms from time 0, its Execs run on its Cores
+	// at Speed until together they have run Quota x 0.1 s of core time,
+	// then none runs until the period ends. A lone task thus runs at full
+	// speed in bursts: CPU bursts shorter than the period's budget,
+	// between waits, are not slowed at all. A host with a quota has
+	// ceil(Quota) Cores; a Quota of Cores or more never throttles.
+	Quota float64 `json:"quota,omitempty"`
 	// DiskReadBPS and DiskWriteBPS are its disk's rates in bytes per
 	// second; 0 means no disk model (reads and writes take no time).
 	DiskReadBPS  float64 `json:"disk_read_bps,omitempty"`
@@ -120,7 +128,13 @@ const (
 	// taken until its work is done: its reply then travels on its own, as
 	// a server's write returns once the reply is in its socket's buffer).
 	// Stock, if not 0, is how many Calls it
-	// grants; later ones are refused at once.
+	// grants; later ones are refused at once. Sending, if not 0, is how
+	// many of its replies travel at once: the others wait their turn in
+	// the order their work ended, as in a transmit queue. Where the
+	// server's own link is the bottleneck, this changes neither its
+	// throughput nor its callers' mean wait (a closed system: Little's
+	// law), only the order of the replies; it bounds the flows that share
+	// the link, whose cost to simulate grows with their square.
 	Serve = "serve"
 	// Read and Write move Bytes through the host's disk.
 	Read  = "read"
@@ -149,6 +163,7 @@ type Op struct {
 	Timeout       float64 `json:"timeout,omitempty"`
 	Threads       int     `json:"threads,omitempty"`
 	Stock         int     `json:"stock,omitempty"`
+	Sending       int     `json:"sending,omitempty"`
 	Times         int     `json:"times,omitempty"`
 	UntilRefused  bool    `json:"until_refused,omitempty"`
 	Body          []Op    `json:"body,omitempty"`

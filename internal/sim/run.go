@@ -241,7 +241,7 @@ func CheckLimits(prog *Program) error {
 		}
 	}
 	for _, h := range pl.Hosts {
-		if err := finite("host "+h.Name, h.Speed, h.DiskReadBPS, h.DiskWriteBPS); err != nil {
+		if err := finite("host "+h.Name, h.Speed, h.Quota, h.DiskReadBPS, h.DiskWriteBPS); err != nil {
 			return err
 		}
 	}

@@ -312,6 +312,36 @@ func TestServeThreads(t *testing.T) {
 	}
 }
 
+// TestServeSending: four replies of 1 MB over one 1 MB/s link share it
+// (all arrive at 4 s) or, one sending at a time, go in turn (1, 2, 3 and
+// 4 s): the same end, the same throughput, a lower mean wait.
+func TestServeSending(t *testing.T) {
+	needSimulator(t)
+	const lat = 0.001
+	for _, tt := range []struct {
+		sending int
+		want    []float64
+	}{
+		{0, []float64{4, 4, 4, 4}},
+		{1, []float64{1, 2, 3, 4}},
+		{2, []float64{2, 2, 4, 4}},
+	} {
+		p := Program{Platform: mesh(8e6, lat, host("a", 1), host("b", 1)), Config: exact}
+		for _, c := range []string{"c1", "c2", "c3", "c4"} {
+			p.Actors = append(p.Actors, actor(c, "a", Op{Do: Call, To: "s", Reply: 1e6}, mark("done")))
+		}
+		p.Actors = append(p.Actors, daemon("s", "b", Op{Do: Serve, Sending: tt.sending}))
+		out := runOK(t, &p)
+		done := marksOf(out, "done")
+		if len(done) != 4 {
+			t.Fatalf("sending %d: %d calls done, want 4", tt.sending, len(done))
+		}
+		for i, m := range done {
+			near(t, fmt.Sprintf("sending %d: reply %d", tt.sending, i+1), m.T, lat+tt.want[i]+lat, 1e-3)
+		}
+	}
+}
+
 // TestStockUntilRefused: three workers take tasks from a master that has
 // ten; exactly ten are granted, then every worker is refused and ends.
 func TestStockUntilRefused(t *testing.T) {

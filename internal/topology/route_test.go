@@ -601,3 +601,26 @@ func largeBed(routers, links, hosts int) *scenario.Testbed {
 	}
 	return tb
 }
+
+// TestAccessBPS: a host's site access rate is the lower of its directions,
+// an unlimited direction counting for nothing; 0 without a site or a limit.
+func TestAccessBPS(t *testing.T) {
+	topo := build(t, "access", `name: access
+sites:
+  s: {rate: 100Mbit, delay: 1ms, up: {rate: 20Mbit}}
+  half: {delay: 1ms, down: {rate: 5Mbit}}
+  free: {delay: 1ms}
+hosts:
+  a: {site: s}
+  b: {site: half}
+  c: {site: free}
+  d: {}
+links:
+  - {between: [d, a], rate: 30Mbit}
+`)
+	for host, want := range map[string]float64{"a": 20e6, "b": 5e6, "c": 0, "d": 0, "nowhere": 0} {
+		if got := topo.AccessBPS(host); got != want {
+			t.Errorf("AccessBPS(%s) = %v, want %v", host, got, want)
+		}
+	}
+}

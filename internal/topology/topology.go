@@ -268,6 +268,27 @@ func (t *Topology) Direction(name string) (Direction, bool) {
 	return t.Dirs[i], true
 }
 
+// AccessBPS is the rate of a host's site access link in bit/s, which
+// every path into or out of the site shares: the lower of its two
+// directions' rates; 0 when the host has no site or neither direction is
+// limited.
+func (t *Topology) AccessBPS(host string) float64 {
+	h, ok := t.Host(host)
+	if !ok || h.Site == "" {
+		return 0
+	}
+	up, _ := t.Direction("site " + h.Site + " up")
+	down, _ := t.Direction("site " + h.Site + " down")
+	a, b := float64(up.Config.Rate), float64(down.Config.Rate)
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
 // PathTable maps {source, destination} host indexes to the indexes of the
 // directions crossed, as the packet engine takes it.
 func (t *Topology) PathTable() map[[2]int][]int {

@@ -1718,15 +1718,24 @@ func (*ProbeEvent_Summary) isProbeEvent_Event() {}
 // ProbeResult is one probe; times are Unix nanoseconds on each host's clock,
 // received_ns 0 when no reply came back.
 type ProbeResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	SentNs        int64                  `protobuf:"varint,2,opt,name=sent_ns,json=sentNs,proto3" json:"sent_ns,omitempty"`
-	ReflectRxNs   int64                  `protobuf:"varint,3,opt,name=reflect_rx_ns,json=reflectRxNs,proto3" json:"reflect_rx_ns,omitempty"`
-	ReflectTxNs   int64                  `protobuf:"varint,4,opt,name=reflect_tx_ns,json=reflectTxNs,proto3" json:"reflect_tx_ns,omitempty"`
-	ReceivedNs    int64                  `protobuf:"varint,5,opt,name=received_ns,json=receivedNs,proto3" json:"received_ns,omitempty"`
-	Duplicates    uint32                 `protobuf:"varint,6,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Seq         uint32                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SentNs      int64                  `protobuf:"varint,2,opt,name=sent_ns,json=sentNs,proto3" json:"sent_ns,omitempty"`
+	ReflectRxNs int64                  `protobuf:"varint,3,opt,name=reflect_rx_ns,json=reflectRxNs,proto3" json:"reflect_rx_ns,omitempty"`
+	ReflectTxNs int64                  `protobuf:"varint,4,opt,name=reflect_tx_ns,json=reflectTxNs,proto3" json:"reflect_tx_ns,omitempty"`
+	ReceivedNs  int64                  `protobuf:"varint,5,opt,name=received_ns,json=receivedNs,proto3" json:"received_ns,omitempty"`
+	Duplicates  uint32                 `protobuf:"varint,6,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	// The reflector's numbering of what it receives (STAMP's reflector
+	// sequence number, RFC 8762, plus one): the distinct probes of this
+	// prober's session it had received when it answered, this one
+	// included, and the session's number, which changes when the reflector
+	// starts counting afresh. Both 0 when the reflector does not number
+	// (an older agent, or probes too short to carry the count) or no reply
+	// came; older probers leave them out.
+	ReflectorCount   uint32 `protobuf:"varint,7,opt,name=reflector_count,json=reflectorCount,proto3" json:"reflector_count,omitempty"`
+	ReflectorSession uint32 `protobuf:"varint,8,opt,name=reflector_session,json=reflectorSession,proto3" json:"reflector_session,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ProbeResult) Reset() {
@@ -1797,6 +1806,20 @@ func (x *ProbeResult) GetReceivedNs() int64 {
 func (x *ProbeResult) GetDuplicates() uint32 {
 	if x != nil {
 		return x.Duplicates
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetReflectorCount() uint32 {
+	if x != nil {
+		return x.ReflectorCount
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetReflectorSession() uint32 {
+	if x != nil {
+		return x.ReflectorSession
 	}
 	return 0
 }
@@ -3026,7 +3049,7 @@ const file_agent_proto_rawDesc = "" +
 	"ProbeEvent\x12:\n" +
 	"\tlistening\x18\x01 \x01(\v2\x1a.wanlab.agent.v1.ListeningH\x00R\tlistening\x129\n" +
 	"\asummary\x18\x02 \x01(\v2\x1d.wanlab.agent.v1.ProbeSummaryH\x00R\asummaryB\a\n" +
-	"\x05event\"\xc1\x01\n" +
+	"\x05event\"\x97\x02\n" +
 	"\vProbeResult\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\rR\x03seq\x12\x17\n" +
 	"\asent_ns\x18\x02 \x01(\x03R\x06sentNs\x12\"\n" +
@@ -3036,7 +3059,9 @@ const file_agent_proto_rawDesc = "" +
 	"receivedNs\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x06 \x01(\rR\n" +
-	"duplicates\"\xf6\x01\n" +
+	"duplicates\x12'\n" +
+	"\x0freflector_count\x18\a \x01(\rR\x0ereflectorCount\x12+\n" +
+	"\x11reflector_session\x18\b \x01(\rR\x10reflectorSession\"\xf6\x01\n" +
 	"\fProbeSummary\x126\n" +
 	"\aresults\x18\x01 \x03(\v2\x1c.wanlab.agent.v1.ProbeResultR\aresults\x12\x1c\n" +
 	"\treflected\x18\x02 \x01(\rR\treflected\x12\x18\n" +

@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -53,6 +54,17 @@ type Observation struct {
 	Covered   float64
 	// Hops is a trace's hop list ("*" where no router answered).
 	Hops []string
+	// Loss is a probe summary's loss counts, by metric: LossRatio, and
+	// LossForward and LossBack when the reflector numbered what it
+	// received. The loss rule judges them; a summary without them is not
+	// judged.
+	Loss map[Name]LossCount
+}
+
+// LossCount is a loss counted among trials, with its 95% binomial interval.
+type LossCount struct {
+	Lost, Of  int
+	Low, High float64
 }
 
 // maxCovered is the share of a probe summary a throughput test may cover
@@ -153,6 +165,43 @@ type check struct {
 	message                    string
 	// learn is the metric whose value joins the baseline when not breached.
 	learn Name
+	// evidence is more of the alert's evidence.
+	evidence map[string]any
+}
+
+// lossCheck judges a probe summary's loss against the threshold: the
+// one-way loss of the path's own direction (forward: from its source to
+// its destination) when the reflector numbered what it received, the
+// round-trip loss otherwise, saying which. It breaches when the whole 95%
+// interval is above the threshold and clears when the loss is at most
+// it; a loss above the threshold that too few probes leave within reach
+// of it is no judgement (false), neither a breach nor a clear. So are a
+// summary the service's own tests disturbed and one without counts.
+func lossCheck(o Observation, threshold float64) (check, bool) {
+	if threshold <= 0 || o.Disturbed != "" {
+		return check{}, false
+	}
+	judged, what := LossForward, "forward loss"
+	lc, ok := o.Loss[judged]
+	if !ok {
+		judged, what = LossRatio, "round-trip loss (one-way loss unknown)"
+		lc, ok = o.Loss[judged]
+	}
+	if !ok || lc.Of <= 0 {
+		return check{}, false
+	}
+	v := float64(lc.Lost) / float64(lc.Of)
+	c := check{rule: RuleLossAbove, applies: true, value: v, threshold: threshold,
+		evidence: map[string]any{"judged": judged, "lost": lc.Lost, "of": lc.Of, "interval_95": []float64{lc.Low, lc.High}}}
+	switch {
+	case lc.Low > threshold:
+		c.breach = true
+	case v > threshold:
+		return check{}, false
+	}
+	c.message = fmt.Sprintf("%s %.2f%% (%d of %d, 95%% interval %.2f%% to %.2f%%) is above %.2f%%",
+		what, 100*v, lc.Lost, lc.Of, 100*lc.Low, 100*lc.High, 100*threshold)
+	return c, true
 }
 
 // Observe judges an observation and returns the alerts it fires and those
@@ -170,9 +219,8 @@ func (d *Detector) Observe(o Observation) (fired, resolved []Alert) {
 	if o.Failed == "" {
 		switch o.Type {
 		case Probe:
-			if v, ok := value(LossRatio); ok && th.LossAbove > 0 && o.Disturbed == "" {
-				checks = append(checks, check{rule: RuleLossAbove, applies: true, breach: v > th.LossAbove, value: v, threshold: th.LossAbove,
-					message: fmt.Sprintf("round-trip loss %.2f%% is above %.2f%%", 100*v, 100*th.LossAbove)})
+			if c, ok := lossCheck(o, th.LossAbove); ok {
+				checks = append(checks, c)
 			}
 			// The minimum round trip is the route's: queues only add to it.
 			if v, ok := value(RTTMin); ok && o.Covered <= maxCovered {
@@ -238,8 +286,10 @@ func (d *Detector) Observe(o Observation) (fired, resolved []Alert) {
 			continue
 		}
 		_, mad, n := d.Baseline(o.Key, c.learn)
-		ev, _ := json.Marshal(map[string]any{"values": d.breaches[ak], "baseline_median": c.baseline, "baseline_mad": mad,
-			"baseline_points": n, "baseline_window_seconds": d.cfg.Baseline.Window.Seconds(), "threshold": c.threshold, "results_in_a_row": len(d.breaches[ak])})
+		evidence := map[string]any{"values": d.breaches[ak], "baseline_median": c.baseline, "baseline_mad": mad,
+			"baseline_points": n, "baseline_window_seconds": d.cfg.Baseline.Window.Seconds(), "threshold": c.threshold, "results_in_a_row": len(d.breaches[ak])}
+		maps.Copy(evidence, c.evidence)
+		ev, _ := json.Marshal(evidence)
 		a := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%d", c.rule, o.Key.Src, o.Key.Dst, o.Key.Test, o.At.UnixNano()),
 			Rule: c.rule, Src: o.Key.Src, Dst: o.Key.Dst, Test: o.Key.Test, Started: o.At,
 			Value: c.value, Baseline: c.baseline, Threshold: c.threshold, Message: c.message, Evidence: ev}

@@ -22,12 +22,25 @@ baseline: {window: 1h, min_points: 3}
 	return cfg
 }
 
+// Losses of 100 probes with their 95% Wilson intervals.
+var (
+	lost0  = LossCount{Lost: 0, Of: 100, Low: 0, High: 0.036993}
+	lost1  = LossCount{Lost: 1, Of: 100, Low: 0.001767, High: 0.054486}
+	lost2  = LossCount{Lost: 2, Of: 100, Low: 0.005502, High: 0.070012}
+	lost5  = LossCount{Lost: 5, Of: 100, Low: 0.021544, High: 0.111750}
+	lost6  = LossCount{Lost: 6, Of: 100, Low: 0.027786, High: 0.124768}
+	lost50 = LossCount{Lost: 50, Of: 100, Low: 0.403832, High: 0.596168}
+)
+
+// probeObs is a summary of 100 probes from a to b with no one-way loss
+// known: loss is 0, 0.05 or 0.5.
 func probeObs(at time.Time, rtt, loss float64) Observation {
 	k := PathKey{"a", "b", "lat"}
+	count := map[float64]LossCount{0: lost0, 0.05: lost5, 0.5: lost50}[loss]
 	return Observation{Key: k, Type: Probe, At: at, Points: []Point{
 		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: string(RTTMin), Value: rtt},
 		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: "loss_ratio", Value: loss},
-	}}
+	}, Loss: map[Name]LossCount{LossRatio: count}}
 }
 
 func TestDetectorRTTStep(t *testing.T) {

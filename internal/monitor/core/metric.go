@@ -16,6 +16,8 @@ const (
 	RTTMedian       Name = "rtt_median_seconds"
 	RTTMax          Name = "rtt_max_seconds"
 	LossRatio       Name = "loss_ratio"
+	LossForward     Name = "loss_forward_ratio"
+	LossBack        Name = "loss_back_ratio"
 	Jitter          Name = "jitter_seconds"
 	OWDForward      Name = "owd_forward_seconds"
 	OWDBack         Name = "owd_back_seconds"
@@ -67,6 +69,8 @@ var Metrics = []Metric{
 	{RTTMedian, "wanlab_path_rtt_seconds", [][2]string{{"stat", "median"}}, results.DelayRoundtrip, "", Seconds},
 	{RTTMax, "wanlab_path_rtt_seconds", [][2]string{{"stat", "max"}}, results.DelayRoundtrip, "", Seconds},
 	{LossRatio, "wanlab_path_loss_ratio", nil, results.LossRoundtrip, "Share of probes with no reply over the last summary", Ratio},
+	{LossForward, "wanlab_path_one_way_loss_ratio", [][2]string{{"direction", "forward"}}, results.LossOneway, "Share of probes lost on the way from src to dst (forward) or of replies lost on the way back (back) over the last summary, where the reflector numbers what it receives", Ratio},
+	{LossBack, "wanlab_path_one_way_loss_ratio", [][2]string{{"direction", "back"}}, results.LossOneway, "", Ratio},
 	{Jitter, "wanlab_path_jitter_seconds", nil, results.Jitter, "Mean difference between consecutive round trips (IPDV)", Seconds},
 	{OWDForward, "wanlab_path_one_way_delay_seconds", [][2]string{{"direction", "forward"}}, results.DelayOneway, "Median one-way delay, where the hosts' clocks allow it", Seconds},
 	{OWDBack, "wanlab_path_one_way_delay_seconds", [][2]string{{"direction", "back"}}, results.DelayOneway, "", Seconds},
@@ -107,13 +111,16 @@ const (
 	SeriesIfaceUse      = "wanlab_interface_utilisation_ratio"
 	SeriesIfaceSpeed    = "wanlab_interface_speed_bits_per_second"
 	SeriesSNMPUp        = "wanlab_snmp_up"
+	// An open incident's segment and figures, and its confidence.
+	SeriesIncidentActive     = "wanlab_incident_active"
+	SeriesIncidentConfidence = "wanlab_incident_confidence"
 )
 
 // Series are every series name /metrics may expose.
 func Series() []string {
 	out := []string{SeriesPathUp, SeriesAlertActive, SeriesTests, SeriesTestsLate, SeriesTestsRunning, SeriesQueueDepth,
 		SeriesArchiveUp, SeriesArchiveLag, SeriesBufferBytes, SeriesBufferDropped, SeriesHostDown,
-		SeriesIfaceRate, SeriesIfaceUse, SeriesIfaceSpeed, SeriesSNMPUp}
+		SeriesIfaceRate, SeriesIfaceUse, SeriesIfaceSpeed, SeriesSNMPUp, SeriesIncidentActive, SeriesIncidentConfidence}
 	for _, m := range Metrics {
 		if !slices.Contains(out, m.Series) {
 			out = append(out, m.Series)
@@ -143,7 +150,7 @@ func PathMetric(name string) (Metric, bool) {
 func Of(testType string) []Name {
 	switch testType {
 	case Probe:
-		return []Name{RTTMedian, RTTMin, LossRatio, Jitter, OWDForward, OWDBack, ReorderedRatio, DuplicatesRatio}
+		return []Name{RTTMedian, RTTMin, LossRatio, LossForward, LossBack, Jitter, OWDForward, OWDBack, ReorderedRatio, DuplicatesRatio}
 	case Throughput, Transfer:
 		return []Name{ThroughputRate, Retransmits, SrcCPU, DstCPU}
 	case Trace:

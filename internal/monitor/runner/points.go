@@ -20,6 +20,9 @@ func ProbePoints(at time.Time, test string, r *probe.Summary) []core.Point {
 	if r.Sent > 0 {
 		out = append(out, p(core.LossRatio, float64(r.Sent-r.Received)/float64(r.Sent)),
 			p(core.DuplicatesRatio, float64(r.Duplicates)/float64(r.Sent)))
+		if f, b := r.Loss.Forward, r.Loss.Back; f != nil && b != nil {
+			out = append(out, p(core.LossForward, f.Ratio), p(core.LossBack, b.Ratio))
+		}
 	}
 	if r.Received > 0 {
 		out = append(out, p(core.RTTMin, r.RTTms.Min/1e3), p(core.RTTMedian, r.RTTms.P50/1e3),
@@ -28,6 +31,19 @@ func ProbePoints(at time.Time, test string, r *probe.Summary) []core.Point {
 		if r.OneWay.Reliable {
 			out = append(out, p(core.OWDForward, r.OneWay.Forward.P50/1e3), p(core.OWDBack, r.OneWay.Back.P50/1e3))
 		}
+	}
+	return out
+}
+
+// ProbeLoss are a probe summary's loss counts, which the loss rule
+// judges: round trip, and each way when they are known.
+func ProbeLoss(r *probe.Summary) map[core.Name]core.LossCount {
+	count := func(x probe.Ratio) core.LossCount {
+		return core.LossCount{Lost: x.Lost, Of: x.Of, Low: x.Low, High: x.High}
+	}
+	out := map[core.Name]core.LossCount{core.LossRatio: count(r.Loss.Roundtrip)}
+	if f, b := r.Loss.Forward, r.Loss.Back; f != nil && b != nil {
+		out[core.LossForward], out[core.LossBack] = count(*f), count(*b)
 	}
 	return out
 }

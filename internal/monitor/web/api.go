@@ -44,6 +44,14 @@ func (a *API) Routes() []Route {
 			writeJSON(w, http.StatusOK, map[string]any{"paths": s.Snapshot().Paths})
 		}},
 		{"GET", "/api/v1/alerts", a.alerts},
+		{"GET", "/api/v1/incidents", func(w http.ResponseWriter, r *http.Request) {
+			// Bounded: the service follows at most a few hundred incidents.
+			list := s.Incidents()
+			if list == nil {
+				list = []core.ActiveIncident{}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"incidents": list})
+		}},
 		{"GET", "/api/v1/interfaces", func(w http.ResponseWriter, r *http.Request) {
 			ifaces, errs := s.Interfaces()
 			if ifaces == nil {

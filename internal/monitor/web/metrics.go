@@ -17,6 +17,7 @@ type collector struct {
 
 	up, alert, tests, late, running, queued, connected, lag, buffered, dropped, hostDown *prometheus.Desc
 	ifRate, ifUse, ifSpeed, snmpUp                                                       *prometheus.Desc
+	incident, confidence                                                                 *prometheus.Desc
 }
 
 func newCollector(s State) *collector {
@@ -47,6 +48,8 @@ func newCollector(s State) *collector {
 	c.ifUse = d(core.SeriesIfaceUse, "Share of the interface's speed in use", []string{"device", "interface", "direction", "source"}, nil)
 	c.ifSpeed = d(core.SeriesIfaceSpeed, "The interface's speed (ifHighSpeed, or the host's kernel)", []string{"device", "interface", "source"}, nil)
 	c.snmpUp = d(core.SeriesSNMPUp, "1 while an SNMP device answers", []string{"device"}, nil)
+	c.incident = d(core.SeriesIncidentActive, "1 for each open incident: the link directions at fault (segment) and the figures that show it", []string{"segment", "figures"}, nil)
+	c.confidence = d(core.SeriesIncidentConfidence, "An open incident's confidence, 0 to 1: 1 when its segment is the only exact explanation", []string{"segment"}, nil)
 	return c
 }
 
@@ -54,7 +57,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.series {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.up, c.alert, c.tests, c.late, c.running, c.queued, c.connected, c.lag, c.buffered, c.dropped, c.hostDown, c.ifRate, c.ifUse, c.ifSpeed, c.snmpUp} {
+	for _, d := range []*prometheus.Desc{c.up, c.alert, c.tests, c.late, c.running, c.queued, c.connected, c.lag, c.buffered, c.dropped, c.hostDown, c.ifRate, c.ifUse, c.ifSpeed, c.snmpUp, c.incident, c.confidence} {
 		ch <- d
 	}
 }
@@ -125,5 +128,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for d := range errs {
 		gauge(c.snmpUp, 0, d)
+	}
+	for _, i := range c.s.Incidents() {
+		gauge(c.incident, 1, i.Key, strings.Join(i.Figures, ","))
+		gauge(c.confidence, i.Confidence, i.Key)
 	}
 }

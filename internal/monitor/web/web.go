@@ -30,6 +30,9 @@ type State interface {
 	Via(src, dst string) []string
 	// Archive is the archive while it is reachable, else nil: read only.
 	Archive() *archive.Archive
+	// Incidents are the open incidents: faulty segments inferred from
+	// the paths' alerts.
+	Incidents() []core.ActiveIncident
 }
 
 // Actions are what the HTTP layer asks of the service.

@@ -30,8 +30,8 @@ var _ interface {
 // Concurrency is the jobs of all the clients.
 func (e *Spec) Concurrency() float64 { return float64(e.Jobs * len(e.Clients)) }
 
-// Ends are the server and the clients; a server of the single model uses
+// Ends are the servers and the clients; a server of the single model uses
 // one core.
 func (e *Spec) Ends() (servers, clients []string, singleThreaded bool) {
-	return []string{e.Server}, e.Clients, e.ServerModel == ModelSingle
+	return e.servers(), e.Clients, e.ServerModel == ModelSingle
 }

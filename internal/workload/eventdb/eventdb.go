@@ -4,13 +4,16 @@
 // a session and read their events page by page, one request at a time, as an
 // AMS client did. Server and client can spend CPU per page and per event to
 // stand in for a heavy implementation; the server can serve one request at a
-// time (AMS 5.1), a fixed pool of threads, or every connection at once.
+// time (AMS 5.1), a fixed pool of threads, or every connection at once. A
+// step may have several servers, each holding the same store, each client
+// reading from one of them (servers.go).
 //
 // The package is the whole eventdb kind (issue 32), registered in
 // internal/workload/kinds as Kind: its settings and their checks
-// (spec.go), the driver that starts a step's server and clients through
-// kind.Env (run.go), the agent roles that serve and read the store
-// (roles.go), and what analysis reads of its steps (capabilities.go).
+// (spec.go, servers.go), the driver that starts a step's servers and
+// clients through kind.Env (run.go), the agent roles that serve and read
+// the store (roles.go), what analysis reads of its steps
+// (capabilities.go), and its simulation model (model.go, fit.go).
 package eventdb
 
 import (

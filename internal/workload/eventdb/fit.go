@@ -10,11 +10,14 @@ import (
 
 // fit estimates the model's params from one measured step (kind.Model's
 // Fit): the server's CPU seconds per page (its CPU over the pages it
-// served; of the one client host's path when the step has one), each client host's CPU seconds per event (its CPU over the
-// events its jobs read, only when every job finished; a host shared
-// with the server gives none), and each
-// client's path efficiency: the share of what the server sent it that is
-// pages (the pages' bytes over the bytes its direct link carried to it).
+// served, the servers' over theirs for a step of several; of the one
+// client host's path when the step has one); each
+// client host's CPU seconds per page received, only when every job
+// finished (its CPU beyond what its jobs burn on their events, the step's
+// client_cpu_per_event, which a job spends exactly, over the pages it
+// read; a host shared with the server gives none); and each client's path
+// efficiency: the share of what the server sent it that is pages (the
+// pages' bytes over the bytes its direct link carried to it).
 func fit(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
 	e, err := specOf(m.Spec)
 	if err != nil {
@@ -25,7 +28,16 @@ func fit(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
 		return est, nil
 	}
 	if pages := m.Metrics[results.ServerPages]; pages > 0 {
-		if cpu, ok := results.CPUPct.In(m.Metrics, e.Server); ok && cpu > 0 {
+		var cpu float64 // the servers', in % of one core
+		for _, s := range e.servers() {
+			c, ok := results.CPUPct.In(m.Metrics, s)
+			if !ok {
+				cpu = 0
+				break
+			}
+			cpu += c
+		}
+		if cpu > 0 {
 			name := ParamServerCPU
 			if hosts := slices.Compact(slices.Sorted(slices.Values(e.Clients))); len(hosts) == 1 {
 				name += "." + hosts[0] // the pages of one client host's path
@@ -44,16 +56,21 @@ func fit(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
 			all = false
 		}
 	}
-	for _, c := range e.Clients {
-		if _, done := est[ParamClientCPU+"."+c]; done || c == e.Server {
+	seen := map[string]bool{}
+	for i, c := range e.Clients {
+		if seen[c] || slices.Contains(e.servers(), c) {
 			continue
 		}
-		if cpu, have := results.CPUPct.In(m.Metrics, c); all && have && cpu > 0 && ok[c] > 0 && e.EventsPerJob > 0 {
-			est[ParamClientCPU+"."+c] = cpu / 100 * m.Seconds / (ok[c] * float64(e.EventsPerJob))
+		seen[c] = true
+		if cpu, have := results.CPUPct.In(m.Metrics, c); all && have && cpu > 0 && bytes[c] > 0 {
+			burnt := ok[c] * float64(e.EventsPerJob) * e.ClientCPUPerEvent.Seconds()
+			pages := float64(bytes[c]) / float64(e.Store.PageSize)
+			est[ParamClientRecv+"."+c] = max(0, cpu/100*m.Seconds-burnt) / pages
 		}
-		wire, have := results.LinkMbps.In(m.Metrics, e.Server+"->"+c)
+		server := e.serverOf(i)
+		wire, have := results.LinkMbps.In(m.Metrics, server+"->"+c)
 		if have && wire > 0 && bytes[c] > 0 {
-			est[kind.PathParam(kind.ParamTCPEfficiency, e.Server, c)] = min(1, float64(bytes[c])*8/m.Seconds/1e6/wire)
+			est[kind.PathParam(kind.ParamTCPEfficiency, server, c)] = min(1, float64(bytes[c])*8/m.Seconds/1e6/wire)
 		}
 	}
 	return est, nil

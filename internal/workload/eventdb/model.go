@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/results"
@@ -23,6 +24,7 @@ const (
 	ParamServerCPU      = "server_cpu_s_per_page"
 	ParamServerOverhead = "server_overhead_s_per_page"
 	ParamClientCPU      = "client_cpu_s_per_event"
+	ParamClientRecv     = "client_cpu_s_per_page"
 )
 
 // The labels of a job's marks.
@@ -51,18 +53,23 @@ var model = kind.Model{
 		"TCP is SimGrid's LV08 flow model: flows share each link fairly from their first byte, with no slow start, no packets and no queueing delay.",
 		"Loss is not simulated for requests and pages, which travel in calls whose flows the simulator does not cap (the Mathis bound caps sends): a lost segment costs no retransmission timeout, and a job's retransmissions are its segments times the path's loss.",
 		"A job's TCP round trip is the path's base round trip, without queueing.",
+		"The jobs of a client host start reading in turn, each one reply's transfer on its path after the one before, as a link's queue sends the first replies of jobs that asked at once: the flow model shares a link between its flows equally and would keep such jobs in step (their pages all on the wire at once, then none while they all wait for a round trip or their CPU), where a queue serves the replies in turn and keeps the link busy.",
 		"A job's pages are spread evenly over its events (the job reads as many pages as the store's geometry gives it, each event the mean number rounded down or up).",
 		"A job that times out ends there in the figures, but its simulated actor goes on asking, so its later requests still load the server and the network.",
 		"The server's models are its thread limit: single serves one request at a time, threads N at a time, connection any number (the agents' connection limit is left out).",
 		"Opening a session costs two round trips (the TCP handshake, then the token and hello) that the server answers outside its request threads, as the real server does.",
-		"A server thread is held for a page's work and released as the page leaves, as if the socket's buffer always had room for it.",
+		"A server thread is held for a page's work only: it is free once the work is done and the page travels on without it, as a server's write returns once the page is in its socket's buffer (as if the buffer always had room for it).",
+		"A server sends at most 64 pages at once (more where its clients' paths are much slower than its fastest: twice the ratio), the others waiting their turn in the order their work ended: where the server's own link is full this changes neither its throughput nor the jobs' mean time (a closed system: Little's law), only which job's page goes first; it keeps the cost of simulating thousands of jobs from growing with their square. Steps of fewer jobs per server are not affected.",
+		"The server's CPU per page (the step's server_cpu_per_page, or as calibration fits it: all its CPU over the pages it served) is spent in series, holding its thread.",
+		"A client's CPU per event (the step's client_cpu_per_event: the CPU its job burns on each event, which calibration keeps) is spent after the event's pages, in series with its reads; its CPU per page received (client_cpu_s_per_page, 0 uncalibrated: the kernel and runtime taking the page in, which calibration fits as its CPU beyond the events' over the pages it read) is spent beside each event's transfers, overlapping them, and delays the event only when the host's CPU is short (past 1,000 events in a step, beside a few events' transfers and CPU at a time).",
 		"A step of more than a million page requests is simulated with several pages per request (the fewest that keep it within a million), each request's server work and bytes those of its pages and the client sleeping the round trips of the others: the server's queue is coarser and a timeout covers the whole batch.",
 	},
 	Params: []kind.Param{
 		{Name: ParamServerCPU, Doc: "server CPU per page served, in core-seconds (the step's server_cpu_per_page); read per client host as server_cpu_s_per_page.HOST first"},
 		{Name: ParamServerOverhead, Doc: "server CPU per page beyond server_cpu_per_page (reading, copying, the system calls), in core-seconds; 0 uncalibrated"},
 		{Name: kind.ParamTCPEfficiency, Doc: "the share of the bytes on the path from the server to a client that are pages, a fraction (1 uncalibrated: no headers); read per path as tcp_efficiency.SERVER->CLIENT first"},
-		{Name: ParamClientCPU, Doc: "client CPU per event read, in core-seconds (the step's client_cpu_per_event); read per client host as client_cpu_s_per_event.HOST first"},
+		{Name: ParamClientCPU, Doc: "client CPU per event read, in core-seconds, spent after the event's pages (the step's client_cpu_per_event: what the job burns, which calibration keeps); read per client host as client_cpu_s_per_event.HOST first"},
+		{Name: ParamClientRecv, Doc: "client CPU per page received (the kernel and runtime taking it in), in core-seconds, spent beside the page's transfer; read per client host as client_cpu_s_per_page.HOST first; 0 uncalibrated"},
 	},
 	Fit: fit,
 }
@@ -78,10 +85,11 @@ func specOf(s kind.Spec) (*Spec, error) {
 
 // modelJob is one client job of a step, as the model runs it.
 type modelJob struct {
-	id    int
-	host  string // the client's
-	actor string
-	pages int64 // the pages it reads
+	id     int
+	host   string // the client's
+	server string // the host of the client's server (serverOf)
+	actor  string
+	pages  int64 // the pages it reads
 }
 
 // jobs are the step's jobs, each with the pages it reads: from the event
@@ -92,7 +100,7 @@ func (e *Spec) jobs(env kind.ModelEnv) []modelJob {
 		for k := range e.Jobs {
 			id := i*e.Jobs + k
 			first := rand.New(rand.NewPCG(env.Seed(), uint64(id))).IntN(e.Store.Events)
-			jobs = append(jobs, modelJob{id: id, host: host, actor: env.Name(fmt.Sprintf("eventdb.job%d", id)),
+			jobs = append(jobs, modelJob{id: id, host: host, server: e.serverOf(i), actor: env.Name(fmt.Sprintf("eventdb.job%d", id)),
 				pages: e.Store.jobPages(first, e.EventsPerJob)})
 		}
 	}
@@ -143,10 +151,16 @@ func batch(pages int64) int64 { return max(1, (pages+MaxCalls-1)/MaxCalls) }
 // token and hello) and asks for its pages one at a time, spending its CPU
 // on each event.
 func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
-	server, accept := env.Name("eventdb.server"), env.Name("eventdb.accept")
-	actors := []sim.Actor{
-		{Name: server, Host: e.Server, Daemon: true, Ops: []sim.Op{{Do: sim.Serve, Threads: e.threads()}}},
-		{Name: accept, Host: e.Server, Daemon: true, Ops: []sim.Op{{Do: sim.Serve}}},
+	var actors []sim.Actor
+	for _, host := range e.servers() {
+		server, accept := e.serverActors(env, host)
+		sending, err := e.sending(env, host)
+		if err != nil {
+			return nil, err
+		}
+		actors = append(actors,
+			sim.Actor{Name: server, Host: host, Daemon: true, Ops: []sim.Op{{Do: sim.Serve, Threads: e.threads(), Sending: sending}}},
+			sim.Actor{Name: accept, Host: host, Daemon: true, Ops: []sim.Op{{Do: sim.Serve}}})
 	}
 	jobs := e.jobs(env)
 	var total int64
@@ -155,14 +169,16 @@ func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 	}
 	k := batch(total)
 	timeout := e.Timeout.Seconds()
+	ranks := map[string]int{} // the jobs of each client host so far
 	for _, j := range jobs {
+		server, accept := e.serverActors(env, j.server)
 		// The pages with their headers: the path's efficiency is the share
 		// of the wire's bytes that are pages.
 		serverCPU := e.serverCPU(env, j.host)
 		if serverCPU < 0 {
 			return nil, fmt.Errorf("eventdb model: negative server CPU per page (%g s) for client %s", serverCPU, j.host)
 		}
-		wire := float64(e.Store.PageSize) / max(kind.TCPEfficiency(env, e.Server, j.host), 1e-3)
+		wire := float64(e.Store.PageSize) / max(kind.TCPEfficiency(env, j.server, j.host), 1e-3)
 		pages := func(n int64) sim.Op {
 			return sim.Op{Do: sim.Call, To: server, Bytes: 8 * n, Reply: int64(math.Round(wire * float64(n))), ServerSeconds: serverCPU * float64(n), Timeout: timeout}
 		}
@@ -171,10 +187,18 @@ func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 			{Do: sim.Call, To: accept, Timeout: timeout},
 			{Do: sim.Call, To: accept, Bytes: token.MessageLen + helloLen, Reply: token.MessageLen + 16, Timeout: timeout},
 		}
+		wait, err := firstWait(env, j.server, j.host, ranks[j.host], wire*float64(k))
+		if err != nil {
+			return nil, err
+		}
+		ranks[j.host]++
+		if wait > 0 {
+			ops = append(ops, sim.Op{Do: sim.Sleep, Seconds: wait})
+		}
 		request := []sim.Op{pages(k)}
 		if k > 1 {
 			// The round trips the other pages of the batch would take.
-			path, err := env.Path(j.host, e.Server)
+			path, err := env.Path(j.host, j.server)
 			if err != nil {
 				return nil, fmt.Errorf("eventdb model: %w", err)
 			}
@@ -187,11 +211,38 @@ func (e *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 		if clientCPU < 0 {
 			return nil, fmt.Errorf("eventdb model: negative CPU per event (%g s) on client %s", clientCPU, j.host)
 		}
-		ops = append(ops, readOps(j.pages/k, e.EventsPerJob, request, clientCPU)...)
+		recv := e.clientRecv(env, j.host)
+		if recv < 0 {
+			return nil, fmt.Errorf("eventdb model: negative CPU per page received (%g s) on client %s", recv, j.host)
+		}
+		group := (len(jobs)*e.EventsPerJob + MaxPars - 1) / MaxPars
+		ops = append(ops, readOps(j.pages/k, e.EventsPerJob, request, clientCPU, recv*float64(k), group)...)
 		ops = append(ops, sim.Op{Do: sim.Mark, Label: markEnd})
 		actors = append(actors, sim.Actor{Name: j.actor, Host: j.host, Ops: ops})
 	}
 	return actors, nil
+}
+
+// firstWait is how long a client host's rank-th job (from 0) waits
+// before its first request: the rank replies of reply bytes before it,
+// one after the other at the rate of the path from its server. A step's
+// jobs ask for their first pages at once, and the link's queue sends the
+// replies in turn, so the jobs go on taking turns on the path; the flow
+// model shares a link between its flows equally, which would keep them in
+// step: their pages all on the wire at once, then none while they all
+// wait for a round trip or their CPU.
+func firstWait(env kind.ModelEnv, server, host string, rank int, reply float64) (float64, error) {
+	if rank == 0 {
+		return 0, nil
+	}
+	path, err := env.Path(server, host)
+	if err != nil {
+		return 0, fmt.Errorf("eventdb model: %w", err)
+	}
+	if path.BottleneckBPS <= 0 {
+		return 0, nil
+	}
+	return float64(rank) * reply * 8 / path.BottleneckBPS, nil
 }
 
 // serverCPU is the server's CPU per page it serves a client host: the
@@ -209,24 +260,74 @@ func (e *Spec) clientCPU(env kind.ModelEnv, host string) float64 {
 	return env.Param(ParamClientCPU+"."+host, env.Param(ParamClientCPU, e.ClientCPUPerEvent.Seconds()))
 }
 
+// clientRecv is the CPU a client host spends taking in each page it
+// receives: its own (client_cpu_s_per_page.HOST, as calibration fits it),
+// else every client's, else none.
+func (e *Spec) clientRecv(env kind.ModelEnv, host string) float64 {
+	return env.Param(ParamClientRecv+"."+host, env.Param(ParamClientRecv, 0))
+}
+
+// MaxPars bounds the Pars of a step's jobs: each Par's branches are actors
+// of their own, whose memory the simulator keeps when they made calls.
+const MaxPars = 1000
+
 // readOps are a job's requests, spread over its events, with its CPU per
-// event after each.
-func readOps(requests int64, events int, request []sim.Op, cpu float64) []sim.Op {
-	if cpu == 0 {
+// event (cpu) after each event's requests, and its CPU per request
+// received (recv) beside them: each event's reads are a Par of them and
+// of their receiving, which costs time only when the host's CPU is short.
+// Past MaxPars in the step (jobs of a step), one Par holds several events
+// (group of them, at least one), its receiving beside all their reads.
+func readOps(requests int64, events int, request []sim.Op, cpu, recv float64, group int) []sim.Op {
+	if cpu == 0 && recv == 0 {
 		return []sim.Op{{Do: sim.Repeat, Times: int(requests), Body: request}}
 	}
 	per, more := int(requests)/events, int(requests)%events
 	event := func(n int) []sim.Op {
-		if n == 0 {
-			return []sim.Op{{Do: sim.Exec, Seconds: cpu}}
+		var ops []sim.Op
+		if n > 0 {
+			ops = append(ops, sim.Op{Do: sim.Repeat, Times: n, Body: request})
 		}
-		return []sim.Op{{Do: sim.Repeat, Times: n, Body: request}, {Do: sim.Exec, Seconds: cpu}}
+		if cpu > 0 {
+			ops = append(ops, sim.Op{Do: sim.Exec, Seconds: cpu})
+		}
+		return ops
 	}
+	// run is events a to b (from 0), each of per requests, or per+1 for
+	// the first more of the job.
+	run := func(a, b int) (ops []sim.Op, n int) {
+		if hi := min(b, more); hi > a {
+			ops = append(ops, sim.Op{Do: sim.Repeat, Times: hi - a, Body: event(per + 1)})
+			n += (hi - a) * (per + 1)
+		}
+		if lo := max(a, more); b > lo && len(event(per)) > 0 {
+			ops = append(ops, sim.Op{Do: sim.Repeat, Times: b - lo, Body: event(per)})
+			n += (b - lo) * per
+		}
+		return ops, n
+	}
+	if recv == 0 {
+		ops, _ := run(0, events)
+		return ops
+	}
+	group = max(1, group)
 	var ops []sim.Op
-	if more > 0 {
-		ops = append(ops, sim.Op{Do: sim.Repeat, Times: more, Body: event(per + 1)})
+	for a := 0; a < events; a += group {
+		reads, n := run(a, min(events, a+group))
+		if len(reads) == 0 {
+			continue // events without requests or CPU
+		}
+		op := reads
+		if n > 0 {
+			op = []sim.Op{{Do: sim.Par, Branches: [][]sim.Op{reads, {{Do: sim.Exec, Seconds: recv * float64(n)}}}}}
+		}
+		// Groups alike are one Repeat.
+		if last := len(ops) - 1; last >= 0 && ops[last].Do == sim.Repeat && reflect.DeepEqual(ops[last].Body, op) {
+			ops[last].Times++
+			continue
+		}
+		ops = append(ops, sim.Op{Do: sim.Repeat, Times: 1, Body: op})
 	}
-	return append(ops, sim.Op{Do: sim.Repeat, Times: events - more, Body: event(per)})
+	return ops
 }
 
 // simTime is a time of the simulation as a job's time.
@@ -275,7 +376,7 @@ func (e *Spec) read(env kind.ModelEnv, out *sim.Output) (*kind.Outcome, error) {
 		if m == nil {
 			m = &jobMarks{}
 		}
-		rec := job.Record{ID: j.id, Host: j.host, Start: simTime(m.start)}
+		rec := job.Record{ID: j.id, Host: j.host, Subject: e.subject(j.server), Start: simTime(m.start)}
 		done := j.pages
 		switch {
 		case m.timedOut:
@@ -297,7 +398,7 @@ func (e *Spec) read(env kind.ModelEnv, out *sim.Output) (*kind.Outcome, error) {
 		}
 		rec.Bytes = done * int64(e.Store.PageSize)
 		pages += done
-		if err := e.addTCP(env, &rec); err != nil {
+		if err := e.addTCP(env, &rec, j.server); err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, rec)
@@ -315,14 +416,15 @@ func (e *Spec) read(env kind.ModelEnv, out *sim.Output) (*kind.Outcome, error) {
 	return o, nil
 }
 
-// addTCP gives a job its connection's TCP figures: the path's round trip
-// and, of the segments its pages took, those the path's loss costs.
-func (e *Spec) addTCP(env kind.ModelEnv, rec *job.Record) error {
-	there, err := env.Path(rec.Host, e.Server)
+// addTCP gives a job its connection's TCP figures, to server: the path's
+// round trip and, of the segments its pages took, those the path's loss
+// costs.
+func (e *Spec) addTCP(env kind.ModelEnv, rec *job.Record, server string) error {
+	there, err := env.Path(rec.Host, server)
 	if err != nil {
 		return fmt.Errorf("eventdb model: %w", err)
 	}
-	back, err := env.Path(e.Server, rec.Host)
+	back, err := env.Path(server, rec.Host)
 	if err != nil {
 		return fmt.Errorf("eventdb model: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/job"
 	"github.com/wanlab/wanlab/internal/workload/kind"
 	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
+	"github.com/wanlab/wanlab/internal/workload/token"
 )
 
 // smallSpec is a step of two clients of two jobs each, whose events are
@@ -35,9 +36,14 @@ func TestBuild(t *testing.T) {
 		{Do: sim.Call, To: "s0/eventdb.accept", Timeout: 5},
 		{Do: sim.Call, To: "s0/eventdb.accept", Bytes: 32, Reply: 36, Timeout: 5},
 	}
-	job := append(slices.Clone(open),
-		sim.Op{Do: sim.Repeat, Times: 10, Body: []sim.Op{{Do: sim.Repeat, Times: 1, Body: []sim.Op{page}}, {Do: sim.Exec, Seconds: 0.002}}},
-		sim.Op{Do: sim.Mark, Label: "end"})
+	reads := []sim.Op{
+		{Do: sim.Repeat, Times: 10, Body: []sim.Op{{Do: sim.Repeat, Times: 1, Body: []sim.Op{page}}, {Do: sim.Exec, Seconds: 0.002}}},
+		{Do: sim.Mark, Label: "end"},
+	}
+	job := slices.Concat(open, reads)
+	// A host's second job starts reading one page's transfer after its
+	// first (8 KiB at 100 Mbit/s).
+	second := slices.Concat(open, []sim.Op{{Do: sim.Sleep, Seconds: 8192 * 8 / 1e8}}, reads)
 	for _, tc := range []struct {
 		model   string
 		threads int
@@ -54,12 +60,12 @@ func TestBuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []sim.Actor{
-				{Name: "s0/eventdb.server", Host: "srv", Daemon: true, Ops: []sim.Op{{Do: sim.Serve, Threads: tc.want}}},
+				{Name: "s0/eventdb.server", Host: "srv", Daemon: true, Ops: []sim.Op{{Do: sim.Serve, Threads: tc.want, Sending: MinSending}}},
 				{Name: "s0/eventdb.accept", Host: "srv", Daemon: true, Ops: []sim.Op{{Do: sim.Serve}}},
 				{Name: "s0/eventdb.job0", Host: "c1", Ops: job},
-				{Name: "s0/eventdb.job1", Host: "c1", Ops: job},
+				{Name: "s0/eventdb.job1", Host: "c1", Ops: second},
 				{Name: "s0/eventdb.job2", Host: "c2", Ops: job},
-				{Name: "s0/eventdb.job3", Host: "c2", Ops: job},
+				{Name: "s0/eventdb.job3", Host: "c2", Ops: second},
 			}
 			if !reflect.DeepEqual(actors, want) {
 				t.Errorf("actors\n%+v\nwant\n%+v", actors, want)
@@ -83,6 +89,9 @@ func TestBuildCosts(t *testing.T) {
 			[]sim.Op{{Do: sim.Repeat, Times: 10, Body: []sim.Op{page(0.001)}}}},
 		{"fitted costs", map[string]float64{ParamServerCPU: 0.003, ParamServerOverhead: 0.0005, ParamClientCPU: 0.01}, 0,
 			[]sim.Op{{Do: sim.Repeat, Times: 10, Body: []sim.Op{{Do: sim.Repeat, Times: 1, Body: []sim.Op{page(0.0035)}}, {Do: sim.Exec, Seconds: 0.01}}}}},
+		{"fitted receiving, per host first", map[string]float64{ParamClientRecv: 0.5, ParamClientRecv + ".c1": 0.0002}, 0,
+			[]sim.Op{{Do: sim.Repeat, Times: 10, Body: []sim.Op{{Do: sim.Par, Branches: [][]sim.Op{
+				{{Do: sim.Repeat, Times: 1, Body: []sim.Op{{Do: sim.Repeat, Times: 1, Body: []sim.Op{page(0.001)}}}}}, {{Do: sim.Exec, Seconds: 0.0002}}}}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := pathEnv()
@@ -166,13 +175,39 @@ func TestJobPages(t *testing.T) {
 
 func TestReadOps(t *testing.T) {
 	page := sim.Op{Do: sim.Call}
-	got := readOps(11, 2, []sim.Op{page}, 0.5)
-	want := []sim.Op{
-		{Do: sim.Repeat, Times: 1, Body: []sim.Op{{Do: sim.Repeat, Times: 6, Body: []sim.Op{page}}, {Do: sim.Exec, Seconds: 0.5}}},
-		{Do: sim.Repeat, Times: 1, Body: []sim.Op{{Do: sim.Repeat, Times: 5, Body: []sim.Op{page}}, {Do: sim.Exec, Seconds: 0.5}}},
+	pages := func(n int) sim.Op { return sim.Op{Do: sim.Repeat, Times: n, Body: []sim.Op{page}} }
+	exec := func(s float64) sim.Op { return sim.Op{Do: sim.Exec, Seconds: s} }
+	events := func(times int, body ...sim.Op) sim.Op { return sim.Op{Do: sim.Repeat, Times: times, Body: body} }
+	beside := func(recv float64, reads ...sim.Op) sim.Op {
+		return sim.Op{Do: sim.Par, Branches: [][]sim.Op{reads, {exec(recv)}}}
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ops %+v, want %+v", got, want)
+	for _, tc := range []struct {
+		name      string
+		requests  int64
+		events    int
+		cpu, recv float64
+		group     int
+		want      []sim.Op
+	}{
+		{"no CPU: one repeat of the requests", 11, 2, 0, 0, 1, []sim.Op{pages(11)}},
+		{"CPU per event after its requests", 11, 2, 0.5, 0, 1,
+			[]sim.Op{events(1, pages(6), exec(0.5)), events(1, pages(5), exec(0.5))}},
+		{"receiving beside each event's reads", 11, 2, 0.5, 0.25, 1, []sim.Op{
+			events(1, beside(6*0.25, events(1, pages(6), exec(0.5)))),
+			events(1, beside(5*0.25, events(1, pages(5), exec(0.5))))}},
+		{"events alike are one repeat", 4, 2, 0, 0.25, 1, []sim.Op{events(2, beside(0.5, events(1, pages(2))))}},
+		{"receiving beside a group of events", 7, 6, 0.5, 0.25, 3, []sim.Op{
+			events(1, beside(4*0.25, events(1, pages(2), exec(0.5)), events(2, pages(1), exec(0.5)))),
+			events(1, beside(3*0.25, events(3, pages(1), exec(0.5))))}},
+		{"events without requests keep their CPU", 1, 3, 0.5, 0.25, 1, []sim.Op{
+			events(1, beside(0.25, events(1, pages(1), exec(0.5)))), events(2, events(1, exec(0.5)))}},
+		{"events without requests or CPU are left out", 1, 3, 0, 0.25, 1, []sim.Op{events(1, beside(0.25, events(1, pages(1))))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := readOps(tc.requests, tc.events, []sim.Op{page}, tc.cpu, tc.recv, tc.group); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ops %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -283,5 +318,82 @@ func TestSimulated(t *testing.T) {
 				t.Errorf("figures %v: want %d jobs ok, %v pages", o.Metrics, tc.clients, pages)
 			}
 		})
+	}
+}
+
+// TestSimulatedReceive runs one job of 10 one-page events on
+// bin/wanlab-sim over 8 Mbit/s links of 0.5 ms a hop: a page's request
+// and reply take 2 ms of latency and 8.2 ms of transfer, then the client
+// spends 5 ms of its one core on the event. Its CPU per page received runs
+// beside the job's reads: a little of it costs some time where it shares
+// the core with the events' CPU, but far less than in series; much of it
+// holds the job to its core (all its CPU, one core-second a second). The
+// client's CPU is all of it either way.
+func TestSimulatedReceive(t *testing.T) {
+	const events, cpu = 10, 0.005
+	const request = 0.002 + 8*8/8e6 + 8192*8/8e6 // a page's call: latency and transfers
+	// The session's two calls, then each event's page and CPU.
+	const open = 0.002 + 0.002 + (token.MessageLen+helloLen+token.MessageLen+16)*8/8e6
+	const alone = open + events*(request+cpu)
+	for _, tc := range []struct {
+		name     string
+		recv     float64
+		min, max float64 // the job's wall-clock
+	}{
+		{"no receiving", 0, alone, alone},
+		{"receiving beside the reads", 0.004, alone, alone + events*0.004/2},
+		{"receiving longer than the reads: the core holds the job", 0.030, open + events*(0.030+cpu), open + events*(0.030+cpu)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hosts := []sim.Host{{Name: "srv", Cores: 1, Speed: 1}, {Name: "c1", Cores: 1, Speed: 1}}
+			plat, env := kindtest.Star(hosts, 8e6, 500*time.Microsecond)
+			env.Fitted = map[string]float64{ParamClientRecv: tc.recv}
+			s := &Spec{Server: "srv", Clients: []string{"c1"}, Store: Store{Events: 1000, EventSize: 8192, PageSize: 8192},
+				EventsPerJob: events, Jobs: 1, ClientCPUPerEvent: 5 * time.Millisecond,
+				ServerModel: ModelSingle, Timeout: 25 * time.Second}
+			actors, err := Kind.Model.Build(env, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := kindtest.Simulate(t, plat, actors)
+			o, err := Kind.Model.Read(env, s, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Metrics[results.MeanWallclockS]; got < 0.97*tc.min || got > 1.03*tc.max {
+				t.Errorf("wall-clock %.4f s, want %.4f-%.4f s (3%% either side)", got, tc.min, tc.max)
+			}
+			if got, want := out.HostCPU["c1"], events*(cpu+tc.recv); math.Abs(got-want) > 1e-9 {
+				t.Errorf("the client's CPU %.6f s, want %.6f s", got, want)
+			}
+		})
+	}
+}
+
+// TestFirstWait: a client host's jobs start reading one reply's transfer
+// after another on the path from their server; a path without a rate
+// staggers nothing, and an unknown path is an error.
+func TestFirstWait(t *testing.T) {
+	env := pathEnv()
+	env.Paths = map[[2]string]kind.PathFacts{{"srv", "slow"}: {RTT: time.Millisecond, BottleneckBPS: 1e6}, {"srv", "norate"}: {RTT: time.Millisecond}}
+	for _, tc := range []struct {
+		host  string
+		rank  int
+		reply float64
+		want  float64
+	}{
+		{"c1", 0, 8192, 0},
+		{"c1", 3, 8192, 3 * 8192 * 8 / 1e8},
+		{"slow", 2, 1000, 2 * 1000 * 8 / 1e6},
+		{"norate", 5, 8192, 0},
+	} {
+		got, err := firstWait(env, "srv", tc.host, tc.rank, tc.reply)
+		if err != nil || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("job %d of %s, replies of %g B: waits %g s (%v), want %g s", tc.rank, tc.host, tc.reply, got, err, tc.want)
+		}
+	}
+	env.Default = kind.PathFacts{}
+	if _, err := firstWait(env, "srv", "elsewhere", 1, 8192); err == nil {
+		t.Error("a path the platform does not know: no error")
 	}
 }

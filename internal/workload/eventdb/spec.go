@@ -13,10 +13,15 @@ import (
 // one unit (issue 32).
 var Kind = kind.Kind{Name: results.EventDB, Decode: kind.DecodeWith(Check), Run: kind.RunWith("an eventdb step", run), Roles: roles, Traits: traits, Model: &model}
 
-// Spec is one step of an event-store workload: a server and the client
-// jobs that read from it.
+// Spec is one step of an event-store workload: a server, or several, and
+// the client jobs that read from them.
 type Spec struct {
+	// Server is the step's one server; a step of several has Servers
+	// instead (and Server ""): client i reads from Servers[i mod
+	// len(Servers)] (serverOf). Every server holds the same store, with
+	// the same model, threads and costs.
 	Server            string
+	Servers           []string
 	Clients           []string
 	Store             Store
 	EventsPerJob      int
@@ -31,14 +36,15 @@ type Spec struct {
 // Length is 0: the step ends as its jobs do.
 func (e *Spec) Length() time.Duration { return 0 }
 
-// RoleHosts are the server's and the clients' hosts.
+// RoleHosts are the servers' and the clients' hosts.
 func (e *Spec) RoleHosts() map[string][]string {
-	return map[string][]string{"server": {e.Server}, "client": e.Clients}
+	return map[string][]string{"server": e.servers(), "client": e.Clients}
 }
 
 // Raw is an event-store step's settings as written.
 type Raw struct {
 	Server            string   `yaml:"server"`
+	Servers           []string `yaml:"servers"`
 	Clients           []string `yaml:"clients"`
 	Events            *int     `yaml:"events"`
 	EventSize         string   `yaml:"event_size"`
@@ -58,6 +64,7 @@ func Check(c kind.Check, r Raw) *Spec {
 	before := c.Problems()
 	e := &Spec{
 		Server:  r.Server,
+		Servers: r.Servers,
 		Clients: r.Clients,
 		Store: Store{
 			Events:    c.Count("events", r.Events, 50000, 1, 1<<30),
@@ -72,7 +79,7 @@ func Check(c kind.Check, r Raw) *Spec {
 		Threads:           c.Count("threads", r.Threads, 0, 1, 10000),
 		Timeout:           c.Duration("timeout", r.Timeout, 25*time.Second),
 	}
-	kind.Hub(c, "server", r.Server, "clients", r.Clients, "list the client hosts, such as [client1, client2]")
+	checkHosts(c, r)
 	if e.ServerModel == "" {
 		e.ServerModel = ModelSingle
 		if e.Threads > 0 {
@@ -83,7 +90,7 @@ func Check(c kind.Check, r Raw) *Spec {
 	// line: they are for what the settings' checks do not see.
 	if c.Problems() > before {
 		// said already
-	} else if err := e.server(token.Token{}).Validate(c.Limits()); err != nil {
+	} else if err := e.server(0, token.Token{}).Validate(c.Limits()); err != nil {
 		c.Fail("", "%v", err)
 	} else if err := e.clientToCheck().Validate(c.Limits()); err != nil {
 		c.Fail("", "each client: %v", err)
@@ -97,14 +104,15 @@ func Check(c kind.Check, r Raw) *Spec {
 	return e
 }
 
-// server is the spec of the step's server, which opens sessions with tok.
-func (e *Spec) server(tok token.Token) ServerSpec {
+// server is the spec of the step's k-th server (servers), which opens
+// sessions with tok: those of the jobs of its clients.
+func (e *Spec) server(k int, tok token.Token) ServerSpec {
 	return ServerSpec{Store: e.Store, Model: e.ServerModel, Threads: e.Threads, CPUPerPage: e.ServerCPUPerPage,
-		Sessions: e.Jobs * len(e.Clients), Token: tok}
+		Sessions: e.Jobs * e.clientsOf(k), Token: tok}
 }
 
-// client is the spec of the step's i-th client, whose jobs read from the
-// server at address with tok.
+// client is the spec of the step's i-th client, whose jobs read from its
+// server (serverOf) at address with tok.
 func (e *Spec) client(i int, address string, seed uint64, tok token.Token) ClientSpec {
 	return ClientSpec{Store: e.Store, Address: address, Jobs: e.Jobs, EventsPerJob: e.EventsPerJob,
 		FirstJob: i * e.Jobs, CPUPerEvent: e.ClientCPUPerEvent, Timeout: e.Timeout, Seed: seed, Token: tok}

@@ -100,4 +100,11 @@ type PathFacts struct {
 	Loss float64
 	// MTU is the path's smallest MTU in bytes.
 	MTU int
+	// Congestion is the TCP congestion control of the sending host (its
+	// net.ipv4.tcp_congestion_control), "" when the platform does not say.
+	Congestion string
+	// AccessBPS is the rate of the receiving host's site access link (the
+	// lower of its directions, as declared), which a kind's Run weighs
+	// peers by (Env.Bottleneck); 0 when the platform does not say.
+	AccessBPS float64
 }

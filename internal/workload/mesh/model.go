@@ -33,14 +33,15 @@ var model = kind.Model{
 	Read:  kind.ReadWith("a mesh model", (*Spec).read),
 	Assumptions: slices.Concat(kind.TCPAssumptions, []string{
 		"Each node draws its waits, peers, sizes and seeds as the real node does from the step's seed, so a prediction makes the same plan until the transfers' times differ.",
-		"A peer's weight is the bottleneck of the path to it, where the real node weighs by the peer's site access link.",
+		"A peer's weight is its site access link's rate as the real node's is, when the platform says (else the bottleneck of the path to it).",
 		"A stream back is the reply to a call, which the model program does not cap: only the links and SimGrid's window bound (network/TCP-gamma) limit it, not the window, the loss bound or the efficiency.",
 		"With disk, a node's own reads (what it sends) and writes (what it gets back) are simulated; the peer's writes and reads are left out.",
-		"Connection set-up and the checksums' exchange add no time, every transfer's checksum matches, and the nodes' CPU is not simulated.",
+		"Each stream carries its TCP/IP headers (MTU over MSS); connection set-up and the checksums' exchange add no time, every transfer's checksum matches, and the nodes' CPU is not simulated.",
 		"A node's last wait is slept through before it sees that its time is up, where the real node stops at once: the simulation may end up to max_wait later.",
 		"A job's TCP round trip is the paths' base round trip, without queueing, and its retransmissions its segments there times that path's loss.",
 	}),
 	Params: slices.Clone(kind.TCPParams),
+	Fit:    kind.FitWith("a mesh model", (*Spec).fit),
 	// The transfers under way when the duration ends run to their end, as
 	// the real loop's do; the gates stop those that would start later.
 	Horizon: func(kind.Spec) time.Duration { return 0 },
@@ -103,9 +104,10 @@ func (m *Spec) nodes(env kind.ModelEnv) ([]modelNode, error) {
 	return nodes, nil
 }
 
-// modelPeers are host's peers weighted as run weighs them, with the path's
-// bottleneck for the access link, and for each the most a transfer there
-// and back could get: twice the paths' bottlenecks, each way.
+// modelPeers are host's peers weighted as run weighs them (by their site
+// access link, else the path's bottleneck), and for each the most a
+// transfer there and back could get: twice the paths' bottlenecks, each
+// way.
 func (m *Spec) modelPeers(env kind.ModelEnv, host string) ([]Peer, map[string]float64, error) {
 	var peers []Peer
 	fastest := map[string]float64{}
@@ -121,7 +123,10 @@ func (m *Spec) modelPeers(env kind.ModelEnv, host string) ([]Peer, map[string]fl
 		if err != nil {
 			return nil, nil, fmt.Errorf("the mesh's path: %w", err)
 		}
-		rate := there.BottleneckBPS
+		rate := there.AccessBPS
+		if rate <= 0 {
+			rate = there.BottleneckBPS
+		}
 		if rate <= 0 {
 			rate = unlimited
 		}
@@ -184,12 +189,14 @@ func (m *Spec) transferOps(env kind.ModelEnv, host string, p planned, sink strin
 	if err != nil {
 		return put, get, fmt.Errorf("the mesh's path: %w", err)
 	}
-	capBPS := kind.StreamCapBPS(env, path, host, p.peer, 0)
 	put, get = sim.Op{Do: sim.Par}, sim.Op{Do: sim.Par}
+	wire := 1 / path.WireShare() // the TCP/IP headers
 	for i := range m.Streams {
 		share := p.size*int64(i+1)/int64(m.Streams) - p.size*int64(i)/int64(m.Streams)
-		put.Branches = append(put.Branches, []sim.Op{{Do: sim.Send, To: sink, Bytes: share, RateBPS: capBPS}})
-		get.Branches = append(get.Branches, []sim.Op{{Do: sim.Call, To: sink, Bytes: headerSz, Reply: share}})
+		bytes := int64(math.Round(float64(share) * wire))
+		capBPS := kind.StreamRateBPS(env, path, host, p.peer, kind.TCPFlow{Streams: m.Streams, Bytes: share})
+		put.Branches = append(put.Branches, []sim.Op{{Do: sim.Send, To: sink, Bytes: bytes, RateBPS: capBPS * wire}})
+		get.Branches = append(get.Branches, []sim.Op{{Do: sim.Call, To: sink, Bytes: headerSz, Reply: bytes}})
 	}
 	if m.Disk {
 		put.Branches = append(put.Branches, []sim.Op{{Do: sim.Read, Bytes: p.size}})

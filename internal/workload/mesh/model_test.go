@@ -87,14 +87,20 @@ func TestModelBuild(t *testing.T) {
 	if want := []sim.Op{{Do: sim.Sleep, Seconds: 1}, {Do: sim.Repeat, UntilRefused: true, Body: []sim.Op{call}}}; !closer.Daemon || !reflect.DeepEqual(closer.Ops, want) {
 		t.Errorf("closer %+v", closer)
 	}
-	capBPS := 8e6 // under 4 MiB over 10 ms
+	// The path's TCP payload shared by the streams, each sending its
+	// headers too: 1000 bytes are 1036 on the wire, at 4 Mbit/s.
+	wire := 1 / kind.PathFacts{MTU: 1500}.WireShare()
+	capBPS := kind.StreamRateBPS(env, env.Default, "a", "b", kind.TCPFlow{Streams: 2, Bytes: 1000}) * wire
+	if math.Abs(capBPS-4e6) > 1e-6 {
+		t.Errorf("a stream's cap %.0f bit/s on the wire, want 4 Mbit/s", capBPS)
+	}
 	want := sim.Op{Do: sim.Repeat, Times: 1, UntilRefused: true, Body: []sim.Op{
 		call, {Do: sim.Sleep}, call, {Do: sim.Mark, Label: markStart},
 		{Do: sim.Par, Branches: [][]sim.Op{
-			{{Do: sim.Send, To: "s0/mesh.sink.b", Bytes: 1000, RateBPS: capBPS}}, {{Do: sim.Send, To: "s0/mesh.sink.b", Bytes: 1000, RateBPS: capBPS}},
+			{{Do: sim.Send, To: "s0/mesh.sink.b", Bytes: 1036, RateBPS: capBPS}}, {{Do: sim.Send, To: "s0/mesh.sink.b", Bytes: 1036, RateBPS: capBPS}},
 			{{Do: sim.Read, Bytes: 2000}}}},
 		{Do: sim.Par, Branches: [][]sim.Op{
-			{{Do: sim.Call, To: "s0/mesh.sink.b", Bytes: headerSz, Reply: 1000}}, {{Do: sim.Call, To: "s0/mesh.sink.b", Bytes: headerSz, Reply: 1000}},
+			{{Do: sim.Call, To: "s0/mesh.sink.b", Bytes: headerSz, Reply: 1036}}, {{Do: sim.Call, To: "s0/mesh.sink.b", Bytes: headerSz, Reply: 1036}},
 			{{Do: sim.Write, Bytes: 2000}}}},
 		{Do: sim.Mark, Label: markEnd},
 	}}
@@ -143,10 +149,11 @@ func TestModelRead(t *testing.T) {
 }
 
 // TestModelSimulated runs the model on the simulator, checked against the
-// closed form: on links of 10 Mbit/s, 10 MB there and back take 16 s, and
-// 5% more as the two nodes' transfers cross in opposite directions (SimGrid
-// loads a flow's way back with its ACKs, 5% of its rate: 16.8 s); transfers
-// of 1 MB take 1.68 s, and those that would start after 5.5 s are not made.
+// closed form: on links of 10 Mbit/s, 10 MB there and back take 16 s, 1500/1448
+// more with the TCP/IP headers, and 5% more as the two nodes' transfers
+// cross in opposite directions (SimGrid loads a flow's way back with its
+// ACKs, 5% of its rate: 17.4 s); transfers of 1 MB take 1.74 s, and those
+// that would start after 5.5 s are not made.
 func TestModelSimulated(t *testing.T) {
 	hosts := []sim.Host{{Name: "a", Cores: 1, Speed: 1}, {Name: "b", Cores: 1, Speed: 1}}
 	for _, tc := range []struct {
@@ -156,8 +163,8 @@ func TestModelSimulated(t *testing.T) {
 		transfers int
 		wallclock float64
 	}{
-		{"one each", 10e6, time.Second, 2, 16 * 1.05},
-		{"until the duration", 1e6, 5500 * time.Millisecond, 8, 1.6 * 1.05},
+		{"one each", 10e6, time.Second, 2, 16 * 1.05 * 1500 / 1448},
+		{"until the duration", 1e6, 5500 * time.Millisecond, 8, 1.6 * 1.05 * 1500 / 1448},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plat, env := kindtest.Star(hosts, 10e6, time.Millisecond)
@@ -178,5 +185,20 @@ func TestModelSimulated(t *testing.T) {
 				t.Errorf("%v transfers of %.3f s, want %d of about %.3f", o.Metrics[results.Transfers], got, tc.transfers, tc.wallclock)
 			}
 		})
+	}
+}
+
+// TestModelPeers: a peer weighs its site access link's rate when the
+// platform gives it, as the real node's does, else the path's bottleneck.
+func TestModelPeers(t *testing.T) {
+	m := &Spec{Hosts: []string{"a", "b", "c"}, Streams: 1}
+	env := &kindtest.ModelEnv{HostNames: m.Hosts, Default: kind.PathFacts{RTT: time.Millisecond, BottleneckBPS: 20e6, MTU: 1500},
+		Paths: map[[2]string]kind.PathFacts{{"a", "c"}: {RTT: time.Millisecond, BottleneckBPS: 20e6, AccessBPS: 1e9, MTU: 1500}}}
+	peers, _, err := m.modelPeers(env, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Peer{{Name: "b", Weight: 20}, {Name: "c", Weight: 1000}}; !reflect.DeepEqual(peers, want) {
+		t.Errorf("peers %+v, want %+v", peers, want)
 	}
 }

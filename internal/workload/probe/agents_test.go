@@ -30,6 +30,11 @@ func TestMeasureThroughAgents(t *testing.T) {
 	if res.RTTms.Min <= 0 || res.RTTms.Max > 5 || res.RTTms.P50 < res.RTTms.Min || res.RTTms.P99 > res.RTTms.Max {
 		t.Errorf("loopback RTT stats %+v", res.RTTms)
 	}
+	// The agents' reflector numbers what it receives, and the counts
+	// come through the agent API: loss is known each way.
+	if l := res.Loss; l.Forward == nil || l.Back == nil || l.Forward.Of != 40 || l.Forward.Lost != 0 || l.Back.Lost != 0 || l.Note != "" {
+		t.Errorf("loopback loss each way %+v", l)
+	}
 }
 
 // TestStepThroughAgents: a probe step run through its kind, with agents

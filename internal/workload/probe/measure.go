@@ -36,6 +36,9 @@ type Summary struct {
 	// LostPercent is the round-trip loss, in iperf3's name.
 	LostPercent float64 `json:"lost_percent"`
 	Duplicates  int     `json:"duplicates"`
+	// Loss is the loss on each way, where the reflector numbered what it
+	// received, and round trip, with their 95% intervals (loss.go).
+	Loss Loss `json:"loss"`
 	// OneWay holds the delay in each direction: exact when the hosts share
 	// a clock (one machine), within ErrorBoundMS when both clocks are
 	// synchronised, and unreliable (offset by the clocks' difference)
@@ -160,6 +163,7 @@ func Summarise(from, to string, spec Spec, probes []Result, clocks ClockAgreemen
 	if len(rtts) > 1 {
 		r.JitterMS = ipdv / float64(len(rtts)-1) / 1e6
 	}
+	r.Loss = lossOf(probes, spec.Size)
 	r.RTTms = delay.Summarize(rtts)
 	r.OneWay.Forward, r.OneWay.Back = delay.Summarize(fwd), delay.Summarize(back)
 	switch {

@@ -24,7 +24,7 @@ func ResultsToPB(rs []Result) []*agentpb.ProbeResult {
 	out := make([]*agentpb.ProbeResult, len(rs))
 	for i, r := range rs {
 		out[i] = &agentpb.ProbeResult{Seq: uint32(r.Seq), SentNs: r.Sent, ReflectRxNs: r.ReflectRx, ReflectTxNs: r.ReflectTx,
-			ReceivedNs: r.Received, Duplicates: uint32(r.Duplicates)}
+			ReceivedNs: r.Received, Duplicates: uint32(r.Duplicates), ReflectorCount: r.ReflectorCount, ReflectorSession: r.ReflectorSession}
 	}
 	return out
 }
@@ -33,7 +33,8 @@ func ResultsToPB(rs []Result) []*agentpb.ProbeResult {
 func ResultsFromPB(ps []*agentpb.ProbeResult) []Result {
 	out := make([]Result, len(ps))
 	for i, p := range ps {
-		out[i] = Result{Seq: int(p.Seq), Sent: p.SentNs, ReflectRx: p.ReflectRxNs, ReflectTx: p.ReflectTxNs, Received: p.ReceivedNs, Duplicates: int(p.Duplicates)}
+		out[i] = Result{Seq: int(p.Seq), Sent: p.SentNs, ReflectRx: p.ReflectRxNs, ReflectTx: p.ReflectTxNs, Received: p.ReceivedNs, Duplicates: int(p.Duplicates),
+			ReflectorCount: p.ReflectorCount, ReflectorSession: p.ReflectorSession}
 	}
 	return out
 }

@@ -16,6 +16,7 @@ func TestWireRoundTrip(t *testing.T) {
 	for _, rs := range [][]Result{
 		{},
 		{{Seq: 0, Sent: 1, ReflectRx: 2, ReflectTx: 3, Received: 4}, {Seq: 1, Sent: 5, Duplicates: 2}},
+		{{Seq: 0, Sent: 1, ReflectRx: 2, ReflectTx: 3, Received: 4, ReflectorCount: 1, ReflectorSession: 0xdeadbeef}},
 	} {
 		if got := ResultsFromPB(ResultsToPB(rs)); !reflect.DeepEqual(got, rs) {
 			t.Errorf("results %+v came back as %+v", rs, got)

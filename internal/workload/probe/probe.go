@@ -1,8 +1,10 @@
 // Package probe measures round-trip and one-way delay, jitter and loss with
 // UDP probes, in the manner of TWAMP light: a prober sends numbered probes at
-// an interval, a reflector returns each with its receive and send times, and
-// the prober stamps the return. Receive times come from the kernel
-// (SO_TIMESTAMPNS), so they do not include the agent's own scheduling.
+// an interval, a reflector returns each with its receive and send times and
+// its count of the probes it received (as STAMP's stateful reflector does:
+// count.go), and the prober stamps the return; the counts give the loss on
+// each way (loss.go). Receive times come from the kernel (SO_TIMESTAMPNS),
+// so they do not include the agent's own scheduling.
 //
 // The package is the probe workload kind too (Kind): the agents run the
 // prober and the reflector (this file, trace.go), the controller asks
@@ -34,7 +36,8 @@ type Spec struct {
 	Timeout  time.Duration // how long to wait for the last reply
 }
 
-// HeaderLen is the probe's header: magic, sequence, and three timestamps.
+// HeaderLen is the probe's header: magic, sequence, and three timestamps
+// (a probe of NumberedLen bytes has room for the reflector's count too).
 const HeaderLen = 36
 
 var magic = [4]byte{'W', 'L', 'P', '1'}
@@ -77,6 +80,11 @@ type Result struct {
 	ReflectTx  int64 // reflector, user space
 	Received   int64 // prober, kernel; 0 if the probe or its reply was lost
 	Duplicates int
+	// ReflectorCount is how many distinct probes the reflector had
+	// received when it answered, this one included, and ReflectorSession
+	// its number for the prober's session (count.go); 0 when the
+	// reflector does not number them, or no reply came.
+	ReflectorCount, ReflectorSession uint32
 }
 
 // Lost reports whether no reply came back.
@@ -159,6 +167,8 @@ func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
 	buf, oob := make([]byte, MaxSize), make([]byte, 128)
 	reflected := 0
 	admitted := token.NewAdmitted(r.Token)
+	counts := newCounter()
+	now := func() int64 { return time.Now().UnixNano() }
 	for {
 		r.conn.SetReadDeadline(time.Now().Add(idle))
 		n, from, rx, err := read(r.conn, buf, oob)
@@ -175,11 +185,9 @@ func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
 		if admitted.Greeting(r.conn, buf[:n], from.AddrPort()) || !admitted.Allows(from.AddrPort()) {
 			continue
 		}
-		if n < HeaderLen || [4]byte(buf[:4]) != magic {
+		if !counts.reflect(buf[:n], from.AddrPort(), rx, now) {
 			continue
 		}
-		binary.BigEndian.PutUint64(buf[20:], uint64(rx))
-		binary.BigEndian.PutUint64(buf[28:], uint64(time.Now().UnixNano()))
 		if _, err := r.conn.WriteToUDP(buf[:n], from); err == nil {
 			reflected++
 		}
@@ -217,21 +225,20 @@ func Run(ctx context.Context, spec Spec, addr string, t token.Token) ([]Result, 
 				recvDone <- err
 				return
 			}
-			if n < HeaderLen || [4]byte(buf[:4]) != magic {
-				continue
-			}
-			seq := int(binary.BigEndian.Uint64(buf[4:]))
-			if seq < 0 || seq >= spec.Count {
+			rep, ok := decodeReply(buf[:n])
+			if !ok || rep.Seq >= uint64(spec.Count) {
 				continue
 			}
 			mu.Lock()
-			r := &results[seq]
-			if r.Received != 0 {
+			r := &results[rep.Seq]
+			switch {
+			case r.Sent == 0:
+				// Not sent by this run (yet): not its reply.
+			case r.Received != 0:
 				r.Duplicates++
-			} else {
-				r.ReflectRx = int64(binary.BigEndian.Uint64(buf[20:]))
-				r.ReflectTx = int64(binary.BigEndian.Uint64(buf[28:]))
-				r.Received = at
+			default:
+				r.ReflectRx, r.ReflectTx, r.Received = rep.ReflectRx, rep.ReflectTx, at
+				r.ReflectorCount, r.ReflectorSession = rep.Count, rep.Session
 			}
 			mu.Unlock()
 		}

@@ -2,10 +2,12 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,5 +138,148 @@ func TestClockStep(t *testing.T) {
 		if got := ClockStep(tc.wall, tc.mono); got != tc.want {
 			t.Errorf("%s: ClockStep = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestProbeNumberedLoopback: the reflector numbers the probes it receives,
+// one session, so a clean round has no loss either way.
+func TestProbeNumberedLoopback(t *testing.T) {
+	r, addr, stop := loopbackReflector(t)
+	spec := Spec{Count: 30, Interval: 2 * time.Millisecond, Size: NumberedLen, Timeout: time.Second}
+	res, err := Run(context.Background(), spec, addr, r.Token)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res {
+		if p.Lost() || p.ReflectorCount != uint32(p.Seq+1) || p.ReflectorSession == 0 || p.ReflectorSession != res[0].ReflectorSession {
+			t.Errorf("probe %d: count %d, session %d (first %d); want count %d in one session", p.Seq, p.ReflectorCount, p.ReflectorSession, res[0].ReflectorSession, p.Seq+1)
+		}
+	}
+	l := Summarise("a", "b", spec, res, ClockAgreement{Shared: true}).Loss
+	if l.Forward == nil || l.Back == nil || l.Forward.Lost != 0 || l.Forward.Of != 30 || l.Back.Lost != 0 || l.Note != "" {
+		t.Errorf("loss %+v", l)
+	}
+}
+
+// relay passes datagrams between a prober and the reflector at to, but
+// for the probes drop names (by sequence number, on the way there or
+// back), and returns its address.
+func relay(t *testing.T, to string, drop func(back bool, seq uint64) bool) string {
+	t.Helper()
+	in, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raddr, err := net.ResolveUDPAddr("udp4", to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := net.DialUDP("udp4", nil, raddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); out.Close() })
+	dropped := func(b []byte, back bool) bool {
+		r, ok := decodeReply(b) // a probe reads as a reply too
+		return ok && drop(back, r.Seq)
+	}
+	var prober atomic.Pointer[net.UDPAddr]
+	go func() {
+		buf := make([]byte, MaxSize)
+		for {
+			n, from, err := in.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			prober.Store(from)
+			if !dropped(buf[:n], false) {
+				out.Write(buf[:n])
+			}
+		}
+	}()
+	go func() {
+		buf := make([]byte, MaxSize)
+		for {
+			n, err := out.Read(buf)
+			if err != nil {
+				return
+			}
+			if p := prober.Load(); p != nil && !dropped(buf[:n], true) {
+				in.WriteToUDP(buf[:n], p)
+			}
+		}
+	}()
+	return in.LocalAddr().String()
+}
+
+// TestProbeLossEachWayLoopback: probes dropped on the way there and
+// replies dropped on the way back are told apart.
+func TestProbeLossEachWayLoopback(t *testing.T) {
+	r, addr, stop := loopbackReflector(t)
+	there, back := map[uint64]bool{3: true, 10: true, 11: true}, map[uint64]bool{5: true, 20: true}
+	via := relay(t, addr, func(b bool, seq uint64) bool {
+		if b {
+			return back[seq]
+		}
+		return there[seq]
+	})
+	spec := Spec{Count: 40, Interval: 2 * time.Millisecond, Size: 64, Timeout: time.Second}
+	res, err := Run(context.Background(), spec, via, r.Token)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Summarise("a", "b", spec, res, ClockAgreement{Shared: true}).Loss
+	if l.Forward == nil || l.Back == nil {
+		t.Fatalf("no one-way loss: %s", l.Note)
+	}
+	if l.Forward.Lost != 3 || l.Forward.Of != 40 || l.Back.Lost != 2 || l.Back.Of != 37 || l.Roundtrip.Lost != 5 {
+		t.Errorf("forward %d of %d, back %d of %d, round trip %d; want 3 of 40, 2 of 37, 5",
+			l.Forward.Lost, l.Forward.Of, l.Back.Lost, l.Back.Of, l.Roundtrip.Lost)
+	}
+}
+
+// oldReflector answers probes as a reflector of an older agent did:
+// both times stamped, nothing counted, the rest returned as it came.
+func oldReflector(t *testing.T) (addr string, tok token.Token) {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	tok = token.New()
+	admitted := token.NewAdmitted(tok)
+	go func() {
+		buf := make([]byte, MaxSize)
+		for {
+			n, from, err := c.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if admitted.Greeting(c, buf[:n], from.AddrPort()) || !admitted.Allows(from.AddrPort()) || n < HeaderLen || [4]byte(buf[:4]) != magic {
+				continue
+			}
+			binary.BigEndian.PutUint64(buf[20:], uint64(time.Now().UnixNano()))
+			binary.BigEndian.PutUint64(buf[28:], uint64(time.Now().UnixNano()))
+			c.WriteToUDP(buf[:n], from)
+		}
+	}()
+	return c.LocalAddr().String(), tok
+}
+
+// TestProbeOlderReflector: a reflector that does not number what it
+// receives still answers; the loss is round trip only, and says so.
+func TestProbeOlderReflector(t *testing.T) {
+	addr, tok := oldReflector(t)
+	spec := Spec{Count: 20, Interval: 2 * time.Millisecond, Size: 64, Timeout: time.Second}
+	res, err := Run(context.Background(), spec, addr, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarise("a", "b", spec, res, ClockAgreement{Shared: true})
+	if s.Received != 20 || s.Loss.Forward != nil || s.Loss.Back != nil || s.Loss.Note != noteUnnumbered || s.Loss.Roundtrip.Of != 20 {
+		t.Errorf("received %d, loss %+v; want 20, round trip only with its note", s.Received, s.Loss)
 	}
 }

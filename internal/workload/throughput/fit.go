@@ -9,10 +9,12 @@ import (
 )
 
 // fit estimates the model's params from one measured test (kind.Model's
-// Fit): for TCP, the path's tcp_efficiency (the measured throughput over
-// what the model gives its streams uncalibrated: their caps, or the
-// path's bottleneck), and, for any test, the sender's and receiver's CPU
-// per gigabyte (their CPU over the gigabytes a second moved).
+// Fit): for TCP, the path's tcp_efficiency where the streams' own rate
+// holds them (the measured throughput over what the model gives them
+// uncalibrated) or its bottleneck_efficiency where the bottleneck does
+// (the throughput over the bottleneck), and, for any test, the sender's
+// and receiver's CPU per gigabyte (their CPU over the gigabytes a second
+// moved).
 func fit(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
 	t, ok := m.Spec.(*Step)
 	if !ok {
@@ -28,12 +30,12 @@ func fit(env kind.ModelEnv, m kind.Measured) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the throughput test's path: %w", err)
 		}
-		expected := kind.StreamCapBPS(env, path, t.From, t.To, t.Window) * float64(t.Streams)
-		if b := path.BottleneckBPS; b > 0 && (expected == 0 || b < expected) {
-			expected = b
-		}
-		if expected > 0 {
-			est[kind.PathParam(kind.ParamTCPEfficiency, t.From, t.To)] = mbps * 1e6 / expected
+		own, rate := kind.StreamLimited(env, path, t.From, t.To, t.flow())
+		switch {
+		case own:
+			est[kind.PathParam(kind.ParamTCPEfficiency, t.From, t.To)] = mbps * 1e6 / (rate * float64(t.Streams))
+		case path.BottleneckBPS > 0:
+			est[kind.PathParam(kind.ParamBottleneckEfficiency, t.From, t.To)] = mbps * 1e6 / path.BottleneckBPS
 		}
 	}
 	gbps := mbps / 8 / 1e3 // gigabytes a second

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/sim"
@@ -37,8 +38,11 @@ const (
 )
 
 // chunksPerTest is how many chunks a stream's expected bytes are cut into:
-// enough marks to read the bytes moved within the duration closely.
-const chunksPerTest = 16
+// few, as each pays the simulator's start-up latency, when the stream
+// sends nothing (the rate read of the chunks takes it out, but the links'
+// bytes would miss it); the rate is read of whole chunks, so a few are
+// enough.
+const chunksPerTest = 4
 
 // Bounds of a chunk, in bytes.
 const (
@@ -51,13 +55,14 @@ var model = kind.Model{
 	Build: kind.BuildWith("a throughput model", (*Step).build),
 	Read:  kind.ReadWith("a throughput model", (*Step).read),
 	Assumptions: slices.Concat(kind.TCPAssumptions, []string{
-		"Each stream sends chunks one after the other; the simulator's start-up latency, which it pays per chunk, is measured with a 1-byte send and counted once, as a real stream pays it once.",
+		"Each stream sends chunks one after the other, its payload and its TCP/IP headers (MTU over MSS); the simulator's start-up latency, which it pays per chunk, is measured with a 1-byte send and counted once, as a real stream pays it once.",
 		"UDP streams are flows paced at the target rate (and, like every flow, under SimGrid's window bound, network/TCP-gamma, over the round trip): what the path cannot carry is counted as lost, the path's loss is taken off what arrives, and jitter is 0 (no queues).",
 		"Retransmits are the segments sent times the path's loss.",
 		"The sender's CPU is simulated (sender_cpu_s_per_gb per chunk, beside its send, so a slow host slows the test); the receiver's is a figure of the bytes received (receiver_cpu_s_per_gb) and never slows the test.",
-		"The test runs alone: tests_alongside is 0, and no per-second samples are made.",
+		"The test runs alone: tests_alongside is 0, and no per-second samples are made; its streams end the chunks under way at the duration, so the step's simulated seconds run a little past it.",
 	}),
-	Fit: fit,
+	Fit:     fit,
+	Horizon: func(s kind.Spec) time.Duration { return 2 * s.Length() },
 	Params: slices.Concat(kind.TCPParams, []kind.Param{
 		{Name: ParamSenderCPU, Doc: "the sending host's CPU per gigabyte sent, in core-seconds"},
 		{Name: ParamReceiverCPU, Doc: "the receiving host's CPU per gigabyte received, in core-seconds"},
@@ -75,6 +80,9 @@ type plan struct {
 	chunks int
 	cpu    float64
 	path   kind.PathFacts
+	// wire is the bytes on the wire per byte of payload: 1 over the
+	// path's WireShare for TCP (its headers), 1 for UDP.
+	wire float64
 }
 
 // plan works out how the step's streams run on env's platform.
@@ -83,14 +91,15 @@ func (t *Step) plan(env kind.ModelEnv) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the throughput test's path: %w", err)
 	}
-	p := &plan{sink: env.Name("throughput.sink." + t.To), path: path}
+	p := &plan{sink: env.Name("throughput.sink." + t.To), path: path, wire: 1 / path.WireShare()}
 	for i := range t.Streams {
 		p.streams = append(p.streams, env.Name(fmt.Sprintf("throughput.%s.%d", t.From, i)))
 	}
 	if t.Protocol == "udp" {
 		p.capBPS = float64(t.UDPRate) / float64(t.Streams)
+		p.wire = 1
 	} else {
-		p.capBPS = kind.StreamCapBPS(env, path, t.From, t.To, t.Window)
+		p.capBPS = kind.StreamRateBPS(env, path, t.From, t.To, t.flow())
 	}
 	// A stream's expected rate: its cap, or its share of the bottleneck.
 	rate := p.capBPS
@@ -102,11 +111,18 @@ func (t *Step) plan(env kind.ModelEnv) (*plan, error) {
 	}
 	expected := rate / 8 * t.Duration.Seconds()
 	p.chunk = min(max(int64(expected/chunksPerTest), minChunk), maxChunk)
-	// Twice the chunks the expected rate moves: the step's horizon ends
-	// the test, and a stream must not run out before it.
-	p.chunks = 2*int(math.Ceil(expected/float64(p.chunk))) + 2
+	// The chunks the expected rate moves, and a tail of 1/16 chunk: a
+	// stream sends past the duration (up to the horizon, twice it) to end
+	// the chunk under way, so that the links' bytes and the CPU over the
+	// simulation's end are those of the stream at work.
+	p.chunks = int(math.Ceil(expected / float64(p.chunk)))
 	p.cpu = float64(p.chunk) / 1e9 * env.Param(ParamSenderCPU, defaultSenderCPU)
 	return p, nil
+}
+
+// flow is one of the test's TCP streams, for kind.StreamRateBPS.
+func (t *Step) flow() kind.TCPFlow {
+	return kind.TCPFlow{Window: t.Window, Congestion: t.Congestion, Streams: t.Streams, Seconds: t.Duration.Seconds()}
 }
 
 // build makes the step's actors: a sink on the receiver, and an actor per
@@ -118,7 +134,7 @@ func (t *Step) build(env kind.ModelEnv) ([]sim.Actor, error) {
 		return nil, err
 	}
 	actors := []sim.Actor{{Name: p.sink, Host: t.To, Daemon: true, Ops: []sim.Op{{Do: sim.Serve}}}}
-	send := sim.Op{Do: sim.Send, To: p.sink, Bytes: p.chunk, RateBPS: p.capBPS}
+	send := sim.Op{Do: sim.Send, To: p.sink, Bytes: int64(math.Round(float64(p.chunk) * p.wire)), RateBPS: p.capBPS * p.wire}
 	chunk := []sim.Op{send, {Do: sim.Mark, Label: markChunk}}
 	if p.cpu > 0 {
 		chunk[0] = sim.Op{Do: sim.Par, Branches: [][]sim.Op{{send}, {{Do: sim.Exec, Seconds: p.cpu}}}}
@@ -126,9 +142,10 @@ func (t *Step) build(env kind.ModelEnv) ([]sim.Actor, error) {
 	for _, name := range p.streams {
 		actors = append(actors, sim.Actor{Name: name, Host: t.From, Ops: []sim.Op{
 			{Do: sim.Mark, Label: markStart},
-			{Do: sim.Send, To: p.sink, Bytes: 1, RateBPS: p.capBPS},
+			{Do: sim.Send, To: p.sink, Bytes: 1, RateBPS: p.capBPS * p.wire},
 			{Do: sim.Mark, Label: markPing},
 			{Do: sim.Repeat, Times: p.chunks, Body: chunk},
+			{Do: sim.Send, To: p.sink, Bytes: max(1, send.Bytes/16), RateBPS: send.RateBPS},
 		}})
 	}
 	return actors, nil

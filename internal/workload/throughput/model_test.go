@@ -1,6 +1,7 @@
 package throughput
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -24,26 +25,29 @@ func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol*math.A
 // TestModelBuild: a sink on the receiver, a stream actor per stream on
 // the sender that pings, then sends capped chunks beside their CPU.
 func TestModelBuild(t *testing.T) {
+	segs := 65536.0 / 1448 // a 64 KiB window
 	for _, tc := range []struct {
 		name    string
 		step    Step
 		env     *kindtest.ModelEnv
 		wantCap float64
-		chunk   int64
-		chunks  int
+		tol     float64
 	}{
-		// 64 KiB over 100 ms: 5.24 Mbit/s per stream, under the 100 Mbit/s path.
+		// 64 KiB over 100 ms: 5.24 Mbit/s per stream, under the 100 Mbit/s
+		// path, less what slow start (10, 20, 40 segments) leaves out.
 		{"window", Step{From: "a", To: "b", Protocol: "tcp", Streams: 2, Window: 64 << 10, Duration: 10 * time.Second},
-			modelEnv(100*time.Millisecond, 100e6, 0), 65536 * 8 / 0.1, 409600, 34},
-		// 1% loss over 20 ms: Mathis gives 1448*8/0.02*sqrt(1.5)/0.1 = 7.09 Mbit/s.
+			modelEnv(100*time.Millisecond, 100e6, 0), (100*segs - (segs - 10) - (segs - 20) - (segs - 40)) * 1448 * 8 / 10, 1e-9},
+		// 1% loss over 20 ms: Reno's sawtooth over 500 round trips, near
+		// Mathis's 1448*8/0.02*sqrt(1.5)/0.1 = 7.09 Mbit/s.
 		{"loss", Step{From: "a", To: "b", Protocol: "tcp", Streams: 1, Duration: 10 * time.Second},
-			modelEnv(20*time.Millisecond, 100e6, 0.01), 1448 * 8 / 0.02 * math.Sqrt(1.5) / 0.1, 554197, 36},
-		// Nothing caps a stream but the path: 4 MiB over 1 ms is far above.
+			modelEnv(20*time.Millisecond, 100e6, 0.01), 1448 * 8 / 0.02 * math.Sqrt(1.5) / 0.1, 0.05},
+		// Nothing caps a stream but the path: each gets its share of the
+		// TCP payload the path carries (1448 bytes of each 1500).
 		{"path", Step{From: "a", To: "b", Protocol: "tcp", Streams: 4, Duration: 10 * time.Second},
-			modelEnv(time.Millisecond, 10e6, 0), 10e6, 195312, 36},
+			modelEnv(time.Millisecond, 10e6, 0), 10e6 * 1448 / 1500 / 4, 1e-9},
 		// UDP: the target rate shared by the streams.
 		{"udp", Step{From: "a", To: "b", Protocol: "udp", Streams: 2, Duration: 4 * time.Second, UDPRate: 8e6},
-			modelEnv(10*time.Millisecond, 100e6, 0.5), 4e6, 125000, 34},
+			modelEnv(10*time.Millisecond, 100e6, 0.5), 4e6, 1e-9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actors, err := model.Build(tc.env, &tc.step)
@@ -53,25 +57,41 @@ func TestModelBuild(t *testing.T) {
 			if len(actors) != 1+tc.step.Streams {
 				t.Fatalf("%d actors, want a sink and %d streams", len(actors), tc.step.Streams)
 			}
+			// A TCP stream sends its headers too: 1500 bytes a 1448.
+			wire := 1 / kind.PathFacts{MTU: 1500}.WireShare()
+			if tc.step.Protocol == "udp" {
+				wire = 1
+			}
+			got := actors[1].Ops[1].RateBPS / wire
+			if !near(got, tc.wantCap, tc.tol) {
+				t.Errorf("cap %.0f bit/s, want %.0f", got, tc.wantCap)
+			}
+			// expected/4 a chunk, the chunks the expected rate moves.
+			expected := min(got, tc.env.Paths[[2]string{"a", "b"}].BottleneckBPS/float64(tc.step.Streams)) / 8 * tc.step.Duration.Seconds()
+			chunk := min(max(int64(expected/chunksPerTest), minChunk), maxChunk)
+			chunks := int(math.Ceil(expected / float64(chunk)))
 			sink := actors[0]
 			if sink.Name != "s0/throughput.sink.b" || sink.Host != "b" || !sink.Daemon || sink.Ops[0].Do != sim.Serve {
 				t.Errorf("sink %+v", sink)
 			}
 			for _, a := range actors[1:] {
-				if a.Host != "a" || a.Daemon || len(a.Ops) != 4 {
+				if a.Host != "a" || a.Daemon || len(a.Ops) != 5 {
 					t.Fatalf("stream %+v", a)
 				}
 				ping, rep := a.Ops[1], a.Ops[3]
-				if ping.Do != sim.Send || ping.Bytes != 1 || ping.To != sink.Name || !near(ping.RateBPS, tc.wantCap, 1e-9) {
-					t.Errorf("ping %+v, want 1 byte capped at %.0f", ping, tc.wantCap)
+				if ping.Do != sim.Send || ping.Bytes != 1 || ping.To != sink.Name || !near(ping.RateBPS, got*wire, 1e-12) {
+					t.Errorf("ping %+v, want 1 byte capped at %.0f", ping, got*wire)
 				}
-				if rep.Do != sim.Repeat || rep.Times != tc.chunks || len(rep.Body) != 2 || rep.Body[1].Label != markChunk {
-					t.Fatalf("chunks %+v, want %d", rep, tc.chunks)
+				if rep.Do != sim.Repeat || rep.Times != chunks || len(rep.Body) != 2 || rep.Body[1].Label != markChunk {
+					t.Fatalf("chunks %+v, want %d", rep, chunks)
+				}
+				if tail := a.Ops[4]; tail.Do != sim.Send || tail.Bytes != max(1, int64(math.Round(float64(chunk)*wire))/16) || tail.RateBPS != rep.Body[0].Branches[0][0].RateBPS {
+					t.Errorf("tail %+v, want 1/16 chunk", tail)
 				}
 				par := rep.Body[0]
 				send, exec := par.Branches[0][0], par.Branches[1][0]
-				if par.Do != sim.Par || send.Bytes != tc.chunk || !near(send.RateBPS, tc.wantCap, 1e-9) || !near(exec.Seconds, float64(tc.chunk)/1e9*defaultSenderCPU, 1e-9) {
-					t.Errorf("chunk %+v, want %d bytes capped at %.0f beside its CPU", par, tc.chunk, tc.wantCap)
+				if par.Do != sim.Par || send.Bytes != int64(math.Round(float64(chunk)*wire)) || !near(send.RateBPS, got*wire, 1e-12) || !near(exec.Seconds, float64(chunk)/1e9*defaultSenderCPU, 1e-9) {
+					t.Errorf("chunk %+v, want %d bytes (%d on the wire) capped at %.0f beside its CPU", par, chunk, int64(math.Round(float64(chunk)*wire)), got*wire)
 				}
 			}
 		})
@@ -87,11 +107,13 @@ func TestModelParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := actors[1].Ops[1].RateBPS, 0.5*(1<<20)*8/0.1; !near(got, want, 1e-9) {
+	// Slow start up to the 724 segments of 1 MiB in 1 s (10 round trips),
+	// at half of it, 1500 bytes on the wire a segment.
+	if got, want := actors[1].Ops[1].RateBPS, 0.5*(10+20+40+80+160+320+640+3*(1<<20)/1448.0)*1500*8; !near(got, want, 1e-9) {
 		t.Errorf("cap %.0f, want %.0f", got, want)
 	}
 	for _, p := range env.Asked() {
-		if !strings.HasPrefix(p, kind.ParamTCPEfficiency) && !hasParam(p) {
+		if name, _, _ := strings.Cut(p, "."); !hasParam(name) {
 			t.Errorf("asked for %s, not among the model's params", p)
 		}
 	}
@@ -123,6 +145,11 @@ func TestModelRead(t *testing.T) {
 	tcp := Step{From: "a", To: "b", Protocol: "tcp", Streams: 2, Window: 64 << 10, Duration: 10 * time.Second}
 	udp := Step{From: "a", To: "b", Protocol: "udp", Streams: 1, Duration: 4 * time.Second, UDPRate: 8e6}
 	env := modelEnv(100*time.Millisecond, 100e6, 0.01)
+	p, err := tcp.plan(modelEnv(100*time.Millisecond, 100e6, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := float64(p.chunk) * 8 / 5.24288e6 // a chunk at 5.24 Mbit/s
 	for _, tc := range []struct {
 		name  string
 		step  Step
@@ -131,29 +158,29 @@ func TestModelRead(t *testing.T) {
 		want  results.Metrics
 		err   string
 	}{
-		// Chunks of 409600 bytes in 0.625 s each: 5.24 Mbit/s a stream;
+		// Chunks at 5.24 Mbit/s a stream, each after a latency of 0.05 s;
 		// 14 end within 10 s.
 		{name: "tcp", step: tcp, env: modelEnv(100*time.Millisecond, 100e6, 0),
-			marks: append(streamMarks("s0/throughput.a.0", 0.05, 0.625, 20), streamMarks("s0/throughput.a.1", 0.05, 0.625, 20)...),
+			marks: append(streamMarks("s0/throughput.a.0", 0.05, busy, 20), streamMarks("s0/throughput.a.1", 0.05, busy, 20)...),
 			want: results.Metrics{results.ThroughputMbps: 2 * 5.24288 * 9.95 / 10, results.Streams: 2, results.WindowBytes: 65536,
 				results.Retransmits: 0, results.TestsAlongside: 0,
 				results.SenderCPUPct: 100 * 2 * 5.24288e6 * 0.995 / 8e9 * defaultSenderCPU, results.ReceiverCPUPct: 100 * 2 * 5.24288e6 * 0.995 / 8e9 * defaultReceiverCPU}},
 		// The path carries 6 of the 8 Mbit/s, and loses 1% of them.
 		{name: "udp", step: udp, env: env,
-			marks: streamMarks("s0/throughput.a.0", 0.01, 250000*8/6e6, 10),
+			marks: streamMarks("s0/throughput.a.0", 0.01, 1e6*8/6e6, 5),
 			want: results.Metrics{results.ThroughputMbps: 6 * 0.99, results.Streams: 1, results.WindowBytes: 0, results.TestsAlongside: 0,
 				results.LostPercent: 100 * (1 - 6*0.99/8), results.JitterMs: 0,
 				results.SenderCPUPct: 100 * 6e6 * 0.99 / 8e9 * defaultSenderCPU, results.ReceiverCPUPct: 100 * 6e6 * 0.99 / 8e9 * defaultReceiverCPU}},
 		{name: "too slow", step: tcp, env: modelEnv(100*time.Millisecond, 100e6, 0),
-			marks: append(streamMarks("s0/throughput.a.0", 0.05, 20, 1), streamMarks("s0/throughput.a.1", 0.05, 0.625, 20)...),
-			err:   "stream 1 of the throughput test: no chunk of 409600 bytes ended within the test's 10 s"},
+			marks: append(streamMarks("s0/throughput.a.0", 0.05, 20, 1), streamMarks("s0/throughput.a.1", 0.05, busy, 20)...),
+			err:   fmt.Sprintf("stream 1 of the throughput test: no chunk of %d bytes ended within the test's 10 s", p.chunk)},
 		{name: "no marks", step: tcp, env: modelEnv(100*time.Millisecond, 100e6, 0),
 			err: "stream 1 of the throughput test: the simulation has no start and ping marks of actor s0/throughput.a.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.step.Protocol == "udp" {
-				// 8 Mbit/s over 4 s in 16 chunks.
-				if actors, _ := model.Build(tc.env, &tc.step); actors[1].Ops[3].Body[0].Branches[0][0].Bytes != 250000 {
+				// 8 Mbit/s over 4 s in 4 chunks.
+				if actors, _ := model.Build(tc.env, &tc.step); actors[1].Ops[3].Body[0].Branches[0][0].Bytes != 1e6 {
 					t.Fatalf("udp chunk %+v", actors[1].Ops[3].Body[0])
 				}
 			}
@@ -194,7 +221,8 @@ func TestModelSimulated(t *testing.T) {
 	}{
 		{"window", 100e6, 25 * time.Millisecond, Step{From: "a", To: "b", Protocol: "tcp", Streams: 2, Window: 64 << 10, Duration: 10 * time.Second},
 			2 * 65536 * 8 / 0.1 / 1e6},
-		{"path", 10e6, time.Millisecond, Step{From: "a", To: "b", Protocol: "tcp", Streams: 1, Duration: 10 * time.Second}, 10},
+		// The TCP payload of the IP packets the path carries: 1448 of 1500.
+		{"path", 10e6, time.Millisecond, Step{From: "a", To: "b", Protocol: "tcp", Streams: 1, Duration: 10 * time.Second}, 10 * 1448.0 / 1500},
 		{"udp over the path", 10e6, time.Millisecond, Step{From: "a", To: "b", Protocol: "udp", Streams: 1, Duration: 5 * time.Second, UDPRate: 20e6}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

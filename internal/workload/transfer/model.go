@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/sim"
@@ -19,11 +20,14 @@ import (
 // The model's own params, which calibration may fit (beside kind's
 // TCPParams).
 const (
-	ParamSenderCPU     = "sender_cpu_s_per_gb"
-	ParamReceiverCPU   = "receiver_cpu_s_per_gb"
+	ParamSenderCPU     = "transfer_sender_cpu_s_per_gb"
+	ParamReceiverCPU   = "transfer_receiver_cpu_s_per_gb"
 	ParamRatio         = "compression_ratio"
 	ParamCompressCPU   = "compress_cpu_s_per_gb"
 	ParamDecompressCPU = "decompress_cpu_s_per_gb"
+	// ParamEfficiency is read per path (transfer_efficiency.FROM->TO)
+	// first, then for every path.
+	ParamEfficiency = "transfer_efficiency"
 )
 
 // The params' declared values: what the model assumes uncalibrated.
@@ -31,8 +35,8 @@ const (
 	defaultSenderCPU     = 1.0
 	defaultReceiverCPU   = 1.0
 	defaultRatio         = 2.0
-	defaultCompressCPU   = 2.5
-	defaultDecompressCPU = 1.0
+	defaultCompressCPU   = 3.5
+	defaultDecompressCPU = 2.0
 )
 
 // The labels of the legs' marks: a leg starts as its sender starts and
@@ -50,16 +54,20 @@ var model = kind.Model{
 	Assumptions: slices.Concat(kind.TCPAssumptions, []string{
 		"With read-ahead (the default) reading, sending, writing and the CPU work of a leg overlap fully, so the slowest sets its time; with read_ahead off each stream reads its whole share and then sends it, instead of alternating block by block.",
 		"The disk is the host's disk rate for every byte (the file is read from disk, not the page cache, and written through), and the checksums' reads add nothing.",
-		"Compression makes the bytes on the wire the file's over compression_ratio, and costs compress_cpu_s_per_gb at the sender and decompress_cpu_s_per_gb at the receiver; the block size plays no part.",
-		"Connection set-up, the headers and the checksums' exchange add no time, and every copy's checksum matches.",
+		"Compression makes the bytes on the wire the file's over compression_ratio, and costs compress_cpu_s_per_gb at the sender and decompress_cpu_s_per_gb at the receiver in place of transfer_sender_cpu_s_per_gb and transfer_receiver_cpu_s_per_gb; the block size plays no part.",
+		"Each stream's rate is that of a fresh connection sending its share of the file (slow start included); once calibrated from transfers (transfer_efficiency), a leg's streams get that share of the uncalibrated rate, which takes in what the model leaves out (many streams' slow starts overflowing the queue, the losses' recovery), in place of the tcp_efficiency and bottleneck_efficiency other kinds fit.",
+		"Connection set-up takes a round trip before the streams send, which carry their TCP/IP headers (MTU over MSS); the checksums' exchange adds no time, and every copy's checksum matches.",
 		"The transfer runs alone: tests_alongside is 0.",
 	}),
-	Params: slices.Concat(kind.TCPParams, []kind.Param{
-		{Name: ParamSenderCPU, Doc: "the sending host's CPU per gigabyte of file sent (reading, hashing, sending), in core-seconds"},
-		{Name: ParamReceiverCPU, Doc: "the receiving host's CPU per gigabyte of file received (receiving, hashing, writing), in core-seconds"},
+	Fit: kind.FitWith("a transfer model", (*Step).fit),
+	Params: slices.Concat([]kind.Param{
+		{Name: ParamSenderCPU, Doc: "the sending host's CPU per gigabyte of file sent uncompressed (reading, hashing, sending), in core-seconds"},
+		{Name: ParamReceiverCPU, Doc: "the receiving host's CPU per gigabyte of file received uncompressed (receiving, hashing, writing), in core-seconds"},
+		{Name: ParamCompressCPU, Doc: "the sending host's CPU per gigabyte of file sent compressed (reading, compressing, hashing, sending), in core-seconds"},
+		{Name: ParamDecompressCPU, Doc: "the receiving host's CPU per gigabyte of file received compressed (receiving, decompressing, hashing, writing), in core-seconds"},
+		{Name: ParamEfficiency, Doc: "the share of the model's uncalibrated stream rate a transfer's streams reach, a fraction (unset: the calibrated tcp_efficiency and bottleneck_efficiency apply instead); read per path as transfer_efficiency.FROM->TO first"},
+	}, kind.TCPParams, []kind.Param{
 		{Name: ParamRatio, Doc: "the file's bytes over the bytes on the wire when compressed, a ratio"},
-		{Name: ParamCompressCPU, Doc: "the sender's CPU per gigabyte of file compressed, in core-seconds"},
-		{Name: ParamDecompressCPU, Doc: "the receiver's CPU per gigabyte of file decompressed, in core-seconds"},
 	}),
 }
 
@@ -71,6 +79,11 @@ type modelLeg struct {
 	capBPS           float64
 	// sendCPU and recvCPU are the CPU seconds of the leg at either end.
 	sendCPU, recvCPU float64
+	// rtt is the path's round trip in seconds: the connections' set-up.
+	rtt float64
+	// wire is the bytes on the wire per byte sent: 1 over the path's
+	// WireShare (the TCP/IP headers).
+	wire float64
 }
 
 // legs are the step's legs on env's platform: there, and back for a
@@ -78,12 +91,15 @@ type modelLeg struct {
 func (t *Step) legs(env kind.ModelEnv) ([]modelLeg, error) {
 	a, b := env.Name("transfer."+t.From), env.Name("transfer."+t.To)
 	gb := float64(t.Size) / 1e9
-	send := gb * env.Param(ParamSenderCPU, defaultSenderCPU)
-	recv := gb * env.Param(ParamReceiverCPU, defaultReceiverCPU)
+	var send, recv float64
 	if t.Compress {
-		send += gb * env.Param(ParamCompressCPU, defaultCompressCPU)
-		recv += gb * env.Param(ParamDecompressCPU, defaultDecompressCPU)
+		send = gb * env.Param(ParamCompressCPU, defaultCompressCPU)
+		recv = gb * env.Param(ParamDecompressCPU, defaultDecompressCPU)
+	} else {
+		send = gb * env.Param(ParamSenderCPU, defaultSenderCPU)
+		recv = gb * env.Param(ParamReceiverCPU, defaultReceiverCPU)
 	}
+	ratio := t.ratio(env)
 	legs := []modelLeg{{from: t.From, to: t.To, sender: a, receiver: b}}
 	if t.Roundtrip {
 		legs = append(legs, modelLeg{from: t.To, to: t.From, sender: b, receiver: a})
@@ -94,10 +110,42 @@ func (t *Step) legs(env kind.ModelEnv) ([]modelLeg, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the transfer's path: %w", err)
 		}
-		l.capBPS = kind.StreamCapBPS(env, path, l.from, l.to, t.Window)
-		l.sendCPU, l.recvCPU = send, recv
+		l.capBPS = t.streamBPS(env, path, l.from, l.to, ratio)
+		l.sendCPU, l.recvCPU, l.rtt, l.wire = send, recv, path.RTT.Seconds(), 1/path.WireShare()
 	}
 	return legs, nil
+}
+
+// flow is one of the step's streams, sending its share of the file's
+// bytes on the wire (compressed by ratio), for kind.StreamRateBPS.
+func (t *Step) flow(ratio float64) kind.TCPFlow {
+	return kind.TCPFlow{Window: t.Window, Streams: t.Streams, Bytes: max(1, int64(math.Ceil(float64(t.Size)/ratio/float64(t.Streams))))}
+}
+
+// streamBPS is the rate of each stream of a leg from one host to another
+// on path: the uncalibrated stream rate times the path's
+// transfer_efficiency when calibration fitted one, else the stream rate
+// with what calibration fitted of TCP's params.
+func (t *Step) streamBPS(env kind.ModelEnv, path kind.PathFacts, from, to string, ratio float64) float64 {
+	eff := env.Param(kind.PathParam(ParamEfficiency, from, to), env.Param(ParamEfficiency, -1))
+	if eff < 0 {
+		return kind.StreamRateBPS(env, path, from, to, t.flow(ratio))
+	}
+	return kind.StreamRateBPS(declaredTCP{env}, path, from, to, t.flow(ratio)) * eff
+}
+
+// declaredTCP is a ModelEnv whose TCP efficiencies are the declared ones,
+// whatever calibration fitted: a transfer's own efficiency replaces them.
+type declaredTCP struct{ kind.ModelEnv }
+
+func (e declaredTCP) Param(name string, declared float64) float64 {
+	v := e.ModelEnv.Param(name, declared)
+	for _, p := range []string{kind.ParamTCPEfficiency, kind.ParamBottleneckEfficiency} {
+		if name == p || strings.HasPrefix(name, p+".") {
+			return declared
+		}
+	}
+	return v
 }
 
 // ratio is the file's bytes over the bytes on the wire.
@@ -113,7 +161,7 @@ func (t *Step) ratio(env kind.ModelEnv) float64 {
 func (t *Step) sendOps(l modelLeg, ratio float64) []sim.Op {
 	var par [][]sim.Op
 	for _, r := range ranges(t.Size, t.Streams) {
-		send := sim.Op{Do: sim.Send, To: l.receiver, Bytes: max(1, int64(math.Round(float64(r[1])/ratio))), RateBPS: l.capBPS}
+		send := sim.Op{Do: sim.Send, To: l.receiver, Bytes: max(1, int64(math.Round(float64(r[1])/ratio*l.wire))), RateBPS: l.capBPS * l.wire}
 		if t.Serial {
 			par = append(par, []sim.Op{{Do: sim.Read, Bytes: r[1]}, send})
 		} else {
@@ -126,7 +174,11 @@ func (t *Step) sendOps(l modelLeg, ratio float64) []sim.Op {
 	if l.sendCPU > 0 {
 		par = append(par, []sim.Op{{Do: sim.Exec, Seconds: l.sendCPU}})
 	}
-	return []sim.Op{{Do: sim.Par, Branches: par}}
+	ops := []sim.Op{{Do: sim.Par, Branches: par}}
+	if l.rtt > 0 {
+		ops = append([]sim.Op{{Do: sim.Sleep, Seconds: l.rtt}}, ops...)
+	}
+	return ops
 }
 
 // recvOps are a leg's receiving side: a receive per stream, beside the

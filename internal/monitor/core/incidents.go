@@ -1,0 +1,275 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/segment"
+)
+
+// RuleIncident is the rule of an incident's alert record: a fault
+// inferred on one segment (package segment) from the verdicts of the
+// paths crossing it, in place of one alert per path.
+const RuleIncident = "incident"
+
+// The figures incidents are inferred from: a one-way loss crosses its
+// direction's links only; a round-trip figure crosses both ways' links.
+const (
+	FigureLoss          = "loss"
+	FigureLossRoundTrip = "round-trip loss"
+	FigureDelay         = "round-trip delay"
+	FigureRate          = "rate"
+)
+
+// SourceExpected says a path's directions came from the topology's
+// expected paths.
+const SourceExpected = "expected paths"
+
+// PathStatus is what incident inference reads of one test of a path
+// besides the detector's alerts.
+type PathStatus struct {
+	Key  PathKey
+	Type string
+	// Usable says its latest result is fresh and was judged: neither
+	// failed, stale nor disturbed by the service's own tests.
+	Usable bool
+	// OneWayLoss says its latest summary counted loss each way (the
+	// reflector numbered what it received).
+	OneWayLoss bool
+}
+
+// Segments are segment.Infer's observations from the paths' latest
+// verdicts: each usable path's figures that a rule judges, affected while
+// the rule's alert is active. via gives a one-way path's link directions
+// (none: the path explains nothing), source says where they come from.
+// Paths still learning a baseline, and rules switched off, are left out.
+func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []string, source string) []segment.Observation {
+	var out []segment.Observation
+	add := func(k PathKey, rule, figure, suffix string, dirs []string) {
+		_, active := d.active[alertKey{k, rule}]
+		out = append(out, segment.Observation{Path: fmt.Sprintf("%s -> %s (%s%s)", k.Src, k.Dst, k.Test, suffix),
+			Dirs: dirs, Figure: figure, Affected: active, Source: source})
+	}
+	learnt := func(k PathKey, m Name) bool {
+		_, _, n := d.Baseline(k, m)
+		return n >= d.cfg.Baseline.MinPoints
+	}
+	for _, p := range paths {
+		if !p.Usable {
+			continue
+		}
+		k := p.Key
+		th := d.cfg.For(k.Src, k.Dst)
+		there := via(k.Src, k.Dst)
+		both := slices.Concat(there, via(k.Dst, k.Src))
+		switch p.Type {
+		case Probe:
+			if th.LossAbove > 0 {
+				if p.OneWayLoss {
+					add(k, RuleLossAbove, FigureLoss, "", there)
+				} else {
+					add(k, RuleLossAbove, FigureLossRoundTrip, ", round trip", both)
+				}
+			}
+			if th.RTTStep > 0 && learnt(k, RTTMin) {
+				add(k, RuleRTTStep, FigureDelay, ", round trip", both)
+			}
+		case Throughput, Transfer:
+			if th.ThroughputBelow > 0 && learnt(k, ThroughputRate) {
+				add(k, RuleThroughputBelow, FigureRate, "", there)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b segment.Observation) int {
+		return strings.Compare(a.Figure+"\x00"+a.Path, b.Figure+"\x00"+b.Path)
+	})
+	return out
+}
+
+// Infer explains the paths' verdicts (Segments), and more observations
+// (OneWay.Segments), by faulty segments.
+func (d *Detector) Infer(paths []PathStatus, via func(src, dst string) []string, source string, more ...segment.Observation) (segment.Result, error) {
+	res, err := segment.Infer(append(d.Segments(paths, via, source), more...), segment.Options{})
+	if err != nil {
+		return res, fmt.Errorf("inferring incidents from %d paths: %w", len(paths), err)
+	}
+	return res, nil
+}
+
+// IncidentKey is the segment an incident's alert record names.
+func IncidentKey(a Alert) string {
+	var inc segment.Incident
+	if json.Unmarshal(a.Evidence, &inc) != nil || inc.Key() == "" {
+		return a.Src
+	}
+	return inc.Key()
+}
+
+// Incidents follows inferred incidents from one inference to the next:
+// one opens once its segment has been inferred in `for` inferences in a
+// row spanning at least a summary period (so that every path of a round
+// has been judged), and closes once it has been missing as long. It is
+// not safe for concurrent use.
+type Incidents struct {
+	held map[string]*heldIncident
+}
+
+type heldIncident struct {
+	inc segment.Incident
+	// seen counts the inferences in a row that found it (missed those
+	// that did not, once open), from since (missingSince).
+	seen, missed        int
+	since, missingSince time.Time
+	open                *Alert
+}
+
+// ActiveIncident is an open incident as shown.
+type ActiveIncident struct {
+	Key string `json:"key"`
+	segment.Incident
+	Ref     string    `json:"ref"`
+	Started time.Time `json:"started"`
+	// Rows and Columns are the hosts every one of whose paths out (rows
+	// of the grid) or in (columns) crosses the segment: a site's way out
+	// marks its hosts' rows, its way in their columns (Marks).
+	Rows    []string `json:"rows,omitempty"`
+	Columns []string `json:"columns,omitempty"`
+}
+
+// Marks are the hosts of paths whose every path out (rows) or every path
+// in (columns) crosses one of the segment's directions; paths gives each
+// expected path's directions (none: it marks nothing).
+func Marks(segment []string, paths map[[2]string][]string) (rows, columns []string) {
+	out, in := map[string]bool{}, map[string]bool{}
+	for p, dirs := range paths {
+		crosses := slices.ContainsFunc(dirs, func(d string) bool { return slices.Contains(segment, d) })
+		for i, m := range []map[string]bool{out, in} {
+			h := p[i]
+			if seen, ok := m[h]; !ok || seen {
+				m[h] = crosses
+			}
+		}
+	}
+	for _, hosts := range []struct {
+		m   map[string]bool
+		put *[]string
+	}{{out, &rows}, {in, &columns}} {
+		for _, h := range slices.Sorted(maps.Keys(hosts.m)) {
+			if hosts.m[h] {
+				*hosts.put = append(*hosts.put, h)
+			}
+		}
+	}
+	return rows, columns
+}
+
+// maxIncidents bounds the incidents followed at once.
+const maxIncidents = 256
+
+// Update takes the incidents of an inference at `at`; need is the rule's
+// `for` and span the summary period. It returns the alert records of the
+// incidents it opens and of those it closes (Ended set).
+func (t *Incidents) Update(found []segment.Incident, at time.Time, need int, span time.Duration) (opened, closed []Alert) {
+	if t.held == nil {
+		t.held = map[string]*heldIncident{}
+	}
+	need = max(need, 1)
+	now := map[string]bool{}
+	for _, inc := range found {
+		key := inc.Key()
+		if now[key] || key == "" {
+			continue
+		}
+		now[key] = true
+		h := t.held[key]
+		if h == nil {
+			if len(t.held) >= maxIncidents {
+				continue
+			}
+			h = &heldIncident{since: at}
+			t.held[key] = h
+		}
+		h.inc, h.missed = inc, 0
+		h.seen++
+		if h.open == nil && h.seen >= need && at.Sub(h.since) >= span {
+			a := incidentAlert(key, inc, at)
+			h.open = &a
+			opened = append(opened, a)
+		} else if h.open != nil {
+			h.open.Value, h.open.Message = inc.Confidence, incidentMessage(key, inc)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(t.held)) {
+		h := t.held[key]
+		if now[key] {
+			continue
+		}
+		if h.open == nil {
+			delete(t.held, key)
+			continue
+		}
+		if h.missed == 0 {
+			h.missingSince = at
+		}
+		h.missed++
+		if h.missed >= need && at.Sub(h.missingSince) >= span {
+			a := *h.open
+			a.Ended = at
+			closed = append(closed, a)
+			delete(t.held, key)
+		}
+	}
+	return opened, closed
+}
+
+// Resume takes incidents still open in the archive, so that a restart
+// neither forgets nor repeats them: each closes unless inferred again.
+func (t *Incidents) Resume(alerts []Alert) {
+	if t.held == nil {
+		t.held = map[string]*heldIncident{}
+	}
+	for _, a := range alerts {
+		if a.Rule != RuleIncident {
+			continue
+		}
+		var inc segment.Incident
+		if err := json.Unmarshal(a.Evidence, &inc); err != nil || inc.Key() == "" {
+			continue
+		}
+		a := a
+		t.held[inc.Key()] = &heldIncident{inc: inc, since: a.Started, open: &a}
+	}
+}
+
+// Active are the open incidents, by key.
+func (t *Incidents) Active() []ActiveIncident {
+	var out []ActiveIncident
+	for _, key := range slices.Sorted(maps.Keys(t.held)) {
+		if h := t.held[key]; h.open != nil {
+			out = append(out, ActiveIncident{Key: key, Incident: h.inc, Ref: h.open.Ref, Started: h.open.Started})
+		}
+	}
+	return out
+}
+
+// Pending says whether an incident is open or waiting to open: the
+// inference must go on even with no alert changing.
+func (t *Incidents) Pending() bool { return len(t.held) > 0 }
+
+func incidentMessage(key string, inc segment.Incident) string {
+	return fmt.Sprintf("segment %s (%s, from %s): %s", key, strings.Join(inc.Figures, ", "), strings.Join(inc.Sources, ", "), inc.Reason)
+}
+
+// incidentAlert is the alert record of an incident: its source and
+// destination the segment's first and last direction, its test the
+// figures, its value the confidence, its evidence the incident.
+func incidentAlert(key string, inc segment.Incident, at time.Time) Alert {
+	ev, _ := json.Marshal(inc)
+	return Alert{Ref: fmt.Sprintf("%s/%s/%d", RuleIncident, key, at.UnixNano()), Rule: RuleIncident,
+		Src: inc.Segment[0], Dst: inc.Segment[len(inc.Segment)-1], Test: strings.Join(inc.Figures, ","),
+		Started: at, Value: inc.Confidence, Threshold: 1, Message: incidentMessage(key, inc), Evidence: ev}
+}

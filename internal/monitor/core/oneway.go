@@ -1,0 +1,239 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/owd"
+	"github.com/wanlab/wanlab/internal/segment"
+)
+
+// RuleOWDStep is a step of one direction's one-way delay (package owd),
+// found with or without synchronised clocks: its alert's Src and Dst are
+// the direction's (the back direction of a path a -> b is b -> a).
+const RuleOWDStep = "owd_step"
+
+// FigureOWD is the incidents' figure of one-way delay steps: it crosses
+// its direction's links only.
+const FigureOWD = "delay"
+
+// OneWaySamples are one probe summary's one-way delays each way, of the
+// probes that came back.
+type OneWaySamples struct {
+	Forward, Back []owd.Sample
+	// Synchronised says the hosts' clocks are synchronised, within
+	// ClockBound; otherwise the skew is estimated and removed.
+	Synchronised bool
+	ClockBound   time.Duration
+	// ClockStep says why the summary was dropped when the clocks stepped
+	// during it ("" if they did not): the windows restart.
+	ClockStep string
+}
+
+// Add takes one probe that came back, by its four stamps (Unix
+// nanoseconds: sent and received by the prober's clock, received and
+// sent back by the reflector's).
+func (s *OneWaySamples) Add(sent, reflectRx, reflectTx, received int64) {
+	s.Forward = append(s.Forward, owd.Sample{Sent: time.Unix(0, sent), Delay: time.Duration(reflectRx - sent)})
+	s.Back = append(s.Back, owd.Sample{Sent: time.Unix(0, reflectTx), Delay: time.Duration(received - reflectTx)})
+}
+
+// OneWayResult is what a summary's one-way delays gave.
+type OneWayResult struct {
+	// Forward and Back are each direction's report: its steps, its
+	// uncertainty, the clocks' skew.
+	Forward, Back owd.Report
+	// Fired and Resolved are the owd_step alerts.
+	Fired, Resolved []Alert
+	// Events say why a window restarted (a clock step, a change of
+	// synchronisation, a gap).
+	Events []string
+}
+
+// OneWay follows each probed path's one-way delays per direction and
+// raises owd_step alerts on their steps. It is not safe for concurrent
+// use.
+type OneWay struct {
+	paths map[PathKey]*oneWayPath
+}
+
+// oneWayPath is a path's two directions (0 forward, 1 back).
+type oneWayPath struct {
+	pair    *owd.Pair
+	sync    bool
+	minStep time.Duration
+	last    [2]owd.Report
+	// active are the directions' owd_step alerts (nil: none), since when
+	// the new level held.
+	active [2]*Alert
+}
+
+// directions are a path's, as its alerts name them.
+var directions = [2]string{"forward", "back"}
+
+// NewOneWay follows no path yet.
+func NewOneWay() *OneWay { return &OneWay{paths: map[PathKey]*oneWayPath{}} }
+
+// Observe takes a summary of path k at `at`: period is the probes'
+// summary, th the pair's thresholds (a step smaller than RTTStep, or 1 ms
+// where it is unset, is not one), window how long a new level lasts
+// before it is the baseline and its alert ends.
+func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds, period, window time.Duration) (OneWayResult, error) {
+	var res OneWayResult
+	p := w.paths[k]
+	if p != nil && p.sync != s.Synchronised {
+		res.Events = append(res.Events, fmt.Sprintf("%s: the clocks are now %s: the one-way delay windows restart", k, syncText(s.Synchronised)))
+		p = nil
+	}
+	if p == nil {
+		cfg := owd.DefaultConfig()
+		cfg.Period, cfg.Synchronised, cfg.ClockBound = period, s.Synchronised, s.ClockBound
+		cfg.Window = max(cfg.Window, 2*period)
+		if th.RTTStep > 0 {
+			cfg.MinStep = th.RTTStep
+		}
+		pair, err := owd.NewPair(cfg)
+		if err != nil {
+			return res, fmt.Errorf("following the one-way delays of %s: %w", k, err)
+		}
+		p = &oneWayPath{pair: pair, sync: s.Synchronised, minStep: cfg.MinStep}
+		if old := w.paths[k]; old != nil {
+			p.active = old.active
+		}
+		w.paths[k] = p
+	}
+	rep, err := p.pair.Observe(s.Forward, s.Back)
+	if err != nil {
+		return res, fmt.Errorf("one-way delays of %s: %w", k, err)
+	}
+	res.Forward, res.Back = rep.Forward, rep.Back
+	if rep.Forward.Restarted != "" {
+		res.Events = append(res.Events, fmt.Sprintf("%s: %s", k, rep.Forward.Restarted))
+	} else if rep.Back.Restarted != "" {
+		res.Events = append(res.Events, fmt.Sprintf("%s: %s", k, rep.Back.Restarted))
+	}
+	for i, r := range [2]owd.Report{rep.Forward, rep.Back} {
+		p.last[i] = r
+		from, to := k.Src, k.Dst
+		if i == 1 {
+			from, to = to, from
+		}
+		switch a := p.active[i]; {
+		case a == nil && len(r.Steps) > 0:
+			st := r.Steps[len(r.Steps)-1]
+			ev, _ := json.Marshal(map[string]any{"direction": directions[i], "steps": r.Steps, "change_seconds": r.Change.Seconds(),
+				"change_uncertainty_seconds": r.ChangeUncertainty.Seconds(), "uncertainty_seconds": r.Uncertainty.Seconds(),
+				"clock_skew_ppm": r.SkewPPM, "synchronised": r.Synchronised, "probed": k.String()})
+			na := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%s/%d", RuleOWDStep, k.Src, k.Dst, k.Test, directions[i], at.UnixNano()),
+				Rule: RuleOWDStep, Src: from, Dst: to, Test: k.Test, Started: at, Value: st.Size.Seconds(),
+				Threshold: p.minStep.Seconds(), Evidence: ev,
+				Message: fmt.Sprintf("one-way delay %s -> %s (%s's probes): %s; %s", from, to, k.Src, st, r)}
+			p.active[i] = &na
+			res.Fired = append(res.Fired, na)
+		case a != nil && (r.Change.Abs() <= r.Uncertainty || at.Sub(a.Started) >= window):
+			done := *a
+			done.Ended = at
+			p.active[i] = nil
+			res.Resolved = append(res.Resolved, done)
+		}
+	}
+	return res, nil
+}
+
+func syncText(sync bool) string {
+	if sync {
+		return "synchronised"
+	}
+	return "not synchronised"
+}
+
+// Restart restarts a path's windows: its clocks stepped (reason says how).
+func (w *OneWay) Restart(k PathKey, reason string) {
+	if p := w.paths[k]; p != nil {
+		p.pair.Restart(reason)
+	}
+}
+
+// RestartAll restarts every path's windows: the local clock jumped.
+func (w *OneWay) RestartAll(reason string) {
+	for _, p := range w.paths {
+		p.pair.Restart(reason)
+	}
+}
+
+// Forget drops the paths not in keep (a reload removed them); their
+// alerts are returned ended at `at`.
+func (w *OneWay) Forget(keep func(PathKey) bool, at time.Time) (resolved []Alert) {
+	for _, k := range slices.SortedFunc(maps.Keys(w.paths), compareKeys) {
+		if keep(k) {
+			continue
+		}
+		for _, a := range w.paths[k].active {
+			if a != nil {
+				done := *a
+				done.Ended = at
+				resolved = append(resolved, done)
+			}
+		}
+		delete(w.paths, k)
+	}
+	return resolved
+}
+
+func compareKeys(a, b PathKey) int {
+	switch {
+	case a.String() < b.String():
+		return -1
+	case a.String() > b.String():
+		return 1
+	}
+	return 0
+}
+
+// Active are the owd_step alerts active, by start.
+func (w *OneWay) Active() []Alert {
+	var out []Alert
+	for _, p := range w.paths {
+		for _, a := range p.active {
+			if a != nil {
+				out = append(out, *a)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Alert) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return compareKeys(PathKey{a.Src, a.Dst, a.Ref}, PathKey{b.Src, b.Dst, b.Ref})
+	})
+	return out
+}
+
+// Segments are the incidents' observations of one-way delay: each
+// direction of each usable path tracking (not learning), affected while
+// its owd_step alert is active; via gives a one-way path's link
+// directions.
+func (w *OneWay) Segments(usable func(PathKey) bool, via func(src, dst string) []string, source string) []segment.Observation {
+	var out []segment.Observation
+	for _, k := range slices.SortedFunc(maps.Keys(w.paths), compareKeys) {
+		p := w.paths[k]
+		if !usable(k) {
+			continue
+		}
+		for i, r := range p.last {
+			if r.State != owd.Tracking {
+				continue
+			}
+			from, to := k.Src, k.Dst
+			if i == 1 {
+				from, to = to, from
+			}
+			out = append(out, segment.Observation{Path: fmt.Sprintf("%s -> %s (%s, %s of %s)", from, to, k.Test, directions[i], k),
+				Dirs: via(from, to), Figure: FigureOWD, Affected: p.active[i] != nil, Source: source})
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package core
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/owd"
+)
+
+// owdTruth is a path a -> b probed 10 times a second, summarised every
+// 10 s, with clocks offset by 300 ms and drifting at 50 ppm: fwdStep ms
+// on the forward delay and clockStep ms on the offset from summary at on.
+type owdTruth struct {
+	at                 int
+	fwdStep, clockStep float64
+}
+
+func (tr owdTruth) summary(rng *rand.Rand, t0 time.Time, i int) OneWaySamples {
+	var s OneWaySamples
+	for k := range 100 {
+		t := float64(i*100+k) / 10
+		theta := 300 + 50e-3*t
+		f, b := 12+0.3*rng.ExpFloat64(), 17+0.3*rng.ExpFloat64()
+		if i >= tr.at {
+			f += tr.fwdStep
+			theta += tr.clockStep
+		}
+		d := func(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
+		sent := t0.Add(time.Duration(t * float64(time.Second)))
+		s.Forward = append(s.Forward, owd.Sample{Sent: sent, Delay: d(f + theta)})
+		s.Back = append(s.Back, owd.Sample{Sent: sent.Add(d(f + theta)), Delay: d(b - theta)})
+	}
+	return s
+}
+
+func TestOneWayStepPerDirection(t *testing.T) {
+	const period = 10 * time.Second
+	k := PathKey{"a", "b", "lat"}
+	th := Thresholds{RTTStep: time.Millisecond}
+	for _, c := range []struct {
+		name          string
+		truth         owdTruth
+		wantFired     bool
+		wantRestarted bool
+	}{
+		{"5 ms forward step, clocks drifting", owdTruth{at: 12, fwdStep: 5}, true, false},
+		{"quiet", owdTruth{at: 1 << 30}, false, false},
+		{"the clocks step: a restart, no alert", owdTruth{at: 12, clockStep: 20}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 37))
+			t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+			w := NewOneWay()
+			var fired []Alert
+			firedAt, restarted := -1, false
+			for i := range 30 {
+				end := t0.Add(time.Duration(i+1) * period)
+				res, err := w.Observe(k, end, c.truth.summary(rng, t0, i), th, period, time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Fired) > 0 && firedAt < 0 {
+					firedAt = i
+				}
+				fired = append(fired, res.Fired...)
+				for _, e := range res.Events {
+					restarted = restarted || strings.Contains(e, "clocks' offset stepped")
+				}
+				if i == 11 && res.Forward.State != owd.Tracking {
+					t.Fatalf("still %s after two minutes", res.Forward.State)
+				}
+			}
+			if restarted != c.wantRestarted {
+				t.Errorf("restarted %v, want %v", restarted, c.wantRestarted)
+			}
+			if !c.wantFired {
+				if len(fired) > 0 {
+					t.Errorf("alerts %+v, want none", fired)
+				}
+				return
+			}
+			if len(fired) != 1 || fired[0].Src != "a" || fired[0].Dst != "b" || fired[0].Rule != RuleOWDStep {
+				t.Fatalf("alerts %+v, want one owd_step on a -> b", fired)
+			}
+			t.Logf("found at summary %d: %s", firedAt, fired[0].Message)
+			if firedAt > c.truth.at+2 {
+				t.Errorf("found at summary %d, the step came at %d: want within 2 summaries", firedAt, c.truth.at)
+			}
+			if v := fired[0].Value; math.Abs(v-0.005) > 0.001 {
+				t.Errorf("step of %v s, want 5 ms", v)
+			}
+			if !strings.Contains(fired[0].Message, "offset unknown, changes reliable to") {
+				t.Errorf("message %q does not say what is known", fired[0].Message)
+			}
+			// The new level lasted the window: the alert ended.
+			if len(w.Active()) != 0 {
+				t.Errorf("still active after the window: %+v", w.Active())
+			}
+			obs := w.Segments(func(PathKey) bool { return true }, starVia, SourceExpected)
+			if len(obs) != 2 || obs[0].Figure != FigureOWD {
+				t.Errorf("observations %+v", obs)
+			}
+		})
+	}
+}
