@@ -19,17 +19,7 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/kinds"
 )
 
-const flowScenario = `name: flows
-hosts:
-  a: {cpus: 1}
-  b: {}
-links:
-  - {between: [a, b], rate: 10Mbit, delay: 10ms}
-workloads:
-  - name: push
-    simtoy: {from: a, to: b}
-    sweep: {bytes: [1MB, 2MB]}
-`
+var flowScenario = kindtest.SimToyScenario("flows")
 
 // fakeFlows simulates every flow as 8 s long: a sender on a host that
 // used half a core.

@@ -11,22 +11,11 @@ import (
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/workload/kind"
+	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
 	"github.com/wanlab/wanlab/internal/workload/kinds"
 )
 
-const shapeScenario = `name: shape
-hosts:
-  a: {cpus: 1}
-  b: {}
-links:
-  - {between: [a, b], rate: 10Mbit, delay: 10ms}
-workloads:
-  - name: push
-    simtoy: {from: a, to: b}
-    sweep: {bytes: [1MB, 2MB]}
-    quick:
-      sweep: {bytes: [1MB]}
-`
+var shapeScenario = kindtest.SimToyScenario("shape")
 
 // TestCalibrate: each step that is done and that the test-bed did not
 // limit gives the toy's estimate (its sender's CPU over its seconds);

@@ -46,7 +46,7 @@ func FitWith[S Spec](what string, fit func(S, ModelEnv, Measured) (map[string]fl
 	}
 }
 
-// The params of StreamRateBPS and StreamCapBPS, which calibration may fit.
+// The params of StreamRateBPS, which calibration may fit.
 const (
 	// ParamTCPEfficiency is read per path first (tcp_efficiency.FROM->TO),
 	// then for every path.
@@ -186,28 +186,6 @@ func (p PathFacts) WireShare() float64 {
 		mtu = 1500
 	}
 	return float64(p.MSS()) / float64(mtu)
-}
-
-// StreamCapBPS is the most one TCP stream from one host to another gets
-// on path, in bit/s, for an Op's RateBPS: the lowest of its window
-// (autotune_window_bytes when 0) over the round trip, the Mathis bound of
-// the path's loss and the path's bottleneck, times the path's TCP
-// efficiency; 0 (no cap) when nothing caps it.
-func StreamCapBPS(env ModelEnv, path PathFacts, from, to string, window int64) float64 {
-	if window <= 0 {
-		window = int64(env.Param(ParamAutoWindow, DefaultAutoWindow))
-	}
-	bound := sim.MathisBPS(path.MSS(), path.RTT, path.Loss)
-	if path.BottleneckBPS > 0 {
-		bound = math.Min(bound, path.BottleneckBPS)
-	}
-	if rtt := path.RTT.Seconds(); rtt > 0 {
-		bound = math.Min(bound, float64(window)*8/rtt)
-	}
-	if math.IsInf(bound, 1) || math.IsNaN(bound) {
-		return 0
-	}
-	return bound * TCPEfficiency(env, from, to)
 }
 
 // PathParam is the key of a param of the path from one host to another:

@@ -43,25 +43,20 @@ func TestBuildReadWith(t *testing.T) {
 	}
 }
 
-func TestStreamCapBPS(t *testing.T) {
+// TestTCPEfficiency: a path's own efficiency first, then every path's,
+// then 1.
+func TestTCPEfficiency(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		path   PathFacts
-		window int64
-		env    paramEnv
-		want   float64
+		name string
+		env  paramEnv
+		want float64
 	}{
-		{"window", PathFacts{RTT: 100 * time.Millisecond, BottleneckBPS: 100e6}, 64 << 10, nil, 65536 * 8 / 0.1},
-		{"autotuned", PathFacts{RTT: 100 * time.Millisecond, BottleneckBPS: 1e9}, 0, nil, 4 << 20 * 8 / 0.1},
-		{"bottleneck", PathFacts{RTT: time.Millisecond, BottleneckBPS: 10e6}, 0, nil, 10e6},
-		{"loss", PathFacts{RTT: 20 * time.Millisecond, BottleneckBPS: 1e9, Loss: 0.01, MTU: 9000}, 0, nil, 8948 * 8 / 0.02 * math.Sqrt(1.5) / 0.1},
-		{"nothing", PathFacts{}, 0, nil, 0},
-		{"efficiency of the path", PathFacts{BottleneckBPS: 10e6}, 0, paramEnv{"tcp_efficiency.a->b": 0.5, "tcp_efficiency": 0.8}, 5e6},
-		{"efficiency of all paths", PathFacts{BottleneckBPS: 10e6}, 0, paramEnv{"tcp_efficiency.b->a": 0.5, "tcp_efficiency": 0.8}, 8e6},
-		{"fitted window", PathFacts{RTT: 100 * time.Millisecond, BottleneckBPS: 1e9}, 0, paramEnv{ParamAutoWindow: 1 << 20}, 1 << 20 * 8 / 0.1},
+		{"efficiency of the path", paramEnv{"tcp_efficiency.a->b": 0.5, "tcp_efficiency": 0.8}, 0.5},
+		{"efficiency of all paths", paramEnv{"tcp_efficiency.b->a": 0.5, "tcp_efficiency": 0.8}, 0.8},
+		{"uncalibrated", nil, 1},
 	} {
-		if got := StreamCapBPS(tc.env, tc.path, "a", "b", tc.window); math.Abs(got-tc.want) > 1e-6*tc.want {
-			t.Errorf("%s: %.0f bit/s, want %.0f", tc.name, got, tc.want)
+		if got := TCPEfficiency(tc.env, "a", "b"); got != tc.want {
+			t.Errorf("%s: %g, want %g", tc.name, got, tc.want)
 		}
 	}
 }

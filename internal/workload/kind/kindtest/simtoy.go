@@ -26,6 +26,26 @@ func (s *SimToySpec) RoleHosts() map[string][]string {
 	return map[string][]string{"sender": {s.From}, "receiver": {s.To}}
 }
 
+// SimToyScenario is a scenario of the given name with one SimToy
+// workload, push, from host a (one core) to host b over a 10 Mbit/s, 10 ms
+// link, swept over 1 MB and 2 MB (--quick: 1 MB): the predictor's and the
+// CLI's tests share it (register SimToy first).
+func SimToyScenario(name string) string {
+	return "name: " + name + `
+hosts:
+  a: {cpus: 1}
+  b: {}
+links:
+  - {between: [a, b], rate: 10Mbit, delay: 10ms}
+workloads:
+  - name: push
+    simtoy: {from: a, to: b}
+    sweep: {bytes: [1MB, 2MB]}
+    quick:
+      sweep: {bytes: [1MB]}
+`
+}
+
 // SimToyCPU is SimToy's one param: the sender's CPU seconds before it
 // sends (the step's cpu: by default).
 const SimToyCPU = "toy_cpu_s"
