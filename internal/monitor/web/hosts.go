@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -48,6 +49,15 @@ func splitHost(host string) (name, port string, ok bool) {
 		return "", "", false
 	}
 	if strings.HasPrefix(host, "[") {
+		// A zone is written "%25zone" in a Host, as in a URL ("[fe80::1%0]"
+		// is no URL's host); the name is the address with its zone decoded.
+		if strings.Contains(name, "%") {
+			u, err := url.Parse("http://" + host + "/")
+			if err != nil {
+				return "", "", false
+			}
+			name = u.Hostname()
+		}
 		if ip, err := netip.ParseAddr(name); err != nil || !ip.Is6() {
 			return "", "", false
 		}
