@@ -49,8 +49,9 @@ test: deps build
 	@# The integration tests run alone: their cross-checks against ping, irtt
 	@# and iperf3 compare timings that other tests' CPU load would disturb.
 	@# Only those that mostly wait (TestServe, TestRealHostsFaults,
-	@# TestObjectivityNetworkBound) run side by side, after the others.
-	-$(GO) test -json -count=1 -timeout 20m ./e2e | $(TESTSUM) -record $(EVENTS)
+	@# TestObjectivityNetworkBound, TestIncidents, TestIncidentTruth) run
+	@# side by side, after the others.
+	-$(GO) test -json -count=1 -timeout 30m ./e2e | $(TESTSUM) -record $(EVENTS)
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a
 	@# duration-bound run at its deadline with "context deadline exceeded"
 	@# and no crasher (golang/go#75804, fixed in Go 1.27).
@@ -78,7 +79,7 @@ FUZZ_TARGETS := ./internal/scenario:FuzzParse ./internal/units:FuzzParse \
 	./internal/workload/transfer:FuzzCopyRange ./internal/workload/mesh:FuzzServeStream \
 	./internal/policy:FuzzParse ./internal/realhosts:FuzzParseInventory ./internal/workload/token:FuzzAdmitted \
 	./internal/monitor/core:FuzzParse ./internal/monitor/web:FuzzAPI ./internal/monitor/web:FuzzHostCheck ./internal/scenario:FuzzTrace:10000x ./internal/linkemu:FuzzRouterAnswer ./internal/linkemu:FuzzSuperPacket ./internal/workload/tcpwatch:FuzzSockDiag \
-	./internal/agent:FuzzDecodeRequest ./internal/routing:FuzzGraph
+	./internal/agent:FuzzDecodeRequest ./internal/routing:FuzzGraph ./internal/workload/probe:FuzzReflect ./internal/icmpecho:FuzzDecodeReply ./internal/stamp:FuzzDecode ./internal/iperf3:FuzzDecode
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; time=$(FUZZTIME); \
@@ -132,7 +133,7 @@ bench: build
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
-	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch' -benchtime 1x -timeout 40m ./e2e
+	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch|Incidents|TwinKnownTruth' -benchtime 1x -timeout 150m ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

@@ -184,8 +184,9 @@ type statusDoc struct {
 	Name  string `json:"name"`
 	Alive bool   `json:"alive"`
 	Hosts []struct {
-		Name string `json:"name"`
-		Addr string `json:"addr"`
+		Name  string `json:"name"`
+		Addr  string `json:"addr"`
+		Addr6 string `json:"addr6"`
 	} `json:"hosts"`
 	Links []struct {
 		Name     string `json:"name"`
@@ -211,6 +212,15 @@ func (s statusDoc) addr(host string) string {
 	for _, h := range s.Hosts {
 		if h.Name == host {
 			return h.Addr
+		}
+	}
+	return ""
+}
+
+func (s statusDoc) addr6(host string) string {
+	for _, h := range s.Hosts {
+		if h.Name == host {
+			return h.Addr6
 		}
 	}
 	return ""

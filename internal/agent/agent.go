@@ -271,8 +271,7 @@ func (g *guardedStream) RecvMsg(m any) error {
 // past its reservation the test takes more of its identity's day, and it
 // is stopped when the day has no more.
 func (g *guardedStream) SendMsg(m any) error {
-	if ev, ok := m.(*agentpb.ThroughputEvent); ok && ev.GetInterval() != nil {
-		iv := ev.GetInterval()
+	if iv := intervalOf(m); iv != nil {
 		now := time.Now()
 		g.mu.Lock()
 		for _, st := range iv.GetStreams() {
@@ -318,6 +317,9 @@ func (s hostCalls) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agent
 			MaxTests: uint32(d.rule.Limits.MaxTests), BytesPerDay: uint64(d.rule.BytesPerDay), Share: d.rule.Share}
 		for _, p := range d.rule.Peers {
 			g.Peers = append(g.Peers, p.String())
+		}
+		for _, p := range d.rule.Targets {
+			g.Targets = append(g.Targets, p.String())
 		}
 		s.host.mu.Lock()
 		if u := s.host.usage[d.who.key()]; u != nil && u.day == time.Now().UTC().Format(time.DateOnly) {

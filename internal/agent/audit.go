@@ -30,6 +30,9 @@ func (s auditor) audit(d *decision, method, decision, reason string, moved int64
 	if d.rule != nil {
 		e.Rule = d.rule.Name
 	}
+	if t := d.req.target; t != nil {
+		e.Kind = t.kind // the far end's: ping, stamp or iperf3
+	}
 	if decision == "end" {
 		e.Seconds = time.Since(d.start).Seconds()
 	}

@@ -48,6 +48,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		&agentpb.WorkloadRequest{Id: "t", Role: agentapi.RoleTrainSender, SpecJson: []byte(`{"address":"10.0.0.2:1","streams":[{"count":100,"size":1400}]}`)},
 		&agentpb.StopWorkloadRequest{Id: "w"},
 		&agentpb.InterfacesRequest{},
+		&agentpb.TargetRequest{Kind: policy.TargetPing, Address: "10.0.0.1", Probe: probe.SpecToPB(probe.Spec{Count: 10, Interval: 10 * time.Millisecond, Size: 56, Timeout: time.Second})},
+		&agentpb.TargetRequest{Kind: policy.TargetPing, Address: "[2001:db8::1]", Family: 6},
+		&agentpb.TargetRequest{Kind: policy.TargetPing, Address: "dtn.example", Family: 4},
+		&agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "[2001:db8::7]:862", Probe: probe.SpecToPB(probe.Spec{Count: 100, Interval: time.Millisecond, Size: 44, Timeout: time.Second})},
+		&agentpb.TargetRequest{Kind: policy.TargetIperf3, Address: "10.0.0.9:5201", Throughput: tcp, Reverse: true},
 	}
 	for _, m := range seeds {
 		b, err := proto.Marshal(m)
@@ -65,6 +70,7 @@ func FuzzDecodeRequest(f *testing.F) {
     identities: [cn:ctl]
     kinds: [throughput, probe, transfer, disk, bandwidth, eventdb, taskfarm, mesh, watch]
     peers: [10.0.0.0/8, "2001:db8::/32"]
+    targets: [10.0.0.0/8, "2001:db8::/32"]
     limits: {tests: 4, bytes_per_day: 1TB, rate: 1Gbit}
 `), lim)
 	if err != nil {
@@ -117,5 +123,7 @@ func vetRequest(t *testing.T, s guard, pol *policy.Policy, method string, data [
 		transfer.SpecFromPB(r.GetSpec()).Validate(lim)
 	case *agentpb.SendFileRequest:
 		transfer.SpecFromPB(r.GetSpec()).Validate(lim)
+	case *agentpb.TargetRequest:
+		parseTarget(r).check(lim)
 	}
 }

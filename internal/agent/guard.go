@@ -229,6 +229,8 @@ type request struct {
 	bytes int64
 	// rate is the rate it declares, in bit/s (0: not known).
 	rate float64
+	// target is a Target call's far end (target.go); nil for other calls.
+	target *targetCall
 }
 
 // describe reads a call's kind, the peers it sends toward, and its
@@ -257,6 +259,8 @@ func describe(method string, req any) request {
 		return request{kind: policy.Disk, bytes: int64(min(r.GetSize(), 1<<61)) * 2}
 	case *agentpb.WorkloadRequest:
 		return workloadRequest(r)
+	case *agentpb.TargetRequest:
+		return describeTarget(r)
 	}
 	return request{}
 }
@@ -390,6 +394,10 @@ func (s guard) authorize(ctx context.Context, method string, req any) (context.C
 			s.auditRefusal(d, method, err.Error())
 			return ctx, nil, err
 		}
+		if err := s.resolveTarget(ctx, d, pol); err != nil {
+			s.audit(d, method, "refuse", err.Error(), 0)
+			return ctx, nil, err
+		}
 		if err := s.grant(d, pol, method); err != nil {
 			s.audit(d, method, "refuse", err.Error(), 0)
 			return ctx, nil, err
@@ -441,17 +449,12 @@ func (s guard) grant(d *decision, pol *policy.Policy, method string) error {
 	if d.req.kind == "" {
 		return nil
 	}
-	if !d.rule.Allows(d.req.kind) {
-		return status.Errorf(codes.PermissionDenied, "agent on %s refuses a %s test: %s does not allow it for %s (it allows %s)", s.Host, d.req.kind, rule, d.who, strings.Join(d.rule.Kinds, ", "))
-	}
-	for _, p := range d.req.peers {
-		addr, err := peerAddr(p)
-		if err != nil {
-			return status.Errorf(codes.InvalidArgument, "agent on %s refuses a %s test toward %q: %v", s.Host, d.req.kind, p, err)
+	if d.req.target != nil { // a far end without an agent: the rule's targets, not its peers
+		if err := s.grantTarget(d, pol); err != nil {
+			return err
 		}
-		if !d.rule.Reaches(addr) {
-			return status.Errorf(codes.PermissionDenied, "agent on %s refuses to send toward %s: %s does not list it among its peers", s.Host, addr, rule)
-		}
+	} else if err := s.grantPeers(d, rule); err != nil {
+		return err
 	}
 	h := &s.host
 	h.mu.Lock()
@@ -474,6 +477,24 @@ func (s guard) grant(d *decision, pol *policy.Policy, method string) error {
 	u.tests++
 	u.reserved += want
 	d.reserved = want
+	return nil
+}
+
+// grantPeers checks that the caller's rule (described as rule) allows the
+// call's kind and reaches its peers.
+func (s guard) grantPeers(d *decision, rule string) error {
+	if !d.rule.Allows(d.req.kind) {
+		return status.Errorf(codes.PermissionDenied, "agent on %s refuses a %s test: %s does not allow it for %s (it allows %s)", s.Host, d.req.kind, rule, d.who, strings.Join(d.rule.Kinds, ", "))
+	}
+	for _, p := range d.req.peers {
+		addr, err := peerAddr(p)
+		if err != nil {
+			return status.Errorf(codes.InvalidArgument, "agent on %s refuses a %s test toward %q: %v", s.Host, d.req.kind, p, err)
+		}
+		if !d.rule.Reaches(addr) {
+			return status.Errorf(codes.PermissionDenied, "agent on %s refuses to send toward %s: %s does not list it among its peers", s.Host, addr, rule)
+		}
+	}
 	return nil
 }
 
@@ -575,6 +596,11 @@ func (s guard) stamp(d *decision, m any) int64 {
 	case *agentpb.DiskResult:
 		r.Alongside = s.alongsideOf(d)
 		return int64(min(r.GetBytes(), 1<<61)) * 2
+	case *agentpb.TargetEvent:
+		if res := r.GetResult(); res != nil {
+			res.Alongside = s.alongsideOf(d)
+			return int64(min(res.GetBytes(), 1<<62))
+		}
 	case *agentpb.WorkloadEvent:
 		if sum := r.GetSummaryJson(); sum != nil && d != nil && d.req.kind == policy.Bandwidth {
 			return trainBytes(sum)

@@ -12,13 +12,14 @@ type service struct {
 	fileCalls
 	probeCalls
 	workloadCalls
+	targetCalls
 }
 
 var _ agentpb.AgentServer = (*service)(nil)
 
 func newService(s *Server) *service {
 	return &service{hostCalls: hostCalls{s}, throughputCalls: throughputCalls{s}, fileCalls: fileCalls{s},
-		probeCalls: probeCalls{s}, workloadCalls: workloadCalls{s}}
+		probeCalls: probeCalls{s}, workloadCalls: workloadCalls{s}, targetCalls: targetCalls{s}}
 }
 
 // hostCalls say what the host is: Hello, Interfaces.

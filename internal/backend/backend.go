@@ -143,6 +143,20 @@ type MachineNotes interface {
 	MachineNotes() []string
 }
 
+// ErrFamily means a host has no test address of the address family a
+// test asks for (IPv4 or IPv6), or two hosts have none in common.
+var ErrFamily = errors.New("no test address of the family asked for")
+
+// FamilyErrorf is an ErrFamily in words of its own, naming the host.
+func FamilyErrorf(format string, args ...any) error {
+	return familyError(fmt.Sprintf(format, args...))
+}
+
+type familyError string
+
+func (e familyError) Error() string        { return string(e) }
+func (e familyError) Is(target error) bool { return target == ErrFamily }
+
 // ErrOffline is what an offline bed's hosts answer.
 var ErrOffline = errors.New("no agent: the hosts are read from an archive, not measured")
 

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +21,7 @@ import (
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/pki"
 	"github.com/wanlab/wanlab/internal/policy"
+	"github.com/wanlab/wanlab/internal/stamp"
 	"github.com/wanlab/wanlab/internal/units"
 	"github.com/wanlab/wanlab/internal/workload/bind"
 )
@@ -36,6 +40,8 @@ func newAgentCmd() *cobra.Command {
 		lim                   = limits.Default
 		diskCapped            bool
 		diskRead              int64
+		stampAddr, stampKey   string
+		stampFrom             []string
 	)
 	c := &cobra.Command{
 		Use:   "agent --socket PATH | --listen ADDR:PORT --cert FILE --key FILE --ca FILE [--policy FILE]",
@@ -60,7 +66,8 @@ the audit log (JSON lines). SIGHUP reloads the certificate, the CA, the policy a
 audit log's file without ending the tests running. See docs/security.md and docs/deploy.md.`,
 		Example: `  wanlab agent --host server --socket /tmp/agent.sock --data-dir /var/lib/wanlab/agent --max-streams 64
   wanlab agent --host cnaf --listen 10.1.0.1:7400 --cert pki/cnaf.crt --key pki/cnaf.key --ca pki/ca.crt \
-      --policy /etc/wanlab/policy.yaml --audit /var/log/wanlab/audit.log --test-ports 5201-5299`,
+      --policy /etc/wanlab/policy.yaml --audit /var/log/wanlab/audit.log --test-ports 5201-5299
+  wanlab agent --host cern --listen [2001:db8:2::9]:7400 --cert pki/cern.crt --key pki/cern.key --ca pki/ca.crt`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			if (socket == "") == (listen == "") {
@@ -78,7 +85,10 @@ audit log's file without ending the tests running. See docs/security.md and docs
 			if err := lim.Validate(); err != nil {
 				return usagef("limits: %v", err)
 			}
-			test := bind.Local{Addr: testAddr}
+			test, err := testLocal(testAddr)
+			if err != nil {
+				return err
+			}
 			if testPorts != "" {
 				if test.First, test.Last, err = bind.ParseRange(testPorts); err != nil {
 					return usagef("--test-ports: %v", err)
@@ -93,7 +103,18 @@ audit log's file without ending the tests running. See docs/security.md and docs
 			}
 			defer data.Close()
 			ctx := c.Context()
+			st, err := stampFlags(stampAddr, stampFrom, stampKey)
+			if err != nil {
+				return err
+			}
 			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped || diskRead > 0, DiskReadBps: diskRead, Data: data, HostCPU: ownCgroupCPU()}
+			if st != nil {
+				stop, err := serveSTAMP(c, srv, stampAddr, *st)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			if socket != "" {
 				srv.Test = test
 				fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s, data folder %s\n", host, socket, data.Path())
@@ -110,7 +131,7 @@ audit log's file without ending the tests running. See docs/security.md and docs
 	c.Flags().StringVar(&tlsFiles.CA, "ca", "", "the CA whose controllers may connect")
 	c.Flags().StringVar(&policyFile, "policy", "", "the policy: who may run what, toward where, within which limits (docs/policy.md); default: any controller the CA signed, the flags' limits")
 	c.Flags().StringVar(&auditFile, "audit", "-", "the audit log (JSON lines, appended, 0600); - for standard error")
-	c.Flags().StringVar(&testAddr, "test-address", "", "the address test listeners open on (default: the --listen address; every address if that is a wildcard)")
+	c.Flags().StringVar(&testAddr, "test-address", "", "the address test listeners open on, IPv4 or IPv6 (default: the --listen address; every address, both families, if that is a wildcard)")
 	c.Flags().StringVar(&testPorts, "test-ports", "", "FIRST-LAST: the ports test listeners open on, for firewalls (default: any free port)")
 	c.Flags().StringVar(&dataDir, "data-dir", defaultAgentData, "the agent's own folder for the files it makes, receives and sends (made 0700; refused if another user could change it)")
 	c.Flags().DurationVar(&lim.MaxDuration, "max-duration", limits.Default.MaxDuration, "refuse tests longer than this")
@@ -121,7 +142,72 @@ audit log's file without ending the tests running. See docs/security.md and docs
 	c.Flags().IntVar(&lim.MaxTests, "max-tests", limits.Default.MaxTests, "refuse a test while this many run")
 	c.Flags().BoolVar(&diskCapped, "disk-capped", false, "the host's disk is rate-capped: transfers bypass the page cache and disk tests fsync")
 	c.Flags().Int64Var(&diskRead, "disk-read-rate", 0, "the host's disk read cap in bytes/s, which a serial transfer's reads each take their time at (implies --disk-capped)")
+	c.Flags().StringVar(&stampAddr, "stamp", "", "ADDR:PORT to answer STAMP (RFC 8762) and TWAMP-light test packets on, as :862, for senders of --stamp-from")
+	c.Flags().StringSliceVar(&stampFrom, "stamp-from", nil, "the networks (CIDR) whose STAMP packets are answered: 0.0.0.0/0,::/0 for any (required with --stamp)")
+	c.Flags().StringVar(&stampKey, "stamp-key", "", "a file holding the STAMP key: authenticated mode (HMAC-SHA-256), up to 256 bytes; default unauthenticated")
 	return c
+}
+
+// stampFlags reads --stamp, --stamp-from and --stamp-key: nil without
+// --stamp.
+func stampFlags(addr string, from []string, keyFile string) (*agent.STAMP, error) {
+	if addr == "" {
+		if len(from) > 0 || keyFile != "" {
+			return nil, usagef("--stamp-from and --stamp-key need --stamp ADDR:PORT")
+		}
+		return nil, nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, usagef("--stamp %q: give ADDR:PORT, as :862 or [2001:db8::1]:862", addr)
+	}
+	if len(from) == 0 {
+		return nil, usagef("--stamp needs --stamp-from: the networks whose packets are answered (0.0.0.0/0,::/0 for any)")
+	}
+	st := &agent.STAMP{}
+	for _, f := range from {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, usagef("--stamp-from %q: not a network (CIDR) or an address", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		st.From = append(st.From, p.Masked())
+	}
+	if keyFile != "" {
+		key, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, usagef("--stamp-key: %v", err)
+		}
+		if st.Key = bytes.TrimRight(key, "\r\n"); len(st.Key) == 0 || len(st.Key) > stamp.MaxKeyLen {
+			return nil, usagef("--stamp-key %s: %d bytes: give 1 to %d", keyFile, len(st.Key), stamp.MaxKeyLen)
+		}
+	}
+	return st, nil
+}
+
+// serveSTAMP answers STAMP packets on addr until stop is called or the
+// verb's context ends.
+func serveSTAMP(c *cobra.Command, srv *agent.Server, addr string, st agent.STAMP) (stop func(), err error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, usagef("--stamp %q: %v", addr, err)
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("agent on %s: STAMP reflector: %w", srv.Host, err)
+	}
+	ctx, cancel := context.WithCancel(c.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.ServeSTAMP(ctx, conn, st); err != nil {
+			fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: %v\n", srv.Host, err)
+		}
+	}()
+	fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: answering STAMP on %s from %v\n", srv.Host, conn.LocalAddr(), st.From)
+	return func() { cancel(); <-done; conn.Close() }, nil
 }
 
 // serveNetwork serves the agent over TLS on listen until the verb's
@@ -132,7 +218,7 @@ func serveNetwork(c *cobra.Command, srv *agent.Server, listen string, test bind.
 	}
 	lhost, _, err := net.SplitHostPort(listen)
 	if err != nil {
-		return usagef("--listen %q: give ADDR:PORT, as 10.1.0.1:7400 or :7400", listen)
+		return usagef("--listen %q: give ADDR:PORT, as 10.1.0.1:7400, [2001:db8::1]:7400 or :7400 (every address, both families)", listen)
 	}
 	if test.Addr == "" && lhost != "" && net.ParseIP(lhost) != nil && !net.ParseIP(lhost).IsUnspecified() {
 		test.Addr = lhost
@@ -214,4 +300,17 @@ func ownCgroupCPU() func() (time.Duration, error) {
 		return nil
 	}
 	return func() (time.Duration, error) { return cg.Usage(group) }
+}
+
+// testLocal reads --test-address: an IPv4 or IPv6 address (bare or in
+// brackets), or "" for every address.
+func testLocal(addr string) (bind.Local, error) {
+	if addr == "" {
+		return bind.Local{}, nil
+	}
+	a, err := ipArg(addr)
+	if err != nil {
+		return bind.Local{}, usagef("--test-address %q: give an IP address, as 10.1.0.1 or 2001:db8::1", addr)
+	}
+	return bind.Local{Addr: a.String()}, nil
 }

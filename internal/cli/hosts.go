@@ -85,7 +85,11 @@ func printHosts(c *cobra.Command, sts []realhosts.Status) {
 		if st.Clock != nil && st.Clock.Synchronised {
 			clock = fmt.Sprintf("synchronised, ±%.3g ms", st.Clock.EstimatedErrorMs)
 		}
-		fmt.Fprintf(t, "%s\t%s\tok (%.1f ms)\t%s\t%s\t%s\t%s\n", st.Host, st.Agent, st.HelloMs, st.Version, st.Identity, st.TestAddress, clock)
+		addr := st.TestAddress
+		if st.TestAddress6 != "" && st.TestAddress6 != addr {
+			addr += " " + st.TestAddress6
+		}
+		fmt.Fprintf(t, "%s\t%s\tok (%.1f ms)\t%s\t%s\t%s\t%s\n", st.Host, st.Agent, st.HelloMs, st.Version, st.Identity, addr, clock)
 	}
 	t.Flush()
 	for _, st := range sts {

@@ -11,10 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/backend"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
-	"github.com/wanlab/wanlab/internal/measure/endpoints"
+	"github.com/wanlab/wanlab/internal/measure/target"
 	"github.com/wanlab/wanlab/internal/realhosts"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/units"
@@ -31,7 +32,7 @@ test-bed (--testbed NAME: testbed up starts an agent in every host) or real host
 (--inventory FILE: agents on the network, over TLS 1.3; see README, real hosts). Results
 print as a table, or as JSON with --json (see docs/measure-json.md).`,
 	}
-	c.AddCommand(newThroughputCmd(), newProbeCmd(), newTraceCmd(), newImpactCmd(), newTuneCmd(), newTransferCmd(), newDiskCmd(), newCapacityCmd(), newAvailableCmd())
+	c.AddCommand(newThroughputCmd(), newProbeCmd(), newPingCmd(), newSTAMPCmd(), newTraceCmd(), newImpactCmd(), newTuneCmd(), newTransferCmd(), newDiskCmd(), newCapacityCmd(), newAvailableCmd())
 	return c
 }
 
@@ -39,6 +40,8 @@ print as a table, or as JSON with --json (see docs/measure-json.md).`,
 // real hosts of an inventory.
 type hosts struct {
 	testbed, inventory string
+	// family is -4 or -6, of the verbs that test between hosts.
+	family addrFamily
 }
 
 func (w *hosts) flags(c *cobra.Command) {
@@ -54,10 +57,15 @@ func (w *hosts) check() error {
 	return nil
 }
 
-// open attaches to the test-bed, or opens the inventory's bed; ctx carries
-// the inventory's wait for busy hosts.
-func (w *hosts) open(ctx context.Context) (context.Context, backend.Bed, error) {
+// open attaches to the test-bed, or opens the inventory's bed (with its
+// hosts' tests over the family of -4 or -6, which those of names must
+// have); ctx carries the inventory's wait for busy hosts.
+func (w *hosts) open(ctx context.Context, names ...string) (context.Context, backend.Bed, error) {
 	if err := w.check(); err != nil {
+		return ctx, nil, err
+	}
+	family, err := w.family.value()
+	if err != nil {
 		return ctx, nil, err
 	}
 	if w.testbed != "" {
@@ -66,6 +74,9 @@ func (w *hosts) open(ctx context.Context) (context.Context, backend.Bed, error) 
 	}
 	inv, err := realhosts.LoadHosts(w.inventory)
 	if err != nil {
+		return ctx, nil, err
+	}
+	if inv, err = withFamily(inv, family, names...); err != nil {
 		return ctx, nil, err
 	}
 	bed, err := realhosts.Open(inv, nil)
@@ -83,6 +94,7 @@ type hostPair struct {
 
 func (p *hostPair) flags(c *cobra.Command) {
 	p.hosts.flags(c)
+	p.hosts.family.flags(c)
 	c.Flags().StringVar(&p.from, "from", "", "the host that sends (required)")
 	c.Flags().StringVar(&p.to, "to", "", "the host that receives (required)")
 }
@@ -114,22 +126,21 @@ func (p *hostPair) session(ctx context.Context, fn func(ctx context.Context, fro
 	return fn(ctx, eps[p.from], eps[p.to])
 }
 
-// connect dials the agents of some hosts of a test-bed or an inventory.
+// connect dials the agents of some hosts of a test-bed or an inventory,
+// with test addresses of one family (-4, -6, or the hosts' default).
 func connect(ctx context.Context, w hosts, names ...string) (context.Context, map[string]measure.Endpoint, error) {
-	ctx, bed, err := w.open(ctx)
-	if err != nil {
-		return ctx, nil, err
-	}
 	var uniq []string
 	for _, h := range names {
 		if !slices.Contains(uniq, h) {
 			uniq = append(uniq, h)
 		}
 	}
-	eps, err := endpoints.Dial(ctx, bed, uniq...)
-	if errors.Is(err, measure.ErrNoHost) {
-		return ctx, nil, usageError{err}
+	ctx, bed, err := w.open(ctx, uniq...)
+	if err != nil {
+		return ctx, nil, err
 	}
+	family, _ := w.family.value() // checked by open
+	eps, err := dialFamily(ctx, bed, family, uniq...)
 	return ctx, eps, err
 }
 
@@ -141,7 +152,7 @@ func newThroughputCmd() *cobra.Command {
 		duration, interval              time.Duration
 		reverse, bidir, udp, asJSON     bool
 		length                          int
-		db                              string
+		db, far                         string
 	)
 	c := &cobra.Command{
 		Use:   "throughput --testbed NAME|--inventory FILE --from A --to B",
@@ -152,10 +163,17 @@ scenario's rate: is; iperf3's -b is per stream). Prints the throughput per inter
 total as both ends saw it, retransmits and TCP_INFO (cwnd, RTT) for TCP, loss and jitter
 for UDP, and the CPU each host used. --reverse sends from B to A; --bidir runs both
 directions at once. A test cut short (a host's agent gone, Ctrl-C) still prints what was
-measured, marked partial, and exits 1.`,
+measured, marked partial, and exits 1.
+
+--target HOST[:PORT] instead of --to tests toward an iperf3 server that runs no wanlab
+agent (port 5201 unless given): A's agent speaks iperf3's protocol itself, and the result
+reads as one between agents, the server's count being what arrived. On real hosts the
+agent's policy must name the server among its targets (docs/policy.md); a server busy
+with another test says so, and the command exits 1.`,
 		Example: `  wanlab measure throughput --testbed wan-lan --from wanclient --to server
   wanlab measure throughput --testbed wan-lan --from lanclient --to server --streams 8 --window 256KiB --json
-  wanlab measure throughput --testbed wan-lan --from wanclient --to server --udp --rate 1Mbit`,
+  wanlab measure throughput --testbed wan-lan --from wanclient --to server --udp --rate 1Mbit
+  wanlab measure throughput --inventory sites.yaml --from cern --target iperf.example.org:5201 -P 4`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			spec := throughput.Spec{Protocol: throughput.TCP, Streams: streams, Duration: duration, Congestion: congestion, Interval: interval, UDPLength: length}
@@ -191,6 +209,9 @@ measured, marked partial, and exits 1.`,
 			}
 			if err := spec.Validate(limits.Default); err != nil {
 				return usagef("%v", err)
+			}
+			if far != "" {
+				return iperf3Target(c, pair, far, spec, reverse || bidir || udp || db != "", asJSON)
 			}
 			return pair.session(c.Context(), func(ctx context.Context, from, to measure.Endpoint) error {
 				if reverse {
@@ -235,7 +256,46 @@ measured, marked partial, and exits 1.`,
 	c.Flags().VarP(seconds{&interval}, "interval", "i", "reporting interval, e.g. 100ms or 0.1 (at least 10ms)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&db, "db", "", "also store the test, every interval and the result in this archive (e.g. wanlab.db)")
+	c.Flags().StringVar(&far, "target", "", "instead of --to: an iperf3 server that runs no agent, HOST[:PORT] (TCP, from --from to it)")
 	return c
+}
+
+// iperf3Target runs measure throughput --target: from the pair's --from
+// toward an iperf3 server, through the host's agent. other says a flag
+// was given that a test toward an iperf3 server does not take.
+func iperf3Target(c *cobra.Command, pair hostPair, far string, spec throughput.Spec, other, asJSON bool) error {
+	switch {
+	case pair.to != "":
+		return usagef("give --to (a host with an agent) or --target (an iperf3 server), not both")
+	case pair.from == "":
+		return usagef("give --from, the host whose agent tests toward --target")
+	case other:
+		return usagef("--target tests over TCP from --from toward the server: --reverse, --bidir, --udp and --db are not taken with it")
+	}
+	family, err := familyOf(pair.family.v4, pair.family.v6)
+	if err != nil {
+		return err
+	}
+	if err := pair.hosts.check(); err != nil {
+		return err
+	}
+	ctx, eps, err := connect(c.Context(), pair.hosts, pair.from)
+	if err != nil {
+		return err
+	}
+	defer measure.CloseAll(eps)
+	spec.UDPLength = 0 // a TCP test: -l is UDP's
+	req := &agentpb.TargetRequest{Kind: target.Iperf3, Address: far, Family: uint32(family), Throughput: throughput.SpecToPB(spec)}
+	res, err := target.Run(ctx, eps[pair.from], req, nil)
+	if res == nil || res.GetThroughput() == nil {
+		return err
+	}
+	r := target.Throughput(pair.from, far, spec, res)
+	if res.GetThroughput().GetPartial() || res.GetError() != "" {
+		r.Partial, r.Error = true, res.GetError()
+		err = errors.Join(err, fmt.Errorf("the test toward %s was cut short: %s", far, res.GetError()))
+	}
+	return report(c.OutOrStdout(), asJSON, r, printThroughput, err)
 }
 
 func printThroughput(w io.Writer, r *throughput.Result) {

@@ -61,6 +61,7 @@ func newPKIIssueCmd() *cobra.Command {
 identity policies name as cn:NAME. An agent's certificate must hold the names or addresses
 controllers dial it by (--dns, --ip); a controller's needs none.`,
 		Example: `  wanlab pki issue cnaf --dir pki --role agent --ip 10.1.0.1 --dns dtn.cnaf.example
+  wanlab pki issue cern --dir pki --role agent --ip 2001:db8:2::9 --ip 10.2.0.9
   wanlab pki issue ctl --dir pki --role controller`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
@@ -76,9 +77,9 @@ controllers dial it by (--dns, --ip); a controller's needs none.`,
 			}
 			o := pki.Options{DNS: dns, NotAfter: time.Now().Add(time.Duration(days) * 24 * time.Hour)}
 			for _, s := range ips {
-				ip := net.ParseIP(s)
-				if ip == nil {
-					return usagef("--ip %q is not an IP address", s)
+				ip, err := sanIP(s)
+				if err != nil {
+					return err
 				}
 				o.IPs = append(o.IPs, ip)
 			}
@@ -96,7 +97,22 @@ controllers dial it by (--dns, --ip); a controller's needs none.`,
 	c.Flags().StringVar(&dir, "dir", "", "the CA's directory (wanlab pki init DIR)")
 	c.Flags().StringVar(&role, "role", "", "agent or controller")
 	c.Flags().StringSliceVar(&dns, "dns", nil, "a DNS name of the agent (repeat, or comma-separated)")
-	c.Flags().StringSliceVar(&ips, "ip", nil, "an IP address of the agent (repeat, or comma-separated)")
+	c.Flags().StringSliceVar(&ips, "ip", nil, "an IP address of the agent, IPv4 or IPv6 (repeat, or comma-separated)")
 	c.Flags().IntVar(&days, "days", 398, "days of validity")
 	return c
+}
+
+// sanIP reads an agent's address for its certificate's IP SANs: IPv4, or
+// IPv6 bare or in brackets (2001:db8::1, [2001:db8::1]); an IPv4 address
+// written ::ffff:a.b.c.d is IPv4. A zone (fe80::1%eth0) names an
+// interface of one host, which no certificate can hold.
+func sanIP(s string) (net.IP, error) {
+	a, err := ipArg(s)
+	switch {
+	case err != nil:
+		return nil, usagef("--ip %q is not an IP address (IPv4, or IPv6 as 2001:db8::1)", s)
+	case a.Zone() != "":
+		return nil, usagef("--ip %q has a zone (%%%s): a certificate holds addresses without one; give a global or unique local IPv6 address", s, a.Zone())
+	}
+	return net.IP(a.AsSlice()), nil
 }

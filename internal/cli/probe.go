@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/archive"
+	"github.com/wanlab/wanlab/internal/binomial"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/workload/probe"
@@ -105,7 +106,7 @@ func printProbe(w io.Writer, r *probe.Summary) {
 }
 
 // ratioText is a loss with its count and 95% interval.
-func ratioText(l probe.Ratio, of string) string {
+func ratioText(l binomial.Ratio, of string) string {
 	return fmt.Sprintf("%d of %d %s (%.3g%%, 95%% interval %.3g%% to %.3g%%)", l.Lost, l.Of, of, 100*l.Ratio, 100*l.Low, 100*l.High)
 }
 

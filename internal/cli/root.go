@@ -89,7 +89,7 @@ links with rate, delay, jitter, loss and queues) and runs measurements across th
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newPKICmd(), newHostsCmd(), newRunCmd(), newPredictCmd(), newServeCmd(), newCostCmd(), newUICmd(), newTokenCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd(), newWatchCmd(), newVersionCmd())
+	root.AddCommand(newTestbedCmd(), newMeasureCmd(), newAgentCmd(), newPKICmd(), newHostsCmd(), newRunCmd(), newPredictCmd(), newServeCmd(), newCostCmd(), newUICmd(), newTokenCmd(), newAnalyzeCmd(), newReportCmd(), newImportCmd(), newScenariosCmd(), newRunsCmd(), newExportCmd(), newWatchCmd(), newTwinCmd(), newVersionCmd())
 	refuseUnknownVerbs(root)
 	return root
 }

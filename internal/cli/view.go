@@ -31,8 +31,10 @@ type planView struct {
 }
 
 type hostView struct {
-	Name   string  `json:"name"`
-	Addr   string  `json:"addr"`
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	// Addr6 is the host's IPv6 address on a test-bed whose hosts have IPv6.
+	Addr6  string  `json:"addr6,omitempty"`
 	Netns  string  `json:"netns"`
 	Cgroup string  `json:"cgroup"`
 	CPUs   float64 `json:"cpus"` // 0: no quota
@@ -202,7 +204,7 @@ func buildPlanView(hosts []testbed.Host, t *topology.Topology) planView {
 		v.Paths = []topology.Path{}
 	}
 	for _, h := range hosts {
-		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU,
+		v.Hosts = append(v.Hosts, hostView{Name: h.Name, Addr: h.Addr, Addr6: h.Addr6, Netns: h.Netns, Cgroup: h.Cgroup, CPUs: h.CPUs, Site: h.Site, MTU: h.MTU,
 			DiskReadBps: h.DiskReadBps, DiskWriteBps: h.DiskWriteBps, DataDir: h.DataDir})
 	}
 	for _, d := range t.Dirs {
@@ -352,7 +354,11 @@ func printPlan(w io.Writer, v planView) {
 		t := table(w)
 		fmt.Fprintln(t, "HOST\tADDRESS\tCPUS\tDISK R/W\tSITE\tMTU\tNETNS")
 		for _, h := range v.Hosts {
-			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.Addr, cpusText(h.CPUs), diskText(h.DiskReadBps, h.DiskWriteBps), orDash(h.Site), h.MTU, h.Netns)
+			addr := h.Addr
+			if h.Addr6 != "" && h.Addr6 != h.Addr {
+				addr += " " + h.Addr6
+			}
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, addr, cpusText(h.CPUs), diskText(h.DiskReadBps, h.DiskWriteBps), orDash(h.Site), h.MTU, h.Netns)
 		}
 		t.Flush()
 	}

@@ -33,6 +33,17 @@ type Simulator interface {
 	Simulate(ctx context.Context, s SimStep) (*Simulated, error)
 }
 
+// AheadSimulator is a Simulator that may simulate steps before it is asked
+// for them (at once, within its own bounds): the run hands it every step
+// it is to simulate, once, before the first, then asks for each in turn
+// (Simulate) and stores them in order, as with any Simulator. The run
+// calls stop as it ends: stop ends what is under way and returns once it
+// has ended.
+type AheadSimulator interface {
+	Simulator
+	Ahead(ctx context.Context, steps []SimStep) (stop func())
+}
+
 // SimStep is one step of the run to simulate.
 type SimStep struct {
 	// Index is the step's place in the run, from 0.
@@ -69,6 +80,15 @@ func simulate(ctx context.Context, o Options, f *scenario.File, plan []plannedSt
 		}
 	}
 	r := &runner{o: o, run: res.Run, steps: len(plan), start: time.Now(), seed: f.Testbed.Seed}
+	if ahead, ok := o.Simulate.(AheadSimulator); ok {
+		var todo []SimStep
+		for _, p := range plan {
+			if _, ok := done[p.index]; !ok {
+				todo = append(todo, r.simStep(p))
+			}
+		}
+		defer ahead.Ahead(ctx, todo)()
+	}
 	return r.each(ctx, plan, done, res, func(ctx context.Context, p plannedStep) (StepResult, error) {
 		return r.simulated(ctx, p, topo)
 	})
@@ -85,7 +105,7 @@ func (r *runner) simulated(ctx context.Context, p plannedStep, topo *topology.To
 	}
 	began := time.Now()
 	r.progress(p, sr.Label, began, 0, 0, 0)
-	sim, simErr := r.o.Simulate.Simulate(ctx, SimStep{Index: p.index, Workload: p.workload, Step: p.step, Seed: r.stepSeed(p)})
+	sim, simErr := r.o.Simulate.Simulate(ctx, r.simStep(p))
 	out := &outcome{metrics: results.Metrics{}}
 	var tot Totals
 	if sim != nil {
@@ -113,6 +133,11 @@ func (r *runner) simulated(ctx context.Context, p plannedStep, topo *topology.To
 	}
 	r.progress(p, sr.Label, began, len(out.jobs), len(out.jobs), failed)
 	return sr, r.store(stepID, &sr, out)
+}
+
+// simStep is planned step p as a Simulator takes it.
+func (r *runner) simStep(p plannedStep) SimStep {
+	return SimStep{Index: p.index, Workload: p.workload, Step: p.step, Seed: r.stepSeed(p)}
 }
 
 // progress reports where the run stands, if anyone listens.

@@ -39,7 +39,20 @@ type Evidence struct {
 	ProbesAt time.Time
 	// SrcRead and DstWrite are the end hosts' sequential disk rates.
 	SrcRead, DstWrite []Sample
+	// Target is the kind of far end Dst is when it runs no agent (a
+	// target of the monitoring configuration: TargetIperf3, TargetSTAMP,
+	// TargetPing); "" for a host.
+	Target string
 }
+
+// The kinds of target, far ends that run no agent: an iperf3 server has a
+// measured throughput; a STAMP reflector and a ping target answer probes
+// only.
+const (
+	TargetIperf3 = "iperf3"
+	TargetSTAMP  = "stamp"
+	TargetPing   = "ping"
+)
 
 // Prediction is a transfer's predicted time and what it rests on.
 type Prediction struct {
@@ -65,6 +78,11 @@ type Prediction struct {
 	// from probes alone).
 	Certainty string   `json:"certainty"`
 	Caveats   []string `json:"caveats,omitempty"`
+	// Target is the kind of far end the destination is when it runs no
+	// agent; CannotPredict says what the prediction cannot know of it
+	// (a measured throughput, its disk, its CPU), each also a caveat.
+	Target        string   `json:"target,omitempty"`
+	CannotPredict []string `json:"cannot_predict,omitempty"`
 }
 
 // Basis is one input of a prediction.
@@ -93,7 +111,7 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 	if bytes <= 0 {
 		return Prediction{}, fmt.Errorf("bytes: %d: give a positive size", bytes)
 	}
-	p := Prediction{Src: ev.Src, Dst: ev.Dst, Bytes: bytes, Mode: "memory", Streams: 1, RTTSeconds: ev.RTT.Seconds()}
+	p := Prediction{Src: ev.Src, Dst: ev.Dst, Bytes: bytes, Mode: "memory", Streams: 1, RTTSeconds: ev.RTT.Seconds(), Target: ev.Target}
 	if disk {
 		p.Mode = "disk"
 	}
@@ -134,10 +152,13 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 		p.Limit = "TCP model of the path's loss and round-trip time"
 		use(Basis{What: fmt.Sprintf("TCP model (Mathis) from %d probes: loss %.3g%%, RTT %s", ev.Probes, loss*100, ev.RTT.Round(time.Microsecond)),
 			Samples: ev.Probes, BitsPerSecond: mid, Newest: ev.ProbesAt})
-		p.Caveats = append(p.Caveats, "no throughput test of the path: the rate is modelled from probes, not measured")
+		if ev.Target == "" || ev.Target == TargetIperf3 { // a latency-only target's is said by cannot
+			p.Caveats = append(p.Caveats, "no throughput test of the path: the rate is modelled from probes, not measured")
+		}
 	default:
 		return Prediction{}, fmt.Errorf("%s->%s: %w of throughput, transfers or probes", ev.Src, ev.Dst, ErrNoData)
 	}
+	cannot(&p, ev, disk)
 	if disk && len(ev.Transfers) == 0 {
 		for _, d := range []struct {
 			what, host string
@@ -145,7 +166,9 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 			limit      string
 		}{{"disk read of " + ev.Src, ev.Src, ev.SrcRead, "the source's disk read"}, {"disk write of " + ev.Dst, ev.Dst, ev.DstWrite, "the destination's disk write"}} {
 			if len(d.s) == 0 {
-				p.Caveats = append(p.Caveats, "no disk test of "+d.host+": a disk-to-disk transfer may be slower than predicted")
+				if d.host != ev.Dst || ev.Target == "" { // a target's is said by cannot
+					p.Caveats = append(p.Caveats, "no disk test of "+d.host+": a disk-to-disk transfer may be slower than predicted")
+				}
 				continue
 			}
 			rates := make([]float64, 0, len(d.s))
@@ -181,6 +204,27 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 		p.Certainty = "medium"
 	}
 	return p, nil
+}
+
+// cannot says what a prediction toward a target cannot know: the far
+// end runs no agent, so neither its disk nor (a STAMP reflector, a ping
+// target) its CPU is measured, and a latency-only target has no
+// throughput test, only the TCP model of its round trips and loss.
+func cannot(p *Prediction, ev Evidence, disk bool) {
+	if ev.Target == "" {
+		return
+	}
+	say := func(what, why string) {
+		p.CannotPredict = append(p.CannotPredict, what)
+		p.Caveats = append(p.Caveats, "cannot predict "+what+": "+why)
+	}
+	if ev.Target != TargetIperf3 {
+		say("measured throughput", fmt.Sprintf("%s is a %s target, which answers probes only: the rate is the TCP model's of its round trips and loss", ev.Dst, ev.Target))
+		say("the far end's CPU", ev.Dst+" runs no agent")
+	}
+	if disk {
+		say("the far end's disk", ev.Dst+" runs no agent: a file written there may go slower than predicted")
+	}
 }
 
 // newest returns up to the recent newest samples, newest first.

@@ -36,6 +36,11 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"ifaceURL": func(device, iface string) string {
 		return "/interfaces/" + url.PathEscape(device) + "/" + url.PathEscape(iface)
 	},
+	// An alert's ref holds slashes (rule/src/dst/test/time): escaped, it
+	// is one segment of the route.
+	"ackURL": func(ref string) string {
+		return "/api/v1/alerts/" + url.PathEscape(ref) + "/ack"
+	},
 	"value": Format,
 	"ago":   ago,
 }).ParseFS(templateFS, "templates/*.html"))
@@ -153,6 +158,8 @@ func Format(metric string, v float64) string {
 		return units.FormatPercent(v)
 	case m.Unit == core.Percent:
 		return fmt.Sprintf("%.0f%%", v)
+	case m.Unit == core.PPM:
+		return fmt.Sprintf("%+.1f ppm", v)
 	}
 	return fmt.Sprintf("%.4g", v)
 }
@@ -182,11 +189,14 @@ type Cell struct {
 // Grid is the mesh page's data.
 type Grid struct {
 	page
-	Snap          core.Snapshot
-	Tests         []TestChoice
-	Test, Metric  string
-	Metrics       []string
-	Srcs, Dsts    []string
+	Snap         core.Snapshot
+	Tests        []TestChoice
+	Test, Metric string
+	Metrics      []string
+	Srcs, Dsts   []string
+	// Targets are the kinds of the destinations that run no agent (far
+	// ends: iperf3, stamp, ping), by name: columns, never rows.
+	Targets       map[string]string
 	Rows          [][]Cell
 	Alerts, Stale int
 	// Incidents are the open ones; their segments mark the rows and
@@ -218,13 +228,19 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 		g.Metric = g.Metrics[0]
 	}
 	cells := map[[2]string]core.PathView{}
+	g.Targets = map[string]string{}
+	var targets []string
 	for _, p := range snap.Paths {
 		if p.Test != g.Test {
 			continue
 		}
 		cells[[2]string{p.Src, p.Dst}] = p
+		if p.Target != "" && !slices.Contains(targets, p.Dst) {
+			g.Targets[p.Dst] = p.Target
+			targets = append(targets, p.Dst)
+		}
 		for _, h := range []string{p.Src, p.Dst} {
-			if !slices.Contains(g.Srcs, h) {
+			if !slices.Contains(g.Srcs, h) && (h == p.Src || p.Target == "") {
 				g.Srcs = append(g.Srcs, h)
 			}
 		}
@@ -239,9 +255,11 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 			marked[[2]string{"col", h}] = true
 		}
 	}
-	// One order for both axes, so that the diagonal is each host to itself.
+	// One order for both axes, so that the diagonal is each host to itself;
+	// the targets, destinations only, are the last columns.
 	slices.Sort(g.Srcs)
-	g.Dsts = g.Srcs
+	slices.Sort(targets)
+	g.Dsts = slices.Concat(g.Srcs, targets)
 	for _, src := range g.Srcs {
 		row := make([]Cell, 0, len(g.Dsts))
 		for _, dst := range g.Dsts {
@@ -269,6 +287,9 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 			if p.Reason != "" {
 				c.Title += " (" + p.Reason + ")"
 			}
+			if p.Note != "" {
+				c.Title += " (" + p.Note + ")"
+			}
 			if marked[[2]string{"row", src}] || marked[[2]string{"col", dst}] {
 				c.Class += " incident"
 				c.Title += " (crosses an incident's segment)"
@@ -289,6 +310,8 @@ type PathPage struct {
 	Views    []core.PathView
 	Alerts   []core.Alert
 	Hops     []string
+	// Target is the kind of far end Dst is when it runs no agent.
+	Target string
 }
 
 func (d *dash) path(w http.ResponseWriter, r *http.Request) {
@@ -298,6 +321,7 @@ func (d *dash) path(w http.ResponseWriter, r *http.Request) {
 	for _, p := range snap.Paths {
 		if p.Src == src && p.Dst == dst {
 			pg.Views = append(pg.Views, p)
+			pg.Target = p.Target
 			if p.Type == core.Throughput || p.Type == core.Transfer || p.Type == core.Disk {
 				pg.OnDemand = append(pg.OnDemand, p.Test)
 			}

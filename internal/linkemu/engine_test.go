@@ -43,7 +43,7 @@ func startNetWith(t testing.TB, cfg Config, nPorts int) *testNet {
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 		}
-		cfg.Ports = append(cfg.Ports, PortConfig{Name: string(rune('a' + i)), FD: fds[0], Addr: addr(i)})
+		cfg.Ports = append(cfg.Ports, PortConfig{Name: string(rune('a' + i)), FD: fds[0], Addr: addr(i), Addr6: addr6(i)})
 		tn.hosts = append(tn.hosts, fds[1])
 		t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 	}
@@ -189,7 +189,17 @@ func TestEngineRejectsBadConfig(t *testing.T) {
 		{"a jitter of years", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Jitter: 2562047 * time.Hour}}}},
 		{"a rate past any NIC", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: 1e15}}}},
 		{"a rate that is not a number", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Rate: math.NaN()}}}},
-		{"an IPv6 entry router", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Entry: netip.MustParseAddr("2001:db8::1")}}}},
+		{"an IPv4 address as an entry router's IPv6 one", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Entry6: addr(9)}}}},
+		{"an IPv4-mapped entry router", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{Entry: netip.MustParseAddr("::ffff:10.0.0.1")}}}},
+		{"IPv6 addresses for some hops", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}},
+			Dirs: []DirConfig{{Hops: []netip.Addr{addr(8), addr(9)}, Hops6: []netip.Addr{six(addr(8))}}}}},
+		{"an IPv4 address among the hops' IPv6 ones", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}},
+			Dirs: []DirConfig{{Hops: []netip.Addr{addr(8)}, Hops6: []netip.Addr{addr(8)}}}}},
+		{"a port without an address", Config{Ports: []PortConfig{{FD: 1}}}},
+		{"an IPv4 address as a port's IPv6 one", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0), Addr6: addr(1)}}}},
+		{"a port's IPv6 address with a zone", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0), Addr6: netip.MustParseAddr("fe80::1%eth0")}}}},
+		{"an IPv4-mapped port address", Config{Ports: []PortConfig{{FD: 1, Addr: netip.MustParseAddr("::ffff:10.250.0.1")}}}},
+		{"duplicate IPv6 address", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0), Addr6: addr6(0)}, {FD: 2, Addr: addr6(0)}}}},
 		{"more routers than a TTL crosses", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}},
 			Dirs: []DirConfig{{Entry: addr(9), Hops: slices.Repeat([]netip.Addr{addr(8)}, MaxHops)}}}},
 		{"a joined group with an unknown direction", Config{Ports: []PortConfig{{FD: 1, Addr: addr(0)}}, Dirs: []DirConfig{{}}, Joined: [][]int{{0, 1}}}},

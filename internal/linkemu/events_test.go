@@ -1,6 +1,7 @@
 package linkemu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"testing"
@@ -22,7 +23,13 @@ func (tn *testNet) send(t *testing.T, i int, p []byte) {
 	}
 }
 
+// withTTL sets an IPv4 packet's TTL and don't fragment flag, or an IPv6
+// packet's hop limit (IPv6 routers never fragment: df is moot).
 func withTTL(p []byte, ttl byte, df bool) []byte {
+	if p[0]>>4 == 6 {
+		p[7] = ttl
+		return p
+	}
 	p[8] = ttl
 	if df {
 		p[6] |= 0x40
@@ -204,16 +211,44 @@ func TestEngineHops(t *testing.T) {
 }
 
 // FuzzRouterAnswer makes routers' answers to any packet a host could
-// send: an ICMP error only where RFC 1122 allows one, always well formed.
+// send: an ICMP error only where RFC 1122 allows one, an ICMPv6 error
+// only where RFC 4443 does, always well formed.
 func FuzzRouterAnswer(f *testing.F) {
 	f.Add(withTTL(packet(0, 1, 100, 1), 1, true))
 	f.Add([]byte{0x45, 0, 0, 20})
 	e := withTTL(packet(0, 1, 60, 2), 1, false)
 	e[9], e[20] = 1, 8
 	f.Add(e)
-	buf := make([]byte, icmpMaxLen)
+	// IPv6: a plain packet, a large one, an echo request, an ICMPv6 error,
+	// one to a multicast group, a later fragment, a chain of extension
+	// headers, one that runs past the packet, and a bare header.
+	f.Add(withTTL(packet6(0, 1, 100, 1), 1, false))
+	f.Add(packet6(0, 1, 2000, 1))
+	echo6 := packet6(0, 1, 64, 3)
+	echo6[6], echo6[40] = protoICMPv6, 128
+	f.Add(echo6)
+	err6 := bytes.Clone(echo6)
+	err6[40] = icmp6TimeExceeded
+	f.Add(err6)
+	mc6 := packet6(0, 1, 64, 4)
+	mc6[24] = 0xff
+	f.Add(mc6)
+	frag6 := packet6(0, 1, 64, 5)
+	frag6[6], frag6[40], frag6[43] = extFragment, protoICMPv6, 0x10
+	f.Add(frag6)
+	chain6 := packet6(0, 1, 96, 6)
+	chain6[6] = extHopByHop
+	chain6[40], chain6[48], chain6[49], chain6[64] = extDestOpts, protoICMPv6, 1, 1
+	f.Add(chain6)
+	f.Add(chain6[:52])
+	f.Add(packet6(0, 1, 40, 0))
+	buf := make([]byte, icmp6MaxLen+100)
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		if len(pkt) > 9000 {
+			return
+		}
+		if len(pkt) > 0 && pkt[0]>>4 == 6 {
+			checkAnswer6(t, buf, pkt)
 			return
 		}
 		if headerLen(pkt) > len(pkt) {
@@ -222,11 +257,45 @@ func FuzzRouterAnswer(f *testing.F) {
 		if !answerable(pkt) {
 			return
 		}
-		n := icmpError(buf, netip.MustParseAddr("192.0.2.1"), icmpTimeExceeded, 0, 0, pkt, 63)
+		n := icmpError(buf[:icmpMaxLen], netip.MustParseAddr("192.0.2.1"), icmpTimeExceeded, 0, 0, pkt, 63)
 		if n > icmpMaxLen || n < ipHeaderLen+icmpHeader+ipHeaderLen || checksum(buf[:20]) != 0 || checksum(buf[20:n]) != 0 {
 			t.Fatalf("answer of %d bytes, checksums %v %v", n, checksum(buf[:20]), checksum(buf[20:n]))
 		}
 	})
+}
+
+// checkAnswer6 is FuzzRouterAnswer for an IPv6 packet: its extension
+// headers are walked within it, and each answer a router may make is well
+// formed.
+func checkAnswer6(t *testing.T, buf, pkt []byte) {
+	if len(pkt) < ip6HeaderLen {
+		if answerable6(pkt, true) {
+			t.Fatalf("a %d-byte packet is answerable", len(pkt))
+		}
+		return
+	}
+	if _, off, _, ok := upperLayer(pkt); ok && off > len(pkt) {
+		t.Fatalf("upper-layer header at %d of a %d-byte packet", off, len(pkt))
+	}
+	from := netip.MustParseAddr("2001:db8::1")
+	for _, c := range []struct {
+		tooBig bool
+		typ    uint8
+		mtu    uint32
+	}{{false, icmp6TimeExceeded, 0}, {true, icmp6PacketTooBig, 1280}} {
+		if !answerable6(pkt, c.tooBig) {
+			continue
+		}
+		n := icmp6Error(buf, from, c.typ, 0, c.mtu, pkt, 63)
+		p := buf[:n]
+		pseudo := append(append([]byte{}, p[8:40]...), 0, 0, 0, 0, 0, 0, 0, protoICMPv6)
+		binary.BigEndian.PutUint32(pseudo[32:], uint32(n-ip6HeaderLen))
+		if n > icmp6MaxLen || n < ip6HeaderLen+icmpHeader+ip6HeaderLen || int(binary.BigEndian.Uint16(p[4:])) != n-ip6HeaderLen ||
+			checksum(append(pseudo, p[ip6HeaderLen:]...)) != 0 || !bytes.Equal(p[24:40], pkt[8:24]) || !bytes.Equal(p[48:], pkt[:n-48]) {
+			t.Fatalf("answer %d of %d bytes to a %d-byte packet: payload length %d, checksum %#x", c.typ, n, len(pkt),
+				binary.BigEndian.Uint16(p[4:]), checksum(append(pseudo, p[ip6HeaderLen:]...)))
+		}
+	}
 }
 
 // A capture sees what leaves a direction and what its model drops, with why.

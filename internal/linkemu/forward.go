@@ -71,16 +71,23 @@ func (m *model) init(cfg Config) error {
 		hdrScratch:    make([]byte, smallSlot),
 		out:           make([]delivery, 0, readBatch),
 	}
-	m.pool.init(m.frameOff()+max(cfg.MaxPacket, icmpMaxLen), poolBytes(cfg), m.vnet)
+	errMax := icmpMaxLen // the largest ICMP error a slot of one packet must hold
 	for i, p := range cfg.Ports {
-		if !p.Addr.Is4() {
-			return fmt.Errorf("linkemu: port %s: address %v is not IPv4", p.Name, p.Addr)
+		addrs, err := p.addrs()
+		if err != nil {
+			return err
 		}
-		if _, dup := m.portOf[p.Addr]; dup {
-			return fmt.Errorf("linkemu: port %s: address %v used twice", p.Name, p.Addr)
+		for _, a := range addrs {
+			if _, dup := m.portOf[a]; dup {
+				return fmt.Errorf("linkemu: port %s: address %v used twice", p.Name, a)
+			}
+			m.portOf[a] = i
+			if a.Is6() {
+				errMax = icmp6MaxLen
+			}
 		}
-		m.portOf[p.Addr] = i
 	}
+	m.pool.init(m.frameOff()+max(cfg.MaxPacket, errMax), poolBytes(cfg), m.vnet)
 	for i, d := range cfg.Dirs {
 		if err := d.check(); err != nil {
 			return err
@@ -206,13 +213,18 @@ func (m *model) settle(slot int32, n int) int32 {
 	return slot
 }
 
-// dest returns the port that owns the packet's IPv4 destination address.
+// dest returns the port that owns the packet's destination address,
+// IPv4 or IPv6.
 func (m *model) dest(pkt []byte) (int, bool) {
-	if len(pkt) < 20 || pkt[0]>>4 != 4 {
-		return 0, false
+	if len(pkt) >= ipHeaderLen && pkt[0]>>4 == 4 {
+		dst, ok := m.portOf[netip.AddrFrom4([4]byte(pkt[16:20]))]
+		return dst, ok
 	}
-	dst, ok := m.portOf[netip.AddrFrom4([4]byte(pkt[16:20]))]
-	return dst, ok
+	if len(pkt) >= ip6HeaderLen && pkt[0]>>4 == 6 {
+		dst, ok := m.portOf[netip.AddrFrom16([16]byte(pkt[24:40]))]
+		return dst, ok
+	}
+	return 0, false
 }
 
 // forward sends the packet in slot into the next direction of its path, or
@@ -360,7 +372,9 @@ func (m *model) cut(slot int32, sh shape, first, count int) int32 {
 	m.pool.refs[parent]++
 	m.pool.payOff[piece] = payOff + int32(first*sh.mss)
 	m.pool.payLen[piece] = int32(sh.payloadOf(first, count))
-	m.pool.shapes[piece] = shape{hdr: sh.hdr, ihl: sh.ihl, mss: sh.mss, payload: sh.payloadOf(first, count), segs: count, udp: sh.udp}
+	ps := sh
+	ps.payload, ps.segs = sh.payloadOf(first, count), count
+	m.pool.shapes[piece] = ps
 	if count == 1 {
 		m.pool.shapes[piece] = single(sh.wire(first))
 	}

@@ -70,7 +70,7 @@ func newVirtualLink(t *testing.T, cfg Config, nPorts int) *virtualLink {
 	t.Helper()
 	v := &virtualLink{heads: make([][]byte, 1), pays: make([][]byte, 1)}
 	for i := range nPorts {
-		cfg.Ports = append(cfg.Ports, PortConfig{Name: string(rune('a' + i)), FD: -1, Addr: addr(i)})
+		cfg.Ports = append(cfg.Ports, PortConfig{Name: string(rune('a' + i)), FD: -1, Addr: addr(i), Addr6: addr6(i)})
 		v.ports = append(v.ports, &memPort{clock: &v.now})
 	}
 	if err := v.m.init(cfg); err != nil {
@@ -180,37 +180,42 @@ func TestModelOnVirtualTime(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVirtualLink(t, oneWay(tt.dir), 2)
-			var times []time.Duration
-			for at := range tt.sends {
-				times = append(times, at)
-			}
-			slices.Sort(times)
-			seq := uint32(0)
-			for _, at := range times {
-				v.runUntil(int64(at))
-				for range tt.sends[at] {
-					seq++
-					v.send(0, packet(0, 1, 1000, seq))
+		for _, fam := range families {
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				v := newVirtualLink(t, oneWay(tt.dir), 2)
+				var times []time.Duration
+				for at := range tt.sends {
+					times = append(times, at)
 				}
-			}
-			v.runUntil(int64(time.Second))
-			if got := v.arrivals(1, 0); !slices.Equal(got, tt.want) {
-				t.Errorf("arrivals %v, want %v", got, tt.want)
-			}
-			for k, w := range v.ports[1].out {
-				if got := binary.BigEndian.Uint32(w.data[20:]); k > 0 && got <= binary.BigEndian.Uint32(v.ports[1].out[k-1].data[20:]) {
-					t.Errorf("packet %d arrived after %d", got, binary.BigEndian.Uint32(v.ports[1].out[k-1].data[20:]))
+				slices.Sort(times)
+				seq := uint32(0)
+				for _, at := range times {
+					v.runUntil(int64(at))
+					for range tt.sends[at] {
+						seq++
+						v.send(0, fam.packet(0, 1, 1000, seq))
+					}
 				}
-			}
-			if tt.check != nil {
-				tt.check(t, &v.m.dirStats[0])
-			}
-			if n := v.m.inFlight.Load(); n != 0 {
-				t.Errorf("%d packets still in flight", n)
-			}
-		})
+				v.runUntil(int64(time.Second))
+				if got := v.arrivals(1, 0); !slices.Equal(got, tt.want) {
+					t.Errorf("arrivals %v, want %v", got, tt.want)
+				}
+				for k, w := range v.ports[1].out {
+					if len(w.data) != 1000 {
+						t.Errorf("packet %d arrived with %d bytes, want 1000", fam.seq(w.data), len(w.data))
+					}
+					if k > 0 && fam.seq(w.data) <= fam.seq(v.ports[1].out[k-1].data) {
+						t.Errorf("packet %d arrived after %d", fam.seq(w.data), fam.seq(v.ports[1].out[k-1].data))
+					}
+				}
+				if tt.check != nil {
+					tt.check(t, &v.m.dirStats[0])
+				}
+				if n := v.m.inFlight.Load(); n != 0 {
+					t.Errorf("%d packets still in flight", n)
+				}
+			})
+		}
 	}
 }
 
@@ -226,45 +231,48 @@ func TestModelCutsSuperPackets(t *testing.T) {
 		{"fast", DirConfig{Rate: 10e9, Delay: time.Millisecond}, 1},
 		{"slow", DirConfig{Rate: 10e6, Delay: time.Millisecond}, 5},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := oneWay(tt.dir)
-			cfg.Offloads = true
-			v := newVirtualLink(t, cfg, 2)
-			f := superFrame(0, 1, 1000, 4500, ack|psh)
-			v.send(0, f)
-			v.runUntil(int64(time.Second))
-			got := v.ports[1].out
-			if len(got) != tt.pieces {
-				t.Fatalf("%d frames arrived, want %d", len(got), tt.pieces)
-			}
-			if tt.pieces == 1 {
-				if !bytes.Equal(got[0].data, f) {
-					t.Error("the super-packet did not arrive as sent")
+		for _, fam := range families {
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				cfg := oneWay(tt.dir)
+				cfg.Offloads = true
+				v := newVirtualLink(t, cfg, 2)
+				f := fam.super(0, 1, 1000, 4500, ack|psh)
+				v.send(0, f)
+				v.runUntil(int64(time.Second))
+				got := v.ports[1].out
+				if len(got) != tt.pieces {
+					t.Fatalf("%d frames arrived, want %d", len(got), tt.pieces)
 				}
-				return
-			}
-			var payload []byte
-			wire := 0
-			for k, w := range got {
-				ip := w.data[VnetHdrLen:]
-				if w.data[1] != gsoNone || binary.BigEndian.Uint32(ip[24:]) != uint32(1000+1000*k) {
-					t.Errorf("segment %d: virtio-net % x, sequence %d", k, w.data[:VnetHdrLen], binary.BigEndian.Uint32(ip[24:]))
+				if tt.pieces == 1 {
+					if !bytes.Equal(got[0].data, f) {
+						t.Error("the super-packet did not arrive as sent")
+					}
+					return
 				}
-				// At 10 Mbit/s a byte takes 800 ns: a segment arrives a
-				// millisecond after the wire carried it and all before it.
-				wire += len(ip)
-				if want := time.Millisecond + time.Duration(wire)*800; time.Duration(w.at) != want {
-					t.Errorf("segment %d arrived at %v, want %v", k, time.Duration(w.at), want)
+				var payload []byte
+				wire := 0
+				hdr := fam.hdr + 20 // IP and TCP
+				for k, w := range got {
+					ip := w.data[VnetHdrLen:]
+					if w.data[1] != gsoNone || binary.BigEndian.Uint32(ip[fam.hdr+4:]) != uint32(1000+1000*k) {
+						t.Errorf("segment %d: virtio-net % x, sequence %d", k, w.data[:VnetHdrLen], binary.BigEndian.Uint32(ip[fam.hdr+4:]))
+					}
+					// At 10 Mbit/s a byte takes 800 ns: a segment arrives a
+					// millisecond after the wire carried it and all before it.
+					wire += len(ip)
+					if want := time.Millisecond + time.Duration(wire)*800; time.Duration(w.at) != want {
+						t.Errorf("segment %d arrived at %v, want %v", k, time.Duration(w.at), want)
+					}
+					payload = append(payload, ip[hdr:]...)
 				}
-				payload = append(payload, ip[40:]...)
-			}
-			if !bytes.Equal(payload, f[VnetHdrLen+40:]) {
-				t.Error("the segments' payload is not the super-packet's")
-			}
-			if v.m.dirStats[0].Packets.Load() != 5 {
-				t.Errorf("%d wire segments counted, want 5", v.m.dirStats[0].Packets.Load())
-			}
-		})
+				if !bytes.Equal(payload, f[VnetHdrLen+hdr:]) {
+					t.Error("the segments' payload is not the super-packet's")
+				}
+				if n := v.m.dirStats[0].Packets.Load(); n != 5 || v.m.dirStats[0].Bytes.Load() != uint64(5*hdr+4500) {
+					t.Errorf("%d wire segments of %d bytes counted, want 5 of %d", n, v.m.dirStats[0].Bytes.Load(), 5*hdr+4500)
+				}
+			})
+		}
 	}
 }
 
@@ -277,70 +285,107 @@ func TestModelAnswersFragNeeded(t *testing.T) {
 		name      string
 		blackhole bool
 		df        bool
-		answers   int
+		// answers is how many come back for IPv4, answers6 for IPv6,
+		// which routers never fragment.
+		answers, answers6 int
 	}{
-		{"don't fragment", false, true, 1},
-		{"fragmentation allowed", false, false, 0},
-		{"blackhole", true, true, 0},
+		{"don't fragment", false, true, 1, 1},
+		{"fragmentation allowed", false, false, 0, 1},
+		{"blackhole", true, true, 0, 0},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVirtualLink(t, oneWay(DirConfig{MTU: 1280, Delay: time.Millisecond, Blackhole: tt.blackhole}), 2)
-			v.send(0, withTTL(packet(0, 1, 1400, 9), 64, tt.df))
-			v.runUntil(int64(time.Second))
-			if len(v.ports[1].out) != 0 || v.m.dirStats[0].MTUDrops.Load() != 1 {
-				t.Fatalf("%d packets arrived, %d MTU drops: want it dropped", len(v.ports[1].out), v.m.dirStats[0].MTUDrops.Load())
-			}
-			if len(v.ports[0].out) != tt.answers {
-				t.Fatalf("%d answers, want %d", len(v.ports[0].out), tt.answers)
-			}
-			if tt.answers == 0 {
-				return
-			}
-			icmp := checkICMP(t, v.ports[0].out[0].data, addr(1), 9)
-			if icmp[0] != icmpUnreachable || icmp[1] != codeFragNeeded || binary.BigEndian.Uint16(icmp[6:]) != 1280 {
-				t.Errorf("ICMP type %d code %d MTU %d, want fragmentation needed with MTU 1280", icmp[0], icmp[1], binary.BigEndian.Uint16(icmp[6:]))
-			}
-		})
+		for _, fam := range families {
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				v := newVirtualLink(t, oneWay(DirConfig{MTU: 1280, Delay: time.Millisecond, Blackhole: tt.blackhole}), 2)
+				v.send(0, withTTL(fam.packet(0, 1, 1400, 9), 64, tt.df))
+				v.runUntil(int64(time.Second))
+				if len(v.ports[1].out) != 0 || v.m.dirStats[0].MTUDrops.Load() != 1 {
+					t.Fatalf("%d packets arrived, %d MTU drops: want it dropped", len(v.ports[1].out), v.m.dirStats[0].MTUDrops.Load())
+				}
+				answers := tt.answers
+				if fam.v6 {
+					answers = tt.answers6
+				}
+				if len(v.ports[0].out) != answers {
+					t.Fatalf("%d answers, want %d", len(v.ports[0].out), answers)
+				}
+				if answers == 0 {
+					return
+				}
+				// With no router declared, the destination answers, as the
+				// last router before it.
+				p := v.ports[0].out[0].data
+				icmp := fam.checkError(t, p, fam.addr(addr(1)), 9)
+				if [2]uint8(icmp[:2]) != fam.tooBig || binary.BigEndian.Uint32(icmp[4:]) != 1280 {
+					t.Errorf("ICMP type %d code %d MTU field %d, want %v with MTU 1280", icmp[0], icmp[1], binary.BigEndian.Uint32(icmp[4:]), fam.tooBig)
+				}
+				if fam.ttl(p) != icmpTTL || !bytes.Equal(fam.quote(p), withTTL(fam.packet(0, 1, 1400, 9), 64, tt.df)[:len(fam.quote(p))]) {
+					t.Errorf("TTL %d, quote not the packet's start", fam.ttl(p))
+				}
+			})
+		}
 	}
 }
 
 // BenchmarkModelForward is one packet through the model: read into a
 // slot, admitted over two directions, released and handed out.
 func BenchmarkModelForward(b *testing.B) {
-	benchModelForward(b, []DirConfig{{Name: "a->r", Rate: 10e9, Delay: time.Millisecond},
-		{Name: "r->b", Rate: 10e9, Delay: time.Millisecond}})
+	benchModelForward(b, twoDirs(), packet(0, 1, 1500, 1))
+}
+
+// BenchmarkModelForwardIPv6 is BenchmarkModelForward with IPv6 packets.
+func BenchmarkModelForwardIPv6(b *testing.B) {
+	benchModelForward(b, twoDirs(), packet6(0, 1, 1500, 1))
+}
+
+// twoDirs are the directions of BenchmarkModelForward.
+func twoDirs() []DirConfig {
+	return []DirConfig{{Name: "a->r", Rate: 10e9, Delay: time.Millisecond},
+		{Name: "r->b", Rate: 10e9, Delay: time.Millisecond}}
 }
 
 // BenchmarkModelForward6 is BenchmarkModelForward over six directions
 // with the same delay in all, five of them behind a router that checks
 // and decrements the packet's TTL: the cost of a longer path per packet.
 func BenchmarkModelForward6(b *testing.B) {
+	benchModelForward(b, sixDirs(), packet(0, 1, 1500, 1))
+}
+
+// BenchmarkModelForward6IPv6 is BenchmarkModelForward6 with IPv6 packets,
+// whose hop limit the routers decrement.
+func BenchmarkModelForward6IPv6(b *testing.B) {
+	benchModelForward(b, sixDirs(), packet6(0, 1, 1500, 1))
+}
+
+// sixDirs are the directions of BenchmarkModelForward6; the routers have
+// an address of each family.
+func sixDirs() []DirConfig {
 	var dirs []DirConfig
 	for i := range 6 {
 		d := DirConfig{Name: fmt.Sprintf("r%d->r%d", i, i+1), Rate: 10e9, Delay: time.Millisecond / 3}
 		if i > 0 {
 			d.Entry = netip.AddrFrom4([4]byte{10, 251, 0, byte(i)})
+			d.Entry6 = six(d.Entry)
 		}
 		dirs = append(dirs, d)
 	}
-	benchModelForward(b, dirs)
+	return dirs
 }
 
-// benchModelForward sends a 10 Gbit/s stream of 1500-byte packets from
-// host 0 to host 1 across dirs, which must add up to 2 ms of delay, and
-// times one packet's way through the model.
-func benchModelForward(b *testing.B, dirs []DirConfig) {
+// benchModelForward sends a 10 Gbit/s stream of 1500-byte packets like
+// pkt from host 0 to host 1 across dirs, which must add up to 2 ms of
+// delay, and times one packet's way through the model.
+func benchModelForward(b *testing.B, dirs []DirConfig, pkt []byte) {
 	var m model
 	path := make([]int, len(dirs))
 	for i := range path {
 		path[i] = i
 	}
 	cfg := Config{Dirs: dirs, Paths: map[[2]int][]int{{0, 1}: path}, Seed: 1, MaxPacket: 1500,
-		Ports: []PortConfig{{Name: "a", Addr: addr(0)}, {Name: "b", Addr: addr(1)}}}
+		Ports: []PortConfig{{Name: "a", Addr: addr(0), Addr6: addr6(0)}, {Name: "b", Addr: addr(1), Addr6: addr6(1)}}}
 	if err := m.init(cfg); err != nil {
 		b.Fatal(err)
 	}
-	pkt := withTTL(packet(0, 1, 1500, 1), 64, false)
+	pkt = withTTL(pkt, 64, false)
 	now := int64(0)
 	step := func() {
 		slot, buf := m.pool.get(m.pool.largest())
@@ -362,9 +407,13 @@ func benchModelForward(b *testing.B, dirs []DirConfig) {
 		b.Fatal("no packet crossed the path")
 	}
 	b.ReportAllocs()
+	cpu := cpuMeter(b)
+	n := 0
 	for b.Loop() {
 		step()
+		n++
 	}
+	cpu(n)
 }
 
 // TestModelAnswersTimeExceeded: routers sit evenly along a direction's
@@ -382,25 +431,33 @@ func TestModelAnswersTimeExceeded(t *testing.T) {
 		{2, r2, 4 * time.Millisecond, 0},
 		{3, netip.Addr{}, 0, 3 * time.Millisecond},
 	} {
-		t.Run(fmt.Sprintf("ttl %d", tt.ttl), func(t *testing.T) {
-			v := newVirtualLink(t, oneWay(DirConfig{Delay: 3 * time.Millisecond, Hops: []netip.Addr{r1, r2}}), 2)
-			v.send(0, withTTL(packet(0, 1, 100, 5), tt.ttl, false))
-			v.runUntil(int64(time.Second))
-			if tt.pass > 0 {
-				if got := v.arrivals(1, 0); len(got) != 1 || got[0] != tt.pass || v.ports[1].out[0].data[8] != tt.ttl-2 {
-					t.Fatalf("arrivals %v, want one at %v with TTL %d", got, tt.pass, tt.ttl-2)
+		for _, fam := range families {
+			t.Run(fmt.Sprintf("%s/ttl %d", fam.name, tt.ttl), func(t *testing.T) {
+				dir := DirConfig{Delay: 3 * time.Millisecond, Hops: []netip.Addr{r1, r2}, Hops6: []netip.Addr{six(r1), six(r2)}}
+				v := newVirtualLink(t, oneWay(dir), 2)
+				v.send(0, withTTL(fam.packet(0, 1, 100, 5), tt.ttl, false))
+				v.runUntil(int64(time.Second))
+				if tt.pass > 0 {
+					if got := v.arrivals(1, 0); len(got) != 1 || got[0] != tt.pass || fam.ttl(v.ports[1].out[0].data) != tt.ttl-2 {
+						t.Fatalf("arrivals %v, want one at %v with TTL %d", got, tt.pass, tt.ttl-2)
+					}
+					return
 				}
-				return
-			}
-			if got := v.arrivals(0, 0); len(got) != 1 || got[0] != tt.answer {
-				t.Fatalf("answers at %v, want one at %v", got, tt.answer)
-			}
-			if icmp := checkICMP(t, v.ports[0].out[0].data, tt.from, 5); icmp[0] != icmpTimeExceeded {
-				t.Errorf("ICMP type %d, want time exceeded", icmp[0])
-			}
-			if v.m.dirStats[0].Expired.Load() != 1 || len(v.ports[1].out) != 0 {
-				t.Errorf("%d expired, %d delivered: want the packet dropped at the router", v.m.dirStats[0].Expired.Load(), len(v.ports[1].out))
-			}
-		})
+				if got := v.arrivals(0, 0); len(got) != 1 || got[0] != tt.answer {
+					t.Fatalf("answers at %v, want one at %v", got, tt.answer)
+				}
+				p := v.ports[0].out[0].data
+				if icmp := fam.checkError(t, p, fam.addr(tt.from), 5); [2]uint8(icmp[:2]) != fam.timeExceeded || binary.BigEndian.Uint32(icmp[4:]) != 0 {
+					t.Errorf("ICMP type %d code %d, unused field %#x: want time exceeded %v and 0", icmp[0], icmp[1], binary.BigEndian.Uint32(icmp[4:]), fam.timeExceeded)
+				}
+				// The answer crosses the hops before the one that sent it.
+				if want := icmpTTL + 1 - tt.ttl; fam.ttl(p) != want {
+					t.Errorf("the answer's TTL %d, want %d", fam.ttl(p), want)
+				}
+				if v.m.dirStats[0].Expired.Load() != 1 || len(v.ports[1].out) != 0 {
+					t.Errorf("%d expired, %d delivered: want the packet dropped at the router", v.m.dirStats[0].Expired.Load(), len(v.ports[1].out))
+				}
+			})
+		}
 	}
 }

@@ -24,7 +24,8 @@ const (
 
 	gsoNone  = 0
 	gsoTCPv4 = 1
-	gsoUDPL4 = 5
+	gsoTCPv6 = 4
+	gsoUDPL4 = 5 // IPv4 or IPv6
 	gsoECN   = 0x80
 )
 
@@ -41,12 +42,18 @@ const (
 // hdr bytes of IP and transport headers and up to mss bytes of payload.
 type shape struct {
 	hdr     int // IP and transport header bytes of each segment
-	ihl     int // IP header bytes
+	ihl     int // IP header bytes (IPv6: with its extension headers)
 	mss     int // payload per segment; 0 for a packet that is one segment
 	payload int // payload bytes in all (0 for one segment: hdr is all of it)
 	segs    int
 	udp     bool
+	v6      bool
 }
+
+// maxSegHeader bounds a segment's headers: a piece's must fit a small
+// slot. IPv4 and TCP with options stop at 120 bytes; IPv6 extension
+// headers may make more, and such a super-packet is left whole.
+const maxSegHeader = smallSlot - VnetHdrLen
 
 // single is the shape of a packet of n bytes that is one segment.
 func single(n int) shape { return shape{hdr: n, segs: 1} }
@@ -72,29 +79,45 @@ func (s shape) payloadOf(first, count int) int {
 	return min(count*s.mss, s.payload-first*s.mss)
 }
 
-// shapeOf reads the shape of an IPv4 packet from its virtio-net header
-// (vnet, nil without offloads). A header the engine cannot follow makes
-// the packet one segment, which is what the kernel then sees too.
+// shapeOf reads the shape of an IPv4 or IPv6 packet from its virtio-net
+// header (vnet, nil without offloads). A header the engine cannot follow
+// makes the packet one segment, which is what the kernel then sees too.
 func shapeOf(vnet, pkt []byte) shape {
 	if len(vnet) < VnetHdrLen {
 		return single(len(pkt))
 	}
 	typ := vnet[1] &^ gsoECN
 	mss := int(binary.LittleEndian.Uint16(vnet[4:6]))
-	if typ == gsoNone || mss == 0 || len(pkt) < ipHeaderLen || pkt[0]>>4 != 4 {
+	if typ == gsoNone || mss == 0 || len(pkt) < ipHeaderLen {
 		return single(len(pkt))
 	}
-	ihl := int(pkt[0]&0x0f) * 4
+	var ihl int
+	var proto uint8
+	v6 := pkt[0]>>4 == 6
+	switch {
+	case pkt[0]>>4 == 4 && typ != gsoTCPv6:
+		ihl, proto = int(pkt[0]&0x0f)*4, pkt[9]
+	case v6 && typ != gsoTCPv4 && len(pkt) >= ip6HeaderLen:
+		// Segmentation copies the extension headers into every segment:
+		// only options that mean the same in each may come before the
+		// transport header.
+		var plain, ok bool
+		if proto, ihl, plain, ok = upperLayer(pkt); !ok || !plain {
+			return single(len(pkt))
+		}
+	default:
+		return single(len(pkt))
+	}
 	var hdr int
 	switch {
-	case typ == gsoTCPv4 && pkt[9] == 6 && len(pkt) >= ihl+20 && pkt[ihl+12]>>4 >= 5:
+	case (typ == gsoTCPv4 || typ == gsoTCPv6) && proto == 6 && len(pkt) >= ihl+20 && pkt[ihl+12]>>4 >= 5:
 		hdr = ihl + int(pkt[ihl+12]>>4)*4
-	case typ == gsoUDPL4 && pkt[9] == 17:
+	case typ == gsoUDPL4 && proto == 17:
 		hdr = ihl + 8
 	default:
 		return single(len(pkt))
 	}
-	if ihl < ipHeaderLen || hdr > len(pkt) {
+	if ihl < ipHeaderLen || hdr > len(pkt) || hdr > maxSegHeader {
 		return single(len(pkt))
 	}
 	payload := len(pkt) - hdr
@@ -102,7 +125,7 @@ func shapeOf(vnet, pkt []byte) shape {
 	if segs <= 1 {
 		return single(len(pkt))
 	}
-	return shape{hdr: hdr, ihl: ihl, mss: mss, payload: payload, segs: segs, udp: typ == gsoUDPL4}
+	return shape{hdr: hdr, ihl: ihl, mss: mss, payload: payload, segs: segs, udp: typ == gsoUDPL4, v6: v6}
 }
 
 // cutHeader writes into dst the virtio-net header and the IP and transport
@@ -119,10 +142,16 @@ func cutHeader(dst, head []byte, sh shape, first, count int) int {
 	}
 	payload := sh.payloadOf(first, count)
 	total := sh.hdr + payload
-	binary.BigEndian.PutUint16(ip[2:], uint16(total))
-	id := binary.BigEndian.Uint16(ip[4:])
-	binary.BigEndian.PutUint16(ip[4:], id+uint16(first))
-	ipChecksum(ip[:sh.ihl])
+	if sh.v6 {
+		// A payload length, which counts the extension headers; no id,
+		// no header checksum.
+		binary.BigEndian.PutUint16(ip[4:], uint16(total-ip6HeaderLen))
+	} else {
+		binary.BigEndian.PutUint16(ip[2:], uint16(total))
+		id := binary.BigEndian.Uint16(ip[4:])
+		binary.BigEndian.PutUint16(ip[4:], id+uint16(first))
+		ipChecksum(ip[:sh.ihl])
+	}
 	l4 := ip[sh.ihl:]
 	l4len := total - sh.ihl
 	if sh.udp {
@@ -142,10 +171,23 @@ func cutHeader(dst, head []byte, sh shape, first, count int) int {
 		// csum_start counts from the packet's start, csum_offset from there.
 		off := int(binary.LittleEndian.Uint16(vnet[6:])) + int(binary.LittleEndian.Uint16(vnet[8:]))
 		if off >= sh.ihl && off+2 <= sh.hdr {
-			binary.BigEndian.PutUint16(ip[off:], pseudoSum(ip, l4len))
+			binary.BigEndian.PutUint16(ip[off:], sh.pseudoSum(ip, l4len))
 		}
 	}
 	return n
+}
+
+// pseudoSum is the partial checksum of a segment of l4len transport bytes
+// after ip's headers, of the shape's family.
+func (s shape) pseudoSum(ip []byte, l4len int) uint16 {
+	if !s.v6 {
+		return pseudoSum(ip, l4len)
+	}
+	proto := uint8(6)
+	if s.udp {
+		proto = 17
+	}
+	return pseudoSum6(ip, proto, l4len)
 }
 
 // pseudoSum is the folded, uncomplemented sum of the IPv4 pseudo-header

@@ -1,5 +1,5 @@
-// Package linkemu is wanlab's packet engine: it moves IPv4 packets between
-// packet file descriptors (TUN devices in the test-bed's hosts) through
+// Package linkemu is wanlab's packet engine: it moves IPv4 and IPv6
+// packets between packet file descriptors (TUN devices in the test-bed's hosts) through
 // emulated link directions with serialisation at a rate, a drop-tail queue,
 // loss, propagation delay and jitter, counting every packet it forwards or drops.
 //
@@ -37,13 +37,25 @@ type DirConfig struct {
 	MTU       int
 	Blackhole bool
 	// Hops are the routers along the direction, in order: each decrements
-	// a packet's TTL and answers one that expires with ICMP time exceeded.
+	// a packet's TTL (an IPv6 packet's hop limit) and answers one that
+	// expires with ICMP (ICMPv6) time exceeded. A hop's address is IPv4,
+	// or IPv6 on a router that has no IPv4 one.
 	Hops []netip.Addr
+	// Hops6 are the IPv6 addresses of the Hops of a dual-stack path, one
+	// for one, or none. A router answers a packet from its address of the
+	// packet's family; one that has none of it still forwards the packet,
+	// and drops it silently when its TTL runs out.
+	Hops6 []netip.Addr
 	// Entry is the router that forwards packets into the direction (the
 	// zero Addr for none: a host's own link). It checks a packet's TTL
 	// before the direction's MTU, as Linux's ip_forward does, and answers
-	// ICMP time exceeded and fragmentation needed from its address.
+	// ICMP time exceeded and fragmentation needed (ICMPv6 time exceeded
+	// and packet too big) from its address: IPv4, or IPv6 on a router that
+	// has no IPv4 one.
 	Entry netip.Addr
+	// Entry6 is the entry router's IPv6 address on a dual-stack path; the
+	// zero Addr for none.
+	Entry6 netip.Addr
 	// Cross is background traffic sharing the direction; nil for none.
 	Cross *CrossConfig
 	// Trace makes the rate (or deliveries) and delay follow a recording.
@@ -116,7 +128,7 @@ func (d *direction) set(cfg DirConfig, now int64) {
 	}
 	d.cfg = cfg
 	d.traced = cfg.Trace != nil
-	d.entry = cfg.Entry.IsValid()
+	d.entry = cfg.hasEntry()
 	d.routers = int32(cfg.routerCount())
 	d.opp = -1
 	d.nsPerByte = 0
@@ -135,15 +147,26 @@ func (d DirConfig) check() error {
 		d.MTU < 0 || d.MTU > 0 && d.MTU < 68 {
 		return fmt.Errorf("linkemu: direction %s: impossible parameters %+v", d.Name, d)
 	}
-	if d.Entry.IsValid() && !d.Entry.Is4() {
-		return fmt.Errorf("linkemu: direction %s: entry router %v is not an IPv4 address", d.Name, d.Entry)
+	if d.Entry.IsValid() && !d.Entry.Is4() && !isIPv6(d.Entry) {
+		return fmt.Errorf("linkemu: direction %s: entry router %v is neither IPv4 nor IPv6 as packets carry it", d.Name, d.Entry)
+	}
+	if d.Entry6.IsValid() && !isIPv6(d.Entry6) {
+		return fmt.Errorf("linkemu: direction %s: entry router's Entry6 %v is not an IPv6 address", d.Name, d.Entry6)
 	}
 	if n := d.routerCount(); n > MaxHops {
 		return fmt.Errorf("linkemu: direction %s: %d routers, at most %d", d.Name, n, MaxHops)
 	}
 	for _, h := range d.Hops {
-		if !h.Is4() {
-			return fmt.Errorf("linkemu: direction %s: hop %v is not an IPv4 address", d.Name, h)
+		if !h.Is4() && !isIPv6(h) {
+			return fmt.Errorf("linkemu: direction %s: hop %v is neither IPv4 nor IPv6 as packets carry it", d.Name, h)
+		}
+	}
+	if len(d.Hops6) > 0 && len(d.Hops6) != len(d.Hops) {
+		return fmt.Errorf("linkemu: direction %s: %d IPv6 addresses for %d hops", d.Name, len(d.Hops6), len(d.Hops))
+	}
+	for _, h := range d.Hops6 {
+		if !isIPv6(h) {
+			return fmt.Errorf("linkemu: direction %s: Hops6 address %v is not an IPv6 address", d.Name, h)
 		}
 	}
 	if err := d.Cross.check(); err != nil {
@@ -159,10 +182,42 @@ func (d DirConfig) check() error {
 // entry router, if any, and its hops.
 func (d DirConfig) routerCount() int {
 	n := len(d.Hops)
-	if d.Entry.IsValid() {
+	if d.hasEntry() {
 		n++
 	}
 	return n
+}
+
+// hasEntry says whether the direction has an entry router.
+func (d DirConfig) hasEntry() bool { return d.Entry.IsValid() || d.Entry6.IsValid() }
+
+// entryAddr is the address the entry router answers a packet of IPv6 (v6)
+// or IPv4 from: the zero Addr if it has none of that family.
+func (d *DirConfig) entryAddr(v6 bool) netip.Addr { return ofFamily(v6, d.Entry, d.Entry6) }
+
+// hopAddr is the address hop k answers a packet of IPv6 (v6) or IPv4
+// from: the zero Addr if it has none of that family.
+func (d *DirConfig) hopAddr(k int, v6 bool) netip.Addr {
+	var a6 netip.Addr
+	if k < len(d.Hops6) {
+		a6 = d.Hops6[k]
+	}
+	return ofFamily(v6, d.Hops[k], a6)
+}
+
+// ofFamily is, of a router's address a (IPv4, or IPv6 if it has no IPv4
+// one) and its IPv6 address a6 (the zero Addr for none), the one of the
+// family asked for; the zero Addr if it has none.
+func ofFamily(v6 bool, a, a6 netip.Addr) netip.Addr {
+	switch {
+	case !v6 && a.Is4():
+		return a
+	case v6 && a6.IsValid():
+		return a6
+	case v6 && a.Is6():
+		return a
+	}
+	return netip.Addr{}
 }
 
 // admit decides the fate of a packet of size bytes arriving at time t (ns) and,

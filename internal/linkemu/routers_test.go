@@ -1,6 +1,7 @@
 package linkemu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
@@ -22,12 +23,17 @@ var (
 // routerChain is host 0 -> r1 -> r2 -> host 1 over three directions of 1,
 // 2 and 3 ms; r1 forwards into the second (which has hops along it), r2
 // into the third (of MTU mtu, 0 for none).
+// Each router also has an IPv6 address, six of its IPv4 one.
 func routerChain(hops []netip.Addr, mtu int) Config {
 	ms := time.Millisecond
+	var hops6 []netip.Addr
+	for _, h := range hops {
+		hops6 = append(hops6, six(h))
+	}
 	return Config{Dirs: []DirConfig{
 		{Name: "a->r1", Delay: ms},
-		{Name: "r1->r2", Delay: 2 * ms, Entry: routerR1, Hops: hops},
-		{Name: "r2->b", Delay: 3 * ms, Entry: routerR2, MTU: mtu},
+		{Name: "r1->r2", Delay: 2 * ms, Entry: routerR1, Entry6: six(routerR1), Hops: hops, Hops6: hops6},
+		{Name: "r2->b", Delay: 3 * ms, Entry: routerR2, Entry6: six(routerR2), MTU: mtu},
 	}, Paths: map[[2]int][]int{{0, 1}: {0, 1, 2}}, Seed: 1, MaxPacket: 1500}
 }
 
@@ -54,43 +60,45 @@ func TestRouterEntryTimeExceeded(t *testing.T) {
 		{"a hop after r1: ttl 3 dies at r2", []netip.Addr{routerHop}, 3, routerR2, 6 * ms, 62, 2},
 		{"a hop after r1: ttl 4 arrives", []netip.Addr{routerHop}, 4, netip.Addr{}, 6 * ms, 1, 0},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVirtualLink(t, routerChain(tt.hops, 0), 2)
-			v.send(0, withTTL(packet(0, 1, 100, 7), tt.ttl, false))
-			v.runUntil(int64(time.Second))
-			if !tt.from.IsValid() {
-				got := v.arrivals(1, 0)
-				if len(got) != 1 || got[0] != tt.at {
-					t.Fatalf("arrivals %v, want one at %v", got, tt.at)
+		for _, fam := range families {
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				v := newVirtualLink(t, routerChain(tt.hops, 0), 2)
+				v.send(0, withTTL(fam.packet(0, 1, 100, 7), tt.ttl, false))
+				v.runUntil(int64(time.Second))
+				if !tt.from.IsValid() {
+					got := v.arrivals(1, 0)
+					if len(got) != 1 || got[0] != tt.at {
+						t.Fatalf("arrivals %v, want one at %v", got, tt.at)
+					}
+					if p := v.ports[1].out[0].data; fam.ttl(p) != tt.ttlAt || !fam.v6 && checksum(p[:20]) != 0 {
+						t.Errorf("arrived with TTL %d (header checksum %#x), want TTL %d and a valid checksum", fam.ttl(p), checksum(p[:20]), tt.ttlAt)
+					}
+					return
 				}
-				if p := v.ports[1].out[0].data; p[8] != tt.ttlAt || checksum(p[:20]) != 0 {
-					t.Errorf("arrived with TTL %d (header checksum %#x), want TTL %d and a valid checksum", p[8], checksum(p[:20]), tt.ttlAt)
+				if got := v.arrivals(0, 0); len(got) != 1 || got[0] != tt.at {
+					t.Fatalf("answers at %v, want one at %v", got, tt.at)
 				}
-				return
-			}
-			if got := v.arrivals(0, 0); len(got) != 1 || got[0] != tt.at {
-				t.Fatalf("answers at %v, want one at %v", got, tt.at)
-			}
-			answer := v.ports[0].out[0].data
-			if icmp := checkICMP(t, answer, tt.from, 7); icmp[0] != icmpTimeExceeded {
-				t.Errorf("ICMP type %d, want time exceeded", icmp[0])
-			}
-			if answer[8] != tt.ttlAt {
-				t.Errorf("answer's TTL %d, want %d", answer[8], tt.ttlAt)
-			}
-			for i := range v.m.dirStats {
-				want := uint64(0)
-				if i == tt.dir {
-					want = 1
+				answer := v.ports[0].out[0].data
+				if icmp := fam.checkError(t, answer, fam.addr(tt.from), 7); [2]uint8(icmp[:2]) != fam.timeExceeded {
+					t.Errorf("ICMP type %d code %d, want time exceeded %v", icmp[0], icmp[1], fam.timeExceeded)
 				}
-				if got := v.m.dirStats[i].Expired.Load(); got != want {
-					t.Errorf("direction %d counted %d expired, want %d", i, got, want)
+				if fam.ttl(answer) != tt.ttlAt {
+					t.Errorf("answer's TTL %d, want %d", fam.ttl(answer), tt.ttlAt)
 				}
-			}
-			if len(v.ports[1].out) != 0 || v.m.inFlight.Load() != 0 {
-				t.Errorf("%d delivered, %d in flight: want the packet dropped", len(v.ports[1].out), v.m.inFlight.Load())
-			}
-		})
+				for i := range v.m.dirStats {
+					want := uint64(0)
+					if i == tt.dir {
+						want = 1
+					}
+					if got := v.m.dirStats[i].Expired.Load(); got != want {
+						t.Errorf("direction %d counted %d expired, want %d", i, got, want)
+					}
+				}
+				if len(v.ports[1].out) != 0 || v.m.inFlight.Load() != 0 {
+					t.Errorf("%d delivered, %d in flight: want the packet dropped", len(v.ports[1].out), v.m.inFlight.Load())
+				}
+			})
+		}
 	}
 }
 
@@ -116,38 +124,53 @@ func TestRouterFragNeededFromEntry(t *testing.T) {
 		{"fragmentation allowed: dropped silently", nil, 64, false, 0, netip.Addr{}, 0, 0, 1, 0},
 		{"the TTL runs out at r2 first", nil, 2, true, icmpTimeExceeded, routerR2, 6 * ms, 63, 0, 1},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVirtualLink(t, routerChain(tt.hops, 1280), 2)
-			v.send(0, withTTL(packet(0, 1, 1400, 3), tt.ttl, tt.df))
-			v.runUntil(int64(time.Second))
-			st := &v.m.dirStats[2]
-			if len(v.ports[1].out) != 0 || st.MTUDrops.Load() != tt.mtuDrops || st.Expired.Load() != tt.expired {
-				t.Fatalf("%d delivered, %d MTU drops, %d expired; want 0, %d, %d",
-					len(v.ports[1].out), st.MTUDrops.Load(), st.Expired.Load(), tt.mtuDrops, tt.expired)
+		for _, fam := range families {
+			if fam.v6 && !tt.df {
+				continue // IPv6 routers never fragment: the packet is answered as with don't fragment
 			}
-			if tt.typ == 0 {
-				if len(v.ports[0].out) != 0 {
-					t.Errorf("%d answers, want none", len(v.ports[0].out))
+			t.Run(fam.name+"/"+tt.name, func(t *testing.T) {
+				v := newVirtualLink(t, routerChain(tt.hops, 1280), 2)
+				sent := withTTL(fam.packet(0, 1, 1400, 3), tt.ttl, tt.df)
+				v.send(0, bytes.Clone(sent))
+				v.runUntil(int64(time.Second))
+				st := &v.m.dirStats[2]
+				if len(v.ports[1].out) != 0 || st.MTUDrops.Load() != tt.mtuDrops || st.Expired.Load() != tt.expired {
+					t.Fatalf("%d delivered, %d MTU drops, %d expired; want 0, %d, %d",
+						len(v.ports[1].out), st.MTUDrops.Load(), st.Expired.Load(), tt.mtuDrops, tt.expired)
 				}
-				return
-			}
-			if got := v.arrivals(0, 0); len(got) != 1 || got[0] != tt.at {
-				t.Fatalf("answers at %v, want one at %v", got, tt.at)
-			}
-			answer := v.ports[0].out[0].data
-			icmp := checkICMP(t, answer, tt.from, 3)
-			if icmp[0] != tt.typ || answer[8] != tt.ttlAt {
-				t.Errorf("ICMP type %d with TTL %d, want type %d with TTL %d", icmp[0], answer[8], tt.typ, tt.ttlAt)
-			}
-			if tt.typ == icmpUnreachable && (icmp[1] != codeFragNeeded || binary.BigEndian.Uint16(icmp[6:]) != 1280) {
-				t.Errorf("code %d MTU %d, want fragmentation needed with MTU 1280", icmp[1], binary.BigEndian.Uint16(icmp[6:]))
-			}
-			// The quote is the packet as r2 got it: r1 and the hops took
-			// their share of its TTL, r2 not yet.
-			if quoted, want := answer[28+8], tt.ttl-1-byte(len(tt.hops)); quoted != want {
-				t.Errorf("the quoted packet has TTL %d, want %d", quoted, want)
-			}
-		})
+				if tt.typ == 0 {
+					if len(v.ports[0].out) != 0 {
+						t.Errorf("%d answers, want none", len(v.ports[0].out))
+					}
+					return
+				}
+				if got := v.arrivals(0, 0); len(got) != 1 || got[0] != tt.at {
+					t.Fatalf("answers at %v, want one at %v", got, tt.at)
+				}
+				answer := v.ports[0].out[0].data
+				icmp := fam.checkError(t, answer, fam.addr(tt.from), 3)
+				want := fam.timeExceeded
+				if tt.typ == icmpUnreachable {
+					want = fam.tooBig
+				}
+				if [2]uint8(icmp[:2]) != want || fam.ttl(answer) != tt.ttlAt {
+					t.Errorf("ICMP type %d code %d with TTL %d, want %v with TTL %d", icmp[0], icmp[1], fam.ttl(answer), want, tt.ttlAt)
+				}
+				if tt.typ == icmpUnreachable && binary.BigEndian.Uint32(icmp[4:]) != 1280 {
+					t.Errorf("MTU field %d, want 1280", binary.BigEndian.Uint32(icmp[4:]))
+				}
+				// The quote is the packet as r2 got it: r1 and the hops took
+				// their share of its TTL, r2 not yet.
+				quoted := fam.quote(answer)
+				if got, want := fam.ttl(quoted), tt.ttl-1-byte(len(tt.hops)); got != want {
+					t.Errorf("the quoted packet has TTL %d, want %d", got, want)
+				}
+				// Apart from the TTL (and IPv4's header checksum), as sent.
+				if want := withTTL(sent, fam.ttl(quoted), tt.df); !bytes.Equal(quoted, want[:len(quoted)]) {
+					t.Error("the quote is not the packet as sent, but for its TTL")
+				}
+			})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -121,15 +122,18 @@ func checkGraph(cfg Config) error {
 	if len(cfg.Ports) == 0 {
 		return errors.New("linkemu: no ports")
 	}
-	seen := map[[4]byte]string{}
+	seen := map[netip.Addr]string{}
 	for _, p := range cfg.Ports {
-		if !p.Addr.Is4() {
-			return fmt.Errorf("linkemu: port %s: address %v is not IPv4", p.Name, p.Addr)
+		addrs, err := p.addrs()
+		if err != nil {
+			return err
 		}
-		if other, dup := seen[p.Addr.As4()]; dup {
-			return fmt.Errorf("linkemu: port %s: address %v used twice (also by %s)", p.Name, p.Addr, other)
+		for _, a := range addrs {
+			if other, dup := seen[a]; dup {
+				return fmt.Errorf("linkemu: port %s: address %v used twice (also by %s)", p.Name, a, other)
+			}
+			seen[a] = p.Name
 		}
-		seen[p.Addr.As4()] = p.Name
 	}
 	for pair, path := range cfg.Paths {
 		if err := checkPath(pair[0], pair[1], path, len(cfg.Ports), len(cfg.Dirs)); err != nil {

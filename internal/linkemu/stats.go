@@ -49,7 +49,7 @@ type DirSnapshot struct {
 type PortStats struct {
 	RxPackets  atomic.Uint64 // read from the host
 	TxPackets  atomic.Uint64 // written to the host
-	Unroutable atomic.Uint64 // no path to the destination (or not IPv4)
+	Unroutable atomic.Uint64 // no path to the destination (or neither IPv4 nor IPv6)
 	WriteDrops atomic.Uint64 // the host's device refused a packet
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
@@ -50,7 +52,7 @@ func StartRole(ctx context.Context, ep Endpoint, id, name string, spec any, list
 }
 
 // Address is where the role listens.
-func (r *Role) Address() string { return fmt.Sprintf("%s:%d", r.ep.Addr, r.port) }
+func (r *Role) Address() string { return net.JoinHostPort(r.ep.Addr, strconv.Itoa(r.port)) }
 
 // Summary reads the role's events until its summary, passing on every job,
 // and decodes the summary into v.

@@ -33,12 +33,13 @@ func (s *Service) Via(src, dst string) []string {
 // Archive is the archive while it is reachable, else nil.
 func (s *Service) Archive() *archive.Archive { return s.opts.Store.Archive() }
 
-// Ack acknowledges the active alert of ref, in the service's state and
-// the archive; false if no alert of ref is active.
+// Ack acknowledges the active alert of ref (a path's, an owd_step or an
+// open incident), in the service's state and the archive; false if no
+// alert of ref is active.
 func (s *Service) Ack(ref, who, note string) bool {
 	now := time.Now()
 	s.mu.Lock()
-	found := s.det.Ack(ref, who, note, now)
+	found := s.det.Ack(ref, who, note, now) || s.oneway.Ack(ref, who, note, now) || s.incidents.Ack(ref, who, note, now)
 	s.mu.Unlock()
 	if found {
 		s.out.Put(record{At: now, Ack: &acked{Ref: ref, By: who, Note: note, At: now}})

@@ -75,12 +75,20 @@ type PathState struct {
 	Values map[string]float64 `json:"values,omitempty"`
 	// Hops is the latest hop list of a trace test.
 	Hops []string `json:"hops,omitempty"`
+	// Family is the address family of the latest result's traffic.
+	Family string `json:"family,omitempty"`
 	// Failed is why the latest attempt gave nothing ("" if it did).
 	Failed   string    `json:"failed,omitempty"`
 	FailedAt time.Time `json:"failed_at,omitzero"`
 	// Disturbed says why the latest result measured more than the path
 	// (the service's own tests): it is no verdict for incidents.
 	Disturbed string `json:"disturbed,omitempty"`
+	// Target is the kind of far end the destination is when it runs no
+	// agent (core.TargetIperf3, TargetSTAMP, TargetPing); Busy why the
+	// latest run found it busy (an iperf3 server running another's test).
+	Target string    `json:"target,omitempty"`
+	Busy   string    `json:"busy,omitempty"`
+	BusyAt time.Time `json:"busy_at,omitzero"`
 }
 
 // Fresh says whether the path's values are recent enough to show: never a
@@ -218,11 +226,12 @@ func (s *Service) addPaths(cfg *core.Config) {
 	for _, t := range cfg.Tests {
 		for _, p := range cfg.Pairs(t) {
 			k := core.PathKey{Src: p[0], Dst: p[1], Test: t.Name}
-			if ps, ok := s.paths[k]; ok && ps.Type == t.Type {
+			tg, _ := cfg.Target(p[1])
+			if ps, ok := s.paths[k]; ok && ps.Type == t.Type && ps.Target == tg.Kind {
 				ps.Period = t.Period().Seconds()
 				continue
 			}
-			s.paths[k] = &PathState{Key: k, Type: t.Type, Period: t.Period().Seconds()}
+			s.paths[k] = &PathState{Key: k, Type: t.Type, Period: t.Period().Seconds(), Target: tg.Kind}
 		}
 	}
 	for k := range s.paths {
@@ -330,12 +339,25 @@ func (s *Service) Observe(o core.Observation, test *archive.TestRecord) {
 		s.mu.Unlock()
 		return // the path left the configuration meanwhile
 	}
+	if o.Busy != "" {
+		// A busy far end is no verdict on the path: the test is recorded,
+		// not judged.
+		ps.Busy, ps.BusyAt = o.Busy, o.At
+		s.counts[[2]string{o.Type, "busy"}]++
+		s.logf("%s->%s (%s): %s (tried again later; not a fault of the path)", o.Key.Src, o.Key.Dst, o.Key.Test, o.Busy)
+		s.mu.Unlock()
+		if test != nil {
+			s.out.Put(record{At: o.At, Test: test})
+		}
+		return
+	}
+	ps.Busy, ps.BusyAt = "", time.Time{}
 	status := "ok"
 	if o.Failed != "" {
 		status = "failed"
 		ps.Failed, ps.FailedAt = o.Failed, o.At
 	} else {
-		ps.Failed, ps.At, ps.Hops, ps.Disturbed = "", o.At, o.Hops, o.Disturbed
+		ps.Failed, ps.At, ps.Hops, ps.Disturbed, ps.Family = "", o.At, o.Hops, o.Disturbed, o.Family
 		ps.Values = map[string]float64{}
 		for _, p := range o.Points {
 			ps.Values[p.Metric] = p.Value
@@ -396,7 +418,7 @@ func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
 		s.logf("%v", err)
 		return nil, nil
 	}
-	opened, ended = s.incidents.Update(res.Incidents, at, s.cfg.Alerts.For, span)
+	opened, ended = s.incidents.Update(res, at, s.cfg.Alerts.For, span)
 	for _, a := range opened {
 		s.logf("INCIDENT %s", a.Message)
 	}
@@ -432,18 +454,19 @@ func (s *Service) Incidents() []core.ActiveIncident {
 }
 
 // OneWay follows a probe summary's one-way delays per direction (the
-// probe runner's call): owd_step alerts, and the windows restarted when
-// the clocks stepped.
-func (s *Service) OneWay(k core.PathKey, at time.Time, in core.OneWaySamples) {
+// probe runner's call, runner.OneWayService): owd_step alerts, and the
+// windows restarted when the clocks stepped. It returns the summary's
+// one-way figures, which the runner stores with the summary.
+func (s *Service) OneWay(k core.PathKey, at time.Time, in core.OneWaySamples) []core.Point {
 	if in.ClockStep != "" {
 		s.mu.Lock()
 		s.oneway.Restart(k, in.ClockStep)
 		s.logf("%s: %s: its one-way delay windows restart", k, in.ClockStep)
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	if len(in.Forward) == 0 {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	var period time.Duration
@@ -452,7 +475,7 @@ func (s *Service) OneWay(k core.PathKey, at time.Time, in core.OneWaySamples) {
 	}
 	if _, ok := s.paths[k]; !ok || period <= 0 {
 		s.mu.Unlock()
-		return // the path left the configuration meanwhile
+		return nil // the path left the configuration meanwhile
 	}
 	got, err := s.oneway.Observe(k, at, in, s.cfg.For(k.Src, k.Dst), period, s.cfg.Baseline.Window)
 	if err != nil {
@@ -470,6 +493,7 @@ func (s *Service) OneWay(k core.PathKey, at time.Time, in core.OneWaySamples) {
 	}
 	s.mu.Unlock()
 	s.putAlerts(slices.Concat(got.Fired, opened), slices.Concat(got.Resolved, ended))
+	return got.Points
 }
 
 // maintain flushes the buffer, aggregates hours, applies retention and
@@ -578,17 +602,20 @@ func (s *Service) Snapshot() core.Snapshot {
 		alerting[core.PathKey{Src: a.Src, Dst: a.Dst, Test: a.Test}] = true
 	}
 	for _, ps := range s.paths {
-		v := core.PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At}
+		v := core.PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At, Target: ps.Target}
 		switch {
 		case !s.shares.Owns(ps.Key.Src, ps.Key.Dst):
 			v.State, v.Reason = core.Elsewhere, "measured by another wanlab serve process sharing the archive"
 		case ps.Fresh(now, budgets[ps.Key.Test]):
-			v.State, v.Values, v.Hops, v.Age = "ok", ps.Values, ps.Hops, now.Sub(ps.At).Seconds()
+			v.State, v.Values, v.Hops, v.Family, v.Age = "ok", ps.Values, ps.Hops, ps.Family, now.Sub(ps.At).Seconds()
+			v.Note = s.oneway.Status(ps.Key, now)
 			if alerting[ps.Key] {
 				v.State = "alert"
 			}
 		case ps.Failed != "":
 			v.Reason = ps.Failed
+		case ps.Busy != "":
+			v.Reason = fmt.Sprintf("busy %s ago: %s", now.Sub(ps.BusyAt).Round(time.Second), ps.Busy)
 		case ps.At.IsZero():
 			v.Reason = "not measured yet"
 		default:

@@ -239,9 +239,7 @@ func TestIncidentOfLossIntoOneSite(t *testing.T) {
 }
 
 // The probe runner finds the service's one-way tracking by this method.
-var _ interface {
-	OneWay(core.PathKey, time.Time, core.OneWaySamples)
-} = (*Service)(nil)
+var _ runner.OneWayService = (*Service)(nil)
 
 // A 5 ms step on the way into one site of the star, with every pair of
 // clocks offset and drifting at 50 ppm, raises owd_step alerts on the

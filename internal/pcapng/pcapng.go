@@ -1,10 +1,10 @@
 // Package pcapng writes capture files in the pcapng format (IETF draft
 // draft-ietf-opsawg-pcapng), which tcpdump, tshark and Wireshark read: a
-// section, one interface per captured link direction (raw IPv4 packets,
-// nanosecond timestamps) and enhanced packet blocks, each with an optional
-// comment. wanlab's engine uses the comment to say why the link model
-// dropped a packet; gopacket's writer has no per-packet comment, and the
-// format is small.
+// section, one interface per captured link direction (raw IP packets,
+// IPv4 or IPv6 as each one's version says; nanosecond timestamps) and
+// enhanced packet blocks, each with an optional comment. wanlab's engine
+// uses the comment to say why the link model dropped a packet; gopacket's
+// writer has no per-packet comment, and the format is small.
 package pcapng
 
 import (

@@ -68,6 +68,10 @@ type Rule struct {
 	// Peers are the networks the agent sends test traffic toward; none
 	// means any wanlab test listener (the token handshake still holds).
 	Peers []netip.Prefix
+	// Targets are the far ends without an agent (an iperf3 server, a STAMP
+	// reflector, a host that answers ping) the agent may test toward for
+	// these identities; none means none (AllowsTarget).
+	Targets []netip.Prefix
 	// Share lets these identities' throughput-class tests run while
 	// another runs on the host.
 	Share bool
@@ -157,6 +161,7 @@ type rawRule struct {
 	Identities []string  `yaml:"identities"`
 	Kinds      []string  `yaml:"kinds"`
 	Peers      []string  `yaml:"peers"`
+	Targets    []string  `yaml:"targets"`
 	Share      bool      `yaml:"share"`
 	Wait       string    `yaml:"wait"`
 	Limits     rawLimits `yaml:"limits"`
@@ -251,18 +256,14 @@ func rule(c *yamlfile.Checker, f string, rr rawRule, agent limits.Limits) *Rule 
 		}
 	}
 	for j, s := range rr.Peers {
-		pf, err := netip.ParsePrefix(s)
-		if err != nil {
-			if a, aerr := netip.ParseAddr(s); aerr == nil {
-				pf, err = a.Prefix(a.BitLen())
-			}
-		}
+		pf, err := parseNetwork(s)
 		if err != nil {
 			c.Fail(fmt.Sprintf("%s.peers[%d]", f, j), "%q: give a network as 10.1.0.0/16 or 2001:db8::/32, or one address", s)
 			continue
 		}
-		r.Peers = append(r.Peers, pf.Masked())
+		r.Peers = append(r.Peers, unmapPrefix(pf))
 	}
+	r.Targets = ruleTargets(c, f, r.Name, rr.Targets)
 	if rr.Wait != "" {
 		d, err := units.ParseDuration(rr.Wait)
 		if err != nil || d < 0 || d > time.Hour {

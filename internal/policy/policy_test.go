@@ -79,12 +79,23 @@ func TestProblems(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("rules:\n  - {name: a, identities: ['*'], peers: [10.0.0.0/8], limits: {rate: 1Gbit}}\n"))
 	f.Add([]byte("queue: 3\nrules: [{name: b, identities: [cn:x], kinds: [probe]}]\n"))
+	f.Add([]byte("rules:\n  - {name: t, identities: ['*'], targets: [192.0.2.0/24, '2001:db8::/48', 198.51.100.7]}\n"))
+	f.Add([]byte("rules:\n  - {name: t, identities: ['*'], targets: ['::ffff:203.0.113.0/120', 'fe80::1%eth0', '::/0', 224.0.0.1]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data, limits.Default)
 		if err != nil {
 			return
 		}
 		for _, r := range p.Rules {
+			for _, pf := range r.Targets {
+				least := MinTargetBits4
+				if pf.Addr().Is6() {
+					least = MinTargetBits6
+				}
+				if pf.Bits() < least || pf.Addr().IsMulticast() || pf != pf.Masked() {
+					t.Fatalf("rule %q names a target it may not: %v", r.Name, pf)
+				}
+			}
 			if r.Limits.MaxStreams > limits.Default.MaxStreams || r.Limits.MaxRate > limits.Default.MaxRate || r.Limits.MaxBytes > limits.Default.MaxBytes {
 				t.Fatalf("rule %q grants more than the agent: %+v", r.Name, r.Limits)
 			}

@@ -3,8 +3,11 @@ package predict
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/scenario"
@@ -245,11 +248,27 @@ func (p *platform) path(from, to string) (pathFacts, error) {
 	if h, ok := p.topo.Host(from); ok {
 		f.Congestion = h.Sysctl["net.ipv4.tcp_congestion_control"]
 	}
+	if f.Congestion == "" {
+		f.Congestion = MachineCongestion()
+	}
 	for _, d := range path.Via {
 		f.BottleneckBPS = min(f.BottleneckBPS, p.links[d].BPS)
 	}
 	return f, nil
 }
+
+// MachineCongestion is the TCP congestion control this machine defaults
+// to (/proc/sys/net/ipv4/tcp_congestion_control, read once; "" where it
+// cannot be read), which a test-bed's host inherits unless its scenario
+// sets net.ipv4.tcp_congestion_control: each network namespace starts
+// with the machine's. A variable for tests.
+var MachineCongestion = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
 
 // LoopbackBPS is the rate between two actors of one host, as the
 // simulator's loopback gives it.

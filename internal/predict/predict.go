@@ -67,8 +67,16 @@ type Predictor struct {
 	// Cores is how many whole cores a host without a cpus quota has: 0 is
 	// this machine's count.
 	Cores int
+	// Parallel is how many steps handed to Ahead are simulated at once: 0
+	// is this machine's CPUs.
+	Parallel int
+	// Memory is how much memory the steps simulated at once may take
+	// together, by their estimates (sim.MemoryEstimate), in bytes: 0 is
+	// half of what the machine has available as Ahead starts.
+	Memory int64
 
-	plat *platform
+	plat  *platform
+	ahead *aheadRun
 }
 
 var _ controller.Simulator = (*Predictor)(nil)
@@ -133,8 +141,31 @@ func noModel(k results.Kind) error {
 // Simulate simulates one step: its kind's model builds the actors, the
 // platform adds the hosts, links and routes they use, the simulator runs
 // them, and the model reads the outcome; the totals are each host's CPU
-// and each direction's bytes (its cross traffic's mean included).
+// and each direction's bytes (its cross traffic's mean included). A step
+// handed to Ahead is the one simulated there: Simulate waits for it.
 func (p *Predictor) Simulate(ctx context.Context, s controller.SimStep) (*controller.Simulated, error) {
+	if a := p.ahead.take(s); a != nil {
+		return a.wait(ctx)
+	}
+	st, err := p.prepare(s)
+	if err != nil {
+		return nil, err
+	}
+	return p.simulate(ctx, st)
+}
+
+// prepared is a step ready to simulate: its kind's model, its env and
+// program, and what of the scenario the program leaves out.
+type prepared struct {
+	step    controller.SimStep
+	model   *kind.Model
+	env     *modelEnv
+	prog    *sim.Program
+	leftOut []string
+}
+
+// prepare builds a step's program.
+func (p *Predictor) prepare(s controller.SimStep) (*prepared, error) {
 	if p.plat == nil {
 		return nil, fmt.Errorf("simulating step %d before the scenario's platform is made (Begin)", s.Index+1)
 	}
@@ -159,11 +190,17 @@ func (p *Predictor) Simulate(ctx context.Context, s controller.SimStep) (*contro
 	}
 	prog := &sim.Program{Platform: plat, Config: sim.Config{Seed: s.Seed, TCPWindow: TCPWindow, LatencyFactor: LatencyFactor, BandwidthFactor: BandwidthFactor},
 		Actors: actors, Horizon: k.Model.HorizonOf(s.Step.Spec).Seconds()}
+	return &prepared{step: s, model: k.Model, env: env, prog: prog, leftOut: leftOut}, nil
+}
+
+// simulate runs a prepared step on the simulator and reads its outcome.
+func (p *Predictor) simulate(ctx context.Context, st *prepared) (*controller.Simulated, error) {
+	prog, s := st.prog, st.step
 	out, err := p.Run(ctx, prog)
 	if err != nil {
 		return nil, fmt.Errorf("simulating: %w", err)
 	}
-	o, err := k.Model.Read(env, s.Step.Spec, out)
+	o, err := st.model.Read(st.env, s.Step.Spec, out)
 	if o == nil {
 		if err == nil {
 			err = fmt.Errorf("the %s model read nothing of the simulation", s.Workload.Kind)
@@ -173,13 +210,13 @@ func (p *Predictor) Simulate(ctx context.Context, s controller.SimStep) (*contro
 	if o.Metrics == nil {
 		o.Metrics = results.Metrics{}
 	}
-	for _, l := range append(leftOut, workloadLeftOut(s.Workload)...) {
+	for _, l := range append(st.leftOut, workloadLeftOut(s.Workload)...) {
 		o.Events = append(o.Events, LeftOutPrefix+l)
 	}
 	if !out.Ended && prog.Horizon == 0 {
 		o.Events = append(o.Events, "the simulation ended before every actor of the step did")
 	}
-	o.Notes = append(o.Notes, fmt.Sprintf("simulated %.3f s of the step with %d actors on %d hosts and %d link directions", out.End, len(actors), len(plat.Hosts), len(plat.Links)))
+	o.Notes = append(o.Notes, fmt.Sprintf("simulated %.3f s of the step with %d actors on %d hosts and %d link directions", out.End, len(prog.Actors), len(prog.Platform.Hosts), len(prog.Platform.Links)))
 	return &controller.Simulated{Outcome: o, Totals: p.plat.totals(out)}, err
 }
 

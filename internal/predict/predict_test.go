@@ -179,8 +179,9 @@ func TestPrediction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Backend != controller.BackendSimulated || len(res.Steps) != 3 || len(fake.progs) != 2 {
-		t.Fatalf("result %+v, %d programs", res, len(fake.progs))
+	progs := fake.programs()
+	if res.Backend != controller.BackendSimulated || len(res.Steps) != 3 || len(progs) != 2 {
+		t.Fatalf("result %+v, %d programs", res, len(progs))
 	}
 	s := res.Steps[0]
 	end := 1 + 0.012 + 6e6*8/6e6
@@ -205,11 +206,11 @@ func TestPrediction(t *testing.T) {
 	if c := res.Steps[2]; c.Status != archive.StatusFailed || !strings.Contains(c.Reason, "the command kind has no simulation model: wanlab predict cannot simulate its steps") {
 		t.Errorf("command step %+v", c)
 	}
-	prog := fake.progs[1]
+	prog := progs[1]
 	if prog.Actors[0].Name != "s1/sink.b" {
 		t.Errorf("actor %q, want the step's prefix before the kind's name", prog.Actors[0].Name)
 	}
-	if prog.Config.Seed != fake.progs[0].Config.Seed+1 || prog.Config.TCPWindow != TCPWindow || prog.Actors[1].Ops[0].Seconds != 1 || prog.Actors[1].Ops[2].Bytes != 12e6 {
+	if prog.Config.Seed != progs[0].Config.Seed+1 || prog.Config.TCPWindow != TCPWindow || prog.Actors[1].Ops[0].Seconds != 1 || prog.Actors[1].Ops[2].Bytes != 12e6 {
 		t.Errorf("program %+v", prog)
 	}
 	events, err := ar.Events(context.Background(), res.Run)

@@ -1,7 +1,10 @@
 package predict
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"sync"
 
 	"github.com/wanlab/wanlab/internal/sim"
 	"github.com/wanlab/wanlab/internal/workload/kind/kindtest"
@@ -15,12 +18,23 @@ var toyKind = kindtest.SimToy
 // fakeSim answers a program as a simulator would for one flow alone on
 // its path: the payload crosses at the route's lowest rate after its
 // one-way delay; the sender's Exec takes its seconds first.
+// It may run several programs at once (Predictor.Ahead).
 type fakeSim struct {
+	mu    sync.Mutex
 	progs []*sim.Program
 }
 
+// programs are the programs run, by their seeds (their steps' order).
+func (f *fakeSim) programs() []*sim.Program {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.SortedFunc(slices.Values(f.progs), func(a, b *sim.Program) int { return cmp.Compare(a.Config.Seed, b.Config.Seed) })
+}
+
 func (f *fakeSim) run(_ context.Context, p *sim.Program) (*sim.Output, error) {
+	f.mu.Lock()
 	f.progs = append(f.progs, p)
+	f.mu.Unlock()
 	out := &sim.Output{HostCPU: map[string]float64{}, LinkBytes: map[string]float64{}, Ended: true}
 	links := map[string]sim.Link{}
 	for _, l := range p.Platform.Links {

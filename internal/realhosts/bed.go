@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
-	"net/netip"
 	"os/exec"
 	"slices"
 	"strings"
@@ -62,7 +60,10 @@ func Open(inv *Inventory, expected *topology.Topology) (*Bed, error) {
 	// is the inventory's, if it gives one.
 	for i := range topo.Hosts {
 		h, _ := inv.Host(topo.Hosts[i].Name)
-		topo.Hosts[i].Addr = h.Address
+		topo.Hosts[i].Addr, topo.Hosts[i].Addr6 = h.Address, h.Address6
+		if h.Family == scenario.FamilyIPv6 && h.Address6 != "" {
+			topo.Hosts[i].Addr = h.Address6
+		}
 	}
 	return &Bed{inv: inv, config: config, topo: topo}, nil
 }
@@ -88,7 +89,7 @@ func (b *Bed) Dial(ctx context.Context, host string) (*agentapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr, err := testAddress(ctx, h, c.Info.GetTestAddress())
+	addr, addr6, err := testAddresses(ctx, h, c.Info.GetTestAddress())
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -99,35 +100,12 @@ func (b *Bed) Dial(ctx context.Context, host string) (*agentapi.Client, error) {
 	t.Hosts = slices.Clone(t.Hosts)
 	for i := range t.Hosts {
 		if t.Hosts[i].Name == host {
-			t.Hosts[i].Addr = addr
+			t.Hosts[i].Addr, t.Hosts[i].Addr6 = addr, addr6
 		}
 	}
 	b.topo = &t
 	b.mu.Unlock()
 	return c, nil
-}
-
-// testAddress is where a host's peers reach its test listeners: the
-// inventory's word, else the agent's, else its control address (a name is
-// resolved to its first IPv4 address).
-func testAddress(ctx context.Context, h Host, agentSays string) (string, error) {
-	if h.Address != "" {
-		return h.Address, nil
-	}
-	if agentSays != "" {
-		return agentSays, nil
-	}
-	name, _, _ := net.SplitHostPort(h.Agent)
-	if a, err := netip.ParseAddr(name); err == nil {
-		return a.String(), nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(rctx, "ip4", name)
-	if err != nil || len(addrs) == 0 {
-		return "", fmt.Errorf("host %s: no IPv4 address for %s (give address: in the inventory): %v", h.Name, name, err)
-	}
-	return addrs[0].String(), nil
 }
 
 // Command cannot run anything on a real host: wanlab reaches it only

@@ -19,10 +19,12 @@ type Status struct {
 	Version   string `json:"version,omitempty"`
 	// Identity is this controller as the agent sees it.
 	Identity string `json:"identity,omitempty"`
-	// TestAddress is where the host's peers reach its test listeners.
-	TestAddress string `json:"test_address,omitempty"`
-	Grant       *Grant `json:"grant,omitempty"`
-	Clock       *Clock `json:"clock,omitempty"`
+	// TestAddress is where the host's peers reach its test listeners (of
+	// its family), and TestAddress6 its IPv6 address, if it has one.
+	TestAddress  string `json:"test_address,omitempty"`
+	TestAddress6 string `json:"test_address6,omitempty"`
+	Grant        *Grant `json:"grant,omitempty"`
+	Clock        *Clock `json:"clock,omitempty"`
 	// HelloMs is the round trip of the hello, TLS handshake included.
 	HelloMs float64 `json:"hello_ms,omitempty"`
 }
@@ -77,7 +79,7 @@ func check(ctx context.Context, b *Bed, h Host, timeout time.Duration) Status {
 	info := c.Info
 	st.Reachable, st.Version, st.Identity = true, info.GetWanlabVersion(), info.GetIdentity()
 	if host, ok := b.Topology().Host(h.Name); ok {
-		st.TestAddress = host.Addr
+		st.TestAddress, st.TestAddress6 = host.Addr, host.Addr6
 	}
 	if g := info.GetGrant(); g != nil {
 		st.Grant = grantOf(g)

@@ -7,7 +7,6 @@ package realhosts
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +28,9 @@ type Inventory struct {
 	Hosts []Host
 	// Wait is how long a test may wait for a host busy with another.
 	Wait time.Duration
+	// Family is the address family the hosts' tests use by default, where
+	// a host does not say (Host.Family): "" for none.
+	Family string
 }
 
 // Host is one host of an inventory.
@@ -37,8 +39,17 @@ type Host struct {
 	// Agent is the agent's control address, host:port.
 	Agent string
 	// Address is the host's test address, if the inventory gives it; else
-	// the agent's own word, or the control address's.
+	// the agent's own word, or the control address's. It is the IPv4
+	// address, or the IPv6 one of a host given IPv6 alone.
 	Address string
+	// Address6 is the host's IPv6 test address, if the inventory gives
+	// one (also when it is Address).
+	Address6 string
+	// Family is the address family the host's tests use by default (its
+	// own family:, else the inventory's): scenario.FamilyIPv4,
+	// FamilyIPv6, FamilyDual (IPv4 where both ends have it), or "" for
+	// whichever the host has (IPv4 first).
+	Family string
 }
 
 // DefaultWait is how long a test waits for a busy host unless the
@@ -46,14 +57,17 @@ type Host struct {
 const DefaultWait = 30 * time.Second
 
 type rawInventory struct {
-	TLS   pki.Files                 `yaml:"tls"`
-	Wait  string                    `yaml:"wait"`
-	Hosts yamlfile.Ordered[rawHost] `yaml:"hosts"`
+	TLS    pki.Files                 `yaml:"tls"`
+	Wait   string                    `yaml:"wait"`
+	Family string                    `yaml:"family"`
+	Hosts  yamlfile.Ordered[rawHost] `yaml:"hosts"`
 }
 
 type rawHost struct {
-	Agent   string `yaml:"agent"`
-	Address string `yaml:"address"`
+	Agent    string `yaml:"agent"`
+	Address  string `yaml:"address"`
+	Address6 string `yaml:"address6"`
+	Family   string `yaml:"family"`
 }
 
 // Load reads and validates an inventory; relative paths in it are from
@@ -87,6 +101,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 		}
 		inv.Wait = d
 	}
+	inv.Family = checkFamily(c, "family", raw.Family)
 	if len(raw.Hosts) == 0 {
 		c.Fail("hosts", "no hosts: bind each host name to its agent, as cnaf: {agent: 10.1.0.1:7400}")
 	}
@@ -95,13 +110,10 @@ func Parse(file string, data []byte) (*Inventory, error) {
 		if !scenario.ValidName(h.Key) {
 			c.Fail(f, "host name %q must be 1-32 letters, digits, '-' or '_', starting with a letter or digit", h.Key)
 		}
-		if err := scenario.CheckAgent(h.Value.Agent); err != nil {
+		if err := checkAgent(h.Value.Agent); err != nil {
 			c.Fail(f+".agent", "%v", err)
 		}
-		if a := h.Value.Address; a != "" && net.ParseIP(a) == nil {
-			c.Fail(f+".address", "%q: give the host's test address as an IP address", a)
-		}
-		inv.Hosts = append(inv.Hosts, Host{Name: h.Key, Agent: h.Value.Agent, Address: h.Value.Address})
+		inv.Hosts = append(inv.Hosts, hostAddresses(c, f, h.Key, h.Value, inv.Family))
 	}
 	if err := c.Err(); err != nil {
 		return nil, err
@@ -127,6 +139,11 @@ func FromScenario(source string, tb *scenario.Testbed) (*Inventory, error) {
 		return nil, fmt.Errorf("the hosts of %s name no agents: give an inventory (--inventory FILE)", source)
 	}
 	inv := &Inventory{Source: source, Name: tb.Name, Wait: DefaultWait}
+	// A scenario of IPv6 alone says its hosts' tests are over IPv6; its
+	// other families describe the emulated hosts' addresses, not these.
+	if tb.Family == scenario.FamilyIPv6 {
+		inv.Family = scenario.FamilyIPv6
+	}
 	if tb.TLS != nil {
 		inv.TLS = tb.TLS.Relative(filepath.Dir(source))
 	} else {
@@ -137,7 +154,7 @@ func FromScenario(source string, tb *scenario.Testbed) (*Inventory, error) {
 		inv.TLS = files
 	}
 	for _, h := range tb.Hosts {
-		inv.Hosts = append(inv.Hosts, Host{Name: h.Name, Agent: h.Agent})
+		inv.Hosts = append(inv.Hosts, Host{Name: h.Name, Agent: h.Agent, Family: inv.Family})
 	}
 	return inv, nil
 }

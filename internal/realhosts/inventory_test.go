@@ -1,6 +1,7 @@
 package realhosts
 
 import (
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,6 +53,9 @@ func TestInventoryProblems(t *testing.T) {
 func FuzzParseInventory(f *testing.F) {
 	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  a: {agent: 10.0.0.1:7400}\n"))
 	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nwait: 3s\nhosts:\n  b: {agent: \"[::1]:7400\", address: 10.0.0.2}\n"))
+	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nfamily: ipv6\nhosts:\n  c: {agent: \"[2001:db8::1]:7400\", address: 2001:db8::9}\n"))
+	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  d: {agent: 10.0.0.1:7400, address: 10.0.0.1, address6: \"[2001:db8::2]\", family: dual}\n"))
+	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  e: {agent: \"2001:db8::1\", address: \"::ffff:10.0.0.3\", family: ipv4}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		inv, err := Parse("fuzz.yaml", data)
 		if err != nil {
@@ -60,6 +64,14 @@ func FuzzParseInventory(f *testing.F) {
 		for _, h := range inv.Hosts {
 			if h.Name == "" || h.Agent == "" {
 				t.Fatalf("a host without a name or an agent passed: %+v", h)
+			}
+			// The addresses are canonical, Address6 IPv6, Address IPv4
+			// unless it is Address6.
+			a6, err6 := netip.ParseAddr(h.Address6)
+			a, err := netip.ParseAddr(h.Address)
+			if h.Address6 != "" && (err6 != nil || !a6.Is6() || a6.Is4In6() || a6.String() != h.Address6) ||
+				h.Address != "" && (err != nil || a.String() != h.Address || a.Is6() && h.Address != h.Address6) {
+				t.Fatalf("a host's test addresses are not canonical, of their families: %+v", h)
 			}
 		}
 	})

@@ -20,6 +20,8 @@ import (
 type rawFile struct {
 	Name    string                      `yaml:"name"`
 	Subnet  string                      `yaml:"subnet"`
+	Subnet6 string                      `yaml:"subnet6"`
+	Family  string                      `yaml:"family"`
 	Seed    *uint64                     `yaml:"seed"`
 	Hosts   yamlfile.Ordered[rawHost]   `yaml:"hosts"`
 	Sites   yamlfile.Ordered[rawSite]   `yaml:"sites"`

@@ -20,6 +20,12 @@ import (
 type Testbed struct {
 	Name   string
 	Subnet netip.Prefix
+	// Subnet6 holds the hosts' IPv6 addresses (and RouterSubnet6 the
+	// routers'); valid only when Family gives hosts IPv6.
+	Subnet6 netip.Prefix `json:",omitzero"`
+	// Family is the address families the hosts have: FamilyIPv4,
+	// FamilyDual or FamilyIPv6.
+	Family string
 	Seed   uint64
 	Hosts  []Host // in file order
 	Sites  []Site // in file order
@@ -90,6 +96,27 @@ const RerouteNever time.Duration = -1
 
 // RouterSubnet holds the routers' addresses that the scenario does not give.
 var RouterSubnet = netip.MustParsePrefix("10.251.0.0/16")
+
+// RouterSubnet6 holds the routers' IPv6 addresses on a test-bed whose
+// hosts have IPv6: a unique local prefix (RFC 4193) outside DefaultSubnet6.
+var RouterSubnet6 = netip.MustParsePrefix("fd77:616e:6c61:ff::/64")
+
+// The address families of a test-bed's hosts (Testbed.Family).
+const (
+	// FamilyIPv4 gives hosts an IPv4 address alone: the default without
+	// subnet6.
+	FamilyIPv4 = "ipv4"
+	// FamilyDual gives hosts both: the default with subnet6.
+	FamilyDual = "dual"
+	// FamilyIPv6 gives hosts an IPv6 address alone.
+	FamilyIPv6 = "ipv6"
+)
+
+// HasIPv4 says whether the hosts have IPv4 addresses.
+func (t *Testbed) HasIPv4() bool { return t.Family != FamilyIPv6 }
+
+// HasIPv6 says whether the hosts have IPv6 addresses.
+func (t *Testbed) HasIPv6() bool { return t.Family == FamilyDual || t.Family == FamilyIPv6 }
 
 // Bounds of a test-bed's graph, counted before anything is expanded.
 const (
@@ -348,6 +375,11 @@ const (
 // DefaultSubnet holds the hosts' addresses unless the scenario sets subnet.
 // It never leaves the test-bed: hosts have no interface but their link to the emulator.
 var DefaultSubnet = netip.MustParsePrefix("10.250.0.0/16")
+
+// DefaultSubnet6 holds the hosts' IPv6 addresses unless the scenario sets
+// subnet6: a unique local prefix (RFC 4193), which never leaves the
+// test-bed either.
+var DefaultSubnet6 = netip.MustParsePrefix("fd77:616e:6c61::/64")
 
 var sysctlRE = regexp.MustCompile(`^net(\.[a-z0-9_]+)+$`)
 

@@ -83,6 +83,7 @@ func (v *bedChecker) testbed(raw *rawFile) *Testbed {
 			tb.Subnet = p.Masked()
 		}
 	}
+	v.family(tb, raw)
 
 	for _, s := range raw.Sites {
 		field := "sites." + s.Key
@@ -171,7 +172,30 @@ func (v *bedChecker) testbed(raw *rawFile) *Testbed {
 		v.pastBounds = true
 	}
 	v.routersOutside(tb)
+	v.mtu6(tb)
 	return tb
+}
+
+// MinMTU6 is IPv6's minimum link MTU (RFC 8200): a path of a test-bed
+// whose hosts have IPv6 may be no narrower.
+const MinMTU6 = 1280
+
+// mtu6 refuses a direction narrower than IPv6 allows on a test-bed whose
+// hosts have IPv6: a host would clamp the path MTU it is told up to 1280
+// and its packets would keep being dropped.
+func (v *bedChecker) mtu6(tb *Testbed) {
+	if !tb.HasIPv6() {
+		return
+	}
+	dirs := tb.namedDirections()
+	for _, s := range tb.Sites {
+		dirs["site "+s.Name+" lan"] = s.LAN
+	}
+	for _, name := range slices.Sorted(maps.Keys(dirs)) {
+		if mtu := dirs[name].MTU; mtu < MinMTU6 {
+			v.fail("family", "%s has an MTU of %d, below IPv6's minimum of %d: give the hosts IPv4 alone, or the direction mtu: %d or more", name, mtu, MinMTU6, MinMTU6)
+		}
+	}
 }
 
 // agents checks that hosts name agents all or none, and reads the TLS
@@ -242,5 +266,49 @@ func (v *bedChecker) routersOutside(tb *Testbed) {
 	}
 	for i, l := range tb.Links {
 		check(fmt.Sprintf("links[%d]", i), l.Forward, l.Reverse)
+	}
+}
+
+// family reads subnet6 and family: the hosts' IPv6 prefix, and which
+// families they have (dual by default with subnet6, else IPv4 alone).
+func (v *bedChecker) family(tb *Testbed, raw *rawFile) {
+	tb.Family = FamilyIPv4
+	if raw.Subnet6 != "" {
+		tb.Family = FamilyDual
+	}
+	switch raw.Family {
+	case "":
+	case FamilyIPv4, FamilyDual, FamilyIPv6:
+		tb.Family = raw.Family
+	default:
+		v.fail("family", "%q: say dual, ipv4 or ipv6", raw.Family)
+	}
+	if raw.Family == FamilyIPv4 && raw.Subnet6 != "" {
+		v.fail("subnet6", "%q is given but family is ipv4: drop one", raw.Subnet6)
+	}
+	if raw.Family == FamilyIPv6 && raw.Subnet != "" {
+		v.fail("subnet", "%q is given but family is ipv6: drop one", raw.Subnet)
+	}
+	if !tb.HasIPv6() {
+		return
+	}
+	tb.Subnet6 = DefaultSubnet6
+	if raw.Subnet6 == "" {
+		return
+	}
+	p, err := netip.ParsePrefix(raw.Subnet6)
+	switch {
+	case err != nil:
+		v.fail("subnet6", "%q is not an IPv6 prefix such as fd00:1::/64", raw.Subnet6)
+	case !p.Addr().Is6() || p.Addr().Is4In6():
+		v.fail("subnet6", "%q is not an IPv6 prefix: IPv4 goes in subnet", raw.Subnet6)
+	case p.Bits() > 120:
+		v.fail("subnet6", "%q is too small: use /120 or larger", raw.Subnet6)
+	case p.Overlaps(RouterSubnet6):
+		v.fail("subnet6", "%q overlaps %s, where routers' IPv6 addresses are chosen", raw.Subnet6, RouterSubnet6)
+	case p.Addr().IsMulticast() || p.Addr().IsLinkLocalUnicast() || p.Addr().IsLoopback():
+		v.fail("subnet6", "%q is a multicast, link-local or loopback prefix: use a unique local (fd00::/8) or global one", raw.Subnet6)
+	default:
+		tb.Subnet6 = p.Masked()
 	}
 }

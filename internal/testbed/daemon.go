@@ -110,10 +110,13 @@ type daemon struct {
 	// rerouteDelay is how long after a direction goes down or comes back
 	// up the routed pairs move (scenario.Testbed.Reroute; < 0: never).
 	rerouteDelay time.Duration
-	hosts        []Host
-	fds          []int
-	engine       *linkemu.Engine
-	server       *http.Server
+	// stampFrom are the hosts' subnets (subnet, subnet6): the senders
+	// whose STAMP packets their agents answer.
+	stampFrom string
+	hosts     []Host
+	fds       []int
+	engine    *linkemu.Engine
+	server    *http.Server
 
 	setMu sync.Mutex // one change of links at a time
 	state *State     // as written for testbed status, with the links' settings in force
@@ -151,6 +154,10 @@ func (d *daemon) build() error {
 	}
 	d.hosts = Hosts(d.topo)
 	d.rerouteDelay = f.Testbed.Reroute
+	d.stampFrom = f.Testbed.Subnet.String()
+	if f.Testbed.HasIPv6() {
+		d.stampFrom += "," + f.Testbed.Subnet6.String()
+	}
 	// The machine first: hosts' sysctls may need it (a congestion control
 	// a namespace defaults to must be allowed machine-wide).
 	machine, err := applyMachine(d.name, f.Testbed.Machine)
@@ -242,11 +249,22 @@ func setUpDisk(cg *cgroup.Manager, h *Host) error {
 	return nil
 }
 
+// STAMPPort is the port test-bed hosts' agents answer STAMP and
+// TWAMP-light test packets on: the one RFC 8762 assigns.
+const STAMPPort = 862
+
 // superviseAgent starts a host's agent and starts it again if it dies while
 // the test-bed is up, so that one crash does not leave the host unmeasurable.
 func (d *daemon) superviseAgent(exe string, h Host) error {
 	host, sock := h.Name, AgentSocket(d.name, h.Name)
-	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir, "--test-address", h.Addr}
+	argv := []string{"testbed", "exec", d.name, host, "--", exe, "agent", "--host", host, "--socket", sock, "--data-dir", h.DataDir,
+		// Every host answers STAMP (RFC 8762) from the others on its port.
+		"--stamp", ":" + strconv.Itoa(STAMPPort), "--stamp-from", d.stampFrom}
+	if h.Addr6 == "" || h.Addr6 == h.Addr {
+		// One family: tests on its address. A dual-stack host's listen on
+		// both (its namespace has no other address but loopback).
+		argv = append(argv, "--test-address", h.Addr)
+	}
 	if h.DiskCapped() {
 		argv = append(argv, "--disk-capped")
 	}
@@ -326,7 +344,7 @@ func buildHost(h Host, offloads bool) (int, error) {
 		return -1, err
 	}
 	defer ns.Close()
-	fd, err := openTUN(ns, offloads)
+	fd, err := openTUN(ns, offloads, h.Addr6 != "")
 	if err != nil {
 		return -1, err
 	}

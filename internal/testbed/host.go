@@ -49,17 +49,22 @@ func Hosts(t *topology.Topology) []Host {
 func engineConfig(t *topology.Topology, fds []int, seed uint64) linkemu.Config {
 	cfg := linkemu.Config{Paths: t.PathTable(), Joined: t.Joined(), Seed: seed}
 	for i, h := range t.Hosts {
-		cfg.Ports = append(cfg.Ports, linkemu.PortConfig{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)})
+		p := linkemu.PortConfig{Name: h.Name, FD: fds[i], Addr: netip.MustParseAddr(h.Addr)}
+		if h.Addr6 != "" && h.Addr6 != h.Addr {
+			p.Addr6 = netip.MustParseAddr(h.Addr6) // dual stack; an IPv6-only host's Addr is its IPv6 one
+		}
+		cfg.Ports = append(cfg.Ports, p)
 		cfg.MaxPacket = max(cfg.MaxPacket, h.MTU)
 	}
 	for _, d := range t.Dirs {
-		cfg.Dirs = append(cfg.Dirs, dirConfig(d))
+		cfg.Dirs = append(cfg.Dirs, dirConfig(d, t.HasIPv6()))
 	}
 	return cfg
 }
 
-// dirConfig is the engine's configuration of a link direction.
-func dirConfig(d topology.Direction) linkemu.DirConfig {
+// dirConfig is the engine's configuration of a link direction; v6 says
+// the hosts have IPv6, so that its routers and hops answer ICMPv6 too.
+func dirConfig(d topology.Direction, v6 bool) linkemu.DirConfig {
 	c := d.Config
 	dc := linkemu.DirConfig{
 		Name: d.Name, Rate: float64(c.Rate), Delay: c.Delay, Jitter: c.Jitter, Reorder: c.Reorder,
@@ -72,8 +77,14 @@ func dirConfig(d topology.Direction) linkemu.DirConfig {
 	if a, err := netip.ParseAddr(d.Entry); err == nil {
 		dc.Entry = a
 	}
+	if a, err := netip.ParseAddr(d.Entry6); err == nil {
+		dc.Entry6 = a
+	}
 	for _, h := range c.Hops {
 		dc.Hops = append(dc.Hops, h.Addr)
+		if v6 {
+			dc.Hops6 = append(dc.Hops6, topology.Hop6(h.Addr))
+		}
 	}
 	if tr := c.Trace; tr != nil {
 		lt := &linkemu.Trace{Loop: tr.Loop, Period: int64(tr.Period)}

@@ -113,7 +113,12 @@ func deleteNetns(name string) error {
 // host hands over TCP (and, where the kernel has it, UDP) super-packets
 // of up to 64 KB, unsegmented and with partial checksums; without, whole IP
 // packets no larger than the MTU, segmented and checksummed.
-func openTUN(ns netns.NsHandle, offloads bool) (int, error) {
+//
+// A host with an IPv6 address keeps IPv6 on the device, but neither
+// solicits routers, takes their advertisements, probes for duplicate
+// addresses nor makes a link-local address: the engine routes none of
+// that, and it would only count as unroutable.
+func openTUN(ns netns.NsHandle, offloads, ipv6 bool) (int, error) {
 	fd := -1
 	err := inNetns(ns, func() error {
 		var err error
@@ -138,8 +143,17 @@ func openTUN(ns netns.NsHandle, offloads bool) (int, error) {
 				return err
 			}
 		}
-		// IPv6 would only add router solicitations the engine cannot route.
-		os.WriteFile("/proc/sys/net/ipv6/conf/"+Device+"/disable_ipv6", []byte("1"), 0o644)
+		conf := "/proc/sys/net/ipv6/conf/" + Device + "/"
+		if !ipv6 {
+			// IPv6 would only add router solicitations the engine cannot route.
+			os.WriteFile(conf+"disable_ipv6", []byte("1"), 0o644)
+			return nil
+		}
+		for _, kv := range [][2]string{{"accept_ra", "0"}, {"router_solicitations", "0"}, {"accept_dad", "0"}, {"dad_transmits", "0"}, {"addr_gen_mode", "1"}} {
+			if err := os.WriteFile(conf+kv[0], []byte(kv[1]), 0o644); err != nil {
+				return fmt.Errorf("IPv6 on %s: sysctl %s: %w", Device, kv[0], err)
+			}
+		}
 		return nil
 	})
 	if err != nil && fd >= 0 {
@@ -181,7 +195,7 @@ func configureHost(ns netns.NsHandle, h Host) error {
 	if err != nil {
 		return fmt.Errorf("finding %s in %s: %w", Device, h.Netns, err)
 	}
-	addr := netip.MustParseAddr(h.Addr)
+	addrs := hostAddrs(h.Addr, h.Addr6)
 	steps := []struct {
 		what string
 		do   func() error
@@ -189,7 +203,16 @@ func configureHost(ns netns.NsHandle, h Host) error {
 		{"setting MTU", func() error { return nl.LinkSetMTU(tun, h.MTU) }},
 		{"setting txqueuelen", func() error { return nl.LinkSetTxQLen(tun, tunQueueLen) }},
 		{"adding address", func() error {
-			return nl.AddrAdd(tun, &netlink.Addr{IPNet: &net.IPNet{IP: addr.AsSlice(), Mask: net.CIDRMask(32, 32)}})
+			for _, a := range addrs {
+				na := &netlink.Addr{IPNet: hostNet(a)}
+				if a.Is6() {
+					na.Flags = unix.IFA_F_NODAD
+				}
+				if err := nl.AddrAdd(tun, na); err != nil {
+					return fmt.Errorf("%s: %w", a, err)
+				}
+			}
+			return nil
 		}},
 		{"bringing the device up", func() error { return nl.LinkSetUp(tun) }},
 	}
@@ -199,19 +222,43 @@ func configureHost(ns netns.NsHandle, h Host) error {
 		}
 	}
 	for _, r := range h.Routes {
-		peer := netip.MustParseAddr(r.Addr)
-		route := &netlink.Route{
-			LinkIndex: tun.Attrs().Index,
-			Dst:       &net.IPNet{IP: peer.AsSlice(), Mask: net.CIDRMask(32, 32)},
-			Src:       addr.AsSlice(),
-			Scope:     netlink.SCOPE_LINK,
-			MTU:       r.MTU,
-		}
-		if err := nl.RouteAdd(route); err != nil {
-			return fmt.Errorf("adding route to %s (%s) in %s: %w", r.Peer, r.Addr, h.Netns, err)
+		for _, peer := range hostAddrs(r.Addr, r.Addr6) {
+			i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is6() == peer.Is6() })
+			if i < 0 {
+				continue
+			}
+			src := addrs[i]
+			route := &netlink.Route{
+				LinkIndex: tun.Attrs().Index,
+				Dst:       hostNet(peer),
+				Src:       src.AsSlice(),
+				Scope:     netlink.SCOPE_LINK,
+				MTU:       r.MTU,
+			}
+			if peer.Is6() {
+				route.Scope = netlink.SCOPE_UNIVERSE // IPv6 routes have no scope
+			}
+			if err := nl.RouteAdd(route); err != nil {
+				return fmt.Errorf("adding route to %s (%s) in %s: %w", r.Peer, peer, h.Netns, err)
+			}
 		}
 	}
 	return nil
+}
+
+// hostAddrs are a host's addresses: addr, and addr6 if it is another
+// (addr is the IPv6 one of an IPv6-only host), in that order.
+func hostAddrs(addr, addr6 string) []netip.Addr {
+	out := []netip.Addr{netip.MustParseAddr(addr)}
+	if addr6 != "" && addr6 != addr {
+		out = append(out, netip.MustParseAddr(addr6))
+	}
+	return out
+}
+
+// hostNet is the network of one address: a /32 or a /128.
+func hostNet(a netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
 }
 
 // applySysctls sets network sysctls inside a host's namespace. Only the

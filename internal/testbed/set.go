@@ -105,7 +105,7 @@ func (d *daemon) timed(at time.Time, dir int, to topology.Direction, what, tag s
 	}
 	d.nextRef++
 	d.pending[d.nextRef] = pendingChange{to: to, due: at}
-	return linkemu.TimedChange{At: at, Dir: dir, Config: dirConfig(to), What: what, Tag: tag, Ref: d.nextRef}
+	return linkemu.TimedChange{At: at, Dir: dir, Config: dirConfig(to, d.topo.HasIPv6()), What: what, Tag: tag, Ref: d.nextRef}
 }
 
 // schedule gives the engine changes made by timed and timedPath. The

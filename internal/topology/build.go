@@ -60,15 +60,24 @@ func New(tb *scenario.Testbed) (*Topology, error) {
 	return t, nil
 }
 
-// addHosts gives each host the next address of the subnet, in file order.
+// addHosts gives each host the next address of the subnet (and of
+// subnet6, if the hosts have IPv6), in file order.
 func (t *Topology) addHosts(tb *scenario.Testbed) error {
-	addr := tb.Subnet.Addr()
+	addr, addr6 := tb.Subnet.Addr(), tb.Subnet6.Addr()
 	for _, h := range tb.Hosts {
-		addr = addr.Next()
-		if !tb.Subnet.Contains(addr) {
-			return fmt.Errorf("subnet %s has no address for host %s", tb.Subnet, h.Name)
+		host := Host{Name: h.Name, CPUs: h.CPUs, Site: h.Site, Sysctl: h.Sysctl}
+		if tb.HasIPv6() {
+			if addr6 = addr6.Next(); !tb.Subnet6.Contains(addr6) {
+				return fmt.Errorf("subnet6 %s has no address for host %s", tb.Subnet6, h.Name)
+			}
+			host.Addr, host.Addr6 = addr6.String(), addr6.String()
 		}
-		host := Host{Name: h.Name, Addr: addr.String(), CPUs: h.CPUs, Site: h.Site, Sysctl: h.Sysctl}
+		if tb.HasIPv4() {
+			if addr = addr.Next(); !tb.Subnet.Contains(addr) {
+				return fmt.Errorf("subnet %s has no address for host %s", tb.Subnet, h.Name)
+			}
+			host.Addr = addr.String()
+		}
 		if h.Disk != nil {
 			host.DiskReadBps, host.DiskWriteBps = h.Disk.ReadBps, h.Disk.WriteBps
 		}
@@ -85,7 +94,7 @@ func (t *Topology) addRouters(tb *scenario.Testbed) {
 	for _, r := range tb.Routers {
 		used[r.Addr] = true
 	}
-	next := scenario.RouterSubnet.Addr()
+	next, next6 := scenario.RouterSubnet.Addr(), scenario.RouterSubnet6.Addr()
 	for _, r := range tb.Routers {
 		addr := r.Addr
 		if !addr.IsValid() {
@@ -93,7 +102,12 @@ func (t *Topology) addRouters(tb *scenario.Testbed) {
 			}
 			addr, used[next] = next, true
 		}
-		t.Routers = append(t.Routers, Router{Name: r.Name, Addr: addr.String(), Links: []string{}})
+		rt := Router{Name: r.Name, Addr: addr.String(), Links: []string{}}
+		if tb.HasIPv6() {
+			next6 = next6.Next()
+			rt.Addr6 = next6.String()
+		}
+		t.Routers = append(t.Routers, rt)
 	}
 }
 
@@ -122,7 +136,7 @@ func (t *Topology) addDir(name, from, to string, c scenario.Direction) int {
 	d := Direction{Name: name, Config: c, From: from, To: to, Paths: []string{}}
 	for i := range t.Routers {
 		if r := &t.Routers[i]; r.Name == from {
-			d.Entry = r.Addr
+			d.Entry, d.Entry6 = r.Addr, r.Addr6
 			r.Links = append(r.Links, name)
 			break
 		}
@@ -149,7 +163,7 @@ func (t *Topology) hostRoutes(tb *scenario.Testbed, pairs map[[2]int]pairPath) {
 			if len(path.dirs) > 0 {
 				mtu = pathMTU(t.Dirs, path.dirs)
 			}
-			h.Routes = append(h.Routes, Route{Peer: peer.Name, Addr: peer.Addr, MTU: mtu})
+			h.Routes = append(h.Routes, Route{Peer: peer.Name, Addr: peer.Addr, Addr6: peer.Addr6, MTU: mtu})
 			h.MTU = max(h.MTU, mtu)
 		}
 		if h.MTU == 0 {

@@ -86,10 +86,10 @@ func mustPath(t *testing.T, topo *Topology, from, to string) Path {
 func TestRoutedPaths(t *testing.T) {
 	topo := build(t, "garr.yaml", garrYAML)
 	wantRouters := []Router{
-		{"mi", "10.251.0.1", []string{"mi->bo", "mi->rm", "site torino down", "site padova down", "site trieste down"}},
-		{"bo", "10.251.0.2", []string{"bo->mi", "bo->rm", "site cnaf down", "site bologna down"}},
-		{"rm", "193.206.0.1", []string{"rm->bo", "rm->na", "rm->mi", "site cagliari down"}},
-		{"na", "10.251.0.3", []string{"na->rm", "site bari down", "site catania down"}},
+		{Name: "mi", Addr: "10.251.0.1", Links: []string{"mi->bo", "mi->rm", "site torino down", "site padova down", "site trieste down"}},
+		{Name: "bo", Addr: "10.251.0.2", Links: []string{"bo->mi", "bo->rm", "site cnaf down", "site bologna down"}},
+		{Name: "rm", Addr: "193.206.0.1", Links: []string{"rm->bo", "rm->na", "rm->mi", "site cagliari down"}},
+		{Name: "na", Addr: "10.251.0.3", Links: []string{"na->rm", "site bari down", "site catania down"}},
 	}
 	for i, w := range wantRouters {
 		if g := topo.Routers[i]; g.Name != w.Name || g.Addr != w.Addr || !slices.Equal(g.Links, w.Links) {

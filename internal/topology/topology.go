@@ -51,10 +51,14 @@ type Topology struct {
 // Host is one host: its address, CPU quota, site, disk caps, and its
 // routes to the hosts it can reach, each with the path's MTU.
 type Host struct {
-	Name string  `json:"name"`
-	Addr string  `json:"addr"`
-	CPUs float64 `json:"cpus,omitempty"`
-	Site string  `json:"site,omitempty"`
+	Name string `json:"name"`
+	// Addr is the host's address: its IPv4 address, or on an IPv6-only
+	// test-bed its IPv6 address.
+	Addr string `json:"addr"`
+	// Addr6 is its IPv6 address, "" on a test-bed of IPv4 alone.
+	Addr6 string  `json:"addr6,omitempty"`
+	CPUs  float64 `json:"cpus,omitempty"`
+	Site  string  `json:"site,omitempty"`
 	// MTU is the device MTU: the largest path MTU of the host's routes.
 	MTU    int     `json:"mtu"`
 	Routes []Route `json:"routes"`
@@ -68,6 +72,21 @@ type Host struct {
 // DiskCapped says whether the host's disk has a read or write cap.
 func (h Host) DiskCapped() bool { return h.DiskReadBps > 0 || h.DiskWriteBps > 0 }
 
+// HasIPv6 says whether the hosts have IPv6 addresses.
+func (t *Topology) HasIPv6() bool { return len(t.Hosts) > 0 && t.Hosts[0].Addr6 != "" }
+
+// Hop6 is the IPv6 address of a hop (scenario hops:, which names IPv4
+// addresses) on a test-bed whose hosts have IPv6: the IPv4 address in
+// the last 32 bits of scenario.RouterSubnet6 (fd77:616e:6c61:ff::c000:201
+// for 192.0.2.1), so that traceroute -6 lists the hops too, each at an
+// address that tells which it is. Routers' own are small numbers there.
+func Hop6(hop netip.Addr) netip.Addr {
+	b := scenario.RouterSubnet6.Addr().As16()
+	v4 := hop.Unmap().As4()
+	copy(b[12:], v4[:])
+	return netip.AddrFrom16(b)
+}
+
 // IP returns a host's address.
 func (h Host) IP() netip.Addr { return netip.MustParseAddr(h.Addr) }
 
@@ -75,7 +94,9 @@ func (h Host) IP() netip.Addr { return netip.MustParseAddr(h.Addr) }
 type Route struct {
 	Peer string `json:"peer"`
 	Addr string `json:"addr"`
-	MTU  int    `json:"mtu"`
+	// Addr6 is the peer's IPv6 address, "" on a test-bed of IPv4 alone.
+	Addr6 string `json:"addr6,omitempty"`
+	MTU   int    `json:"mtu"`
 }
 
 // Router is a node that forwards between the directions it joins: it
@@ -85,6 +106,9 @@ type Router struct {
 	Addr string `json:"addr"`
 	// Links are the names of the directions out of it, in direction order.
 	Links []string `json:"links"`
+	// Addr6 is its IPv6 address (in scenario.RouterSubnet6), "" on a
+	// test-bed of IPv4 alone.
+	Addr6 string `json:"addr6,omitempty"`
 }
 
 // Direction is one link direction.
@@ -98,6 +122,9 @@ type Direction struct {
 	// Entry is the address of the router that forwards packets into it,
 	// "" if it leaves a host or a site.
 	Entry string `json:"entry,omitempty"`
+	// Entry6 is that router's IPv6 address on a test-bed whose hosts
+	// have IPv6 (its hops' are Hop6 of theirs).
+	Entry6 string `json:"entry6,omitempty"`
 	// Paths are the paths that cross it ("a -> b"), in path order.
 	Paths []string `json:"paths"`
 }

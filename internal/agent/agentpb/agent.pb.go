@@ -488,7 +488,11 @@ type Grant struct {
 	BytesPerDay uint64 `protobuf:"varint,6,opt,name=bytes_per_day,json=bytesPerDay,proto3" json:"bytes_per_day,omitempty"`
 	BytesToday  uint64 `protobuf:"varint,7,opt,name=bytes_today,json=bytesToday,proto3" json:"bytes_today,omitempty"`
 	// Throughput-class tests of this identity may share the host with others.
-	Share         bool `protobuf:"varint,8,opt,name=share,proto3" json:"share,omitempty"`
+	Share bool `protobuf:"varint,8,opt,name=share,proto3" json:"share,omitempty"`
+	// Networks of far ends without an agent (iperf3 servers, STAMP
+	// reflectors, hosts that answer ping) the agent tests toward for this
+	// identity (Target); empty means none.
+	Targets       []string `protobuf:"bytes,9,rep,name=targets,proto3" json:"targets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,6 +581,13 @@ func (x *Grant) GetShare() bool {
 		return x.Share
 	}
 	return false
+}
+
+func (x *Grant) GetTargets() []string {
+	if x != nil {
+		return x.Targets
+	}
+	return nil
 }
 
 // Limits are what an agent refuses to exceed; a request over one is refused
@@ -2907,6 +2918,387 @@ func (x *StopWorkloadReply) GetStopped() bool {
 	return false
 }
 
+type TargetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The kind of far end: ping, stamp or iperf3.
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The far end: a host for ping; host:port or host for stamp (port 862)
+	// and iperf3 (port 5201). The host is an IPv4 or IPv6 address (an IPv6
+	// one in brackets when a port follows) or a name, which the agent
+	// resolves: the address it resolves to is what its policy must name.
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// 4 or 6: the IP family to test over (a name is resolved to that family
+	// only, and an address of the other is refused); 0: the first address
+	// the name resolves to.
+	Family uint32 `protobuf:"varint,3,opt,name=family,proto3" json:"family,omitempty"`
+	// ping and stamp: the probes (count, interval, size: the ICMP echo's
+	// data, or the STAMP packet's UDP payload; timeout: how long each
+	// reply may take). A field left 0 takes its default (5 probes, 1 s
+	// apart, 2 s timeout, ping's 56 bytes or STAMP's base packet).
+	Probe *ProbeSpec `protobuf:"bytes,4,opt,name=probe,proto3" json:"probe,omitempty"`
+	// iperf3: the test (TCP only: streams, duration_ns or bytes per
+	// stream, window_bytes, congestion, interval_ns).
+	Throughput *ThroughputSpec `protobuf:"bytes,5,opt,name=throughput,proto3" json:"throughput,omitempty"`
+	// iperf3: the server sends and the agent receives (iperf3's -R).
+	Reverse       bool `protobuf:"varint,6,opt,name=reverse,proto3" json:"reverse,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetRequest) Reset() {
+	*x = TargetRequest{}
+	mi := &file_agent_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetRequest) ProtoMessage() {}
+
+func (x *TargetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetRequest.ProtoReflect.Descriptor instead.
+func (*TargetRequest) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *TargetRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TargetRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *TargetRequest) GetFamily() uint32 {
+	if x != nil {
+		return x.Family
+	}
+	return 0
+}
+
+func (x *TargetRequest) GetProbe() *ProbeSpec {
+	if x != nil {
+		return x.Probe
+	}
+	return nil
+}
+
+func (x *TargetRequest) GetThroughput() *ThroughputSpec {
+	if x != nil {
+		return x.Throughput
+	}
+	return nil
+}
+
+func (x *TargetRequest) GetReverse() bool {
+	if x != nil {
+		return x.Reverse
+	}
+	return false
+}
+
+type TargetEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*TargetEvent_Interval
+	//	*TargetEvent_Result
+	Event         isTargetEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetEvent) Reset() {
+	*x = TargetEvent{}
+	mi := &file_agent_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetEvent) ProtoMessage() {}
+
+func (x *TargetEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetEvent.ProtoReflect.Descriptor instead.
+func (*TargetEvent) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TargetEvent) GetEvent() isTargetEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *TargetEvent) GetInterval() *Interval {
+	if x != nil {
+		if x, ok := x.Event.(*TargetEvent_Interval); ok {
+			return x.Interval
+		}
+	}
+	return nil
+}
+
+func (x *TargetEvent) GetResult() *TargetResult {
+	if x != nil {
+		if x, ok := x.Event.(*TargetEvent_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isTargetEvent_Event interface {
+	isTargetEvent_Event()
+}
+
+type TargetEvent_Interval struct {
+	// iperf3: one interval of the client's, as Send reports them.
+	Interval *Interval `protobuf:"bytes,1,opt,name=interval,proto3,oneof"`
+}
+
+type TargetEvent_Result struct {
+	Result *TargetResult `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+func (*TargetEvent_Interval) isTargetEvent_Event() {}
+
+func (*TargetEvent_Result) isTargetEvent_Event() {}
+
+// TargetResult is a test toward a far end without an agent.
+type TargetResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The address tested: the one the agent resolved and its policy
+	// allowed (an IP address; with its port for stamp and iperf3).
+	Address string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// ping and stamp: every probe, as Probe reports them. An ICMP echo
+	// carries no times of the far end's: a ping probe's reflect_rx_ns and
+	// reflect_tx_ns are 0, and its round trip is received_ns - sent_ns.
+	// partial and error say a test that ended early.
+	Probes *ProbeSummary `protobuf:"bytes,3,opt,name=probes,proto3" json:"probes,omitempty"`
+	// iperf3: the test as the agent's own Send reports one.
+	Throughput *Summary `protobuf:"bytes,4,opt,name=throughput,proto3" json:"throughput,omitempty"`
+	// silent: no probe had a timely reply (the far end is down,
+	// unreachable, or drops these probes). error says why a test failed or
+	// ended early (silent, cut short, the far end's refusal), naming the
+	// far end; what was measured until then is kept.
+	Silent bool   `protobuf:"varint,5,opt,name=silent,proto3" json:"silent,omitempty"`
+	Error  string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// ping and stamp: replies that came after their probe's timeout
+	// (counted lost), replies that came after a later probe's (RFC 4737
+	// reordering), and replies to a probe already answered.
+	Late       uint32 `protobuf:"varint,7,opt,name=late,proto3" json:"late,omitempty"`
+	Reordered  uint32 `protobuf:"varint,8,opt,name=reordered,proto3" json:"reordered,omitempty"`
+	Duplicates uint32 `protobuf:"varint,14,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	// ping: the ICMP socket used, datagram or raw.
+	Socket string `protobuf:"bytes,9,opt,name=socket,proto3" json:"socket,omitempty"`
+	// The bytes the test moved (sent and, for iperf3 reversed, received),
+	// as they count toward the identity's bytes_per_day.
+	Bytes uint64 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// Other tests the agent ran while this one ran.
+	Alongside uint32 `protobuf:"varint,11,opt,name=alongside,proto3" json:"alongside,omitempty"`
+	// stamp: both hosts' clocks claimed synchronisation to UTC in every
+	// reply (the S bits), so one-way delays mean something; and the
+	// datagrams that came back but were no valid reply to this session.
+	Synchronised bool   `protobuf:"varint,12,opt,name=synchronised,proto3" json:"synchronised,omitempty"`
+	Invalid      uint32 `protobuf:"varint,13,opt,name=invalid,proto3" json:"invalid,omitempty"`
+	// iperf3: the server's count of the streams, as it reported them
+	// (bytes and seconds; retransmits when it sent; host_cpu_percent its
+	// CPU, agent_cpu_percent -1), beside the agent's in throughput; the
+	// sender's congestion control; and what went otherwise than asked
+	// without failing the test (a congestion control the server lacks).
+	Server        *Summary `protobuf:"bytes,15,opt,name=server,proto3" json:"server,omitempty"`
+	Congestion    string   `protobuf:"bytes,16,opt,name=congestion,proto3" json:"congestion,omitempty"`
+	Warnings      []string `protobuf:"bytes,17,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TargetResult) Reset() {
+	*x = TargetResult{}
+	mi := &file_agent_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TargetResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TargetResult) ProtoMessage() {}
+
+func (x *TargetResult) ProtoReflect() protoreflect.Message {
+	mi := &file_agent_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TargetResult.ProtoReflect.Descriptor instead.
+func (*TargetResult) Descriptor() ([]byte, []int) {
+	return file_agent_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *TargetResult) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TargetResult) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *TargetResult) GetProbes() *ProbeSummary {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+func (x *TargetResult) GetThroughput() *Summary {
+	if x != nil {
+		return x.Throughput
+	}
+	return nil
+}
+
+func (x *TargetResult) GetSilent() bool {
+	if x != nil {
+		return x.Silent
+	}
+	return false
+}
+
+func (x *TargetResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *TargetResult) GetLate() uint32 {
+	if x != nil {
+		return x.Late
+	}
+	return 0
+}
+
+func (x *TargetResult) GetReordered() uint32 {
+	if x != nil {
+		return x.Reordered
+	}
+	return 0
+}
+
+func (x *TargetResult) GetDuplicates() uint32 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
+func (x *TargetResult) GetSocket() string {
+	if x != nil {
+		return x.Socket
+	}
+	return ""
+}
+
+func (x *TargetResult) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TargetResult) GetAlongside() uint32 {
+	if x != nil {
+		return x.Alongside
+	}
+	return 0
+}
+
+func (x *TargetResult) GetSynchronised() bool {
+	if x != nil {
+		return x.Synchronised
+	}
+	return false
+}
+
+func (x *TargetResult) GetInvalid() uint32 {
+	if x != nil {
+		return x.Invalid
+	}
+	return 0
+}
+
+func (x *TargetResult) GetServer() *Summary {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+func (x *TargetResult) GetCongestion() string {
+	if x != nil {
+		return x.Congestion
+	}
+	return ""
+}
+
+func (x *TargetResult) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 var File_agent_proto protoreflect.FileDescriptor
 
 const file_agent_proto_rawDesc = "" +
@@ -2946,7 +3338,7 @@ const file_agent_proto_rawDesc = "" +
 	"\x05Clock\x12\"\n" +
 	"\fsynchronised\x18\x01 \x01(\bR\fsynchronised\x12,\n" +
 	"\x12estimated_error_ns\x18\x02 \x01(\x03R\x10estimatedErrorNs\x12(\n" +
-	"\x10maximum_error_ns\x18\x03 \x01(\x03R\x0emaximumErrorNs\"\xf0\x01\n" +
+	"\x10maximum_error_ns\x18\x03 \x01(\x03R\x0emaximumErrorNs\"\x8a\x02\n" +
 	"\x05Grant\x12\x12\n" +
 	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x14\n" +
 	"\x05kinds\x18\x02 \x03(\tR\x05kinds\x12\x14\n" +
@@ -2956,7 +3348,8 @@ const file_agent_proto_rawDesc = "" +
 	"\rbytes_per_day\x18\x06 \x01(\x04R\vbytesPerDay\x12\x1f\n" +
 	"\vbytes_today\x18\a \x01(\x04R\n" +
 	"bytesToday\x12\x14\n" +
-	"\x05share\x18\b \x01(\bR\x05share\"\x90\x01\n" +
+	"\x05share\x18\b \x01(\bR\x05share\x12\x18\n" +
+	"\atargets\x18\t \x03(\tR\atargets\"\x90\x01\n" +
 	"\x06Limits\x12&\n" +
 	"\x0fmax_duration_ns\x18\x01 \x01(\x03R\rmaxDurationNs\x12\x1f\n" +
 	"\vmax_streams\x18\x02 \x01(\rR\n" +
@@ -3144,11 +3537,49 @@ const file_agent_proto_rawDesc = "" +
 	"\x13StopWorkloadRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"-\n" +
 	"\x11StopWorkloadReply\x12\x18\n" +
-	"\astopped\x18\x01 \x01(\bR\astopped*H\n" +
+	"\astopped\x18\x01 \x01(\bR\astopped\"\xe2\x01\n" +
+	"\rTargetRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06family\x18\x03 \x01(\rR\x06family\x120\n" +
+	"\x05probe\x18\x04 \x01(\v2\x1a.wanlab.agent.v1.ProbeSpecR\x05probe\x12?\n" +
+	"\n" +
+	"throughput\x18\x05 \x01(\v2\x1f.wanlab.agent.v1.ThroughputSpecR\n" +
+	"throughput\x12\x18\n" +
+	"\areverse\x18\x06 \x01(\bR\areverse\"\x88\x01\n" +
+	"\vTargetEvent\x127\n" +
+	"\binterval\x18\x01 \x01(\v2\x19.wanlab.agent.v1.IntervalH\x00R\binterval\x127\n" +
+	"\x06result\x18\x02 \x01(\v2\x1d.wanlab.agent.v1.TargetResultH\x00R\x06resultB\a\n" +
+	"\x05event\"\xa5\x04\n" +
+	"\fTargetResult\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x125\n" +
+	"\x06probes\x18\x03 \x01(\v2\x1d.wanlab.agent.v1.ProbeSummaryR\x06probes\x128\n" +
+	"\n" +
+	"throughput\x18\x04 \x01(\v2\x18.wanlab.agent.v1.SummaryR\n" +
+	"throughput\x12\x16\n" +
+	"\x06silent\x18\x05 \x01(\bR\x06silent\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\x12\n" +
+	"\x04late\x18\a \x01(\rR\x04late\x12\x1c\n" +
+	"\treordered\x18\b \x01(\rR\treordered\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x0e \x01(\rR\n" +
+	"duplicates\x12\x16\n" +
+	"\x06socket\x18\t \x01(\tR\x06socket\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x04R\x05bytes\x12\x1c\n" +
+	"\talongside\x18\v \x01(\rR\talongside\x12\"\n" +
+	"\fsynchronised\x18\f \x01(\bR\fsynchronised\x12\x18\n" +
+	"\ainvalid\x18\r \x01(\rR\ainvalid\x120\n" +
+	"\x06server\x18\x0f \x01(\v2\x18.wanlab.agent.v1.SummaryR\x06server\x12\x1e\n" +
+	"\n" +
+	"congestion\x18\x10 \x01(\tR\n" +
+	"congestion\x12\x1a\n" +
+	"\bwarnings\x18\x11 \x03(\tR\bwarnings*H\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x01\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x022\xde\x06\n" +
+	"\fPROTOCOL_UDP\x10\x022\xa8\a\n" +
 	"\x05Agent\x12C\n" +
 	"\x05Hello\x12\x1d.wanlab.agent.v1.HelloRequest\x1a\x1b.wanlab.agent.v1.HelloReply\x12N\n" +
 	"\aReceive\x12\x1f.wanlab.agent.v1.ReceiveRequest\x1a .wanlab.agent.v1.ThroughputEvent0\x01\x12H\n" +
@@ -3161,7 +3592,8 @@ const file_agent_proto_rawDesc = "" +
 	"\bWorkload\x12 .wanlab.agent.v1.WorkloadRequest\x1a\x1e.wanlab.agent.v1.WorkloadEvent0\x01\x12X\n" +
 	"\fStopWorkload\x12$.wanlab.agent.v1.StopWorkloadRequest\x1a\".wanlab.agent.v1.StopWorkloadReply\x12R\n" +
 	"\n" +
-	"Interfaces\x12\".wanlab.agent.v1.InterfacesRequest\x1a .wanlab.agent.v1.InterfacesReplyB1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
+	"Interfaces\x12\".wanlab.agent.v1.InterfacesRequest\x1a .wanlab.agent.v1.InterfacesReply\x12H\n" +
+	"\x06Target\x12\x1e.wanlab.agent.v1.TargetRequest\x1a\x1c.wanlab.agent.v1.TargetEvent0\x01B1Z/github.com/wanlab/wanlab/internal/agent/agentpbb\x06proto3"
 
 var (
 	file_agent_proto_rawDescOnce sync.Once
@@ -3176,7 +3608,7 @@ func file_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_agent_proto_goTypes = []any{
 	(Protocol)(0),               // 0: wanlab.agent.v1.Protocol
 	(*InterfacesRequest)(nil),   // 1: wanlab.agent.v1.InterfacesRequest
@@ -3215,6 +3647,9 @@ var file_agent_proto_goTypes = []any{
 	(*Job)(nil),                 // 34: wanlab.agent.v1.Job
 	(*StopWorkloadRequest)(nil), // 35: wanlab.agent.v1.StopWorkloadRequest
 	(*StopWorkloadReply)(nil),   // 36: wanlab.agent.v1.StopWorkloadReply
+	(*TargetRequest)(nil),       // 37: wanlab.agent.v1.TargetRequest
+	(*TargetEvent)(nil),         // 38: wanlab.agent.v1.TargetEvent
+	(*TargetResult)(nil),        // 39: wanlab.agent.v1.TargetResult
 }
 var file_agent_proto_depIdxs = []int32{
 	3,  // 0: wanlab.agent.v1.InterfacesReply.interfaces:type_name -> wanlab.agent.v1.InterfaceCounters
@@ -3242,33 +3677,42 @@ var file_agent_proto_depIdxs = []int32{
 	31, // 22: wanlab.agent.v1.TransferEvent.result:type_name -> wanlab.agent.v1.TransferResult
 	13, // 23: wanlab.agent.v1.WorkloadEvent.listening:type_name -> wanlab.agent.v1.Listening
 	34, // 24: wanlab.agent.v1.WorkloadEvent.job:type_name -> wanlab.agent.v1.Job
-	4,  // 25: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
-	10, // 26: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
-	11, // 27: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
-	19, // 28: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
-	20, // 29: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
-	25, // 30: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
-	28, // 31: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
-	29, // 32: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
-	32, // 33: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
-	35, // 34: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
-	1,  // 35: wanlab.agent.v1.Agent.Interfaces:input_type -> wanlab.agent.v1.InterfacesRequest
-	5,  // 36: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
-	12, // 37: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
-	12, // 38: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
-	22, // 39: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
-	24, // 40: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
-	26, // 41: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
-	30, // 42: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
-	31, // 43: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
-	33, // 44: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
-	36, // 45: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
-	2,  // 46: wanlab.agent.v1.Agent.Interfaces:output_type -> wanlab.agent.v1.InterfacesReply
-	36, // [36:47] is the sub-list for method output_type
-	25, // [25:36] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	18, // 25: wanlab.agent.v1.TargetRequest.probe:type_name -> wanlab.agent.v1.ProbeSpec
+	9,  // 26: wanlab.agent.v1.TargetRequest.throughput:type_name -> wanlab.agent.v1.ThroughputSpec
+	16, // 27: wanlab.agent.v1.TargetEvent.interval:type_name -> wanlab.agent.v1.Interval
+	39, // 28: wanlab.agent.v1.TargetEvent.result:type_name -> wanlab.agent.v1.TargetResult
+	24, // 29: wanlab.agent.v1.TargetResult.probes:type_name -> wanlab.agent.v1.ProbeSummary
+	17, // 30: wanlab.agent.v1.TargetResult.throughput:type_name -> wanlab.agent.v1.Summary
+	17, // 31: wanlab.agent.v1.TargetResult.server:type_name -> wanlab.agent.v1.Summary
+	4,  // 32: wanlab.agent.v1.Agent.Hello:input_type -> wanlab.agent.v1.HelloRequest
+	10, // 33: wanlab.agent.v1.Agent.Receive:input_type -> wanlab.agent.v1.ReceiveRequest
+	11, // 34: wanlab.agent.v1.Agent.Send:input_type -> wanlab.agent.v1.SendRequest
+	19, // 35: wanlab.agent.v1.Agent.Reflect:input_type -> wanlab.agent.v1.ReflectRequest
+	20, // 36: wanlab.agent.v1.Agent.Probe:input_type -> wanlab.agent.v1.ProbeRequest
+	25, // 37: wanlab.agent.v1.Agent.Disk:input_type -> wanlab.agent.v1.DiskRequest
+	28, // 38: wanlab.agent.v1.Agent.ReceiveFile:input_type -> wanlab.agent.v1.ReceiveFileRequest
+	29, // 39: wanlab.agent.v1.Agent.SendFile:input_type -> wanlab.agent.v1.SendFileRequest
+	32, // 40: wanlab.agent.v1.Agent.Workload:input_type -> wanlab.agent.v1.WorkloadRequest
+	35, // 41: wanlab.agent.v1.Agent.StopWorkload:input_type -> wanlab.agent.v1.StopWorkloadRequest
+	1,  // 42: wanlab.agent.v1.Agent.Interfaces:input_type -> wanlab.agent.v1.InterfacesRequest
+	37, // 43: wanlab.agent.v1.Agent.Target:input_type -> wanlab.agent.v1.TargetRequest
+	5,  // 44: wanlab.agent.v1.Agent.Hello:output_type -> wanlab.agent.v1.HelloReply
+	12, // 45: wanlab.agent.v1.Agent.Receive:output_type -> wanlab.agent.v1.ThroughputEvent
+	12, // 46: wanlab.agent.v1.Agent.Send:output_type -> wanlab.agent.v1.ThroughputEvent
+	22, // 47: wanlab.agent.v1.Agent.Reflect:output_type -> wanlab.agent.v1.ProbeEvent
+	24, // 48: wanlab.agent.v1.Agent.Probe:output_type -> wanlab.agent.v1.ProbeSummary
+	26, // 49: wanlab.agent.v1.Agent.Disk:output_type -> wanlab.agent.v1.DiskResult
+	30, // 50: wanlab.agent.v1.Agent.ReceiveFile:output_type -> wanlab.agent.v1.TransferEvent
+	31, // 51: wanlab.agent.v1.Agent.SendFile:output_type -> wanlab.agent.v1.TransferResult
+	33, // 52: wanlab.agent.v1.Agent.Workload:output_type -> wanlab.agent.v1.WorkloadEvent
+	36, // 53: wanlab.agent.v1.Agent.StopWorkload:output_type -> wanlab.agent.v1.StopWorkloadReply
+	2,  // 54: wanlab.agent.v1.Agent.Interfaces:output_type -> wanlab.agent.v1.InterfacesReply
+	38, // 55: wanlab.agent.v1.Agent.Target:output_type -> wanlab.agent.v1.TargetEvent
+	44, // [44:56] is the sub-list for method output_type
+	32, // [32:44] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_agent_proto_init() }
@@ -3295,13 +3739,17 @@ func file_agent_proto_init() {
 		(*WorkloadEvent_SummaryJson)(nil),
 		(*WorkloadEvent_DataJson)(nil),
 	}
+	file_agent_proto_msgTypes[37].OneofWrappers = []any{
+		(*TargetEvent_Interval)(nil),
+		(*TargetEvent_Result)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agent_proto_rawDesc), len(file_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	Agent_Workload_FullMethodName     = "/wanlab.agent.v1.Agent/Workload"
 	Agent_StopWorkload_FullMethodName = "/wanlab.agent.v1.Agent/StopWorkload"
 	Agent_Interfaces_FullMethodName   = "/wanlab.agent.v1.Agent/Interfaces"
+	Agent_Target_FullMethodName       = "/wanlab.agent.v1.Agent/Target"
 )
 
 // AgentClient is the client API for Agent service.
@@ -79,6 +80,14 @@ type AgentClient interface {
 	// (its network namespace's, /proc/net/dev): the load on a host during a
 	// test, and utilisation series of the hosts' own interfaces.
 	Interfaces(ctx context.Context, in *InterfacesRequest, opts ...grpc.CallOption) (*InterfacesReply, error)
+	// Target tests toward a far end that runs no wanlab agent: ICMP echo to
+	// a host (ping), STAMP test packets to a reflector (stamp, RFC 8762), or
+	// a throughput test against an iperf3 server (iperf3). The agent
+	// resolves a name itself and tests only toward an address its policy's
+	// rule for the caller names among its targets, within the rule's limits:
+	// a refusal comes before any packet is sent. An iperf3 test sends
+	// Interval events as it runs; every test ends with its TargetResult.
+	Target(ctx context.Context, in *TargetRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TargetEvent], error)
 }
 
 type agentClient struct {
@@ -244,6 +253,25 @@ func (c *agentClient) Interfaces(ctx context.Context, in *InterfacesRequest, opt
 	return out, nil
 }
 
+func (c *agentClient) Target(ctx context.Context, in *TargetRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TargetEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Agent_ServiceDesc.Streams[5], Agent_Target_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TargetRequest, TargetEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_TargetClient = grpc.ServerStreamingClient[TargetEvent]
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -286,6 +314,14 @@ type AgentServer interface {
 	// (its network namespace's, /proc/net/dev): the load on a host during a
 	// test, and utilisation series of the hosts' own interfaces.
 	Interfaces(context.Context, *InterfacesRequest) (*InterfacesReply, error)
+	// Target tests toward a far end that runs no wanlab agent: ICMP echo to
+	// a host (ping), STAMP test packets to a reflector (stamp, RFC 8762), or
+	// a throughput test against an iperf3 server (iperf3). The agent
+	// resolves a name itself and tests only toward an address its policy's
+	// rule for the caller names among its targets, within the rule's limits:
+	// a refusal comes before any packet is sent. An iperf3 test sends
+	// Interval events as it runs; every test ends with its TargetResult.
+	Target(*TargetRequest, grpc.ServerStreamingServer[TargetEvent]) error
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -328,6 +364,9 @@ func (UnimplementedAgentServer) StopWorkload(context.Context, *StopWorkloadReque
 }
 func (UnimplementedAgentServer) Interfaces(context.Context, *InterfacesRequest) (*InterfacesReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Interfaces not implemented")
+}
+func (UnimplementedAgentServer) Target(*TargetRequest, grpc.ServerStreamingServer[TargetEvent]) error {
+	return status.Error(codes.Unimplemented, "method Target not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -513,6 +552,17 @@ func _Agent_Interfaces_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Target_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TargetRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServer).Target(m, &grpc.GenericServerStream[TargetRequest, TargetEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Agent_TargetServer = grpc.ServerStreamingServer[TargetEvent]
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -569,6 +619,11 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Workload",
 			Handler:       _Agent_Workload_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Target",
+			Handler:       _Agent_Target_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -43,6 +43,10 @@ type Observation struct {
 	Points []Point
 	// Failed is why the test gave no result ("" when it did).
 	Failed string
+	// Busy is why a far end could not take the test now (an iperf3 server
+	// running another's test): no result, and no fault of the path, so
+	// it is not judged (the service records the test only).
+	Busy string
 	// ClockProblem says why one-way delays are unreliable on a path whose
 	// hosts should give them ("" when they are fine or cannot be).
 	ClockProblem string
@@ -54,6 +58,9 @@ type Observation struct {
 	Covered   float64
 	// Hops is a trace's hop list ("*" where no router answered).
 	Hops []string
+	// Family is the address family the test's traffic used, "ipv4" or
+	// "ipv6" ("" when unknown).
+	Family string
 	// Loss is a probe summary's loss counts, by metric: LossRatio, and
 	// LossForward and LossBack when the reflector numbered what it
 	// received. The loss rule judges them; a summary without them is not

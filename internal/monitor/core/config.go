@@ -29,8 +29,11 @@ type Config struct {
 	// an inventory of real agents instead.
 	Testbed, Inventory string
 	Groups             yamlfile.Ordered[[]string]
-	Tests              []Test
-	Alerts             Thresholds
+	// Targets are far ends that run no agent, which groups may hold
+	// besides hosts (targets.go).
+	Targets []Target
+	Tests   []Test
+	Alerts  Thresholds
 	// Overrides are thresholds of some pairs or groups, later ones first.
 	Overrides []Override
 	Baseline  Baseline
@@ -110,8 +113,29 @@ type Thresholds struct {
 	// RTTStep is the rise of the median round trip over the baseline's
 	// that alerts (a route change).
 	RTTStep time.Duration
+	// OWDStep (owd_step:) is the smallest step of one direction's one-way
+	// delay that raises owd_step, with or without synchronised clocks
+	// (100µs to 1m, as rtt_step); 0, the default, follows rtt_step
+	// (OneWayStep).
+	OWDStep time.Duration
 	// For is how many results in a row must break a threshold.
 	For int
+}
+
+// DefaultOWDStep is the smallest one-way delay step where neither
+// owd_step nor rtt_step says.
+const DefaultOWDStep = time.Millisecond
+
+// OneWayStep is the smallest one-way delay step that raises owd_step:
+// OWDStep, else RTTStep, else DefaultOWDStep.
+func (t Thresholds) OneWayStep() time.Duration {
+	switch {
+	case t.OWDStep > 0:
+		return t.OWDStep
+	case t.RTTStep > 0:
+		return t.RTTStep
+	}
+	return DefaultOWDStep
 }
 
 // Override is thresholds for some pairs ("a->b") or groups.
@@ -196,26 +220,24 @@ func (c *Config) Group(name string) []string {
 	return nil
 }
 
-// Hosts are every host the configuration names, in order of first mention.
+// Hosts are every host the configuration names, in order of first
+// mention: the ends that run an agent (its targets left out).
 func (c *Config) Hosts() []string {
-	var out []string
-	for _, g := range c.Groups {
-		for _, h := range g.Value {
-			if !slices.Contains(out, h) {
-				out = append(out, h)
-			}
-		}
-	}
-	return out
+	return slices.DeleteFunc(c.Names(), c.IsTarget)
 }
 
 // CheckHosts refuses host names that the test-bed or inventory lacks, at
-// the line of their group.
+// the line of their group, and targets named as one of its hosts.
 func (c *Config) CheckHosts(known []string) error {
 	var bad []string
+	for _, t := range c.Targets {
+		if slices.Contains(known, t.Name) {
+			bad = append(bad, fmt.Sprintf("target %s (%s %s) has the name of host %s: hosts and targets share one namespace; rename the target", t.Name, t.Kind, t.Address, t.Name))
+		}
+	}
 	for _, g := range c.Groups {
 		for _, h := range g.Value {
-			if !slices.Contains(known, h) {
+			if !slices.Contains(known, h) && !c.IsTarget(h) {
 				bad = append(bad, fmt.Sprintf("group %s names host %q", g.Key, h))
 			}
 		}
@@ -248,9 +270,19 @@ func (c *Config) For(src, dst string) Thresholds {
 }
 
 // Pairs are the ordered pairs of a test's group; a disk test's are each
-// host with itself.
+// host with itself. A target is never a source, and a destination of the
+// tests that reach its kind only (TargetReaches).
 func (c *Config) Pairs(t Test) [][2]string {
-	hosts := c.Group(t.Group)
+	var hosts, dsts []string
+	for _, h := range c.Group(t.Group) {
+		tg, ok := c.Target(h)
+		if !ok {
+			hosts = append(hosts, h)
+		}
+		if !ok || TargetReaches(t.Type, tg.Kind) {
+			dsts = append(dsts, h)
+		}
+	}
 	if t.Type == Disk {
 		out := make([][2]string, len(hosts))
 		for i, h := range hosts {
@@ -258,9 +290,9 @@ func (c *Config) Pairs(t Test) [][2]string {
 		}
 		return out
 	}
-	out := make([][2]string, 0, len(hosts)*(len(hosts)-1))
+	out := make([][2]string, 0, len(hosts)*len(dsts))
 	for _, a := range hosts {
-		for _, b := range hosts {
+		for _, b := range dsts {
 			if a != b {
 				out = append(out, [2]string{a, b})
 			}

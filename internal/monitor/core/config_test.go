@@ -19,6 +19,7 @@ alerts:
   throughput_below: 70%
   loss_above: 0.5%
   rtt_step: 10ms
+  owd_step: 2ms
   for: 3
   overrides:
     - {pairs: [cern->taipei], rtt_step: 50ms}
@@ -60,7 +61,7 @@ func TestParseGood(t *testing.T) {
 	if th := cfg.For("cern", "cnaf"); th.For != 1 || th.RTTStep != 10*time.Millisecond {
 		t.Errorf("cern->cnaf thresholds %+v", th)
 	}
-	if th := cfg.For("taipei", "cern"); th.For != 3 || th.LossAbove != 0.005 {
+	if th := cfg.For("taipei", "cern"); th.For != 3 || th.LossAbove != 0.005 || th.OWDStep != 2*time.Millisecond {
 		t.Errorf("taipei->cern thresholds %+v", th)
 	}
 	if h := cfg.Access.Hosts; len(h) != 2 || h[0] != "Monitor.Example.org." || h[1] != "2001:db8::1" {
@@ -98,6 +99,10 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate test", "testbed: a\ngroups: {g: [a, b]}\ntests:\n  - {name: p, type: probe, group: g}\n  - {name: p, type: probe, group: g}\n", `5: tests[1].name: test "p" is named twice`},
 		{"threshold", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts: {loss_above: 150%}\n", "give a loss between"},
 		{"override", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts:\n  overrides:\n    - {pairs: [a-b]}\n", "write a pair as source->destination"},
+		{"owd_step not a duration", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts: {owd_step: 5}\n", `4: alerts.owd_step: duration "5"`},
+		{"owd_step too small", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts:\n  owd_step: 10us\n", "5: alerts.owd_step: 10us: give 100µs to 1m"},
+		{"owd_step too large", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts: {owd_step: 2m}\n", "alerts.owd_step: 2m: give 100µs to 1m"},
+		{"owd_step of an override", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nalerts:\n  overrides:\n    - {pairs: [a->b], owd_step: -1ms}\n", "alerts.overrides[0].owd_step"},
 		{"retention", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nretention: {raw: 30d, hourly: 7d}\n", "must be kept at least as long"},
 		{"audit retention", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\nretention: {audit: 1h}\n", "retention.audit"},
 		{"access host with a port", "testbed: a\ngroups: {g: [a, b]}\ntests: [{name: p, type: probe, group: g}]\naccess: {hosts: [ok.example, 'monitor.example.org:9474']}\n", `access.hosts[1]: "monitor.example.org:9474": give a name`},
@@ -154,5 +159,41 @@ func TestSplitHostPort(t *testing.T) {
 		if ok != (err == nil) || ok && (h != nh || p != np) {
 			t.Errorf("SplitHostPort(%q) = %q, %q, %v; net says %q, %q, %v", s, h, p, ok, nh, np, err)
 		}
+	}
+}
+
+// owd_step: sets the smallest one-way delay step; absent, rtt_step does
+// (existing configurations keep their behaviour), and an override that
+// does not give it inherits the global one.
+func TestOWDStep(t *testing.T) {
+	const head = "testbed: a\ngroups: {g: [a, b, c]}\ntests: [{name: p, type: probe, group: g}]\n"
+	for _, c := range []struct {
+		name, alerts string
+		// want are the smallest steps of a->b, b->a and a->c.
+		want [3]time.Duration
+	}{
+		{"defaults: rtt_step's 5ms", "", [3]time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond}},
+		{"rtt_step alone", "alerts: {rtt_step: 10ms}\n", [3]time.Duration{10 * time.Millisecond, 10 * time.Millisecond, 10 * time.Millisecond}},
+		{"owd_step", "alerts: {rtt_step: 10ms, owd_step: 1.5ms}\n", [3]time.Duration{1500 * time.Microsecond, 1500 * time.Microsecond, 1500 * time.Microsecond}},
+		{"smallest", "alerts: {owd_step: 100us}\n", [3]time.Duration{100 * time.Microsecond, 100 * time.Microsecond, 100 * time.Microsecond}},
+		{"overrides", "alerts:\n  owd_step: 2ms\n  overrides:\n    - {pairs: [a->b], owd_step: 20ms}\n    - {pairs: [b->a], rtt_step: 30ms}\n",
+			[3]time.Duration{20 * time.Millisecond, 2 * time.Millisecond, 2 * time.Millisecond}},
+		{"an override's rtt_step, no owd_step anywhere", "alerts:\n  overrides:\n    - {pairs: [b->a], rtt_step: 30ms}\n",
+			[3]time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 5 * time.Millisecond}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse("m.yaml", []byte(head+c.alerts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range [][2]string{{"a", "b"}, {"b", "a"}, {"a", "c"}} {
+				if got := cfg.For(p[0], p[1]).OneWayStep(); got != c.want[i] {
+					t.Errorf("%s->%s: %s, want %s", p[0], p[1], got, c.want[i])
+				}
+			}
+		})
+	}
+	if got := (Thresholds{}).OneWayStep(); got != DefaultOWDStep {
+		t.Errorf("no thresholds: %s, want %s", got, DefaultOWDStep)
 	}
 }

@@ -45,12 +45,23 @@ type PathStatus struct {
 // Segments are segment.Infer's observations from the paths' latest
 // verdicts: each usable path's figures that a rule judges, affected while
 // the rule's alert is active. via gives a one-way path's link directions
-// (none: the path explains nothing), source says where they come from.
-// Paths still learning a baseline, and rules switched off, are left out.
+// (none: the path explains nothing; a target's, a far end without an
+// agent, is then left out), source says where they come from.
+// Paths still learning a baseline, and rules switched off, are left out;
+// so is a path part-way to its alert (it broke the threshold, fewer than
+// `for` times in a row so far): neither affected yet nor healthy. Counted
+// healthy, it would rule out the very segment at fault while a fault's
+// paths fire one after the other (issue 37's four-site mesh: the first
+// two paths into a lossy site named it only as a poor fit, with the
+// third, about to fire, as a healthy path crossing it).
 func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []string, source string) []segment.Observation {
 	var out []segment.Observation
 	add := func(k PathKey, rule, figure, suffix string, dirs []string) {
-		_, active := d.active[alertKey{k, rule}]
+		ak := alertKey{k, rule}
+		_, active := d.active[ak]
+		if !active && len(d.breaches[ak]) > 0 {
+			return
+		}
 		out = append(out, segment.Observation{Path: fmt.Sprintf("%s -> %s (%s%s)", k.Src, k.Dst, k.Test, suffix),
 			Dirs: dirs, Figure: figure, Affected: active, Source: source})
 	}
@@ -65,6 +76,12 @@ func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []stri
 		k := p.Key
 		th := d.cfg.For(k.Src, k.Dst)
 		there := via(k.Src, k.Dst)
+		if len(there) == 0 && d.cfg.IsTarget(k.Dst) {
+			// A target (a far end without an agent) has no path in the
+			// topology: its verdicts explain nothing, unless a hop list
+			// gives its directions.
+			continue
+		}
 		both := slices.Concat(there, via(k.Dst, k.Src))
 		switch p.Type {
 		case Probe:
@@ -90,14 +107,31 @@ func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []stri
 	return out
 }
 
+// Inference is what Infer found: segment.Infer's result, and the
+// directions of each affected path that no incident explains.
+type Inference struct {
+	segment.Result
+	// Lingering are the directions of the Unexplained paths (those with
+	// none left out).
+	Lingering [][]string
+}
+
 // Infer explains the paths' verdicts (Segments), and more observations
 // (OneWay.Segments), by faulty segments.
-func (d *Detector) Infer(paths []PathStatus, via func(src, dst string) []string, source string, more ...segment.Observation) (segment.Result, error) {
-	res, err := segment.Infer(append(d.Segments(paths, via, source), more...), segment.Options{})
+func (d *Detector) Infer(paths []PathStatus, via func(src, dst string) []string, source string, more ...segment.Observation) (Inference, error) {
+	obs := append(d.Segments(paths, via, source), more...)
+	res, err := segment.Infer(obs, segment.Options{})
 	if err != nil {
-		return res, fmt.Errorf("inferring incidents from %d paths: %w", len(paths), err)
+		return Inference{}, fmt.Errorf("inferring incidents from %d paths: %w", len(paths), err)
 	}
-	return res, nil
+	out := Inference{Result: res}
+	for _, e := range res.Unexplained {
+		i := slices.IndexFunc(obs, func(o segment.Observation) bool { return o.Path == e.Path && o.Figure == e.Figure })
+		if i >= 0 && len(obs[i].Dirs) > 0 {
+			out.Lingering = append(out.Lingering, obs[i].Dirs)
+		}
+	}
+	return out, nil
 }
 
 // IncidentKey is the segment an incident's alert record names.
@@ -112,8 +146,14 @@ func IncidentKey(a Alert) string {
 // Incidents follows inferred incidents from one inference to the next:
 // one opens once its segment has been inferred in `for` inferences in a
 // row spanning at least a summary period (so that every path of a round
-// has been judged), and closes once it has been missing as long. It is
-// not safe for concurrent use.
+// has been judged), and closes once it has been missing as long. An open
+// incident is not missing while an affected path that no incident
+// explains still crosses its segment: a fault's paths whose alerts flap
+// (a summary of a lossy path that happened to lose little ends its
+// alert, and `for` more must break the threshold to fire it again) leave
+// too few affected paths, for a while, to name the segment again, but
+// the evidence has not gone, and the incident neither closes nor opens
+// twice. It is not safe for concurrent use.
 type Incidents struct {
 	held map[string]*heldIncident
 }
@@ -170,16 +210,16 @@ func Marks(segment []string, paths map[[2]string][]string) (rows, columns []stri
 // maxIncidents bounds the incidents followed at once.
 const maxIncidents = 256
 
-// Update takes the incidents of an inference at `at`; need is the rule's
-// `for` and span the summary period. It returns the alert records of the
-// incidents it opens and of those it closes (Ended set).
-func (t *Incidents) Update(found []segment.Incident, at time.Time, need int, span time.Duration) (opened, closed []Alert) {
+// Update takes an inference at `at`; need is the rule's `for` and span
+// the summary period. It returns the alert records of the incidents it
+// opens and of those it closes (Ended set).
+func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Duration) (opened, closed []Alert) {
 	if t.held == nil {
 		t.held = map[string]*heldIncident{}
 	}
 	need = max(need, 1)
 	now := map[string]bool{}
-	for _, inc := range found {
+	for _, inc := range found.Incidents {
 		key := inc.Key()
 		if now[key] || key == "" {
 			continue
@@ -212,6 +252,10 @@ func (t *Incidents) Update(found []segment.Incident, at time.Time, need int, spa
 			delete(t.held, key)
 			continue
 		}
+		if lingers(h.inc.Segment, found.Lingering) {
+			h.missed = 0
+			continue
+		}
 		if h.missed == 0 {
 			h.missingSince = at
 		}
@@ -224,6 +268,14 @@ func (t *Incidents) Update(found []segment.Incident, at time.Time, need int, spa
 		}
 	}
 	return opened, closed
+}
+
+// lingers says whether one of the paths (their directions) crosses the
+// segment.
+func lingers(seg []string, paths [][]string) bool {
+	return slices.ContainsFunc(paths, func(dirs []string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return slices.Contains(seg, d) })
+	})
 }
 
 // Resume takes incidents still open in the archive, so that a restart

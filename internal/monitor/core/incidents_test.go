@@ -66,6 +66,7 @@ func TestIncidentsFromVerdicts(t *testing.T) {
 		name    string
 		oneWay  bool
 		alerts  []Alert
+		pending [][2]string // loss breaches, fewer than for in a row
 		paths   func([]PathStatus) []PathStatus
 		want    []string // segments' keys
 		figures []string
@@ -88,10 +89,18 @@ func TestIncidentsFromVerdicts(t *testing.T) {
 				return ps
 			},
 			want: []string{"d.in"}, figures: []string{FigureLoss}},
+		// A fault's paths fire one after the other: those about to
+		// fire are no healthy paths crossing d's way in.
+		{name: "paths part-way to their alerts left out", oneWay: true, alerts: lossAlerts([2]string{"a", "d"}),
+			pending: [][2]string{{"b", "d"}, {"c", "d"}}, want: []string{"d.in"}, figures: []string{FigureLoss}},
+		{name: "one path alone does not name a segment", oneWay: true, alerts: lossAlerts([2]string{"a", "d"}), want: nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := NewDetector(starConfig(t))
 			d.Resume(c.alerts)
+			for _, p := range c.pending {
+				d.breaches[alertKey{PathKey{p[0], p[1], "lat"}, RuleLossAbove}] = []float64{0.06}
+			}
 			paths := starPaths(c.oneWay)
 			if c.paths != nil {
 				paths = c.paths(paths)
@@ -158,7 +167,7 @@ func TestIncidentsOpenAndClose(t *testing.T) {
 			found = []segment.Incident{inc}
 		}
 		at := t0.Add(s.after)
-		opened, closed := tr.Update(found, at, 2, period)
+		opened, closed := tr.Update(Inference{Result: segment.Result{Incidents: found}}, at, 2, period)
 		if (len(opened) == 1) != s.opens || (len(closed) == 1) != s.closes {
 			t.Fatalf("step %d: opened %v, closed %v; want opens %v closes %v", i, opened, closed, s.opens, s.closes)
 		}
@@ -184,6 +193,51 @@ func TestIncidentsOpenAndClose(t *testing.T) {
 
 // A restarted service takes the open incidents back and closes them
 // unless they are inferred again.
+// An affected path that nothing explains lingers with its directions.
+func TestInferLingering(t *testing.T) {
+	d := NewDetector(starConfig(t))
+	d.Resume(lossAlerts([2]string{"a", "d"}))
+	inf, err := d.Infer(starPaths(true), starVia, SourceExpected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inf.Incidents) != 0 || len(inf.Lingering) != 1 || !slices.Equal(inf.Lingering[0], []string{"a.out", "d.in"}) {
+		t.Errorf("incidents %+v, lingering %v: want none, and a -> d's directions", inf.Incidents, inf.Lingering)
+	}
+}
+
+// An open incident whose paths' alerts flap is not missing while an
+// affected path that nothing explains still crosses its segment; it
+// closes once none does.
+func TestIncidentsLinger(t *testing.T) {
+	inc := segment.Incident{Segment: []string{"d.in"}, Figures: []string{FigureLoss}, Confidence: 1}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	period := 10 * time.Second
+	var tr Incidents
+	found := Inference{Result: segment.Result{Incidents: []segment.Incident{inc}}}
+	tr.Update(found, t0, 2, period)
+	if opened, _ := tr.Update(found, t0.Add(period), 2, period); len(opened) != 1 {
+		t.Fatalf("not opened: %v", opened)
+	}
+	// b -> d alone still alerts: too little to name d.in, but it crosses it.
+	lingering := Inference{Result: segment.Result{Unexplained: []segment.Evidence{{Path: "b -> d (lat)", Figure: FigureLoss}}},
+		Lingering: [][]string{{"b.out", "d.in"}}}
+	for i := 2; i <= 8; i++ {
+		if _, closed := tr.Update(lingering, t0.Add(time.Duration(i)*period), 2, period); len(closed) > 0 {
+			t.Fatalf("closed while a path crossing it still alerts: %v", closed)
+		}
+	}
+	// What lingers now crosses other directions: the incident is missing.
+	other := Inference{Lingering: [][]string{{"b.out", "c.in"}}}
+	var closed []Alert
+	for i := 9; i <= 12 && len(closed) == 0; i++ {
+		_, closed = tr.Update(other, t0.Add(time.Duration(i)*period), 2, period)
+	}
+	if len(closed) != 1 || closed[0].Ended != t0.Add(10*period) {
+		t.Errorf("closed %v: want the incident, a period after it went missing", closed)
+	}
+}
+
 func TestIncidentsResume(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := incidentAlert("d.in", segment.Incident{Segment: []string{"d.in"}, Figures: []string{FigureLoss}, Confidence: 1}, t0)
@@ -192,8 +246,8 @@ func TestIncidentsResume(t *testing.T) {
 	if got := tr.Active(); len(got) != 1 || got[0].Ref != a.Ref {
 		t.Fatalf("active after resume: %+v", got)
 	}
-	tr.Update(nil, t0.Add(time.Minute), 1, time.Second)
-	if _, closed := tr.Update(nil, t0.Add(2*time.Minute), 1, time.Second); len(closed) != 1 || closed[0].Ref != a.Ref {
+	tr.Update(Inference{}, t0.Add(time.Minute), 1, time.Second)
+	if _, closed := tr.Update(Inference{}, t0.Add(2*time.Minute), 1, time.Second); len(closed) != 1 || closed[0].Ref != a.Ref {
 		t.Errorf("closed %+v", closed)
 	}
 }

@@ -32,6 +32,19 @@ const (
 	DstCPU          Name = "dst_cpu_percent"
 )
 
+// The one-way figures of a probed path that hold without synchronised
+// clocks (package owd), while a direction is tracked: each direction's
+// change of delay since its window started (the sum of its steps, the
+// clocks' offset unknown) and how far that may be off, and the drift of
+// dst's clock against src's.
+const (
+	OWDForwardChange      Name = "owd_forward_change_seconds"
+	OWDBackChange         Name = "owd_back_change_seconds"
+	OWDForwardUncertainty Name = "owd_forward_change_uncertainty_seconds"
+	OWDBackUncertainty    Name = "owd_back_change_uncertainty_seconds"
+	ClockSkew             Name = "clock_skew_ppm"
+)
+
 // The figures of an interface: its points have the device (or host) as
 // src and the interface as dst, of test "snmp" (or "agent").
 const (
@@ -49,6 +62,7 @@ const (
 	Ratio         Unit = "ratio"
 	BitsPerSecond Unit = "bits_per_second"
 	Percent       Unit = "percent"
+	PPM           Unit = "ppm" // parts per million
 	Count         Unit = ""
 )
 
@@ -74,6 +88,11 @@ var Metrics = []Metric{
 	{Jitter, "wanlab_path_jitter_seconds", nil, results.Jitter, "Mean difference between consecutive round trips (IPDV)", Seconds},
 	{OWDForward, "wanlab_path_one_way_delay_seconds", [][2]string{{"direction", "forward"}}, results.DelayOneway, "Median one-way delay, where the hosts' clocks allow it", Seconds},
 	{OWDBack, "wanlab_path_one_way_delay_seconds", [][2]string{{"direction", "back"}}, results.DelayOneway, "", Seconds},
+	{OWDForwardChange, "wanlab_path_one_way_delay_change_seconds", [][2]string{{"direction", "forward"}}, results.DelayOneway, "Change of the one-way delay since the direction's tracking (re)started, the clocks' offset unknown: the sum of the steps found (owd_step); absent while it learns", Seconds},
+	{OWDBackChange, "wanlab_path_one_way_delay_change_seconds", [][2]string{{"direction", "back"}}, results.DelayOneway, "", Seconds},
+	{OWDForwardUncertainty, "wanlab_path_one_way_delay_change_uncertainty_seconds", [][2]string{{"direction", "forward"}}, results.DelayOneway, "How far the one-way delay change may be off: the window's uncertainty now (\"changes reliable to ±this\") and its steps', combined", Seconds},
+	{OWDBackUncertainty, "wanlab_path_one_way_delay_change_uncertainty_seconds", [][2]string{{"direction", "back"}}, results.DelayOneway, "", Seconds},
+	{ClockSkew, "wanlab_path_clock_skew_ppm", nil, "clock.skew", "Drift of dst's clock against src's, in parts per million (positive: dst's gains), from the one-way delays' lower envelope where the clocks are not synchronised", PPM},
 	{DuplicatesRatio, "wanlab_path_duplicates_ratio", nil, "duplicates", "Share of probes that came back more than once", Ratio},
 	{ReorderedRatio, "wanlab_path_reordered_ratio", nil, "reordering", "Share of probes that arrived after a later one (RFC 4737)", Ratio},
 	{ThroughputRate, "wanlab_path_throughput_bits_per_second", nil, results.BandwidthAchievable, "Throughput of the path's last test (memory to memory, or disk to disk for transfers)", BitsPerSecond},
@@ -150,7 +169,8 @@ func PathMetric(name string) (Metric, bool) {
 func Of(testType string) []Name {
 	switch testType {
 	case Probe:
-		return []Name{RTTMedian, RTTMin, LossRatio, LossForward, LossBack, Jitter, OWDForward, OWDBack, ReorderedRatio, DuplicatesRatio}
+		return []Name{RTTMedian, RTTMin, LossRatio, LossForward, LossBack, Jitter, OWDForward, OWDBack, ReorderedRatio, DuplicatesRatio,
+			OWDForwardChange, OWDBackChange, OWDForwardUncertainty, OWDBackUncertainty, ClockSkew}
 	case Throughput, Transfer:
 		return []Name{ThroughputRate, Retransmits, SrcCPU, DstCPU}
 	case Trace:

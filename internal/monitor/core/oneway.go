@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -49,8 +50,11 @@ type OneWayResult struct {
 	// Fired and Resolved are the owd_step alerts.
 	Fired, Resolved []Alert
 	// Events say why a window restarted (a clock step, a change of
-	// synchronisation, a gap).
+	// synchronisation, a gap, a new threshold).
 	Events []string
+	// Points are the summary's one-way figures (OWDForwardChange and the
+	// rest), of the directions tracked (none while learning).
+	Points []Point
 }
 
 // OneWay follows each probed path's one-way delays per direction and
@@ -65,10 +69,16 @@ type oneWayPath struct {
 	pair    *owd.Pair
 	sync    bool
 	minStep time.Duration
-	last    [2]owd.Report
+	// window is the pair's (owd.Config.Window): how long a restart's
+	// notice is shown (Status).
+	window time.Duration
+	last   [2]owd.Report
 	// active are the directions' owd_step alerts (nil: none), since when
 	// the new level held.
 	active [2]*Alert
+	// restarted says why the windows last restarted, and when ("" never).
+	restarted   string
+	restartedAt time.Time
 }
 
 // directions are a path's, as its alerts name them.
@@ -78,30 +88,36 @@ var directions = [2]string{"forward", "back"}
 func NewOneWay() *OneWay { return &OneWay{paths: map[PathKey]*oneWayPath{}} }
 
 // Observe takes a summary of path k at `at`: period is the probes'
-// summary, th the pair's thresholds (a step smaller than RTTStep, or 1 ms
-// where it is unset, is not one), window how long a new level lasts
-// before it is the baseline and its alert ends.
+// summary, th the pair's thresholds (a step smaller than
+// th.OneWayStep() is not one), window how long a new level lasts before
+// it is the baseline and its alert ends.
 func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds, period, window time.Duration) (OneWayResult, error) {
 	var res OneWayResult
-	p := w.paths[k]
-	if p != nil && p.sync != s.Synchronised {
-		res.Events = append(res.Events, fmt.Sprintf("%s: the clocks are now %s: the one-way delay windows restart", k, syncText(s.Synchronised)))
+	p, old := w.paths[k], w.paths[k]
+	restart := ""
+	switch {
+	case p == nil:
+	case p.sync != s.Synchronised:
+		restart = fmt.Sprintf("the clocks are now %s: the one-way delay windows restart", syncText(s.Synchronised))
+	case p.minStep != th.OneWayStep():
+		restart = fmt.Sprintf("the smallest one-way delay step is now %s (was %s): the one-way delay windows restart", th.OneWayStep(), p.minStep)
+	}
+	if restart != "" {
+		res.Events = append(res.Events, fmt.Sprintf("%s: %s", k, restart))
 		p = nil
 	}
 	if p == nil {
 		cfg := owd.DefaultConfig()
 		cfg.Period, cfg.Synchronised, cfg.ClockBound = period, s.Synchronised, s.ClockBound
 		cfg.Window = max(cfg.Window, 2*period)
-		if th.RTTStep > 0 {
-			cfg.MinStep = th.RTTStep
-		}
+		cfg.MinStep = th.OneWayStep()
 		pair, err := owd.NewPair(cfg)
 		if err != nil {
 			return res, fmt.Errorf("following the one-way delays of %s: %w", k, err)
 		}
-		p = &oneWayPath{pair: pair, sync: s.Synchronised, minStep: cfg.MinStep}
-		if old := w.paths[k]; old != nil {
-			p.active = old.active
+		p = &oneWayPath{pair: pair, sync: s.Synchronised, minStep: cfg.MinStep, window: cfg.Window}
+		if old != nil {
+			p.active, p.restarted, p.restartedAt = old.active, old.restarted, old.restartedAt
 		}
 		w.paths[k] = p
 	}
@@ -111,10 +127,16 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 	}
 	res.Forward, res.Back = rep.Forward, rep.Back
 	if rep.Forward.Restarted != "" {
+		restart = join(restart, rep.Forward.Restarted)
 		res.Events = append(res.Events, fmt.Sprintf("%s: %s", k, rep.Forward.Restarted))
 	} else if rep.Back.Restarted != "" {
+		restart = join(restart, rep.Back.Restarted)
 		res.Events = append(res.Events, fmt.Sprintf("%s: %s", k, rep.Back.Restarted))
 	}
+	if restart != "" {
+		p.restarted, p.restartedAt = restart, at
+	}
+	res.Points = oneWayPoints(k, at, rep.Forward, rep.Back)
 	for i, r := range [2]owd.Report{rep.Forward, rep.Back} {
 		p.last[i] = r
 		from, to := k.Src, k.Dst
@@ -126,7 +148,7 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 			st := r.Steps[len(r.Steps)-1]
 			ev, _ := json.Marshal(map[string]any{"direction": directions[i], "steps": r.Steps, "change_seconds": r.Change.Seconds(),
 				"change_uncertainty_seconds": r.ChangeUncertainty.Seconds(), "uncertainty_seconds": r.Uncertainty.Seconds(),
-				"clock_skew_ppm": r.SkewPPM, "synchronised": r.Synchronised, "probed": k.String()})
+				string(ClockSkew): r.SkewPPM, "synchronised": r.Synchronised, "probed": k.String()})
 			na := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%s/%d", RuleOWDStep, k.Src, k.Dst, k.Test, directions[i], at.UnixNano()),
 				Rule: RuleOWDStep, Src: from, Dst: to, Test: k.Test, Started: at, Value: st.Size.Seconds(),
 				Threshold: p.minStep.Seconds(), Evidence: ev,
@@ -141,6 +163,45 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 		}
 	}
 	return res, nil
+}
+
+// oneWayPoints are a summary's one-way figures: each tracked direction's
+// change since its window started and its uncertainty, and, without
+// synchronised clocks, the skew of dst's clock against src's (the
+// forward delays' drift, and the back ones' negated: the mean where both
+// directions are tracked).
+func oneWayPoints(k PathKey, at time.Time, fwd, back owd.Report) []Point {
+	var out []Point
+	add := func(n Name, v float64) {
+		out = append(out, Point{T: at, Src: k.Src, Dst: k.Dst, Test: k.Test, Metric: string(n), Value: v})
+	}
+	var skews []float64
+	for i, r := range [2]owd.Report{fwd, back} {
+		if r.State != owd.Tracking {
+			continue
+		}
+		change, unc := [2]Name{OWDForwardChange, OWDBackChange}[i], [2]Name{OWDForwardUncertainty, OWDBackUncertainty}[i]
+		add(change, r.Change.Seconds())
+		add(unc, math.Hypot(r.Uncertainty.Seconds(), r.ChangeUncertainty.Seconds()))
+		if !r.Synchronised {
+			skews = append(skews, [2]float64{1, -1}[i]*r.SkewPPM)
+		}
+	}
+	if len(skews) > 0 {
+		sum := 0.0
+		for _, v := range skews {
+			sum += v
+		}
+		add(ClockSkew, sum/float64(len(skews)))
+	}
+	return out
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 func syncText(sync bool) string {
@@ -162,6 +223,35 @@ func (w *OneWay) RestartAll(reason string) {
 	for _, p := range w.paths {
 		p.pair.Restart(reason)
 	}
+}
+
+// Status says what the operator should know of a path's one-way
+// tracking at `now`: why its windows restarted, for a window's span after
+// (a clock step, a change of synchronisation, a gap); "" if nothing.
+func (w *OneWay) Status(k PathKey, now time.Time) string {
+	p := w.paths[k]
+	if p == nil || p.restarted == "" || now.Sub(p.restartedAt) > p.window {
+		return ""
+	}
+	s := fmt.Sprintf("one-way delay windows restarted at %s: %s", p.restartedAt.UTC().Format(time.TimeOnly+" UTC"), p.restarted)
+	if p.last[0].State != owd.Tracking || p.last[1].State != owd.Tracking {
+		s += "; learning again: no one-way judgement yet"
+	}
+	return s
+}
+
+// Ack marks the active owd_step alert of a ref acknowledged; false if
+// none is.
+func (w *OneWay) Ack(ref, who, note string, at time.Time) bool {
+	for _, p := range w.paths {
+		for _, a := range p.active {
+			if a != nil && a.Ref == ref {
+				a.AckedBy, a.AckedAt, a.AckNote = who, at, note
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Forget drops the paths not in keep (a reload removed them); their

@@ -19,6 +19,7 @@ type rawConfig struct {
 	Testbed   string                     `yaml:"testbed"`
 	Inventory string                     `yaml:"inventory"`
 	Groups    yamlfile.Ordered[[]string] `yaml:"groups"`
+	Targets   rawTargets                 `yaml:"targets"`
 	Tests     []rawTest                  `yaml:"tests"`
 	Alerts    struct {
 		rawThresholds `yaml:",inline"`
@@ -71,6 +72,7 @@ type rawThresholds struct {
 	ThroughputBelow string `yaml:"throughput_below"`
 	LossAbove       string `yaml:"loss_above"`
 	RTTStep         string `yaml:"rtt_step"`
+	OWDStep         string `yaml:"owd_step"`
 	For             *int   `yaml:"for"`
 }
 
@@ -141,6 +143,7 @@ func ParseWith(file string, data []byte, checks Checks) (*Config, error) {
 			}
 		}
 	}
+	cfg.Targets = v.targets(raw.Targets)
 	names := map[string]bool{}
 	for i, rt := range raw.Tests {
 		t := v.test(fmt.Sprintf("tests[%d]", i), rt, raw.Groups)
@@ -153,6 +156,7 @@ func ParseWith(file string, data []byte, checks Checks) (*Config, error) {
 	if len(raw.Tests) == 0 {
 		c.Fail("tests", "no tests: give at least one, as {name: latency, type: probe, group: sites}")
 	}
+	v.checkGroupTargets(cfg)
 	cfg.Alerts = v.thresholds("alerts", raw.Alerts.rawThresholds, defaultThresholds)
 	for i, ro := range raw.Alerts.Overrides {
 		f := fmt.Sprintf("alerts.overrides[%d]", i)
@@ -416,6 +420,9 @@ func (v checker) thresholds(f string, r rawThresholds, base Thresholds) Threshol
 	}
 	if r.RTTStep != "" {
 		t.RTTStep = v.duration(f+".rtt_step", r.RTTStep, 100*time.Microsecond, time.Minute)
+	}
+	if r.OWDStep != "" {
+		t.OWDStep = v.duration(f+".owd_step", r.OWDStep, 100*time.Microsecond, time.Minute)
 	}
 	if r.For != nil {
 		if *r.For < 1 || *r.For > 100 {

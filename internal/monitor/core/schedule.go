@@ -174,6 +174,29 @@ func (s *Scheduler) Waiting(now time.Time) int {
 // Done frees a job's hosts at ended and plans the pair's next run a period
 // after this one was due.
 func (s *Scheduler) Done(j Job, ended time.Time) {
+	s.free(j, ended)
+	if j.By != "" {
+		return // a run on demand: the schedule's own runs are queued still
+	}
+	next := j.Due.Add(j.Test.Every)
+	// A run that started very late does not make the next one come at once.
+	if next.Before(ended) {
+		next = ended.Add(j.Test.Every / 2)
+	}
+	heap.Push(&s.queue, Job{Test: j.Test, Src: j.Src, Dst: j.Dst, Due: next.Add(s.slip(j.Test))})
+}
+
+// Retry frees a job's hosts at ended, as Done does, and queues the run
+// again for at: a far end that was busy (an iperf3 server running
+// another's test). The pair's next run comes a period after the retry.
+func (s *Scheduler) Retry(j Job, ended, at time.Time) {
+	s.free(j, ended)
+	j.Due, j.NotBefore = at, time.Time{}
+	heap.Push(&s.queue, j)
+}
+
+// free frees a job's hosts at ended, and lets the jobs held for them go.
+func (s *Scheduler) free(j Job, ended time.Time) {
 	freed := false
 	for _, h := range []string{j.Src, j.Dst} {
 		delete(s.held, h)
@@ -194,15 +217,6 @@ func (s *Scheduler) Done(j Job, ended time.Time) {
 		}
 		heap.Init(&s.queue)
 	}
-	if j.By != "" {
-		return // a run on demand: the schedule's own runs are queued still
-	}
-	next := j.Due.Add(j.Test.Every)
-	// A run that started very late does not make the next one come at once.
-	if next.Before(ended) {
-		next = ended.Add(j.Test.Every / 2)
-	}
-	heap.Push(&s.queue, Job{Test: j.Test, Src: j.Src, Dst: j.Dst, Due: next.Add(s.slip(j.Test))})
 }
 
 // Planned is one run in a dry run's plan.
@@ -262,7 +276,7 @@ type Path struct {
 func Impossible(cfg *Config) error {
 	demand := Demand(cfg)
 	var bad []string
-	for _, h := range cfg.Hosts() {
+	for _, h := range cfg.Names() { // hosts, and targets: an iperf3 server runs one test at a time
 		if d := demand[h]; d > 1 {
 			bad = append(bad, fmt.Sprintf("%s needs %.0f%% of its time for throughput-class tests", h, 100*d))
 		}
@@ -366,7 +380,7 @@ func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]st
 		}
 	}
 	demand := Demand(cfg)
-	for _, h := range cfg.Hosts() {
+	for _, h := range cfg.Names() { // hosts, and targets: an iperf3 server runs one test at a time
 		plan.Hosts = append(plan.Hosts, HostLoad{Host: h, ExclusiveFraction: float64(busy[h]) / float64(horizon), Demand: demand[h], Runs: runs[h], ProbePackets: probes[h]})
 	}
 	for d, b := range linkBytes {

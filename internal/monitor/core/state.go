@@ -45,6 +45,15 @@ type PathView struct {
 	Age    float64            `json:"age_seconds,omitempty"`
 	Values map[string]float64 `json:"values,omitempty"`
 	Hops   []string           `json:"hops,omitempty"`
+	// Family is the address family of the fresh result's traffic: "ipv4"
+	// or "ipv6" (absent when unknown).
+	Family string `json:"family,omitempty"`
+	// Note is what to know of a fresh path's figures: why its one-way
+	// delay windows restarted (a clock step), for a window's span.
+	Note string `json:"note,omitempty"`
+	// Target is the kind of far end dst is when it runs no agent (a
+	// target: iperf3, stamp or ping); absent for a host.
+	Target string `json:"target,omitempty"`
 }
 
 // Event is something the service noticed.

@@ -55,7 +55,7 @@ func (r *Runners) exclusive(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.runJob(ctx, j)
+			retry := r.runJob(ctx, j)
 			r.opts.Shares.Unlock(context.WithoutCancel(ctx), j.Src, j.Dst)
 			r.mu.Lock()
 			r.running--
@@ -64,14 +64,23 @@ func (r *Runners) exclusive(ctx context.Context) {
 					sp.end = time.Now()
 				}
 			}
-			sched.Done(j, time.Now())
+			if retry.IsZero() {
+				sched.Done(j, time.Now())
+			} else {
+				sched.Retry(j, time.Now(), retry)
+			}
 			r.mu.Unlock()
 			r.Wake()
 		}()
 	}
 }
 
-func (r *Runners) runJob(ctx context.Context, j core.Job) {
+// runJob runs a job; retry is when to run it again, if its far end was
+// busy (zero: the schedule goes on).
+func (r *Runners) runJob(ctx context.Context, j core.Job) (retry time.Time) {
+	if tg, ok := r.targetOf(j.Dst); ok {
+		return r.runTargetJob(ctx, j, tg)
+	}
 	t := j.Test
 	k := core.PathKey{Src: j.Src, Dst: j.Dst, Test: t.Name}
 	started := time.Now()
@@ -79,6 +88,7 @@ func (r *Runners) runJob(ctx context.Context, j core.Job) {
 	defer cancel()
 	var pts []core.Point
 	var result any
+	var family string
 	var load InterfaceLoad
 	err := r.session(jctx, j.Src, j.Dst, func(ctx context.Context, a, b measure.Endpoint) error {
 		ctx = measure.WithWait(ctx, 0)
@@ -92,7 +102,7 @@ func (r *Runners) runJob(ctx context.Context, j core.Job) {
 				Window: t.Window, Congestion: t.Congestion, Interval: time.Second})
 			if res != nil && err == nil {
 				res.Intervals = nil
-				pts, result = ThroughputPoints(time.Now(), t.Name, res), res
+				pts, result, family = ThroughputPoints(time.Now(), t.Name, res), res, res.Start.Family
 			}
 			return err
 		case core.Disk:
@@ -106,15 +116,18 @@ func (r *Runners) runJob(ctx context.Context, j core.Job) {
 				Size: t.Bytes, CorruptAt: -1})
 			if res != nil && err == nil {
 				pts, result = TransferPoints(time.Now(), t.Name, res), res
+				if res.There != nil {
+					family = res.There.Family
+				}
 			}
 			return err
 		}
 	})
 	if ctx.Err() != nil {
-		return // the service stops: a cut test is no result
+		return time.Time{} // the service stops: a cut test is no result
 	}
 	rec := &archive.TestRecord{Test: t.Name, Kind: t.Type, Src: j.Src, Dst: j.Dst, Started: started, Ended: time.Now(), Status: "ok"}
-	o := core.Observation{Key: k, Type: t.Type, At: time.Now(), Points: pts}
+	o := core.Observation{Key: k, Type: t.Type, At: time.Now(), Points: pts, Family: family}
 	if err != nil {
 		rec.Status, rec.Reason = "failed", err.Error()
 		o.Failed, o.Points = err.Error(), nil
@@ -122,6 +135,7 @@ func (r *Runners) runJob(ctx context.Context, j core.Job) {
 		rec.Result, _ = json.Marshal(TestDetail{Result: result, InterfaceLoad: load})
 	}
 	r.opts.Service.Observe(o, rec)
+	return time.Time{}
 }
 
 // TestDetail is what the archive keeps of a throughput-class test: its

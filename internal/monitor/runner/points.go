@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/binomial"
 	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -38,7 +39,7 @@ func ProbePoints(at time.Time, test string, r *probe.Summary) []core.Point {
 // ProbeLoss are a probe summary's loss counts, which the loss rule
 // judges: round trip, and each way when they are known.
 func ProbeLoss(r *probe.Summary) map[core.Name]core.LossCount {
-	count := func(x probe.Ratio) core.LossCount {
+	count := func(x binomial.Ratio) core.LossCount {
 		return core.LossCount{Lost: x.Lost, Of: x.Of, Low: x.Low, High: x.High}
 	}
 	out := map[core.Name]core.LossCount{core.LossRatio: count(r.Loss.Roundtrip)}

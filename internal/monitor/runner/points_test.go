@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/binomial"
 	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -17,7 +18,7 @@ func TestEmittedPointsAreRegistered(t *testing.T) {
 	rt := uint32(3)
 	pr := &probe.Summary{From: "a", To: "b", Sent: 10, Received: 9}
 	pr.OneWay.Reliable = true
-	pr.Loss.Forward, pr.Loss.Back = &probe.Ratio{Lost: 1, Of: 10}, &probe.Ratio{Of: 9}
+	pr.Loss.Forward, pr.Loss.Back = &binomial.Ratio{Lost: 1, Of: 10}, &binomial.Ratio{Of: 9}
 	tp := &throughput.Result{}
 	tp.End.SumSent.Retransmits = &rt
 	tr := &transfer.Summary{There: &transfer.Leg{}}

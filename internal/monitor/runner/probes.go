@@ -61,11 +61,7 @@ func (r *Runners) probeLoop(ctx context.Context, t core.Test, src, dst string, d
 		}
 		o := core.Observation{Key: k, Type: core.Probe, At: time.Now()}
 		// The service follows each direction's one-way delay (issue 37).
-		if ow, ok := r.opts.Service.(interface {
-			OneWay(core.PathKey, time.Time, core.OneWaySamples)
-		}); ok {
-			ow.OneWay(k, o.At, OneWaySamples(res, err))
-		}
+		oneWay := r.oneWay(k, o.At, res, err)
 		switch {
 		case errors.Is(err, probe.ErrClockStep):
 			// The round trips across the step are wrong: this summary is
@@ -73,7 +69,8 @@ func (r *Runners) probeLoop(ctx context.Context, t core.Test, src, dst string, d
 			r.opts.Service.Logf("%s->%s (%s): %v: summary dropped", src, dst, t.Name, err)
 			continue
 		case res != nil && res.Sent > 0:
-			o.Points, o.Loss = ProbePoints(o.At, t.Name, res), ProbeLoss(res)
+			o.Points, o.Loss = append(ProbePoints(o.At, t.Name, res), oneWay...), ProbeLoss(res)
+			o.Family = res.Family
 			o.Disturbed, o.Covered = r.disturbance(src, dst, start, o.At)
 			if res.OneWay.Clock != "" && !res.OneWay.Reliable && res.OneWay.ErrorBoundMS < 0 {
 				o.ClockProblem = res.OneWay.Clock
@@ -125,7 +122,7 @@ func (r *Runners) traceLoop(ctx context.Context, t core.Test, src, dst string, d
 			}
 			o.Failed, rec.Status, rec.Reason = err.Error(), "failed", err.Error()
 		} else {
-			o.Hops = res.Addrs()
+			o.Hops, o.Family = res.Addrs(), res.Family
 			if !res.Reached {
 				o.Hops = append(o.Hops, core.Unreached)
 			}

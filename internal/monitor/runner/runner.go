@@ -76,8 +76,11 @@ type Runners struct {
 	running int
 	// spans are the recent and running throughput-class tests, which
 	// disturb probes of the paths they share a host or a link with.
-	spans    []span
-	down     backoff
+	spans []span
+	down  backoff
+	// busy counts the runs in a row an iperf3 target was busy for, by
+	// (test, src, dst).
+	busy     map[[3]string]int
 	probes   context.CancelFunc
 	probesWG sync.WaitGroup
 }
@@ -99,7 +102,7 @@ const (
 
 // New prepares the runners of cfg; Run starts them.
 func New(cfg *core.Config, opts Options) *Runners {
-	r := &Runners{opts: opts, wake: make(chan struct{}, 1), cfg: cfg, last: opts.Last, down: backoff{}, probes: func() {},
+	r := &Runners{opts: opts, wake: make(chan struct{}, 1), cfg: cfg, last: opts.Last, down: backoff{}, busy: map[[3]string]int{}, probes: func() {},
 		snmp: snmpPoller{ifaces: map[[2]string]core.IfaceState{}, errs: map[string]string{}}}
 	if r.last == nil {
 		r.last = map[[3]string]time.Time{}
@@ -198,11 +201,15 @@ func (r *Runners) startProbes(ctx context.Context) {
 				spread = min(spread, probeStagger)
 			}
 			delay := time.Duration(i) * spread / time.Duration(len(pairs))
+			tg, toTarget := r.cfg.Target(p[1])
 			go func() {
 				defer r.probesWG.Done()
-				if t.Type == core.Trace {
+				switch {
+				case toTarget:
+					r.targetProbeLoop(pctx, t, p[0], tg, delay)
+				case t.Type == core.Trace:
 					r.traceLoop(pctx, t, p[0], p[1], delay)
-				} else {
+				default:
 					r.probeLoop(pctx, t, p[0], p[1], delay)
 				}
 			}()

@@ -31,6 +31,9 @@ type costs struct{ svc State }
 func (c costs) evidence(ctx context.Context, ar *archive.Archive, src, dst string, now time.Time) (cost.Evidence, error) {
 	cfg := c.svc.Config()
 	ev := cost.Evidence{Src: src, Dst: dst}
+	if tg, ok := cfg.Target(dst); ok {
+		ev.Target = tg.Kind // what the prediction cannot know of it, it says
+	}
 	from := now.Add(-cfg.Baseline.Window)
 	tests := map[string]core.Test{}
 	for _, t := range cfg.Tests {
@@ -118,6 +121,22 @@ func (c costs) knownHost(h string) bool {
 	return slices.Contains(c.svc.Config().Hosts(), h)
 }
 
+// unknownEnd says why h is no source (dst false) or destination of a
+// prediction ("" if it is one): a source is a host, a destination a host
+// or a target (a far end without an agent).
+func (c costs) unknownEnd(h string, dst bool) string {
+	switch {
+	case c.knownHost(h):
+		return ""
+	case c.svc.Config().IsTarget(h):
+		if dst {
+			return ""
+		}
+		return fmt.Sprintf("%q is a target, a far end that runs no agent: it is never a source", h)
+	}
+	return fmt.Sprintf("no host %q in the monitoring configuration", h)
+}
+
 // sizeParam reads a size in bytes, with or without a unit (10GB, 1e9).
 func sizeParam(v string) (int64, error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
@@ -159,9 +178,9 @@ func (c costs) cost(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	for _, h := range []string{src, dst} {
-		if !c.knownHost(h) {
-			problem(w, http.StatusNotFound, fmt.Sprintf("no host %q in the monitoring configuration", h))
+	for i, h := range []string{src, dst} {
+		if why := c.unknownEnd(h, i == 1); why != "" {
+			problem(w, http.StatusNotFound, why)
 			return
 		}
 	}
@@ -223,8 +242,8 @@ func (c costs) rank(w http.ResponseWriter, r *http.Request) {
 	case len(req.Sources) == 0 || len(req.Sources) > maxRankSources:
 		problem(w, http.StatusBadRequest, fmt.Sprintf("sources: give 1 to %d candidate hosts", maxRankSources))
 		return
-	case !c.knownHost(req.Dst):
-		problem(w, http.StatusNotFound, fmt.Sprintf("no host %q in the monitoring configuration", req.Dst))
+	case c.unknownEnd(req.Dst, true) != "":
+		problem(w, http.StatusNotFound, c.unknownEnd(req.Dst, true))
 		return
 	}
 	ar := archiveOr(c.svc, w)
@@ -238,6 +257,8 @@ func (c costs) rank(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case src == req.Dst:
 			ans.Refused = append(ans.Refused, cost.Refusal{Src: src, Reason: "the destination itself"})
+		case c.svc.Config().IsTarget(src):
+			ans.Refused = append(ans.Refused, cost.Refusal{Src: src, Reason: "a target, a far end that runs no agent: never a source"})
 		case !c.knownHost(src):
 			ans.Refused = append(ans.Refused, cost.Refusal{Src: src, Reason: "not a host of the monitoring configuration"})
 		default:

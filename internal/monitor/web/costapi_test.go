@@ -43,19 +43,6 @@ type service struct {
 // costServiceWith is costService with more configuration (access:, say)
 // and alerts active in the archive.
 func costServiceWith(t testing.TB, more string, active ...archive.Alert) (*service, http.Handler) {
-	cfg, err := monitor.Parse(filepath.Join(t.TempDir(), "cost.yaml"), []byte(costConfig+more))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := &topology.Topology{Name: "grid"}
-	for _, h := range cfg.Hosts() {
-		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
-	}
-	store, err := monitor.OpenStore(filepath.Join(t.TempDir(), "a.db"), t.TempDir(), core.DefaultBufferMax, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	now := time.Now()
 	var pts []archive.Point
 	add := func(src, dst, test, metric string, ago time.Duration, v float64) {
@@ -79,6 +66,25 @@ func costServiceWith(t testing.TB, more string, active ...archive.Alert) (*servi
 	add("slac", "cnaf", "copy", "throughput_bits_per_second", 80*time.Minute, 22e6)
 	// A test no longer configured says nothing of streams: not used.
 	add("taipei", "cnaf", "old", "throughput_bits_per_second", time.Minute, 1e9)
+	return viewing(t, costConfig+more, pts, active...)
+}
+
+// viewing is a viewer's service of the configuration text, over a new
+// archive holding pts and the alerts active, and its HTTP layer.
+func viewing(t testing.TB, text string, pts []archive.Point, active ...archive.Alert) (*service, http.Handler) {
+	cfg, err := monitor.Parse(filepath.Join(t.TempDir(), "cost.yaml"), []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := &topology.Topology{Name: "grid"}
+	for _, h := range cfg.Hosts() {
+		topo.Hosts = append(topo.Hosts, topology.Host{Name: h})
+	}
+	store, err := monitor.OpenStore(filepath.Join(t.TempDir(), "a.db"), t.TempDir(), core.DefaultBufferMax, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
 	if err := store.Archive().AddPoints(pts); err != nil {
 		t.Fatal(err)
 	}

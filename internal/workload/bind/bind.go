@@ -74,21 +74,23 @@ func (l Local) listenOn(open func(addr string) error) error {
 	return fmt.Errorf("%s: %w", l, ErrNoFreePort)
 }
 
-// Listen opens a TCP listener ("tcp4") with lc.
+// Listen opens a TCP listener with lc: of the family of l's address, or
+// of both (IPv4 and IPv6) on every address when l has none.
 func (l Local) Listen(lc net.ListenConfig) (net.Listener, error) {
 	var ln net.Listener
 	err := l.listenOn(func(addr string) (err error) {
-		ln, err = lc.Listen(context.Background(), "tcp4", addr)
+		ln, err = lc.Listen(context.Background(), "tcp", addr)
 		return err
 	})
 	return ln, err
 }
 
-// ListenUDP opens a UDP socket ("udp4") with lc.
+// ListenUDP opens a UDP socket with lc, of the family of l's address, or
+// of both when l has none (as Listen).
 func (l Local) ListenUDP(lc net.ListenConfig) (*net.UDPConn, error) {
 	var pc net.PacketConn
 	err := l.listenOn(func(addr string) (err error) {
-		pc, err = lc.ListenPacket(context.Background(), "udp4", addr)
+		pc, err = lc.ListenPacket(context.Background(), "udp", addr)
 		return err
 	})
 	if err != nil {

@@ -140,6 +140,71 @@ func TestBuildBatches(t *testing.T) {
 	}
 }
 
+func TestBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		jobs      int
+		pages     int64
+		eventSize int64
+		set       float64 // pages_per_request, 0 unset
+		want      int64
+		bad       bool
+	}{
+		{name: "few jobs", jobs: BatchJobs - 1, pages: 75 * (BatchJobs - 1), eventSize: 40_000, want: 1},
+		{name: "an event's pages", jobs: BatchJobs, pages: 75 * BatchJobs, eventSize: 40_000, want: 5},
+		{name: "events of one page", jobs: 6000, pages: 15 * 6000, eventSize: 8192, want: 1},
+		{name: "large events", jobs: 6000, pages: 6000 * 100, eventSize: 1 << 20, want: MaxEventBatch},
+		{name: "past a million requests", jobs: 10, pages: 2_500_000, eventSize: 40_000, want: 3},
+		{name: "past a million, many jobs", jobs: 2000, pages: 20_000_000, eventSize: 40_000, want: 20},
+		{name: "set to every page", jobs: 6000, pages: 75 * 6000, eventSize: 40_000, set: 1, want: 1},
+		{name: "set", jobs: 10, pages: 750, eventSize: 40_000, set: 3, want: 3},
+		{name: "set, past a million", jobs: 6000, pages: 2_500_000, eventSize: 40_000, set: 1, want: 3},
+		{name: "negative", jobs: 10, pages: 750, eventSize: 40_000, set: -1, bad: true},
+		{name: "fraction", jobs: 10, pages: 750, eventSize: 40_000, set: 1.5, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := smallSpec(ModelThreads, 4)
+			s.Store.EventSize = tc.eventSize
+			env := pathEnv()
+			if tc.set != 0 {
+				env.Fitted = map[string]float64{ParamBatch: tc.set}
+			}
+			got, err := s.batch(env, tc.jobs, tc.pages)
+			if (err != nil) != tc.bad || got != tc.want {
+				t.Errorf("batch = %d, %v; want %d (an error: %v)", got, err, tc.want, tc.bad)
+			}
+		})
+	}
+}
+
+// TestBuildBatchesEvents builds a step of BatchJobs jobs: each request
+// is an event's pages, with the round trips of the others slept.
+func TestBuildBatchesEvents(t *testing.T) {
+	s := smallSpec(ModelThreads, 4)
+	s.Clients, s.Jobs, s.ClientCPUPerEvent = []string{"c1"}, BatchJobs, 0
+	s.Store.EventSize, s.EventsPerJob = 5*8192, 10
+	env := pathEnv()
+	actors, err := Kind.Model.Build(env, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A job of 10 events of 5 pages each, in 10 requests of 5 pages.
+	call := sim.Op{Do: sim.Call, To: "s0/eventdb.server", Bytes: 40, Reply: 5 * 8192, ServerSeconds: 0.005, Timeout: 5}
+	want := []sim.Op{{Do: sim.Repeat, Times: 10, Body: []sim.Op{call, {Do: sim.Sleep, Seconds: 0.08}}}}
+	if ops := actors[2].Ops; !reflect.DeepEqual(ops[3:len(ops)-1], want) {
+		t.Errorf("reads %+v, want %+v", ops[3:len(ops)-1], want)
+	}
+	env.Fitted = map[string]float64{ParamBatch: 1}
+	if actors, err = Kind.Model.Build(env, s); err != nil {
+		t.Fatal(err)
+	}
+	call = sim.Op{Do: sim.Call, To: "s0/eventdb.server", Bytes: 8, Reply: 8192, ServerSeconds: 0.001, Timeout: 5}
+	want = []sim.Op{{Do: sim.Repeat, Times: 50, Body: []sim.Op{call}}}
+	if ops := actors[2].Ops; !reflect.DeepEqual(ops[3:len(ops)-1], want) {
+		t.Errorf("with %s=1: reads %+v, want %+v", ParamBatch, ops[3:len(ops)-1], want)
+	}
+}
+
 // brutePages counts a job's page requests as the client's loop makes them.
 func brutePages(s Store, first, n int) int64 {
 	var count int64

@@ -72,7 +72,7 @@ var TCPParams = []Param{
 // TCPAssumptions are what StreamRateBPS assumes, for a Model's Assumptions.
 var TCPAssumptions = []string{
 	"A TCP stream is a flow of SimGrid's LV08 model capped at its mean rate over the test (or over its bytes) in a fluid model of its congestion window, one round trip at a time: slow start from 10 segments; a loss every 1/p segments of the path's loss p (as the Mathis bound assumes), and one whenever it puts more in flight than its share of the bottleneck's bandwidth-delay product and a queue of half that again; the congestion control's cut and regrowth (Reno halves and adds a segment a round trip; CUBIC cuts to 0.7 and follows its cubic or its Reno-friendly line, RFC 9438; BBR does not back off on loss); never more a round trip than its window; times the path's tcp_efficiency. No packets, and no queueing delay.",
-	"The congestion control is the test's own (congestion), else the sending host's when the platform says (net.ipv4.tcp_congestion_control), else Reno; one the model does not know (highspeed, htcp, ...) is taken as Reno.",
+	"The congestion control is the test's own (congestion), else the sending host's (its net.ipv4.tcp_congestion_control in the scenario, else the default of the machine predicting, which a test-bed's hosts inherit), else Reno; one the model does not know (highspeed, htcp, ...) is taken as Reno.",
 	"Streams that fill a path's bottleneck get bottleneck_efficiency of it together (MSS/MTU uncalibrated: the links count whole IP packets), shared equally.",
 	"A window of 0 (the kernel's autotuning) is taken as autotune_window_bytes.",
 }

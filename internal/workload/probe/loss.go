@@ -2,66 +2,20 @@ package probe
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/wanlab/wanlab/internal/binomial"
 )
-
-// Ratio is a loss counted among trials, with its 95% binomial interval
-// (Wilson's score interval: it keeps its coverage near 0 and 1, where
-// the normal approximation's collapses, and is never empty).
-type Ratio struct {
-	Lost  int     `json:"lost"`
-	Of    int     `json:"of"`
-	Ratio float64 `json:"ratio"`
-	Low   float64 `json:"low"`
-	High  float64 `json:"high"`
-}
-
-// NewRatio is lost of n, with its interval; of 0 trials it is 0 within
-// [0, 1]: it says nothing.
-func NewRatio(lost, n int) Ratio {
-	r := Ratio{Lost: lost, Of: n}
-	if n > 0 {
-		r.Ratio = float64(lost) / float64(n)
-	}
-	r.Low, r.High = Wilson(lost, n)
-	return r
-}
-
-// z95 is the standard normal's 97.5th percentile: a two-sided 95% interval.
-const z95 = 1.959963984540054
-
-// Wilson is the 95% Wilson score interval of k successes in n trials
-// ([0, 1] when n is 0).
-func Wilson(k, n int) (lo, hi float64) {
-	if n <= 0 {
-		return 0, 1
-	}
-	k = min(max(k, 0), n)
-	nf, p := float64(n), float64(k)/float64(n)
-	z2 := z95 * z95
-	den := 1 + z2/nf
-	centre := (p + z2/(2*nf)) / den
-	half := z95 * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf)) / den
-	lo, hi = max(0, centre-half), min(1, centre+half)
-	if k == 0 {
-		lo = 0
-	}
-	if k == n {
-		hi = 1
-	}
-	return lo, hi
-}
 
 // Loss is a round of probes' loss: round trip, and on each way when the
 // reflector numbered what it received.
 type Loss struct {
 	// Roundtrip is every probe sent: those with no reply.
-	Roundtrip Ratio `json:"roundtrip"`
+	Roundtrip binomial.Ratio `json:"roundtrip"`
 	// Forward is the probes that did not reach the reflector, of those
 	// counted; Back the replies that did not come back, of the probes
 	// that reached it. Both nil when unknown (Note says why).
-	Forward *Ratio `json:"forward,omitempty"`
-	Back    *Ratio `json:"back,omitempty"`
+	Forward *binomial.Ratio `json:"forward,omitempty"`
+	Back    *binomial.Ratio `json:"back,omitempty"`
 	// Counted is the probes the one-way figures count: those up to the
 	// last one whose reply came back. The probes after it were lost one
 	// way or the other, and which is unknown: they count in the round
@@ -110,7 +64,7 @@ func lossOf(probes []Result, size int) Loss {
 		session = p.ReflectorSession
 		last, most, replies = i, max(most, int(p.ReflectorCount)), replies+1
 	}
-	l.Roundtrip = NewRatio(lost, len(probes))
+	l.Roundtrip = binomial.NewRatio(lost, len(probes))
 	switch {
 	case len(probes) == 0:
 		return l
@@ -133,7 +87,7 @@ func lossOf(probes []Result, size int) Loss {
 	l.Counted = last + 1
 	l.Uncounted = len(probes) - l.Counted
 	reached := min(max(most, replies), l.Counted)
-	fwd, back := NewRatio(l.Counted-reached, l.Counted), NewRatio(reached-replies, reached)
+	fwd, back := binomial.NewRatio(l.Counted-reached, l.Counted), binomial.NewRatio(reached-replies, reached)
 	l.Forward, l.Back = &fwd, &back
 	if l.Uncounted > 0 {
 		l.Note = fmt.Sprintf("the last %d probes had no reply: lost one way or the other, they count in the round trip only", l.Uncounted)

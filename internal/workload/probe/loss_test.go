@@ -1,31 +1,13 @@
 package probe
 
 import (
+	"github.com/wanlab/wanlab/internal/binomial"
 	"math"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 )
-
-func TestWilson(t *testing.T) {
-	for _, c := range []struct {
-		k, n   int
-		lo, hi float64
-	}{
-		{0, 10, 0, 0.277533},
-		{10, 10, 0.722467, 1},
-		{6, 100, 0.027786, 0.124768},
-		{1, 5, 0.036224, 0.624465},
-		{50, 100, 0.403832, 0.596168},
-		{0, 0, 0, 1}, // no trials: it says nothing
-	} {
-		lo, hi := Wilson(c.k, c.n)
-		if math.Abs(lo-c.lo) > 1e-6 || math.Abs(hi-c.hi) > 1e-6 {
-			t.Errorf("Wilson(%d, %d) = [%.6f, %.6f], want [%.6f, %.6f]", c.k, c.n, lo, hi, c.lo, c.hi)
-		}
-	}
-}
 
 // played is a round of n probes played through a reflector's counter:
 // arrive is the order the probes reach it (a probe twice is duplicated
@@ -157,7 +139,7 @@ func TestSummariseLoss(t *testing.T) {
 	if l.Forward == nil || l.Back == nil || l.Forward.Lost != 1 || l.Back.Lost != 1 || r.Lost != 2 || l.Roundtrip.Lost != r.Lost {
 		t.Fatalf("loss %+v, lost %d", l, r.Lost)
 	}
-	for _, x := range []Ratio{l.Roundtrip, *l.Forward, *l.Back} {
+	for _, x := range []binomial.Ratio{l.Roundtrip, *l.Forward, *l.Back} {
 		if !(x.Low <= x.Ratio && x.Ratio <= x.High && x.Low >= 0 && x.High <= 1) {
 			t.Errorf("%+v: the ratio is not within its interval", x)
 		}

@@ -26,6 +26,9 @@ type Summary struct {
 	Count    int     `json:"count"`
 	Interval float64 `json:"interval_ms"`
 	Size     int     `json:"size"`
+	// Family is the address family the probes used: "ipv4" or "ipv6",
+	// that of the reflector's address.
+	Family string `json:"family,omitempty"`
 	// RTTms excludes the reflector's turnaround time.
 	RTTms delay.Stats `json:"rtt_ms"`
 	// JitterMS is the mean difference between consecutive round trips (IPDV).
@@ -81,6 +84,7 @@ func Measure(ctx context.Context, src, dst measure.Endpoint, spec Spec) (*Summar
 		return nil, measure.AgentError(src.Host, err)
 	}
 	res := Summarise(src.Host, dst.Host, spec, ResultsFromPB(sum.Results), Clocks(src.Agent, dst.Agent))
+	res.Family = measure.FamilyOf(addr)
 	res.Alongside = int(max(sum.Alongside, l.GetAlongside()))
 	if clockStepped || olderClockStep(sum) {
 		res.Partial, res.Error = true, sum.Error
@@ -205,8 +209,10 @@ func (r *Summary) Samples() []results.Sample {
 
 // TraceResult is the path from one host to another, hop by hop.
 type TraceResult struct {
-	From    string `json:"from"`
-	To      string `json:"to"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Family is the address family traced: "ipv4" or "ipv6".
+	Family  string `json:"family,omitempty"`
 	Hops    []Hop  `json:"hops"`
 	Reached bool   `json:"reached"`
 	Partial bool   `json:"partial"`
@@ -243,7 +249,7 @@ func MeasureTrace(ctx context.Context, src, dst measure.Endpoint, maxHops int, w
 	if err != nil {
 		return nil, measure.AgentError(src.Host, err)
 	}
-	res := &TraceResult{From: src.Host, To: dst.Host, Reached: sum.Reached}
+	res := &TraceResult{From: src.Host, To: dst.Host, Family: measure.FamilyOf(addr), Reached: sum.Reached}
 	if len(sum.Hops) > maxHops {
 		return nil, fmt.Errorf("agent on %s: a trace of at most %d hops came back with %d", src.Host, maxHops, len(sum.Hops))
 	}

@@ -197,10 +197,10 @@ func (r *Reflector) Run(ctx context.Context, idle time.Duration) (int, error) {
 // Run sends spec.Count probes to the reflector at addr, once it has answered
 // the token t, and returns one result per probe, in order.
 func Run(ctx context.Context, spec Spec, addr string, t token.Token) ([]Result, error) {
-	raddr, err := net.ResolveUDPAddr("udp4", addr)
+	raddr, err := net.ResolveUDPAddr("udp", addr)
 	var c *net.UDPConn
 	if err == nil {
-		c, err = net.DialUDP("udp4", nil, raddr)
+		c, err = net.DialUDP("udp", nil, raddr)
 	}
 	if err == nil {
 		c, err = timestamped(c)

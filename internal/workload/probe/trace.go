@@ -24,9 +24,10 @@ type Hop struct {
 
 // Bounds of a trace.
 const (
-	MaxHops     = 64
-	traceTries  = 2
-	icmpExpired = 11 // ICMP time exceeded
+	MaxHops      = 64
+	traceTries   = 2
+	icmpExpired  = 11 // ICMP time exceeded
+	icmp6Expired = 3  // ICMPv6 time exceeded
 )
 
 // Trace finds the hops from here to the reflector at addr, once it has
@@ -39,13 +40,19 @@ func Trace(ctx context.Context, addr string, t token.Token, maxHops int, wait ti
 	if maxHops < 1 || maxHops > MaxHops {
 		return nil, false, fmt.Errorf("tracing %s: give 1 to %d hops", addr, MaxHops)
 	}
-	raddr, err := net.ResolveUDPAddr("udp4", addr)
+	raddr, err := net.ResolveUDPAddr("udp", addr)
 	var c *net.UDPConn
 	if err == nil {
-		c, err = net.DialUDP("udp4", nil, raddr)
+		c, err = net.DialUDP("udp", nil, raddr)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("tracing %s: %w", addr, err)
+	}
+	// The socket options of the reflector's family: IPv4's TTL and ICMP
+	// errors, or IPv6's hop limit and ICMPv6 errors.
+	level, recvErr, hopLimit := unix.IPPROTO_IP, unix.IP_RECVERR, unix.IP_TTL
+	if !raddr.AddrPort().Addr().Unmap().Is4() {
+		level, recvErr, hopLimit = unix.IPPROTO_IPV6, unix.IPV6_RECVERR, unix.IPV6_UNICAST_HOPS
 	}
 	defer c.Close()
 	if err := token.GreetUDP(ctx, c, t, max(2*wait, 2*time.Second)); err != nil {
@@ -57,7 +64,7 @@ func Trace(ctx context.Context, addr string, t token.Token, maxHops int, wait ti
 	}
 	var serr error
 	raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVERR, 1)
+		serr = unix.SetsockoptInt(int(fd), level, recvErr, 1)
 	})
 	if serr != nil {
 		return nil, false, fmt.Errorf("tracing %s: asking for ICMP errors: %w", addr, serr)
@@ -88,7 +95,7 @@ func Trace(ctx context.Context, addr string, t token.Token, maxHops int, wait ti
 			binary.BigEndian.PutUint64(probe[12:], uint64(sent.UnixNano()))
 			var answers []answer
 			raw.Control(func(fd uintptr) {
-				if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TTL, ttl); serr != nil {
+				if serr = unix.SetsockoptInt(int(fd), level, hopLimit, ttl); serr != nil {
 					return
 				}
 				// An ICMP error of an earlier probe is pending on the socket
@@ -149,12 +156,18 @@ func awaitHop(ctx context.Context, fd int, seq uint64, wait time.Duration) []ans
 			continue
 		}
 		sa, err := unix.Getpeername(fd)
-		in, ok := sa.(*unix.SockaddrInet4)
-		if err != nil || !ok {
+		var from netip.Addr
+		switch in := sa.(type) {
+		case *unix.SockaddrInet4:
+			from = netip.AddrFrom4(in.Addr)
+		case *unix.SockaddrInet6:
+			from = netip.AddrFrom16(in.Addr).Unmap()
+		}
+		if err != nil || !from.IsValid() {
 			continue
 		}
 		s := binary.BigEndian.Uint64(buf[4:])
-		out = append(out, answer{seq: s, from: netip.AddrFrom4(in.Addr), at: time.Now(), final: true})
+		out = append(out, answer{seq: s, from: from, at: time.Now(), final: true})
 		if s>>8 <= seq>>8 {
 			return out
 		}
@@ -163,9 +176,9 @@ func awaitHop(ctx context.Context, fd int, seq uint64, wait time.Duration) []ans
 }
 
 // expired reads an error-queue message: the router that answered a probe
-// (its seq) with ICMP time exceeded. The kernel gives struct
+// (its seq) with ICMP or ICMPv6 time exceeded. The kernel gives struct
 // sock_extended_err (errno, origin, type, code, pad, info, data), then the
-// offender's sockaddr_in.
+// offender's sockaddr_in or sockaddr_in6.
 func expired(payload, oob []byte) (uint64, netip.Addr, bool) {
 	if len(payload) < 12 || [4]byte(payload[:4]) != magic {
 		return 0, netip.Addr{}, false
@@ -176,18 +189,19 @@ func expired(payload, oob []byte) (uint64, netip.Addr, bool) {
 		return 0, netip.Addr{}, false
 	}
 	for _, m := range msgs {
-		if m.Header.Level != unix.IPPROTO_IP || m.Header.Type != unix.IP_RECVERR || len(m.Data) < 16+8 {
+		if len(m.Data) < 16+8 {
 			continue
 		}
-		origin, typ := m.Data[4], m.Data[5]
-		if origin != unix.SO_EE_ORIGIN_ICMP || typ != icmpExpired {
-			continue
+		origin, typ, off := m.Data[4], m.Data[5], m.Data[16:]
+		switch {
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_RECVERR &&
+			origin == unix.SO_EE_ORIGIN_ICMP && typ == icmpExpired && binary.NativeEndian.Uint16(off[0:2]) == unix.AF_INET:
+			return seq, netip.AddrFrom4([4]byte(off[4:8])), true
+		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_RECVERR && len(off) >= 24 &&
+			origin == unix.SO_EE_ORIGIN_ICMP6 && typ == icmp6Expired && binary.NativeEndian.Uint16(off[0:2]) == unix.AF_INET6:
+			// sockaddr_in6: family, port, flow information, then the address.
+			return seq, netip.AddrFrom16([16]byte(off[8:24])).Unmap(), true
 		}
-		off := m.Data[16:]
-		if binary.NativeEndian.Uint16(off[0:2]) != unix.AF_INET {
-			continue
-		}
-		return seq, netip.AddrFrom4([4]byte(off[4:8])), true
 	}
 	return 0, netip.Addr{}, false
 }

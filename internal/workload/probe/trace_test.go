@@ -136,3 +136,19 @@ func TestTraceThroughRouters(t *testing.T) {
 		t.Errorf("after the route change: hops %v, want %v", got, want)
 	}
 }
+
+// On IPv6 loopback too: the trace sets the hop limit and reads ICMPv6
+// errors, and the reflector is the first hop.
+func TestTraceLoopbackIPv6(t *testing.T) {
+	r, err := NewReflector(bind.Local{Addr: "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx, 5*time.Second)
+	hops, reached, err := Trace(context.Background(), fmt.Sprintf("[::1]:%d", r.Port), r.Token, 5, time.Second)
+	if err != nil || !reached || len(hops) != 1 || hops[0].Addr != "::1" || hops[0].TTL != 1 {
+		t.Errorf("Trace = %+v, %v, %v; want the reflector ::1 at TTL 1", hops, reached, err)
+	}
+}

@@ -35,6 +35,9 @@ const (
 // resultHeader is the bytes a result carries beside its payload.
 const resultHeader = 8
 
+// helloBytes is a worker's first call: its token's greeting and hello.
+const helloBytes = 64
+
 // model is the taskfarm kind's kind.Model.
 var model = kind.Model{
 	Build: func(env kind.ModelEnv, s kind.Spec) ([]sim.Actor, error) {
@@ -52,9 +55,10 @@ var model = kind.Model{
 		return t.read(env, out)
 	},
 	Assumptions: []string{
-		"TCP is SimGrid's LV08 flow model: flows share each link fairly from their first byte, with no slow start, no packets and no queueing delay.",
+		"TCP is SimGrid's LV08 flow model: flows share each link fairly from their first byte, with no packets and no queueing delay; a result's slow start is added before its call as the round trips its window's flights take beyond the first (tasks, of a few bytes, take one).",
+		kind.ConnAssumption,
 		"Every worker starts at once: the master's wait for all of them to connect, and their TCP handshakes, are not simulated.",
-		"A result and the task the master answers it with are one call, as on the wire; the first call carries a result's bytes in place of the worker's hello.",
+		"A result and the task the master answers it with are one call, as on the wire; the first call is the worker's hello.",
 		"With prefetch above 1, a worker whose tasks last at least a round trip asks for its next task while it works on the current one, so the master never keeps it waiting (as the real prefetch does); its tasks' round trips are timed from when the real prefetch would dispatch them.",
 		"With prefetch above 1 and tasks shorter than a round trip, a worker is simulated as that many lanes with one task in flight each, which may work on several tasks at once where the real worker queues them.",
 		"Loss is not simulated: tasks and results travel in calls, whose flows the simulator does not cap (the Mathis bound caps sends), and a lost segment costs no retransmission timeout.",
@@ -118,6 +122,39 @@ func (s *Spec) workers(env kind.ModelEnv) ([]modelWorker, error) {
 	return ws, nil
 }
 
+// resultPrefix bounds the results whose own round trips the model works
+// out one by one: past them, every result takes the last one's.
+const resultPrefix = 8
+
+// resultRounds are the round trips a worker's results take under slow
+// start, beyond one flight, in seconds: the first results' one by one
+// (its connection is fresh, its hello too small to grow the window), and
+// the last of them for every result after. Between two results the
+// connection idles the task's round trip and its work (work only,
+// pipelined), which past the RTO restarts slow start (kind.TCPConn).
+func (s *Spec) resultRounds(env kind.ModelEnv, host string, work float64, pipelined bool) ([]float64, error) {
+	path, err := env.Path(host, s.Master)
+	if err != nil {
+		return nil, fmt.Errorf("task farm model: %w", err)
+	}
+	rtt := path.RTT.Seconds()
+	idle := work
+	if !pipelined {
+		idle += rtt
+	}
+	conn := kind.ConnOf(path)
+	extra := make([]float64, resultPrefix)
+	for i := range extra {
+		extra[i] = float64(conn.Message(int64(resultHeader+s.ResultSize), idle)) * rtt
+	}
+	// The prefix up to where the rounds stay what they end with.
+	n := len(extra)
+	for n > 1 && extra[n-2] == extra[n-1] {
+		n--
+	}
+	return extra[:n], nil
+}
+
 // roundTrip is a task's round trip to a worker on host beside its work,
 // in seconds: the path's there and back, and the time a result and a task
 // take at its bottleneck.
@@ -141,10 +178,7 @@ func (s *Spec) roundTrip(env kind.ModelEnv, host string) (float64, error) {
 }
 
 // build makes the farm's actors: the master, which grants the tasks, and
-// the workers, which ask for them until refused. A call carries the
-// worker's last result (the first one its hello) and brings its next
-// task: with one task in flight (prefetch 1, or a lane), it asks once its
-// task is done; pipelined, it asks beside its work.
+// the workers, which ask for them until refused (workerOps).
 func (s *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 	master := env.Name("taskfarm.master")
 	task := env.Param(ParamTaskSeconds, s.Duration.Seconds())
@@ -160,26 +194,64 @@ func (s *Spec) build(env kind.ModelEnv) ([]sim.Actor, error) {
 	if s.Work == WorkCPU {
 		work = []sim.Op{{Do: sim.Exec, Seconds: task}, {Do: sim.Mark, Label: markDid}}
 	}
-	ask := sim.Op{Do: sim.Call, To: master, Bytes: int64(resultHeader + s.ResultSize), Reply: taskLen, ServerSeconds: masterCPU}
-	mark := func(label string) sim.Op { return sim.Op{Do: sim.Mark, Label: label} }
-	var ops []sim.Op
-	if len(workers) > 0 && workers[0].pipelined {
-		// Once: a worker refused its first task has nothing to do. Its
-		// last result goes after its loop, in a call refused in turn.
-		loop := sim.Op{Do: sim.Repeat, UntilRefused: true, Body: []sim.Op{
-			mark(markTask), {Do: sim.Par, Branches: [][]sim.Op{work, {ask}}},
-		}}
-		ops = []sim.Op{{Do: sim.Repeat, Times: 1, UntilRefused: true, Body: []sim.Op{ask, loop}}, mark(markLast), ask, mark(markDone)}
-	} else {
-		ops = []sim.Op{{Do: sim.Repeat, UntilRefused: true, Body: append([]sim.Op{ask, mark(markTask)}, work...)}, mark(markDone)}
-	}
 	actors := []sim.Actor{{Name: master, Host: s.Master, Daemon: true, Ops: []sim.Op{{Do: sim.Serve, Stock: s.Tasks}}}}
+	ops := map[string][]sim.Op{}
 	for _, w := range workers {
+		if ops[w.host] == nil {
+			extra, err := s.resultRounds(env, w.host, task+masterCPU, w.pipelined)
+			if err != nil {
+				return nil, err
+			}
+			ops[w.host] = s.workerOps(master, work, masterCPU, w.pipelined, extra)
+		}
 		for _, a := range w.actors {
-			actors = append(actors, sim.Actor{Name: a, Host: w.host, Ops: ops})
+			actors = append(actors, sim.Actor{Name: a, Host: w.host, Ops: ops[w.host]})
 		}
 	}
 	return actors, nil
+}
+
+// workerOps is a worker's program (or a lane's): a hello, then calls
+// that each carry a result and bring the next task, until the master
+// refuses one. A result's round trips beyond its first flight (extra[i]
+// for the i-th result, the last of extra for every later one) delay its
+// call. With one task in flight (prefetch 1, or a lane) it asks once its
+// task is done; pipelined, it asks beside its work, the last result going
+// in a call of its own after the loop.
+func (s *Spec) workerOps(master string, work []sim.Op, masterCPU float64, pipelined bool, extra []float64) []sim.Op {
+	hello := sim.Op{Do: sim.Call, To: master, Bytes: helloBytes, Reply: taskLen, ServerSeconds: masterCPU}
+	mark := func(label string) sim.Op { return sim.Op{Do: sim.Mark, Label: label} }
+	// result is the call carrying a result whose extra round trips took
+	// wait seconds.
+	result := func(wait float64) []sim.Op {
+		ask := sim.Op{Do: sim.Call, To: master, Bytes: int64(resultHeader + s.ResultSize), Reply: taskLen, ServerSeconds: masterCPU}
+		if wait <= 0 {
+			return []sim.Op{ask}
+		}
+		return []sim.Op{{Do: sim.Sleep, Seconds: wait}, ask}
+	}
+	// step is one task at hand, given the rounds of the result that
+	// follows (lanes) or goes beside it (pipelined).
+	step := func(wait float64) []sim.Op {
+		if pipelined {
+			return []sim.Op{mark(markTask), {Do: sim.Par, Branches: [][]sim.Op{work, result(wait)}}}
+		}
+		return append(append([]sim.Op{mark(markTask)}, work...), result(wait)...)
+	}
+	// Once: a worker refused its first task has nothing to do, nor one
+	// refused a task of the prefix.
+	body := []sim.Op{hello}
+	for _, wait := range extra[:len(extra)-1] {
+		body = append(body, step(wait)...)
+	}
+	steady := extra[len(extra)-1]
+	body = append(body, sim.Op{Do: sim.Repeat, UntilRefused: true, Body: step(steady)})
+	ops := []sim.Op{{Do: sim.Repeat, Times: 1, UntilRefused: true, Body: body}}
+	if pipelined {
+		ops = append(append(append(ops, mark(markLast)), result(steady)...), mark(markDone))
+		return ops
+	}
+	return append(ops, mark(markDone))
 }
 
 // simTime is a time of the simulation as a task's time.

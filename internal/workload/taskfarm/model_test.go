@@ -26,13 +26,17 @@ func farmEnv() *kindtest.ModelEnv {
 func TestBuild(t *testing.T) {
 	const master = "s0/taskfarm.master"
 	ask := sim.Op{Do: sim.Call, To: master, Bytes: 108, Reply: taskLen}
+	hello := sim.Op{Do: sim.Call, To: master, Bytes: helloBytes, Reply: taskLen}
 	mark := func(l string) sim.Op { return sim.Op{Do: sim.Mark, Label: l} }
 	oneInFlight := func(work ...sim.Op) []sim.Op {
-		return []sim.Op{{Do: sim.Repeat, UntilRefused: true, Body: append([]sim.Op{ask, mark("task")}, work...)}, mark("done")}
+		return []sim.Op{{Do: sim.Repeat, Times: 1, UntilRefused: true, Body: []sim.Op{
+			hello,
+			{Do: sim.Repeat, UntilRefused: true, Body: append(append([]sim.Op{mark("task")}, work...), ask)},
+		}}, mark("done")}
 	}
 	pipelined := func(work ...sim.Op) []sim.Op {
 		return []sim.Op{{Do: sim.Repeat, Times: 1, UntilRefused: true, Body: []sim.Op{
-			ask,
+			hello,
 			{Do: sim.Repeat, UntilRefused: true, Body: []sim.Op{mark("task"), {Do: sim.Par, Branches: [][]sim.Op{work, {ask}}}}},
 		}}, mark("last"), ask, mark("done")}
 	}
@@ -87,11 +91,69 @@ func TestBuildCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := actors[1].Ops[0].Body
-	if body[0].ServerSeconds != 0.001 || body[2].Seconds != 2 {
+	loop := body[1].Body
+	if body[0].ServerSeconds != 0.001 || loop[1].Seconds != 2 || loop[2].ServerSeconds != 0.001 {
 		t.Errorf("body %+v: want master CPU 0.001 s, tasks of 2 s", body)
 	}
 	if _, err := Kind.Model.Build(env, &struct{ Spec }{}); err == nil {
 		t.Error("a spec of another kind built")
+	}
+}
+
+// TestBuildSlowStart: a worker's results of 100 KB on a fresh connection
+// take three flights from 10 segments (10, 20, 40), two round trips more
+// than one; later ones go in one flight, unless the connection idled past
+// its RTO (round trip + 200 ms) and its congestion control restarts slow
+// start (not BBR's).
+func TestBuildSlowStart(t *testing.T) {
+	const rtt = 0.3
+	for _, tc := range []struct {
+		name   string
+		cc     string
+		task   time.Duration
+		prefix []float64 // the prefix's waits, then the loop's
+	}{
+		{"short tasks: the first result only", "", 100 * time.Millisecond, []float64{2 * rtt, 0}},
+		{"long tasks, bbr keeps its window", sim.BBR, time.Second, []float64{2 * rtt, 0}},
+		// After 79 segments, 1.3 s idle halves twice (RTO 0.5 s): 19
+		// segments, three flights (19, 38, 12); then 88 -> 22: (22, 44, 3).
+		{"long tasks, cubic restarts after idle", sim.Cubic, time.Second, []float64{2 * rtt}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &kindtest.ModelEnv{Default: kind.PathFacts{RTT: time.Duration(rtt * float64(time.Second)), BottleneckBPS: 1e8, MTU: 1500, Congestion: tc.cc}}
+			s := farmSpec(1, WorkSleep)
+			s.ResultSize, s.Duration = 100_000, tc.task
+			actors, err := Kind.Model.Build(env, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var waits []float64
+			var walk func(ops []sim.Op)
+			walk = func(ops []sim.Op) {
+				for i, op := range ops {
+					switch {
+					case op.Do == sim.Repeat:
+						walk(op.Body)
+					case op.Do == sim.Call && op.Bytes > helloBytes:
+						w := 0.0
+						if i > 0 && ops[i-1].Do == sim.Sleep && ops[i-1].Seconds != tc.task.Seconds() {
+							w = ops[i-1].Seconds
+						}
+						waits = append(waits, w)
+					}
+				}
+			}
+			walk(actors[1].Ops)
+			if len(waits) != len(tc.prefix) {
+				t.Fatalf("waits before the results' calls %v, want %v", waits, tc.prefix)
+			}
+			for i := range waits {
+				if math.Abs(waits[i]-tc.prefix[i]) > 1e-9 {
+					t.Errorf("waits before the results' calls %v, want %v", waits, tc.prefix)
+				}
+			}
+			kindtest.CheckModel(t, Kind.Model, env)
+		})
 	}
 }
 

@@ -43,6 +43,9 @@ type StartInfo struct {
 	Congestion string  `json:"congestion,omitempty"`
 	UDPRate    float64 `json:"target_bits_per_second,omitempty"`
 	UDPLength  int     `json:"blksize,omitempty"`
+	// Family is the address family the test's traffic used: "ipv4" or
+	// "ipv6", that of the receiver's address the sender connected to.
+	Family string `json:"family,omitempty"`
 }
 
 // StreamResult is one stream (or their sum) over an interval or the test.
@@ -103,6 +106,7 @@ func Measure(ctx context.Context, snd, rcv measure.Endpoint, spec Spec) (*Result
 	if err != nil {
 		return nil, err
 	}
+	res.Start.Family = measure.FamilyOf(addr)
 	type side struct {
 		intervals []Interval
 		totals    *Totals

@@ -380,7 +380,7 @@ func sendTCP(ctx context.Context, spec Spec, addr string, t token.Token, emit fu
 		dwg.Add(1)
 		go func() {
 			defer dwg.Done()
-			c, err := d.DialContext(ctx, "tcp4", addr)
+			c, err := d.DialContext(ctx, "tcp", addr)
 			if err != nil {
 				dialErrs[i] = fmt.Errorf("connecting stream %d to %s: %w", i, addr, err)
 				return

@@ -176,7 +176,7 @@ func sendUDP(ctx context.Context, spec Spec, addr string, t token.Token, emit fu
 	n := spec.Streams
 	conns := make([]net.Conn, n)
 	for i := range conns {
-		c, err := net.Dial("udp4", addr)
+		c, err := net.Dial("udp", addr)
 		if err != nil {
 			return Summary{Partial: true, Err: fmt.Errorf("stream %d to %s: %w", i, addr, err)}
 		}

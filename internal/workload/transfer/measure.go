@@ -30,8 +30,11 @@ type Options struct {
 
 // Leg is one direction of a transfer.
 type Leg struct {
-	From          string  `json:"from"`
-	To            string  `json:"to"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Family is the address family the leg's streams used: "ipv4" or
+	// "ipv6", that of the receiver's address.
+	Family        string  `json:"family,omitempty"`
 	Bytes         uint64  `json:"bytes"`
 	Seconds       float64 `json:"seconds"`
 	BitsPerSecond float64 `json:"bits_per_second"` // file bytes over the receiver's time
@@ -109,6 +112,7 @@ func measureLeg(ctx context.Context, src, dst measure.Endpoint, spec Options, se
 	if send.Address, listen, err = measure.Listening(dst, rstream.Recv); err != nil {
 		return l, "", err
 	}
+	l.Family = measure.FamilyOf(send.Address)
 	send.Token = listen.GetToken()
 	send.Spec = SpecToPB(spec.Spec)
 	sent, err := src.Agent.SendFile(ctx, send)

@@ -228,7 +228,7 @@ func readHeader(r io.Reader, streams int, maxBytes int64) (header, error) {
 }
 
 func sendRange(ctx context.Context, d net.Dialer, addr string, t token.Token, f *os.File, h header, spec Spec, wire *atomic.Int64) (int64, error) {
-	c, err := d.DialContext(ctx, "tcp4", addr)
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return 0, err
 	}

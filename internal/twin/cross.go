@@ -1,0 +1,97 @@
+package twin
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/wanlab/wanlab/internal/units"
+)
+
+// Cross traffic's patterns, as a scenario names them.
+const (
+	Poisson = "poisson"
+	OnOff   = "onoff"
+)
+
+// fitCross fits the cross traffic on the bottleneck: what the capacity
+// has that the available bandwidth does not, over time. Its mean is
+// well determined; its pattern only at the scale of the samples' spacing:
+// two levels far apart (idle, and busy at a rate) make onoff, anything
+// else poisson (constant, poisson and flows differ within a packet train,
+// which available-bandwidth samples do not resolve).
+func (f *Fit) fitCross(c Campaign, w way) {
+	type sample struct {
+		at   time.Time
+		v    float64
+		half float64
+	}
+	var ss []sample
+	for _, s := range c.Available {
+		if w.is(s.From, s.To) && s.BPS >= 0 {
+			ss = append(ss, sample{s.At, max(0, f.RateBPS-s.BPS), (s.High - s.Low) / 2})
+		}
+	}
+	if len(ss) == 0 {
+		f.set(KeyCross, Estimate{Default: true, Evidence: "no available-bandwidth estimate: none assumed"})
+		f.unknown(KeyCross, "no available-bandwidth estimate of this direction", "no cross traffic")
+		return
+	}
+	slices.SortFunc(ss, func(a, b sample) int { return a.at.Compare(b.at) })
+	vs, halves := make([]float64, len(ss)), make([]float64, len(ss))
+	for i, s := range ss {
+		vs[i], halves[i] = s.v, s.half
+	}
+	mean, sd := meanSD(vs)
+	n := float64(len(vs))
+	half := max(1.96*sd/math.Sqrt(n), median(halves)/math.Sqrt(n))
+	e := Estimate{Value: mean, Low: max(0, mean-half), High: min(f.RateBPS, mean+half), Samples: len(vs),
+		Evidence: fmt.Sprintf("capacity less the available bandwidth (pathload's method, measure available), mean of %d estimates", len(vs))}
+	f.CrossBPS = mean
+	if mean < 0.01*f.RateBPS {
+		e.Evidence += ": none to speak of"
+		f.CrossBPS = 0
+		f.set(KeyCross, e)
+		return
+	}
+	f.Cross = &Cross{Pattern: Poisson, RateBPS: mean}
+	if on, rate, ok := twoLevels(vs, f.RateBPS); ok {
+		// The mean run of busy samples and of idle ones, in time.
+		gap := ss[len(ss)-1].at.Sub(ss[0].at) / time.Duration(len(ss)-1)
+		frac := float64(len(on)) / n
+		f.Cross = &Cross{Pattern: OnOff, RateBPS: rate, On: time.Second, Off: time.Duration(float64(time.Second) * (1 - frac) / frac)}
+		e.Evidence += fmt.Sprintf("; two levels: %d of %d samples saw %s, the rest next to none (onoff; samples %s apart do not resolve its periods, whose ratio is kept)",
+			len(on), len(vs), units.Rate(rate), gap.Round(time.Millisecond))
+	} else {
+		e.Evidence += fmt.Sprintf("; spread %s: one level (poisson, the scenario's default pattern)", units.Rate(sd))
+	}
+	f.set(KeyCross, e)
+}
+
+// twoLevels finds whether vs form two clusters, one next to nothing and
+// one busy, far apart (by a fifth of the capacity) with at least two
+// samples and a fifth of them each: on are the busy ones, rate their mean.
+func twoLevels(vs []float64, capacity float64) (on []float64, rate float64, ok bool) {
+	if len(vs) < 4 {
+		return nil, 0, false
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	best, split := math.Inf(1), 0
+	for k := 1; k < len(s); k++ {
+		_, a := meanSD(s[:k])
+		_, b := meanSD(s[k:])
+		if ss := a*a*float64(k-1) + b*b*float64(len(s)-k-1); ss < best {
+			best, split = ss, k
+		}
+	}
+	low, high := s[:split], s[split:]
+	lm, _ := meanSD(low)
+	hm, _ := meanSD(high)
+	least := max(2, (len(s)+4)/5)
+	if len(low) < least || len(high) < least || lm > 0.1*capacity || hm-lm < 0.2*capacity || high[0]-low[len(low)-1] < 0.1*capacity {
+		return nil, 0, false
+	}
+	return high, hm, true
+}
