@@ -98,6 +98,10 @@ func openKind(kind string, target, source netip.Addr) (conn, error) {
 	}); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			raw.Control(func(fd uintptr) {
+				// No broadcast: Go turns it on for raw sockets, and an
+				// echo to a subnet's broadcast address would reach every
+				// host on it (the kernel refuses it without the flag).
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 0)
 				c.stamps = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil
 				if c.raw {
 					onlyReplies(int(fd), v6)

@@ -230,7 +230,11 @@ func (t *test) exchange(ctx context.Context, s *streams, start time.Time) (time.
 	m := newMeter(s, start, !t.spec.Reverse)
 	var pending *Interval
 	emit := func(iv Interval) {
-		t.res.Intervals = append(t.res.Intervals, iv)
+		if len(t.res.Intervals) < MaxKeptIntervals {
+			t.res.Intervals = append(t.res.Intervals, iv)
+		} else {
+			t.res.IntervalsDropped++
+		}
 		if t.opt.OnInterval != nil {
 			t.opt.OnInterval(iv)
 		}

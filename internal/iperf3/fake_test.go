@@ -392,3 +392,24 @@ func TestCancel(t *testing.T) {
 		t.Error("the server was told nothing")
 	}
 }
+
+// TestKeptIntervalsBounded: a long test at short intervals keeps at most
+// MaxKeptIntervals of them (OnInterval gets every one) and counts the rest.
+func TestKeptIntervalsBounded(t *testing.T) {
+	f := startFake(t, func(f *fakeServer, c net.Conn) {
+		if _, ok := f.start(c); ok {
+			f.finish(c, []byte(fakeResults))
+		}
+	})
+	handed := 0
+	spec := Spec{Streams: 2, Duration: 7 * time.Second, Interval: MinInterval}
+	res, err := Run(context.Background(), f.addr, spec, Options{OnInterval: func(Interval) { handed++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wg.Wait()
+	if len(res.Intervals) > MaxKeptIntervals || len(res.Intervals)+res.IntervalsDropped != handed {
+		t.Errorf("%d intervals handed on, %d kept, %d dropped: want at most %d kept and the rest counted", handed, len(res.Intervals), res.IntervalsDropped, MaxKeptIntervals)
+	}
+	t.Logf("%d intervals handed on, %d kept", handed, len(res.Intervals))
+}

@@ -6,6 +6,11 @@ import (
 	"github.com/wanlab/wanlab/internal/workload/job"
 )
 
+// MaxKeptIntervals bounds the intervals a Result keeps: a test of an
+// hour at 10 ms intervals over 128 streams would otherwise hold hundreds
+// of thousands of samples, each with its TCP_INFO.
+const MaxKeptIntervals = 600
+
 // Result is one test against an iperf3 server: each stream as its sender
 // and its receiver counted it, whoever was which, and the client's
 // samples while it ran. It is what throughput's agent-to-agent tests
@@ -21,8 +26,11 @@ type Result struct {
 	// counted them.
 	Sent, Received Sum
 	// Intervals are the client's samples: of what it sent (with its
-	// sockets' TCP_INFO), or, reversed, of what it received.
-	Intervals []Interval
+	// sockets' TCP_INFO), or, reversed, of what it received; the first
+	// MaxKeptIntervals of them (OnInterval gets every one), and
+	// IntervalsDropped counts those past it.
+	Intervals        []Interval
+	IntervalsDropped int
 	// Congestion is the sender's congestion control, as it said.
 	Congestion string
 	// ServerCPUPercent is the server's CPU use over the test, as it said.

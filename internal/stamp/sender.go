@@ -102,7 +102,7 @@ func (s Session) Run(ctx context.Context, addr string) (Result, error) {
 	raddr, err := net.ResolveUDPAddr(network, withPort(addr))
 	var conn *net.UDPConn
 	if err == nil {
-		conn, err = net.DialUDP(network, nil, raddr)
+		conn, err = dialNoBroadcast(ctx, network, raddr)
 	}
 	if err == nil {
 		err = prepare(conn)

@@ -1,6 +1,7 @@
 package stamp
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -81,3 +82,24 @@ func timeout(err error) bool {
 // refused reports whether err is an ICMP port unreachable, reported on a
 // connected socket.
 func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// dialNoBroadcast connects a UDP socket to raddr without the broadcast
+// flag that Go sets on UDP sockets, so that a session toward a subnet's
+// broadcast address is refused by the kernel (EACCES) instead of
+// reaching every host on it.
+func dialNoBroadcast(ctx context.Context, network string, raddr *net.UDPAddr) (*net.UDPConn, error) {
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 0)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	c, err := d.DialContext(ctx, network, raddr.String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
+}
