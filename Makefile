@@ -48,14 +48,14 @@ test: deps build
 	-$(GO) test -json -count=1 -timeout 10m $$($(GO) list ./... | grep -v /e2e) | $(TESTSUM) -record $(EVENTS)
 	@# The integration tests run alone: their cross-checks against ping, irtt
 	@# and iperf3 compare timings that other tests' CPU load would disturb.
-	@# Only those that mostly wait (TestServe, TestRealHostsFaults,
-	@# TestObjectivityNetworkBound, TestIncidents, TestIncidentTruth) run
-	@# side by side, after the others.
+	@# Only those that mostly wait (TestServe, TestServeShared,
+	@# TestRealHostsFaults, TestObjectivityNetworkBound, TestIncidents,
+	@# TestIncidentTruth) run side by side, after the others.
 	-$(GO) test -json -count=1 -timeout 30m ./e2e | $(TESTSUM) -record $(EVENTS)
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a
 	@# duration-bound run at its deadline with "context deadline exceeded"
 	@# and no crasher (golang/go#75804, fixed in Go 1.27).
-	-$(MAKE) --no-print-directory fuzz FUZZTIME=40000x FUZZJSON="-json" FUZZPIPE="| $(TESTSUM) -record $(EVENTS)"
+	-$(MAKE) --no-print-directory fuzz FUZZTIME=20000x FUZZJSON="-json" FUZZPIPE="| $(TESTSUM) -record $(EVENTS)"
 	@echo; $(TESTSUM) -summary $(EVENTS)
 
 # Known vulnerabilities in the code paths wanlab uses, from govulncheck
@@ -133,7 +133,7 @@ bench: build
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
-	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch|Incidents|TwinKnownTruth' -benchtime 1x -timeout 150m ./e2e
+	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch|Incidents|QuietHour|TwinKnownTruth' -benchtime 1x -timeout 240m ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

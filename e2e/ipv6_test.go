@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -131,4 +133,56 @@ func TestIPv6Only(t *testing.T) {
 	if out, _ := runner(name).Command(context.Background(), "a", "ip", "-4", "addr", "show", "dev", "wl0").CombinedOutput(); strings.Contains(string(out), "inet ") {
 		t.Errorf("an IPv6-only host has an IPv4 address:\n%s", out)
 	}
+}
+
+// TestDualStackRun runs a scenario's workloads on a dual-stack test-bed
+// over IPv6 with -6 (a throughput step, and a command whose {addr:b} is
+// b's IPv6 address), over IPv4 without it, and refuses -4 for an
+// IPv6-only scenario before anything is built.
+func TestDualStackRun(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "dualrun.yaml")
+	os.WriteFile(scen, []byte(`name: e2e-dualrun
+subnet6: fd00:6:3::/64
+hosts: {a: {}, b: {}}
+links: [{between: [a, b], rate: 20Mbit, delay: 5ms}]
+workloads:
+  - name: push
+    throughput: {from: a, to: b, duration: 3s}
+  - name: reach
+    command: {clients: [{host: a, run: ["ping", "-c", "2", "{addr:b}"]}]}
+`), 0o644)
+	db := filepath.Join(dir, "runs.db")
+	for _, f := range []struct{ flag, family string }{{"-6", "ipv6"}, {"", "ipv4"}} {
+		args := []string{"run", scen, "--db", db, "--json"}
+		if f.flag != "" {
+			args = append(args, f.flag)
+		}
+		var doc struct {
+			Family string
+			Steps  []struct {
+				Status  string
+				Metrics map[string]float64
+			}
+		}
+		wanlab(t, args...).decode(t, "run "+f.flag+": ", &doc)
+		if doc.Family != f.family || len(doc.Steps) != 2 {
+			t.Fatalf("run %s: family %q, %d steps; want %s, 2", f.flag, doc.Family, len(doc.Steps), f.family)
+		}
+		for i, s := range doc.Steps {
+			if s.Status != "done" {
+				t.Errorf("run %s: step %d %s", f.flag, i+1, s.Status)
+			}
+		}
+		if v := doc.Steps[0].Metrics["throughput_mbps"]; v < 15 || v > 20.5 {
+			t.Errorf("run %s: %.2f Mbit/s over a 20 Mbit/s link", f.flag, v)
+		}
+	}
+	assertNothingLeft(t, "e2e-dualrun")
+	only := filepath.Join(dir, "v6only.yaml")
+	os.WriteFile(only, []byte("name: e2e-v6run\nfamily: ipv6\nhosts: {a: {}, b: {}}\nlinks: [{between: [a, b]}]\nworkloads:\n  - name: push\n    throughput: {from: a, to: b, duration: 1s}\n"), 0o644)
+	if r := wanlab(t, "run", only, "-4", "--db", db); r.code != 2 || !strings.Contains(r.stderr, "family: ipv6") {
+		t.Errorf("run -4 of an IPv6-only scenario: exit %d: %s", r.code, r.stderr)
+	}
+	assertNothingLeft(t, "e2e-v6run")
 }

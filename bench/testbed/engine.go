@@ -169,14 +169,21 @@ func iperfPairs(b *bed, n int, o crosscheck.IperfOptions) (gbit float64, retrans
 type single struct {
 	label, link, window string
 	d, omit             time.Duration
+	// ipv6 runs it over IPv6 on a dual-stack test-bed.
+	ipv6 bool
 }
 
 // run measures c on a test-bed of its own with the engine's offloads and threads.
 func (c single) run(offloads bool, threads int) error {
-	b, err := upBed(pairsBed("bench-10g", 1, engineYAML(offloads, threads), c.link))
+	y := pairsBed("bench-10g", 1, engineYAML(offloads, threads), c.link)
+	if c.ipv6 {
+		y = strings.Replace(y, "\nengine:", "\nfamily: dual\nengine:", 1)
+	}
+	b, err := upBed(y)
 	if err != nil {
 		return err
 	}
+	b.ipv6 = c.ipv6
 	r, err := measureEngine(b, c.omit, func() (float64, int, error) {
 		return iperfPairs(b, 1, crosscheck.IperfOptions{Duration: c.d, Omit: c.omit, Window: c.window, Congestion: "cubic"})
 	})
@@ -185,6 +192,32 @@ func (c single) run(offloads bool, threads int) error {
 		return err
 	}
 	r.row(c.label, offloads)
+	return nil
+}
+
+// jumboV4V6 is one stream through 10 Gbit/s at MTU 9000 over IPv4, and
+// the same over IPv6 on a dual-stack test-bed (issue 36: the same
+// fidelity and speed targets for both).
+func jumboV4V6() []single {
+	return []single{
+		{"10 Gbit/s, MTU 9000, 17 ms RTT, -w 64M", "rate: 10Gbit, delay: 8.5ms, mtu: 9000", "64M", duration(), omit(), false},
+		{"10 Gbit/s, MTU 9000, 17 ms RTT, -w 64M, IPv6", "rate: 10Gbit, delay: 8.5ms, mtu: 9000", "64M", duration(), omit(), true},
+	}
+}
+
+// engineIPv6 runs jumboV4V6 alone, offloads on and off.
+func engineIPv6() error {
+	fmt.Println("### One stream at 10 Gbit/s over IPv4 and IPv6 (issue 36)")
+	fmt.Println()
+	fmt.Println(engineHead)
+	for _, c := range jumboV4V6() {
+		for _, offloads := range []bool{true, false} {
+			if err := c.run(offloads, 1); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Println()
 	return nil
 }
 
@@ -199,13 +232,12 @@ func engineScale() error {
 	fmt.Println("Each case on a test-bed of its own, with the engine's offloads on (hosts hand over 64 KB TCP super-packets, modelled per wire segment) and off (every packet segmented by its host, as before). iperf3, cubic, -O leaves slow start out; windows (-w) about twice the bandwidth-delay product, the machine's socket buffer limits raised by the test-bed (machine:). Engine cores: the engine process's CPU over the run; machine cores: the whole machine's. Lateness: of each wire segment, at the completion of its write into the receiving host, over the test-bed's life; coalescing is the share a segment waited for the rest of its run, engine the share after it. Bytes per read and write: the engine's system calls on the hosts' TUN devices.")
 	fmt.Println()
 	fmt.Println(engineHead)
-	for _, c := range []single{
-		{"10 Gbit/s, MTU 9000, 17 ms RTT, -w 64M", "rate: 10Gbit, delay: 8.5ms, mtu: 9000", "64M", duration(), omit()},
-		{"10 Gbit/s, MTU 9000, 175 ms RTT, -w 400M", "rate: 10Gbit, delay: 87.5ms, mtu: 9000", "400M", long, 10 * time.Second},
-		{"10 Gbit/s, MTU 1500, 1 ms RTT, -w 4M", "rate: 10Gbit, delay: 0.5ms", "4M", duration(), omit()},
-		{"10 Gbit/s, MTU 1500, 10 ms RTT, -w 32M", "rate: 10Gbit, delay: 5ms", "32M", duration(), omit()},
-		{"10 Gbit/s, MTU 1500, 50 ms RTT, -w 128M", "rate: 10Gbit, delay: 25ms", "128M", duration(), 5 * time.Second},
-	} {
+	for _, c := range append(jumboV4V6(), []single{
+		{"10 Gbit/s, MTU 9000, 175 ms RTT, -w 400M", "rate: 10Gbit, delay: 87.5ms, mtu: 9000", "400M", long, 10 * time.Second, false},
+		{"10 Gbit/s, MTU 1500, 1 ms RTT, -w 4M", "rate: 10Gbit, delay: 0.5ms", "4M", duration(), omit(), false},
+		{"10 Gbit/s, MTU 1500, 10 ms RTT, -w 32M", "rate: 10Gbit, delay: 5ms", "32M", duration(), omit(), false},
+		{"10 Gbit/s, MTU 1500, 50 ms RTT, -w 128M", "rate: 10Gbit, delay: 25ms", "128M", duration(), 5 * time.Second, false},
+	}...) {
 		for _, offloads := range []bool{true, false} {
 			if err := c.run(offloads, 1); err != nil {
 				return err
@@ -214,8 +246,8 @@ func engineScale() error {
 	}
 	// One link's two directions on two threads: data one way, ACKs the other.
 	for _, c := range []single{
-		{"10 Gbit/s, MTU 1500, 10 ms RTT, -w 32M, engine threads: 2", "rate: 10Gbit, delay: 5ms", "32M", duration(), omit()},
-		{"10 Gbit/s, MTU 9000, 175 ms RTT, -w 400M, engine threads: 2", "rate: 10Gbit, delay: 87.5ms, mtu: 9000", "400M", long, 10 * time.Second},
+		{"10 Gbit/s, MTU 1500, 10 ms RTT, -w 32M, engine threads: 2", "rate: 10Gbit, delay: 5ms", "32M", duration(), omit(), false},
+		{"10 Gbit/s, MTU 9000, 175 ms RTT, -w 400M, engine threads: 2", "rate: 10Gbit, delay: 87.5ms, mtu: 9000", "400M", long, 10 * time.Second, false},
 	} {
 		if err := c.run(true, 2); err != nil {
 			return err

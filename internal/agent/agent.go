@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,6 +60,10 @@ type Server struct {
 	// Test is where the agent's test listeners open: its test address and
 	// port range.
 	Test bind.Local
+	// TestAddress and TestAddress6 are the test addresses a dual-stack
+	// agent names in its Hello, IPv4 and IPv6, when its listeners open on
+	// every address (Test.Addr empty); unset, it names Test.Addr.
+	TestAddress, TestAddress6 string
 	// DiskCapped says the host's disk has a rate cap (a test-bed host's
 	// disk:), so that workloads read and write the disk, not the page cache.
 	DiskCapped bool
@@ -82,6 +87,8 @@ type Server struct {
 	kept    keptFiles
 	tests   chan struct{} // a slot per test running
 	streams streamBudget
+	// resolving counts the far ends' names being resolved (target.go).
+	resolving resolveSlots
 	// early paces the audit lines of refusals a caller can repeat at will.
 	early auditPacer
 }
@@ -272,18 +279,7 @@ func (g *guardedStream) RecvMsg(m any) error {
 // is stopped when the day has no more.
 func (g *guardedStream) SendMsg(m any) error {
 	if iv := intervalOf(m); iv != nil {
-		now := time.Now()
-		g.mu.Lock()
-		for _, st := range iv.GetStreams() {
-			g.live = addBytes(g.live, int64(min(st.GetBytes(), 1<<62)))
-		}
-		// An interval is sent one interval after it ends (the
-		// throughput package holds each back to fold a short tail in).
-		if at := now.Add(-time.Duration(max(iv.GetEndNs()-iv.GetStartNs(), 0))); at.After(g.known) {
-			g.known = at
-		}
-		g.check(now)
-		g.mu.Unlock()
+		g.countInterval(iv, time.Now())
 	}
 	g.moved += g.s.stamp(g.d, m)
 	return g.ServerStream.SendMsg(m)
@@ -300,13 +296,27 @@ func (s *Server) refusal(what string, err error) error {
 	return status.Errorf(code, "agent on %s refuses %s: %v", s.Host, what, err)
 }
 
+// testAddresses are the test addresses the agent names, IPv4 (or its
+// only one) and IPv6: a dual-stack agent's two, else Test's address,
+// which is also the IPv6 one when it is IPv6.
+func (s hostCalls) testAddresses() (addr, addr6 string) {
+	if s.TestAddress != "" || s.TestAddress6 != "" {
+		return s.TestAddress, s.TestAddress6
+	}
+	if a, err := netip.ParseAddr(s.Test.Addr); err == nil && !a.Unmap().Is4() {
+		return s.Test.Addr, s.Test.Addr
+	}
+	return s.Test.Addr, ""
+}
+
 // Hello says who the agent is, what it accepts, and, over TLS, who the
 // caller is to it and what its policy grants the caller.
 func (s hostCalls) Hello(ctx context.Context, req *agentpb.HelloRequest) (*agentpb.HelloReply, error) {
 	reply := &agentpb.HelloReply{
 		ApiVersion: agentapi.APIVersion, Host: s.Host, WanlabVersion: s.Version, BootId: bootID(),
-		Limits: limitsToPB(s.Limits), Clock: readClock(), TestAddress: s.Test.Addr,
+		Limits: limitsToPB(s.Limits), Clock: readClock(),
 	}
+	reply.TestAddress, reply.TestAddress6 = s.testAddresses()
 	d, _ := ctx.Value(decisionKey{}).(*decision)
 	if d == nil || len(d.who.ids) == 0 {
 		return reply, nil

@@ -469,7 +469,7 @@ func (s guard) grant(d *decision, pol *policy.Policy, method string) error {
 	held := addBytes(u.bytes, u.reserved)
 	switch {
 	case u.tests >= d.rule.Limits.MaxTests:
-		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d tests at once, and they run", s.Host, rule, d.who, d.rule.Limits.MaxTests)
+		return agentapi.TooManyTests("agent on %s refuses: %s allows %s %d tests at once, and they run", s.Host, rule, d.who, d.rule.Limits.MaxTests)
 	case held >= d.rule.BytesPerDay || want > d.rule.BytesPerDay-held:
 		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses: %s allows %s %d bytes a day; %d are used today, %d are reserved by its tests running, and this test reserves %d (%s; the count starts again at 00:00 UTC)",
 			s.Host, rule, d.who, d.rule.BytesPerDay, u.bytes, u.reserved, want, reservationBasis(d.req, d.rule.Rate))

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"context"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
 
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
@@ -112,7 +115,13 @@ const meterEvery = time.Second
 // of that rate past the day, however rarely its intervals come (a TCP
 // test faster than the rate is caught by its next interval). The channel
 // is closed when metering ends, after the stream's context is done.
+//
+// The stream's context carries the stream (meterOf), so that a handler
+// whose bytes flow apart from its intervals to the controller (an iperf3
+// target's) counts them as they flow (countInterval), whether or not the
+// controller reads them.
 func (g *guardedStream) meter(start time.Time, every time.Duration) <-chan struct{} {
+	g.ctx = context.WithValue(g.ctx, meterKey{}, g)
 	done := make(chan struct{})
 	d := g.d
 	if d == nil || d.rule == nil || d.req.kind != policy.Throughput || d.req.bytes > 0 || d.req.lasts <= 0 {
@@ -157,4 +166,35 @@ func (g *guardedStream) check(now time.Time) {
 		g.spent = true
 		g.cancel()
 	}
+}
+
+type meterKey struct{}
+
+// meterOf is the guarded stream of the call of ctx, which counts its
+// bytes of the day; nil outside one.
+func meterOf(ctx context.Context) *guardedStream {
+	g, _ := ctx.Value(meterKey{}).(*guardedStream)
+	return g
+}
+
+// countInterval counts the bytes of an interval a test moved, reported at
+// now, one interval after it ended: past its reservation the test takes
+// more of its identity's day, and it is stopped when the day has no more.
+// A nil stream counts nothing.
+func (g *guardedStream) countInterval(iv *agentpb.Interval, now time.Time) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, st := range iv.GetStreams() {
+		g.live = addBytes(g.live, int64(min(st.GetBytes(), 1<<62)))
+	}
+	// An interval is reported one interval after it ends (the throughput
+	// package, and iperf3's client, hold each back to fold a short tail
+	// in).
+	if at := now.Add(-time.Duration(max(iv.GetEndNs()-iv.GetStartNs(), 0))); at.After(g.known) {
+		g.known = at
+	}
+	g.check(now)
 }

@@ -25,9 +25,11 @@ type STAMP struct {
 
 // ServeSTAMP answers the STAMP packets arriving on conn from the
 // networks st names until ctx ends, at most stamp.DefaultMaxRate a
-// second from one source; it audits what it refuses (a source it does
-// not answer, a flood, a forged or malformed packet), at most once a
-// second for each reason with the count.
+// second from one source and stamp.DefaultMaxTotalRate from all, and at
+// most stamp.DefaultMaxAddrSessions sessions of one source address (its
+// ports); it audits what it refuses (a source it does not answer, a
+// flood, a sender's ports past its sessions, a forged or malformed
+// packet), at most once a second for each reason with the count.
 func (s *Server) ServeSTAMP(ctx context.Context, conn *net.UDPConn, st STAMP) error {
 	if len(st.From) == 0 {
 		return fmt.Errorf("STAMP reflector on %v: no network to answer: name them", conn.LocalAddr())

@@ -8,12 +8,15 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/farend"
 	"github.com/wanlab/wanlab/internal/icmpecho"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
@@ -22,26 +25,71 @@ import (
 // Far ends without an agent (issue 36): the Target call. The guard reads a
 // TargetRequest as a test of its far end's kind (policy.TargetKinds: ping
 // and stamp are probes, iperf3 is throughput), resolves a name to the one
-// address the call will test toward (resolveTarget), and refuses, before
-// any packet is sent, a far end the caller's rule does not name among its
-// targets, a kind the rule does not allow, and a test over the rule's
-// limits (grantTarget); each refusal is audited with its rule and reason.
-// Its bytes are then reserved as any test's (grant), and the handler
-// (Target) tests toward that address and no other: ping through icmpecho,
-// stamp through stamp's sender (target_stamp.go), iperf3 through iperf3's
-// client (target_iperf3.go).
+// address the call will test toward (resolveTarget: only for a caller
+// whose rule may test toward a far end of that kind at that port, a few
+// at once per identity), and refuses, before any packet is sent, a far
+// end no entry of the caller's rule's targets holds (its address, a
+// link-local one with its zone, its kind and its port), a kind the rule
+// does not allow, and a test over the rule's limits (grantTarget); each
+// refusal is audited with its rule and reason. Its bytes are then
+// reserved as any test's (grant), and the handler (Target) tests toward
+// that address and port and no other: ping through icmpecho, stamp
+// through stamp's sender (target_stamp.go), iperf3 through iperf3's
+// client (target_iperf3.go), whose bytes count toward the day as they
+// flow. A refusal of code Unavailable says in an ErrorInfo whether the far
+// end was busy or the resolver slow (farend's reasons).
 
 // targetCalls test toward far ends without an agent: Target.
 type targetCalls struct{ *Server }
 
-// The ports of the far ends that listen on one, when an address names none.
+// resolveWait bounds the resolution of a far end's name, and
+// maxResolving the names one identity may have resolved at once: a name
+// is looked up only for a caller whose rule may test toward a far end of
+// its kind at its port (policy.MayTarget), and a caller's lookups do not
+// pile up on the agent's resolver.
 const (
-	stampPort  = 862 // RFC 8762's (TWAMP-Test's)
-	iperf3Port = 5201
+	resolveWait  = 5 * time.Second
+	maxResolving = 4
 )
 
-// resolveWait bounds the resolution of a far end's name.
-const resolveWait = 5 * time.Second
+// resolveSlots counts each identity's names being resolved; its zero
+// value is ready.
+type resolveSlots struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts a resolution of who, or refuses it when who has
+// maxResolving under way; release ends the count.
+func (r *resolveSlots) take(who string) (release func(), ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[who] >= maxResolving {
+		return nil, false
+	}
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[who]++
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.n[who]--; r.n[who] <= 0 {
+			delete(r.n, who)
+		}
+	}, true
+}
+
+// unavailable is a refusal of code Unavailable that says which failure it
+// is (reason, one of farend's) in an ErrorInfo detail, for the
+// controller's side to tell a busy far end from a slow resolver.
+func unavailable(reason, format string, args ...any) error {
+	st := status.Newf(codes.Unavailable, format, args...)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: farend.ErrorDomain}); err == nil {
+		return d.Err()
+	}
+	return st.Err()
+}
 
 // What a ping or stamp call's spec takes for a field it leaves 0.
 const (
@@ -53,9 +101,9 @@ const (
 // targetCall is a Target call's far end as the agent reads it.
 type targetCall struct {
 	req  *agentpb.TargetRequest
-	kind string // policy.TargetPing, TargetSTAMP or TargetIperf3
-	// host is the address or name asked, port its port (stamp, iperf3),
-	// family 0, 4 or 6.
+	kind string // farend.Ping, STAMP or Iperf3
+	// host is the address or name asked, port its port (stamp, iperf3;
+	// 0 for ping), family 0, 4 or 6.
 	host   string
 	port   int
 	family int
@@ -88,12 +136,7 @@ func splitTarget(kind, address string) (host string, port int, err error) {
 	if address == "" || len(address) > 300 {
 		return "", 0, fmt.Errorf("address %.300q: give the far end's host (an IP address or a name)", address)
 	}
-	switch kind {
-	case policy.TargetSTAMP:
-		port = stampPort
-	case policy.TargetIperf3:
-		port = iperf3Port
-	}
+	port = farend.DefaultPort(kind)
 	host = address
 	if h, p, serr := net.SplitHostPort(address); serr == nil {
 		if kind == policy.TargetPing {
@@ -113,11 +156,20 @@ func splitTarget(kind, address string) (host string, port int, err error) {
 	return host, port, nil
 }
 
-// settle makes a the address tested, if it is of the family asked.
+// settle makes a the address tested, if it is of the family asked. A
+// zone given as an interface's index is named as the interface, as a
+// policy's link-local targets name it.
 func (t *targetCall) settle(a netip.Addr) error {
 	a = a.Unmap()
 	if t.family == 4 && !a.Is4() || t.family == 6 && !a.Is6() {
 		return fmt.Errorf("%s is not an IPv%d address", a, t.family)
+	}
+	if i, err := strconv.Atoi(a.Zone()); err == nil {
+		ifi, err := net.InterfaceByIndex(i)
+		if err != nil {
+			return fmt.Errorf("%s: zone %d is no interface of this host: %w", a, i, err)
+		}
+		a = a.WithZone(ifi.Name)
 	}
 	t.addr = a
 	return nil
@@ -285,45 +337,64 @@ func (s *Server) vetTarget(ctx context.Context, t *targetCall, resolve bool) err
 		return nil
 	}
 	if err := t.resolve(ctx); err != nil {
-		code := codes.NotFound
 		var dns *net.DNSError
 		if errors.As(err, &dns) && (dns.IsTimeout || dns.IsTemporary) || errors.Is(err, context.DeadlineExceeded) {
-			code = codes.Unavailable
+			return unavailable(farend.ReasonResolveTimeout, "agent on %s refuses %s toward %q: %v", s.Host, t.what(), t.host, err)
 		}
-		return status.Errorf(code, "agent on %s refuses %s toward %q: %v", s.Host, t.what(), t.host, err)
+		return status.Errorf(codes.NotFound, "agent on %s refuses %s toward %q: %v", s.Host, t.what(), t.host, err)
 	}
 	return nil
 }
 
-// intervalOf is the interval an event of a stream reports, if any: a
-// throughput test's, or an iperf3 target's.
+// intervalOf is the interval an event of a stream reports, for its bytes
+// of the day, if any: a throughput test's. An iperf3 target's intervals
+// are counted as the test cuts them (runIperf3), not as the controller
+// reads them.
 func intervalOf(m any) *agentpb.Interval {
-	switch ev := m.(type) {
-	case *agentpb.ThroughputEvent:
-		return ev.GetInterval()
-	case *agentpb.TargetEvent:
+	if ev, ok := m.(*agentpb.ThroughputEvent); ok {
 		return ev.GetInterval()
 	}
 	return nil
 }
 
-// resolveTarget resolves the name of a Target call's far end for a caller
-// the policy has a rule for (the names of others are not looked up: grant
-// refuses them), and reads its length, bytes and rate again for the
-// address's family; the address is the one grantTarget checks and the
-// call tests toward. A call of another method is left as it is.
+// resolveTarget resolves the name of a Target call's far end, and reads
+// its length, bytes and rate again for the address's family; the address
+// is the one grantTarget checks and the call tests toward. A name is
+// looked up only for a caller whose rule may test toward a far end of its
+// kind at its port (policy.MayTarget: the names of others are not looked
+// up, and grant refuses them), at most maxResolving at once for one
+// identity, each within resolveWait. A call of another method is left as
+// it is.
 func (s guard) resolveTarget(ctx context.Context, d *decision, pol *policy.Policy) error {
 	t, rule := d.req.target, pol.Match(d.who.ids)
 	if t == nil || rule == nil {
 		return nil
 	}
 	d.rule = rule // its refusal names it
-	if err := s.vetTarget(ctx, t, true); err != nil {
+	if err := s.lookUp(ctx, d, pol); err != nil {
 		d.req.peers = []string{t.dest()} // the name, as asked
 		return err
 	}
 	d.req = t.request()
 	return nil
+}
+
+// lookUp resolves a Target call's name, if its caller's rule may test
+// toward some far end of its kind at its port.
+func (s guard) lookUp(ctx context.Context, d *decision, pol *policy.Policy) error {
+	t := d.req.target
+	if err := s.vetTarget(ctx, t, false); err != nil || t.addr.IsValid() {
+		return err
+	}
+	if _, err := pol.MayTarget(d.who.ids, t.kind, t.port); err != nil {
+		return status.Errorf(codes.PermissionDenied, "agent on %s refuses %s toward %q (its name not looked up): %v", s.Host, t.what(), t.host, err)
+	}
+	release, ok := s.resolving.take(d.who.key())
+	if !ok {
+		return status.Errorf(codes.ResourceExhausted, "agent on %s refuses %s toward %q: %s has %d names being resolved, the most one identity may have at once", s.Host, t.what(), t.host, d.who, maxResolving)
+	}
+	defer release()
+	return s.vetTarget(ctx, t, true)
 }
 
 // grantTarget checks a Target call against the caller's rule, before any
@@ -339,7 +410,7 @@ func (s guard) grantTarget(d *decision, pol *policy.Policy) error {
 	if !t.addr.IsValid() {
 		return status.Errorf(codes.InvalidArgument, "agent on %s refuses %s toward %q: the name was not resolved", s.Host, t.what(), t.host)
 	}
-	if _, err := pol.AllowsTarget(d.who.ids, t.addr, t.kind); err != nil {
+	if _, err := pol.AllowsTarget(d.who.ids, t.kind, t.addr, t.port); err != nil {
 		return status.Errorf(codes.PermissionDenied, "agent on %s refuses %s toward %s: %v", s.Host, t.what(), t.dest(), err)
 	}
 	if err := t.check(d.limits); err != nil {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/farend"
 	"github.com/wanlab/wanlab/internal/iperf3"
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/workload/throughput"
@@ -76,21 +77,26 @@ func (s targetCalls) runIperf3(ctx context.Context, t *targetCall, send func(*ag
 			send(ev)
 		}
 	}()
+	// Each interval's bytes count toward the identity's day as the test
+	// cuts it, from the agent's own sockets, whether or not the
+	// controller reads the intervals.
+	meter := meterOf(ctx)
 	cpu := s.startCPU()
 	got, err := iperf3.Run(ctx, t.dest(), spec, iperf3.Options{Network: network, OnInterval: func(iv iperf3.Interval) {
+		pb := iperf3Interval(iv)
+		meter.countInterval(pb, time.Now())
 		select {
-		case queue <- &agentpb.TargetEvent{Event: &agentpb.TargetEvent_Interval{Interval: iperf3Interval(iv)}}:
+		case queue <- &agentpb.TargetEvent{Event: &agentpb.TargetEvent_Interval{Interval: pb}}:
 		default:
 		}
 	}})
 	close(queue)
 	sending.Wait()
 	if got == nil {
-		code := codes.FailedPrecondition
 		if errors.Is(err, iperf3.ErrBusy) {
-			code = codes.Unavailable
+			return nil, unavailable(farend.ReasonBusy, "agent on %s: %s toward %s: %v", s.Host, t.what(), t.dest(), err)
 		}
-		return nil, status.Errorf(code, "agent on %s: %s toward %s: %v", s.Host, t.what(), t.dest(), err)
+		return nil, status.Errorf(codes.FailedPrecondition, "agent on %s: %s toward %s: %v", s.Host, t.what(), t.dest(), err)
 	}
 	ours, theirs := &agentpb.Summary{Partial: got.Partial, Error: got.Error}, &agentpb.Summary{HostCpuPercent: got.ServerCPUPercent, AgentCpuPercent: -1}
 	ours.AgentCpuPercent, ours.HostCpuPercent = s.cpuSince(cpu)
@@ -110,8 +116,14 @@ func (s targetCalls) runIperf3(ctx context.Context, t *targetCall, send func(*ag
 		ours.SecondsNs = max(ours.SecondsNs, int64(mineSec*1e9))
 		theirs.SecondsNs = max(theirs.SecondsNs, int64(farSec*1e9))
 	}
+	// The bytes of the day are the agent's own sockets' count: what it
+	// sent, or reversed received. The server's says nothing of them.
+	moved := got.Sent.Bytes
+	if spec.Reverse {
+		moved = got.Received.Bytes
+	}
 	res := &agentpb.TargetResult{Kind: t.kind, Address: t.dest(), Throughput: ours, Server: theirs, Congestion: got.Congestion,
-		Warnings: got.Warnings, Bytes: max(got.Sent.Bytes, got.Received.Bytes), Error: got.Error}
+		Warnings: got.Warnings, Bytes: moved, Error: got.Error}
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/policy"
 	"github.com/wanlab/wanlab/internal/testsupport"
 )
@@ -113,4 +114,52 @@ func TestTargetIperf3(t *testing.T) {
 	}
 	_, err := target(ctx, controller(t, dir, "ctl", addr), iperf3Req("127.0.0.1:5201", false))
 	wantRefusal(t, "iperf3 past the day's bytes", err, codes.ResourceExhausted, "bytes a day")
+}
+
+// TestTargetIperf3MeteredUnread: an iperf3 test's bytes count toward its
+// identity's day as they flow, from the agent's own sockets, whether or
+// not the controller reads its intervals: a controller that reads none
+// (its stream's sends never return) does not keep the test running past
+// the day. The agent's limits bound no rate, so that only the test's own
+// counts can stop it.
+func TestTargetIperf3MeteredUnread(t *testing.T) {
+	l := limits.Default
+	l.MaxRate = 1e15 // unlimited: the meter's tick charges nothing
+	p, err := policy.Parse("p.yaml", []byte(`rules:
+  - name: thr
+    identities: [cn:thr]
+    kinds: [throughput]
+    targets: [{network: 127.0.0.1, kinds: [iperf3], ports: [1024-65535]}]
+    limits: {bytes: 100MB, bytes_per_day: 200MB}
+`), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Host: "h", Limits: l}
+	srv.host.init()
+	srv.streams.max = l.MaxStreams
+	srv.SetPolicy(p)
+	s := guard{auditor{srv}}
+	far := iperf3Server(t, "127.0.0.1")
+	req := &agentpb.TargetRequest{Kind: policy.TargetIperf3, Address: far,
+		Throughput: &agentpb.ThroughputSpec{Streams: 1, DurationNs: int64(time.Minute), IntervalNs: int64(100 * time.Millisecond)}}
+	d := &decision{who: caller{ids: []string{"cn:thr"}}, req: describe(agentpb.Agent_Target_FullMethodName, req)}
+	if err := s.grant(d, p, agentpb.Agent_Target_FullMethodName); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g := &guardedStream{ServerStream: nopStream{}, s: s, d: d, ctx: ctx, cancel: cancel}
+	metered := g.meter(time.Now(), time.Second)
+	unread := func(*agentpb.TargetEvent) error { <-g.ctx.Done(); return g.ctx.Err() } // a controller that reads nothing
+	res, err := targetCalls{srv}.runIperf3(g.ctx, d.req.target, unread)
+	cancel()
+	<-metered
+	if !g.spent {
+		t.Fatalf("the test ran on past its identity's day (result %v, %v)", res, err)
+	}
+	// Stopped once past the day: its bytes, the agent's own count, are more.
+	if res == nil || !res.GetThroughput().GetPartial() || res.Bytes <= uint64(d.rule.BytesPerDay) {
+		t.Errorf("result %v, %v: want a partial test of more than the day's %d bytes", res, err, d.rule.BytesPerDay)
+	}
 }

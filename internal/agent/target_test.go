@@ -76,12 +76,12 @@ const targetPolicy = `rules:
   - name: ops
     identities: [cn:ctl]
     kinds: [probe, throughput]
-    targets: [127.0.0.1, "::1", 192.0.2.0/24]
+    targets: [127.0.0.1, "::1", 192.0.2.0/24, {network: 127.0.0.1, kinds: [stamp], ports: [1024-65535]}, {network: "::1", kinds: [stamp], ports: [1024-65535]}, "fe80::/64%lo"]
     limits: {bytes_per_day: 1000, rate: 1Mbit, duration: 1m}
   - name: thr
     identities: [cn:thr]
     kinds: [throughput]
-    targets: [127.0.0.0/8, "::1"]
+    targets: [127.0.0.0/8, "::1", {network: 127.0.0.0/8, kinds: [iperf3], ports: [1024-65535]}, {network: "::1", kinds: [iperf3], ports: [1024-65535]}]
   - name: none
     identities: [cn:none]
     kinds: [probe]
@@ -115,6 +115,13 @@ func TestGrantTarget(t *testing.T) {
 		{"multicast", "cn:ctl", pingReq("224.0.0.1", 5), codes.PermissionDenied, "not a unicast address"},
 		{"stamp", "cn:ctl", &agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "[::1]:8620"}, codes.OK, ""},
 		{"stamp not listed", "cn:ctl", &agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "192.0.3.1"}, codes.PermissionDenied, `does not list 192.0.3.1 among its targets (a STAMP test)`},
+		{"stamp at a port no entry names", "cn:ctl", &agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "127.0.0.1:53"}, codes.PermissionDenied, `lists 127.0.0.1 among its targets, but not for a STAMP test at port 53`},
+		{"stamp at a plain entry's port", "cn:ctl", &agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "192.0.2.7"}, codes.OK, ""},
+		{"stamp past a plain entry's port", "cn:ctl", &agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "192.0.2.7:8620"}, codes.PermissionDenied, "but not for a STAMP test at port 8620"},
+		{"iperf3 at a port no entry names", "cn:thr", iperf3Req("127.0.0.1:22", false), codes.PermissionDenied, "but not for an iperf3 test at port 22"},
+		{"link-local in the entry's zone", "cn:ctl", pingReq("fe80::1%lo", 5), codes.OK, ""},
+		{"link-local in another zone", "cn:ctl", pingReq("fe80::1%eth7", 5), codes.PermissionDenied, "does not list fe80::1%eth7"},
+		{"link-local without a zone", "cn:ctl", pingReq("fe80::1", 5), codes.PermissionDenied, "fe80::1 is link-local"},
 		{"stamp too fast", "cn:ctl", &agentpb.TargetRequest{Kind: policy.TargetSTAMP, Address: "127.0.0.1", Probe: &agentpb.ProbeSpec{IntervalNs: int64(time.Millisecond), Size: 1000}}, codes.ResourceExhausted, "over the agent's limit of 1000000 bit/s"},
 		{"iperf3", "cn:thr", iperf3Req("127.0.0.1:5202", false), codes.OK, ""},
 		{"iperf3 over the day", "cn:ctl", iperf3Req("127.0.0.1", false), codes.ResourceExhausted, "this test reserves 125000 (the rule's rate for its duration"},
@@ -204,7 +211,7 @@ func TestTargetPing(t *testing.T) {
 	dir := tlsLab(t, "ctl")
 	addr, audit := serveTLS(t, &Server{}, dir, targetPolicy)
 	c := controller(t, dir, "ctl", addr)
-	if got := c.Info.GetGrant().GetTargets(); !slices.Equal(got, []string{"127.0.0.1/32", "::1/128", "192.0.2.0/24"}) {
+	if got := c.Info.GetGrant().GetTargets(); !slices.Equal(got, []string{"127.0.0.1/32", "::1/128", "192.0.2.0/24", "127.0.0.1/32 kinds=stamp ports=1024-65535", "::1/128 kinds=stamp ports=1024-65535", "fe80::/64%lo"}) {
 		t.Errorf("hello grants the targets %v", got)
 	}
 	tests := []struct {

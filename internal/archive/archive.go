@@ -198,6 +198,35 @@ var migrations = []string{
 		dirs TEXT NOT NULL   -- JSON: the link directions it changed
 	);
 	CREATE INDEX mon_changes_t ON mon_changes(t)`,
+	// 5: the address family of a monitoring test run once per family
+	// (ipv4 or ipv6, '' for a test's one run over its hosts' preference):
+	// part of a path's series, of its hourly rollup's key, of its tests and
+	// alerts, with the scope of an alert (ipv4-only, ipv6-only or path).
+	`ALTER TABLE mon_points ADD COLUMN family TEXT NOT NULL DEFAULT '';
+	DROP INDEX mon_points_path;
+	CREATE INDEX mon_points_path ON mon_points(src, dst, metric, t, test, family, value);
+	CREATE TABLE mon_hourly_v5 (
+		hour   REAL NOT NULL,
+		src    TEXT NOT NULL,
+		dst    TEXT NOT NULL,
+		test   TEXT NOT NULL,
+		family TEXT NOT NULL DEFAULT '',
+		metric TEXT NOT NULL,
+		min    REAL NOT NULL,
+		mean   REAL NOT NULL,
+		median REAL NOT NULL,
+		p95    REAL NOT NULL,
+		max    REAL NOT NULL,
+		count  INTEGER NOT NULL,
+		PRIMARY KEY (src, dst, metric, test, family, hour)
+	);
+	INSERT INTO mon_hourly_v5 (hour, src, dst, test, family, metric, min, mean, median, p95, max, count)
+		SELECT hour, src, dst, test, '', metric, min, mean, median, p95, max, count FROM mon_hourly;
+	DROP TABLE mon_hourly;
+	ALTER TABLE mon_hourly_v5 RENAME TO mon_hourly;
+	ALTER TABLE mon_tests ADD COLUMN family TEXT NOT NULL DEFAULT '';
+	ALTER TABLE mon_alerts ADD COLUMN family TEXT NOT NULL DEFAULT '';
+	ALTER TABLE mon_alerts ADD COLUMN scope TEXT NOT NULL DEFAULT ''`,
 }
 
 // IsPostgres says whether dsn names a PostgreSQL database rather than a file.

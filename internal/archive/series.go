@@ -28,15 +28,18 @@ type Point struct {
 	Value    float64   `json:"value"`
 	Hourly   bool      `json:"hourly,omitempty"` // an hour's median, from the aggregates
 	Min, Max float64   `json:"-"`
+	// Family is the address family of a test run once per family, "ipv4"
+	// or "ipv6"; "" for a test's one run over its hosts' preference.
+	Family string `json:"family,omitempty"`
 }
 
-var pointColumns = []string{"t", "src", "dst", "test", "metric", "value"}
+var pointColumns = []string{"t", "src", "dst", "test", "metric", "value", "family"}
 
 // AddPoints stores points in one transaction.
 func (s *SeriesStore) AddPoints(points []Point) error {
 	rows := make([][]any, len(points))
 	for i, p := range points {
-		rows[i] = []any{unixSeconds(p.T), p.Src, p.Dst, p.Test, p.Metric, p.Value}
+		rows[i] = []any{unixSeconds(p.T), p.Src, p.Dst, p.Test, p.Metric, p.Value, p.Family}
 	}
 	if err := s.insertRows("mon_points", pointColumns, rows); err != nil {
 		return fmt.Errorf("storing %d monitoring results in %s: %w", len(points), s.path, err)
@@ -48,12 +51,29 @@ func (s *SeriesStore) AddPoints(points []Point) error {
 // results.
 const MaxPoints = 525_600
 
-// Points returns a path's metric from one time to another, oldest first:
-// raw points where they are kept, hourly medians before that; at most
-// MaxPoints.
+// Points returns a path's metric from one time to another, oldest first,
+// of every address family (each point says its own): raw points where
+// they are kept, hourly medians before that; at most MaxPoints.
 func (s *SeriesStore) Points(ctx context.Context, src, dst, metric string, from, to time.Time) ([]Point, error) {
+	return readPoints(ctx, s, src, dst, metric, from, to, nil)
+}
+
+// FamilyPoints are Points of one family only: "ipv4" or "ipv6" for a
+// test run once per family, "" for a test's one run.
+func (s *SeriesStore) FamilyPoints(ctx context.Context, src, dst, family, metric string, from, to time.Time) ([]Point, error) {
+	return readPoints(ctx, s, src, dst, metric, from, to, &family)
+}
+
+// readPoints are Points of family, or of every family if it is nil.
+func readPoints(ctx context.Context, s *SeriesStore, src, dst, metric string, from, to time.Time, family *string) ([]Point, error) {
+	// One condition for either: CAST(? AS INTEGER) = 1 matches every family.
+	every, fam := 1, ""
+	if family != nil {
+		every, fam = 0, *family
+	}
+	const ofFamily = ` AND (CAST(? AS INTEGER) = 1 OR family = ?)`
 	var oldestRaw sql.NullFloat64
-	if err := s.pool.QueryRowContext(ctx, s.q(`SELECT MIN(t) FROM mon_points WHERE src = ? AND dst = ? AND metric = ?`), src, dst, metric).Scan(&oldestRaw); err != nil {
+	if err := s.pool.QueryRowContext(ctx, s.q(`SELECT MIN(t) FROM mon_points WHERE src = ? AND dst = ? AND metric = ?`+ofFamily), src, dst, metric, every, fam).Scan(&oldestRaw); err != nil {
 		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
 	}
 	var out []Point
@@ -62,30 +82,30 @@ func (s *SeriesStore) Points(ctx context.Context, src, dst, metric string, from,
 		if oldestRaw.Valid {
 			end = fromUnix(oldestRaw.Float64).Truncate(time.Hour)
 		}
-		hourly, err := queryAll(ctx, s.db, `SELECT hour, test, median, min, max FROM mon_hourly
-			WHERE src = ? AND dst = ? AND metric = ? AND hour >= ? AND hour < ? ORDER BY hour`, func(sc scanner) (Point, error) {
+		hourly, err := queryAll(ctx, s.db, `SELECT hour, test, family, median, min, max FROM mon_hourly
+			WHERE src = ? AND dst = ? AND metric = ? AND hour >= ? AND hour < ?`+ofFamily+` ORDER BY hour`, func(sc scanner) (Point, error) {
 			var t float64
 			p := Point{Src: src, Dst: dst, Metric: metric, Hourly: true}
-			err := sc.Scan(&t, &p.Test, &p.Value, &p.Min, &p.Max)
+			err := sc.Scan(&t, &p.Test, &p.Family, &p.Value, &p.Min, &p.Max)
 			p.T = fromUnix(t)
 			return p, err
-		}, src, dst, metric, unixSeconds(from.Truncate(time.Hour)), unixSeconds(end))
+		}, src, dst, metric, unixSeconds(from.Truncate(time.Hour)), unixSeconds(end), every, fam)
 		if err != nil {
 			return nil, fmt.Errorf("reading hourly results of %s->%s: %w", src, dst, err)
 		}
 		out = hourly
 	}
-	err := s.queryEach(ctx, `SELECT t, test, value FROM mon_points
-		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ? ORDER BY t LIMIT ?`, func(sc scanner) error {
+	err := s.queryEach(ctx, `SELECT t, test, family, value FROM mon_points
+		WHERE src = ? AND dst = ? AND metric = ? AND t >= ? AND t <= ?`+ofFamily+` ORDER BY t LIMIT ?`, func(sc scanner) error {
 		var t float64
 		p := Point{Src: src, Dst: dst, Metric: metric}
-		if err := sc.Scan(&t, &p.Test, &p.Value); err != nil {
+		if err := sc.Scan(&t, &p.Test, &p.Family, &p.Value); err != nil {
 			return err
 		}
 		p.T, p.Min, p.Max = fromUnix(t), p.Value, p.Value
 		out = append(out, p)
 		return nil
-	}, src, dst, metric, unixSeconds(from), unixSeconds(to), MaxPoints-len(out))
+	}, src, dst, metric, unixSeconds(from), unixSeconds(to), every, fam, MaxPoints-len(out))
 	if err != nil {
 		return nil, fmt.Errorf("reading results of %s->%s: %w", src, dst, err)
 	}
@@ -96,7 +116,7 @@ func (s *SeriesStore) Points(ctx context.Context, src, dst, metric string, from,
 // restarted service learns its baselines from.
 func (s *SeriesStore) RecentPoints(ctx context.Context, since time.Time, fn func(Point) error) error {
 	var fnErr error
-	err := s.queryEach(ctx, `SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? ORDER BY t`, func(sc scanner) error {
+	err := s.queryEach(ctx, `SELECT t, src, dst, test, metric, value, family FROM mon_points WHERE t >= ? ORDER BY t`, func(sc scanner) error {
 		p, err := scanPoint(sc)
 		if err != nil {
 			return err
@@ -110,21 +130,21 @@ func (s *SeriesStore) RecentPoints(ctx context.Context, since time.Time, fn func
 	return err
 }
 
-// scanPoint reads a row of the columns t, src, dst, test, metric, value.
+// scanPoint reads a row of the columns t, src, dst, test, metric, value, family.
 func scanPoint(sc scanner) (Point, error) {
 	var t float64
 	var p Point
-	err := sc.Scan(&t, &p.Src, &p.Dst, &p.Test, &p.Metric, &p.Value)
+	err := sc.Scan(&t, &p.Src, &p.Dst, &p.Test, &p.Metric, &p.Value, &p.Family)
 	p.T = fromUnix(t)
 	return p, err
 }
 
 // Aggregate is one hour of a path's metric.
 type Aggregate struct {
-	Hour                        time.Time
-	Src, Dst, Test, Metric      string
-	Min, Mean, Median, P95, Max float64
-	Count                       int
+	Hour                           time.Time
+	Src, Dst, Test, Family, Metric string
+	Min, Mean, Median, P95, Max    float64
+	Count                          int
 }
 
 // AggregateHours summarises every whole hour of raw points from since
@@ -136,16 +156,16 @@ func (s *SeriesStore) AggregateHours(ctx context.Context, since, before time.Tim
 		return 0, nil
 	}
 	type key struct {
-		hour                   int64
-		src, dst, test, metric string
+		hour                           int64
+		src, dst, test, family, metric string
 	}
 	groups := map[key][]float64{}
-	err := s.queryEach(ctx, `SELECT t, src, dst, test, metric, value FROM mon_points WHERE t >= ? AND t < ?`, func(sc scanner) error {
+	err := s.queryEach(ctx, `SELECT t, src, dst, test, metric, value, family FROM mon_points WHERE t >= ? AND t < ?`, func(sc scanner) error {
 		p, err := scanPoint(sc)
 		if err != nil {
 			return err
 		}
-		k := key{p.T.Truncate(time.Hour).Unix(), p.Src, p.Dst, p.Test, p.Metric}
+		k := key{p.T.Truncate(time.Hour).Unix(), p.Src, p.Dst, p.Test, p.Family, p.Metric}
 		groups[k] = append(groups[k], p.Value)
 		return nil
 	}, unixSeconds(since), unixSeconds(before))
@@ -162,8 +182,8 @@ func (s *SeriesStore) AggregateHours(ctx context.Context, since, before time.Tim
 	}
 	for k, vs := range groups {
 		g := Summarize(vs)
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO mon_hourly (hour, src, dst, test, metric, min, mean, median, p95, max, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			float64(k.hour), k.src, k.dst, k.test, k.metric, g.Min, g.Mean, g.Median, g.P95, g.Max, g.Count); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO mon_hourly (hour, src, dst, test, family, metric, min, mean, median, p95, max, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			float64(k.hour), k.src, k.dst, k.test, k.family, k.metric, g.Min, g.Mean, g.Median, g.P95, g.Max, g.Count); err != nil {
 			return 0, fmt.Errorf("storing hourly aggregates: %w", err)
 		}
 	}
@@ -246,6 +266,9 @@ type TestRecord struct {
 	Status  string          `json:"status"`
 	Reason  string          `json:"reason,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
+	// Family is the address family of a test run once per family (as a
+	// Point's).
+	Family string `json:"family,omitempty"`
 }
 
 // AddTest stores a test that ran.
@@ -254,8 +277,8 @@ func (s *SeriesStore) AddTest(r TestRecord) error {
 	if result == "" {
 		result = "{}"
 	}
-	_, err := s.pool.Exec(s.q(`INSERT INTO mon_tests (test, kind, src, dst, started, ended, status, reason, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		r.Test, r.Kind, r.Src, r.Dst, unixSeconds(r.Started), unixSeconds(r.Ended), r.Status, r.Reason, result)
+	_, err := s.pool.Exec(s.q(`INSERT INTO mon_tests (test, kind, src, dst, started, ended, status, reason, result, family) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		r.Test, r.Kind, r.Src, r.Dst, unixSeconds(r.Started), unixSeconds(r.Ended), r.Status, r.Reason, result, r.Family)
 	if err != nil {
 		return fmt.Errorf("storing a %s test %s->%s in %s: %w", r.Test, r.Src, r.Dst, s.path, err)
 	}
@@ -264,12 +287,12 @@ func (s *SeriesStore) AddTest(r TestRecord) error {
 
 // Tests returns a path's latest tests, newest first ("" matches any test).
 func (s *SeriesStore) Tests(ctx context.Context, src, dst, test string, limit int) ([]TestRecord, error) {
-	out, err := queryAll(ctx, s.db, `SELECT id, test, kind, src, dst, started, ended, status, reason, result FROM mon_tests
+	out, err := queryAll(ctx, s.db, `SELECT id, test, kind, src, dst, started, ended, status, reason, result, family FROM mon_tests
 		WHERE src = ? AND dst = ? AND (CAST(? AS TEXT) = '' OR test = ?) ORDER BY started DESC LIMIT ?`, func(sc scanner) (TestRecord, error) {
 		var r TestRecord
 		var started, ended float64
 		var result string
-		err := sc.Scan(&r.ID, &r.Test, &r.Kind, &r.Src, &r.Dst, &started, &ended, &r.Status, &r.Reason, &result)
+		err := sc.Scan(&r.ID, &r.Test, &r.Kind, &r.Src, &r.Dst, &started, &ended, &r.Status, &r.Reason, &result, &r.Family)
 		r.Started, r.Ended, r.Result = fromUnix(started), fromUnix(ended), json.RawMessage(result)
 		return r, err
 	}, src, dst, test, test, limit)
@@ -279,14 +302,14 @@ func (s *SeriesStore) Tests(ctx context.Context, src, dst, test string, limit in
 	return out, nil
 }
 
-// LastStarts is when each (test, src, dst) last started a test: where a
-// restarted schedule resumes.
-func (s *SeriesStore) LastStarts(ctx context.Context) (map[[3]string]time.Time, error) {
-	out := map[[3]string]time.Time{}
-	err := s.queryEach(ctx, `SELECT test, src, dst, MAX(started) FROM mon_tests GROUP BY test, src, dst`, func(sc scanner) error {
-		var k [3]string
+// LastStarts is when each (test, src, dst, family) last started a test:
+// where a restarted schedule resumes.
+func (s *SeriesStore) LastStarts(ctx context.Context) (map[[4]string]time.Time, error) {
+	out := map[[4]string]time.Time{}
+	err := s.queryEach(ctx, `SELECT test, src, dst, family, MAX(started) FROM mon_tests GROUP BY test, src, dst, family`, func(sc scanner) error {
+		var k [4]string
 		var t float64
-		if err := sc.Scan(&k[0], &k[1], &k[2], &t); err != nil {
+		if err := sc.Scan(&k[0], &k[1], &k[2], &k[3], &t); err != nil {
 			return err
 		}
 		out[k] = fromUnix(t)
@@ -317,6 +340,12 @@ type Alert struct {
 	AckedBy string    `json:"acked_by,omitempty"`
 	AckedAt time.Time `json:"acked_at,omitzero"`
 	AckNote string    `json:"ack_note,omitempty"`
+	// Family is the address family of the path's test run once per family
+	// ("" for a test's one run); Scope says, of such a run's alert, whether
+	// the other family's run of the path alerts too: ipv4-only, ipv6-only
+	// or path ("" unknown or not judged).
+	Family string `json:"family,omitempty"`
+	Scope  string `json:"scope,omitempty"`
 }
 
 // OpenAlert stores a new active alert and returns its id.
@@ -326,9 +355,9 @@ func (s *SeriesStore) OpenAlert(al Alert) (int64, error) {
 		ev = "{}"
 	}
 	var id int64
-	err := s.pool.QueryRow(s.q(`INSERT INTO mon_alerts (ref, rule, src, dst, test, started, value, baseline, threshold, message, evidence)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		al.Ref, al.Rule, al.Src, al.Dst, al.Test, unixSeconds(al.Started), al.Value, al.Baseline, al.Threshold, al.Message, ev).Scan(&id)
+	err := s.pool.QueryRow(s.q(`INSERT INTO mon_alerts (ref, rule, src, dst, test, started, value, baseline, threshold, message, evidence, family, scope)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		al.Ref, al.Rule, al.Src, al.Dst, al.Test, unixSeconds(al.Started), al.Value, al.Baseline, al.Threshold, al.Message, ev, al.Family, al.Scope).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("storing alert %s on %s->%s: %w", al.Rule, al.Src, al.Dst, err)
 	}
@@ -430,7 +459,7 @@ func (s *SeriesStore) Changes(ctx context.Context, from, to time.Time) ([]Change
 // first; activeOnly lists those still active.
 func (s *SeriesStore) Alerts(ctx context.Context, since time.Time, activeOnly bool) ([]Alert, error) {
 	q := `SELECT id, ref, rule, src, dst, test, started, COALESCE(ended, 0), value, baseline, threshold, message, evidence,
-		acked_by, COALESCE(acked_at, 0), ack_note FROM mon_alerts
+		acked_by, COALESCE(acked_at, 0), ack_note, family, scope FROM mon_alerts
 		WHERE (ended IS NULL OR ended >= ?)`
 	if activeOnly {
 		q += ` AND ended IS NULL`
@@ -440,7 +469,7 @@ func (s *SeriesStore) Alerts(ctx context.Context, since time.Time, activeOnly bo
 		var started, ended, acked float64
 		var ev string
 		if err := sc.Scan(&al.ID, &al.Ref, &al.Rule, &al.Src, &al.Dst, &al.Test, &started, &ended, &al.Value, &al.Baseline, &al.Threshold, &al.Message, &ev,
-			&al.AckedBy, &acked, &al.AckNote); err != nil {
+			&al.AckedBy, &acked, &al.AckNote, &al.Family, &al.Scope); err != nil {
 			return al, err
 		}
 		al.Started, al.Evidence = fromUnix(started), json.RawMessage(ev)

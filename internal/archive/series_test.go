@@ -63,7 +63,7 @@ func testMonitoring(t *testing.T, path string) {
 		t.Errorf("Tests of another test name = %+v, want none", tests)
 	}
 	last, err := a.LastStarts(ctx)
-	if err != nil || !last[[3]string{"bulk", "a", "b"}].Equal(started.Add(time.Hour)) {
+	if err != nil || !last[[4]string{"bulk", "a", "b", ""}].Equal(started.Add(time.Hour)) {
 		t.Errorf("LastStarts = %v, %v", last, err)
 	}
 	id, err := a.OpenAlert(Alert{Ref: "r1", Rule: "rtt_step", Src: "a", Dst: "b", Test: "lat", Started: h0, Value: 0.5, Baseline: 0.03, Threshold: 0.035, Message: "RTT rose"})

@@ -8,10 +8,12 @@ import (
 
 // twin fits an emulated path to measurements of a real one (issue 35): a
 // campaign (the measure verbs' figures, or an archive's points) in, a
-// twin and its scenario written to an io.Writer out. It is pure: it reads
-// the archive's point type (archive), the delay summaries' quantile
-// (delay), the metric names (results) and units (units), and measures,
-// runs and serves nothing; the CLI runs the campaign and fills it.
+// twin and its scenario written to an io.Writer out. It is pure: it takes
+// the archive's point, run and sample types (archive) and reads a history
+// only through the HistoryReader interface its caller passes (an archive
+// the caller opened); it uses the delay summaries' quantile (delay), the
+// metric names (results) and units (units), and opens, measures, runs and
+// serves nothing; the CLI runs the campaign and fills it.
 func init() {
 	allowed["internal/twin"] = []string{"internal/archive", "internal/binomial", "internal/delay", "internal/results", "internal/units"}
 	for _, to := range []string{"internal/measure", "internal/measure/...", "internal/workload/...", "internal/backend", "internal/agent/...",

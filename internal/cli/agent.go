@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ func newAgentCmd() *cobra.Command {
 		listen, policyFile    string
 		auditFile             string
 		testAddr, testPorts   string
+		testAddr6             string
 		tlsFiles              pki.Files
 		maxRate, maxBytes     string
 		lim                   = limits.Default
@@ -85,7 +87,7 @@ audit log's file without ending the tests running. See docs/security.md and docs
 			if err := lim.Validate(); err != nil {
 				return usagef("limits: %v", err)
 			}
-			test, err := testLocal(testAddr)
+			test, named, err := testLocal(testAddr, testAddr6)
 			if err != nil {
 				return err
 			}
@@ -107,7 +109,8 @@ audit log's file without ending the tests running. See docs/security.md and docs
 			if err != nil {
 				return err
 			}
-			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped || diskRead > 0, DiskReadBps: diskRead, Data: data, HostCPU: ownCgroupCPU()}
+			srv := &agent.Server{Host: host, Version: Version, Limits: lim, DiskCapped: diskCapped || diskRead > 0, DiskReadBps: diskRead, Data: data, HostCPU: ownCgroupCPU(),
+				TestAddress: named[0], TestAddress6: named[1]}
 			if st != nil {
 				stop, err := serveSTAMP(c, srv, stampAddr, *st)
 				if err != nil {
@@ -132,6 +135,7 @@ audit log's file without ending the tests running. See docs/security.md and docs
 	c.Flags().StringVar(&policyFile, "policy", "", "the policy: who may run what, toward where, within which limits (docs/policy.md); default: any controller the CA signed, the flags' limits")
 	c.Flags().StringVar(&auditFile, "audit", "-", "the audit log (JSON lines, appended, 0600); - for standard error")
 	c.Flags().StringVar(&testAddr, "test-address", "", "the address test listeners open on, IPv4 or IPv6 (default: the --listen address; every address, both families, if that is a wildcard)")
+	c.Flags().StringVar(&testAddr6, "test-address6", "", "a dual-stack host's IPv6 test address, named to controllers beside its IPv4 one (--test-address, else the --listen address): test listeners then open on every address, both families")
 	c.Flags().StringVar(&testPorts, "test-ports", "", "FIRST-LAST: the ports test listeners open on, for firewalls (default: any free port)")
 	c.Flags().StringVar(&dataDir, "data-dir", defaultAgentData, "the agent's own folder for the files it makes, receives and sends (made 0700; refused if another user could change it)")
 	c.Flags().DurationVar(&lim.MaxDuration, "max-duration", limits.Default.MaxDuration, "refuse tests longer than this")
@@ -220,8 +224,13 @@ func serveNetwork(c *cobra.Command, srv *agent.Server, listen string, test bind.
 	if err != nil {
 		return usagef("--listen %q: give ADDR:PORT, as 10.1.0.1:7400, [2001:db8::1]:7400 or :7400 (every address, both families)", listen)
 	}
-	if test.Addr == "" && lhost != "" && net.ParseIP(lhost) != nil && !net.ParseIP(lhost).IsUnspecified() {
-		test.Addr = lhost
+	if ip := net.ParseIP(lhost); ip != nil && !ip.IsUnspecified() {
+		switch {
+		case srv.TestAddress6 == "" && test.Addr == "":
+			test.Addr = lhost
+		case srv.TestAddress6 != "" && srv.TestAddress == "" && ip.To4() != nil:
+			srv.TestAddress = lhost // a dual-stack agent's IPv4 one
+		}
 	}
 	srv.Test = test
 	loadPolicy := func() (*policy.Policy, error) {
@@ -283,8 +292,12 @@ func serveNetwork(c *cobra.Command, srv *agent.Server, listen string, test bind.
 			}
 		}
 	}()
+	tests := test.String()
+	if srv.TestAddress6 != "" {
+		tests += fmt.Sprintf(" (named %s)", strings.TrimPrefix(srv.TestAddress+" and "+srv.TestAddress6, " and "))
+	}
 	fmt.Fprintf(c.ErrOrStderr(), "wanlab agent %s: listening on %s (TLS 1.3, mutual), tests on %s, policy %s, data folder %s\n",
-		srv.Host, ln.Addr(), test, pol.Source, srv.Data.Path())
+		srv.Host, ln.Addr(), tests, pol.Source, srv.Data.Path())
 	return srv.ServeTLS(ctx, ln, side.Config())
 }
 
@@ -302,15 +315,32 @@ func ownCgroupCPU() func() (time.Duration, error) {
 	return func() (time.Duration, error) { return cg.Usage(group) }
 }
 
-// testLocal reads --test-address: an IPv4 or IPv6 address (bare or in
-// brackets), or "" for every address.
-func testLocal(addr string) (bind.Local, error) {
-	if addr == "" {
-		return bind.Local{}, nil
+// testLocal reads --test-address, an IPv4 or IPv6 address (bare or in
+// brackets) or "" for every address, and --test-address6, a dual-stack
+// host's IPv6 one. With --test-address6 the listeners open on every
+// address, and named are the addresses the agent names, IPv4 and IPv6.
+func testLocal(addr, addr6 string) (test bind.Local, named [2]string, err error) {
+	var a netip.Addr
+	if addr != "" {
+		if a, err = ipArg(addr); err != nil {
+			return test, named, usagef("--test-address %q: give an IP address, as 10.1.0.1 or 2001:db8::1", addr)
+		}
 	}
-	a, err := ipArg(addr)
-	if err != nil {
-		return bind.Local{}, usagef("--test-address %q: give an IP address, as 10.1.0.1 or 2001:db8::1", addr)
+	if addr6 == "" {
+		if a.IsValid() {
+			test.Addr = a.String()
+		}
+		return test, named, nil
 	}
-	return bind.Local{Addr: a.String()}, nil
+	a6, err := ipArg(addr6)
+	switch {
+	case err != nil || !a6.Is6():
+		return test, named, usagef("--test-address6 %q: give an IPv6 address, as 2001:db8::1", addr6)
+	case a.IsValid() && !a.Is4():
+		return test, named, usagef("--test-address %s is IPv6, and --test-address6 names the IPv6 one: give the IPv4 one there, or leave --test-address6 out", addr)
+	case a.IsValid():
+		named[0] = a.String()
+	}
+	named[1] = a6.String()
+	return test, named, nil
 }

@@ -34,14 +34,18 @@ func wanlab(t *testing.T, want int, args ...string) (stdout, stderr string) {
 // v6Agent serves an agent over TLS on [::1], testing on ::1, with the
 // lab's agent certificate (IP SAN ::1) and a policy letting cn:ctl test
 // toward peers; it returns its control address and the server, whose
-// policy a test may change.
-func v6Agent(t *testing.T, dir, host, peers string) (string, *agent.Server) {
+// policy a test may change. set, if given, changes the server before it
+// serves.
+func v6Agent(t *testing.T, dir, host, peers string, set ...func(*agent.Server)) (string, *agent.Server) {
 	t.Helper()
 	data, err := datadir.Open(filepath.Join(t.TempDir(), "data"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &agent.Server{Host: host, Version: "test", Limits: limits.Default, Data: data, Test: bind.Local{Addr: "::1"}}
+	for _, f := range set {
+		f(srv)
+	}
 	pol, err := policy.Parse("p.yaml", []byte("rules:\n  - {name: lab, identities: [cn:ctl], peers: ["+peers+"]}\n"), srv.Limits)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +223,7 @@ func TestTestAddressFlag(t *testing.T) {
 		{"::", "::", ""},
 		{"dtn01", "", `--test-address "dtn01": give an IP address`},
 	} {
-		l, err := testLocal(tc.in)
+		l, _, err := testLocal(tc.in, "")
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("testLocal(%q) = %v, %v; want an error with %q", tc.in, l, err, tc.err)

@@ -166,14 +166,16 @@ directions at once. A test cut short (a host's agent gone, Ctrl-C) still prints 
 measured, marked partial, and exits 1.
 
 --target HOST[:PORT] instead of --to tests toward an iperf3 server that runs no wanlab
-agent (port 5201 unless given): A's agent speaks iperf3's protocol itself, and the result
+agent (port 5201 unless given), or --target NAME toward one the inventory names among its
+targets: (README, real hosts): A's agent speaks iperf3's protocol itself, and the result
 reads as one between agents, the server's count being what arrived. On real hosts the
 agent's policy must name the server among its targets (docs/policy.md); a server busy
 with another test says so, and the command exits 1.`,
 		Example: `  wanlab measure throughput --testbed wan-lan --from wanclient --to server
   wanlab measure throughput --testbed wan-lan --from lanclient --to server --streams 8 --window 256KiB --json
   wanlab measure throughput --testbed wan-lan --from wanclient --to server --udp --rate 1Mbit
-  wanlab measure throughput --inventory sites.yaml --from cern --target iperf.example.org:5201 -P 4`,
+  wanlab measure throughput --inventory sites.yaml --from cern --target iperf.example.org:5201 -P 4
+  wanlab measure throughput --inventory sites.yaml --from cern --target cnaf-iperf -6`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, a []string) error {
 			spec := throughput.Spec{Protocol: throughput.TCP, Streams: streams, Duration: duration, Congestion: congestion, Interval: interval, UDPLength: length}
@@ -256,7 +258,7 @@ with another test says so, and the command exits 1.`,
 	c.Flags().VarP(seconds{&interval}, "interval", "i", "reporting interval, e.g. 100ms or 0.1 (at least 10ms)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&db, "db", "", "also store the test, every interval and the result in this archive (e.g. wanlab.db)")
-	c.Flags().StringVar(&far, "target", "", "instead of --to: an iperf3 server that runs no agent, HOST[:PORT] (TCP, from --from to it)")
+	c.Flags().StringVar(&far, "target", "", "instead of --to: an iperf3 server that runs no agent, HOST[:PORT] or a target the inventory names (TCP, from --from to it)")
 	return c
 }
 
@@ -279,18 +281,22 @@ func iperf3Target(c *cobra.Command, pair hostPair, far string, spec throughput.S
 	if err := pair.hosts.check(); err != nil {
 		return err
 	}
+	addr, name, err := farTarget(pair.hosts, far, target.Iperf3)
+	if err != nil {
+		return err
+	}
 	ctx, eps, err := connect(c.Context(), pair.hosts, pair.from)
 	if err != nil {
 		return err
 	}
 	defer measure.CloseAll(eps)
 	spec.UDPLength = 0 // a TCP test: -l is UDP's
-	req := &agentpb.TargetRequest{Kind: target.Iperf3, Address: far, Family: uint32(family), Throughput: throughput.SpecToPB(spec)}
+	req := &agentpb.TargetRequest{Kind: target.Iperf3, Address: addr, Family: uint32(family), Throughput: throughput.SpecToPB(spec)}
 	res, err := target.Run(ctx, eps[pair.from], req, nil)
 	if res == nil || res.GetThroughput() == nil {
 		return err
 	}
-	r := target.Throughput(pair.from, far, spec, res)
+	r := target.Throughput(pair.from, name, spec, res)
 	if res.GetThroughput().GetPartial() || res.GetError() != "" {
 		r.Partial, r.Error = true, res.GetError()
 		err = errors.Join(err, fmt.Errorf("the test toward %s was cut short: %s", far, res.GetError()))

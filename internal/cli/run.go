@@ -30,8 +30,9 @@ func newRunCmd() *cobra.Command {
 	var db, reportDir, inventory, captureDir string
 	var asJSON, quick bool
 	var resume int64
+	var fam addrFamily
 	c := &cobra.Command{
-		Use:   "run SCENARIO [--inventory FILE]",
+		Use:   "run SCENARIO [--inventory FILE] [-4|-6]",
 		Short: "Run a scenario's workloads and sweeps on its test-bed or on real hosts, storing every step",
 		Long: `Run a scenario: bring up its test-bed, run each step of each workload's sweep while
 sampling host CPU, link counters (10 Hz) and the test-bed's own load, store every step in
@@ -45,12 +46,18 @@ With --inventory FILE the same scenario runs on real hosts instead: each of its 
 names is bound to an agent of the inventory, nothing is built, and the scenario's links
 are the expected path that every measurement is compared with (README, real hosts). A
 scenario whose hosts name their agents (agent: host:port) runs on them without one. A
-resumed run of real hosts needs --inventory again.`,
+resumed run of real hosts needs --inventory again.
+
+On a dual-stack test-bed (family: dual) the workloads test over IPv4 unless -6 is given;
+on one of IPv6 alone they test over IPv6, and -4 is refused. On real hosts -4 or -6 asks
+every host for a test address of that family (default: the inventory's family:). The
+run's params, its events and --json's "family" say which family its workloads used.`,
 		Example: `  wanlab run objectivity-lan-100m --quick
   wanlab run examples/diane-sla.yaml --db results.db
   PGPASSWORD=... wanlab run alice-mesh --db postgres://wanlab@db.example.org/wanlab
   wanlab run --resume 7
-  wanlab run slac-cern --inventory sites.yaml`,
+  wanlab run slac-cern --inventory sites.yaml
+  wanlab run my-dual-stack.yaml -6          # a scenario with subnet6:, its workloads over IPv6`,
 		Args: args(func(c *cobra.Command, a []string) error {
 			if resume != 0 {
 				return cobra.NoArgs(c, a)
@@ -62,6 +69,10 @@ resumed run of real hosts needs --inventory again.`,
 				return usagef("--resume %d: give a run number, as wanlab runs lists them", resume)
 			}
 			opts := controller.Options{Quick: quick, Resume: resume, Version: Version, CaptureDir: captureDir}
+			asked, err := fam.value()
+			if err != nil {
+				return err
+			}
 			var inv *realhosts.Inventory
 			var p *plan
 			if resume == 0 {
@@ -82,6 +93,8 @@ resumed run of real hosts needs --inventory again.`,
 				}
 			} else if c.Flags().Changed("quick") {
 				return usagef("--quick cannot change a resumed run: it keeps the setting it started with")
+			} else if asked != "" {
+				return usagef("%s cannot change a resumed run: it keeps the address family it started with", flagOf(asked))
 			}
 			if inventory != "" {
 				var err error
@@ -92,6 +105,14 @@ resumed run of real hosts needs --inventory again.`,
 					if err := inventoryHolds(inv, p); err != nil {
 						return err
 					}
+				}
+			}
+			if opts.Family, err = runFamily(p, inventory, inv, asked); err != nil {
+				return err
+			}
+			if inv != nil {
+				if inv, err = withFamily(inv, opts.Family); err != nil {
+					return err
 				}
 			}
 			ctx := c.Context()
@@ -139,7 +160,34 @@ resumed run of real hosts needs --inventory again.`,
 	c.Flags().StringVar(&reportDir, "report", "", "also write the HTML report into `DIR`")
 	c.Flags().StringVar(&captureDir, "captures", ".", "where the pcapng files of workloads' capture: go (`DIR`)")
 	c.Flags().StringVar(&inventory, "inventory", "", "run on the real hosts of this inventory, not on an emulated test-bed")
+	fam.flags(c)
 	return c
+}
+
+// runFamily is the address family a run's workloads test over: on an
+// emulated test-bed, or real hosts named by the scenario itself, the one
+// asked for (-4, -6) that its hosts have, else the scenario's preference
+// (controller.Family; asking for one its hosts lack is a usage error;
+// of real hosts, only -4 of a scenario of IPv6 alone); on an
+// inventory's hosts, the one asked for or "" (the inventory's
+// family:). A resumed run (p nil) keeps its own.
+func runFamily(p *plan, inventory string, inv *realhosts.Inventory, asked string) (string, error) {
+	switch {
+	case p == nil:
+		return "", nil
+	case inventory != "":
+		return asked, nil
+	case inv != nil && asked == "":
+		return inv.Family, nil // a scenario of real hosts: "" or ipv6
+	case inv != nil && (asked == measure.IPv6 || p.file.Testbed.HasIPv4()):
+		// Its family: says no more of real hosts than IPv6 alone.
+		return asked, nil
+	}
+	f, err := controller.Family(p.source, p.file.Testbed, asked)
+	if errors.Is(err, backend.ErrFamily) {
+		return "", usagef("%s: %w", flagOf(asked), err)
+	}
+	return f, err
 }
 
 // showRun shows a run that ended (wanlab run, wanlab predict), also one
@@ -318,7 +366,14 @@ func printRun(w io.Writer, res *controller.Result) {
 	if res.Quick {
 		quick = " (quick)"
 	}
-	fmt.Fprintf(w, "run %d: %s%s on test-bed %s%s: %s", res.Run, res.Scenario, quick, res.Testbed, predictedMark(res.Backend), res.Status)
+	over := ""
+	switch res.Family {
+	case measure.IPv4:
+		over = " over IPv4"
+	case measure.IPv6:
+		over = " over IPv6"
+	}
+	fmt.Fprintf(w, "run %d: %s%s on test-bed %s%s%s: %s", res.Run, res.Scenario, quick, res.Testbed, predictedMark(res.Backend), over, res.Status)
 	if res.Reason != "" {
 		fmt.Fprintf(w, " (%s)", res.Reason)
 	}

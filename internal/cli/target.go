@@ -11,6 +11,8 @@ import (
 	"github.com/wanlab/wanlab/internal/icmpecho"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/measure/target"
+	"github.com/wanlab/wanlab/internal/realhosts"
+	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/stamp"
 )
 
@@ -27,7 +29,8 @@ type farProbes struct {
 }
 
 // farEnd is what every such verb's help says of --target and the policy.
-const farEnd = `A's agent resolves a name (-4 or -6 picks the family) and tests the address only if its
+const farEnd = `--target may name one of the inventory's targets: (README, real hosts), of this verb's kind.
+A's agent resolves a name (-4 or -6 picks the family) and tests the address only if its
 policy's rule for this controller names it among its targets (docs/policy.md), within the
 rule's rate and bytes; otherwise it refuses before sending anything. A far end that
 answers none of the probes is reported as such, and the command exits 1.`
@@ -101,23 +104,28 @@ func newFarProbesCmd(fp farProbes) *cobra.Command {
 			if err := where.check(); err != nil {
 				return err
 			}
+			addr, name, err := farTarget(where, far, fp.kind)
+			if err != nil {
+				return err
+			}
 			ctx, eps, err := connect(c.Context(), where, from)
 			if err != nil {
 				return err
 			}
 			defer measure.CloseAll(eps)
-			req := &agentpb.TargetRequest{Kind: fp.kind, Address: far, Family: uint32(family),
+			req := &agentpb.TargetRequest{Kind: fp.kind, Address: addr, Family: uint32(family),
 				Probe: &agentpb.ProbeSpec{Count: uint32(count), IntervalNs: int64(interval), Size: uint32(size), TimeoutNs: int64(timeout)}}
 			res, err := target.Probes(ctx, eps[from], req)
 			if res == nil {
 				return err
 			}
+			res.Target = name
 			return report(c.OutOrStdout(), asJSON, res, printFarProbes, err)
 		},
 	}
 	where.flags(c)
 	c.Flags().StringVar(&from, "from", "", "the host whose agent tests (required)")
-	c.Flags().StringVar(&far, "target", "", "the far end: an IPv4 or IPv6 address, or a name A's agent resolves (required)")
+	c.Flags().StringVar(&far, "target", "", "the far end: a target the inventory names (targets:), an IPv4 or IPv6 address, or a name A's agent resolves (required)")
 	c.Flags().IntVarP(&count, "count", "c", 10, "number of "+fp.unit)
 	interval = time.Second
 	c.Flags().VarP(seconds{&interval}, "interval", "i", "time between "+fp.unit+", e.g. 200ms or 0.2")
@@ -129,6 +137,35 @@ func newFarProbesCmd(fp farProbes) *cobra.Command {
 	c.Flags().BoolVarP(&v6, "ipv6", "6", false, "test over IPv6")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return c
+}
+
+// farTarget is --target as the agent is to test it, and as results name
+// it: a target of the inventory by name, which must be of the verb's
+// kind, else the address or host name given.
+func farTarget(where hosts, far, kind string) (addr, name string, err error) {
+	if where.inventory == "" || !scenario.ValidName(far) {
+		return far, far, nil
+	}
+	inv, err := realhosts.LoadHosts(where.inventory)
+	if err != nil {
+		return "", "", err
+	}
+	tg, ok := inv.Target(far)
+	switch {
+	case !ok:
+		return far, far, nil
+	case tg.Kind != kind:
+		return "", "", usagef("--target %s: the inventory %s names it %s (%s: %s): wanlab measure %s tests toward it",
+			far, inv.Source, farWords[tg.Kind][0], tg.Kind, tg.Address, farWords[tg.Kind][1])
+	}
+	return tg.Address, tg.Name, nil
+}
+
+// farWords name a kind of far end, and the measure verb that tests it.
+var farWords = map[string][2]string{
+	target.Iperf3: {"an iperf3 server", "throughput"},
+	target.STAMP:  {"a STAMP reflector", "stamp"},
+	target.Ping:   {"a ping target", "ping"},
 }
 
 // familyOf is the IP family -4 and -6 ask for: 4, 6, or 0 for either.

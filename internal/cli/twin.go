@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,9 +15,7 @@ import (
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/measure/endpoints"
-	"github.com/wanlab/wanlab/internal/monitor/core"
 	"github.com/wanlab/wanlab/internal/policy"
-	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/testbed"
 	"github.com/wanlab/wanlab/internal/twin"
@@ -49,14 +46,15 @@ cross traffic (mean and pattern) and MTU, every value with a comment giving its 
 and 95% interval, and what could not be fitted listed as unknown with the default used.
 
 With --testbed or --inventory, twin runs a campaign through the agents first: the plan
-(traces, capacity, probes, available bandwidth, a single-stream load with probes, 8-stream
+(traces, capacity, probes, available bandwidth, a 4-stream cubic load with probes, 1- and 8-stream
 TCP, each way) is printed to stderr, sized to --budget (default 110s) and to 1% of a day's
 bytes_per_day of the agents' policy; a budget too small for the least campaign is refused
 (exit 2). Ctrl-C stops it: the twin is written from what was measured, the rest unknown
 (exit 1). A step the agents' policy refuses is named with its rule, and the campaign
 goes on. With --db, twin reads the history a wanlab serve archive holds of the path
 (--from-time, --to-time) and needs no agents; a history has no loaded test and no
-per-probe series, so the queue and the loss model are unknown.
+per-probe series, so the queue and the loss model are unknown. Of a path measured over
+both address families, it fits the family with the most probe summaries, or -4 or -6's.
 
 --check then brings the twin up as a test-bed (torn down after, also on Ctrl-C), runs the
 same plan on it and prints measured against twin for each figure (1- and 8-stream TCP
@@ -80,6 +78,8 @@ error of each; for a miss, the knob of the model that cannot match it. Needs roo
 	c.Flags().StringVar(&v.db, "db", "", "fit the history a wanlab serve archive holds of the path instead (a SQLite file or postgres:// URL)")
 	c.Flags().StringVar(&v.fromTime, "from-time", "", "with --db: the history from this time (RFC 3339, a date, or a duration ago such as 24h)")
 	c.Flags().StringVar(&v.toTime, "to-time", "", "with --db: the history up to this time (as --from-time; default now)")
+	c.Flags().BoolVarP(&v.family.v4, "ipv4", "4", false, "with --db: fit the path's IPv4 measurements (default: the address family with the most probe summaries)")
+	c.Flags().BoolVarP(&v.family.v6, "ipv6", "6", false, "with --db: fit the path's IPv6 measurements")
 	c.Flags().StringVar(&v.from, "from", "", "host A: the link's forward direction leaves it (required)")
 	c.Flags().StringVar(&v.to, "to", "", "host B (required)")
 	c.Flags().StringVarP(&v.out, "output", "o", "", "write the twin's scenario to this `FILE` (required)")
@@ -105,6 +105,12 @@ func (v *twinVerb) validate(now time.Time) error {
 	}
 	if v.db == "" && (v.fromTime != "" || v.toTime != "") {
 		return usagef("--from-time and --to-time choose a history's span: they go with --db")
+	}
+	if v.db == "" && (v.family.v4 || v.family.v6) {
+		return usagef("-4 and -6 choose the address family of a history's measurements fitted: they go with --db")
+	}
+	if _, err := v.family.value(); err != nil {
+		return err
 	}
 	if v.from == "" || v.to == "" {
 		return usagef("give --from A and --to B, the path's hosts")
@@ -233,7 +239,7 @@ func (v *twinVerb) run(ctx context.Context, stdout, stderr io.Writer) error {
 			outcome.Interrupted, outcome.Ran(), len(outcome.Steps), v.out)}
 	}
 	if v.check && stopped == nil {
-		replay, err := v.replay(ctx, stderr, p, mtus)
+		replay, err := v.replay(ctx, stderr, p.ForCheck(), mtus)
 		if err != nil {
 			return err
 		}
@@ -424,7 +430,8 @@ func (v *twinVerb) replay(ctx context.Context, stderr io.Writer, p *twin.Plan, m
 
 // history builds the campaign of the path from a serve archive's points
 // of both ways, and the capacity and available-bandwidth estimates its
-// measure runs stored.
+// measure runs stored (twin.ReadHistory, which wanlab serve's twin
+// download shares).
 func (v *twinVerb) history(ctx context.Context) (twin.Campaign, error) {
 	ar, err := openExisting(v.db)
 	if err != nil && !archive.IsPostgres(v.db) {
@@ -434,61 +441,21 @@ func (v *twinVerb) history(ctx context.Context) (twin.Campaign, error) {
 		return twin.Campaign{}, fmt.Errorf("--db: %w", err)
 	}
 	defer ar.Close()
-	from, to := v.since, v.until
-	if from.IsZero() {
-		from = time.Unix(0, 0)
-	}
-	if to.IsZero() {
-		to = time.Now().Add(time.Hour)
-	}
-	metrics := []string{string(core.RTTMin), string(core.LossRatio), string(core.LossForward), string(core.LossBack), string(core.Jitter),
-		string(core.OWDForward), string(core.OWDBack), string(core.ThroughputRate), results.BandwidthCapacity, results.BandwidthAvailable}
-	var points []archive.Point
-	for _, w := range [][2]string{{v.from, v.to}, {v.to, v.from}} {
-		for _, m := range metrics {
-			ps, err := ar.Points(ctx, w[0], w[1], m, from, to)
-			if err != nil {
-				return twin.Campaign{}, err
-			}
-			points = append(points, ps...)
-		}
-	}
-	estimates, err := storedEstimates(ctx, ar, v.from, v.to)
+	family, err := v.family.value()
 	if err != nil {
 		return twin.Campaign{}, err
 	}
-	c := twin.FromHistory(v.from, v.to, append(points, estimates...), v.since, v.until)
-	if len(c.Summaries)+len(c.Throughput)+len(c.Capacity)+len(c.Available) == 0 {
-		return c, usagef("archive %s holds no results of the path %s<->%s%s: check --from, --to and the span", v.db, v.from, v.to, spanText(v.since, v.until))
-	}
-	return c, nil
-}
-
-// storedEstimates are the capacity and available-bandwidth estimates
-// that measure capacity and measure available --db stored of the path,
-// as points.
-func storedEstimates(ctx context.Context, ar *archive.Archive, a, b string) ([]archive.Point, error) {
-	runs, err := ar.Runs(ctx)
+	h, err := twin.ReadHistory(ctx, ar, v.from, v.to, twin.HistoryOptions{From: v.since, To: v.until, Family: family})
 	if err != nil {
-		return nil, err
+		return twin.Campaign{}, err
 	}
-	var out []archive.Point
-	for _, r := range runs {
-		if r.Kind != "measure capacity" && r.Kind != "measure available" || r.Name != a+"->"+b && r.Name != b+"->"+a {
-			continue
+	if h.Empty() {
+		if family != "" {
+			family = " over " + family
 		}
-		err := ar.Samples(ctx, r.ID, func(s archive.Sample) error {
-			src, dst, ok := strings.Cut(s.Subject, "->")
-			if ok && (s.Metric == results.BandwidthCapacity || s.Metric == results.BandwidthAvailable) {
-				out = append(out, archive.Point{T: s.T, Src: src, Dst: dst, Metric: s.Metric, Value: s.Value})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+		return h.Campaign, usagef("archive %s holds no results of the path %s<->%s%s%s: check --from, --to, the span and the family", v.db, v.from, v.to, family, spanText(v.since, v.until))
 	}
-	return out, nil
+	return h.Campaign, nil
 }
 
 func spanText(from, to time.Time) string {

@@ -21,8 +21,12 @@ var _ measure.Agents = (*stepEnv)(nil)
 // The data directories of a bed's hosts are a kind's Files.
 var _ kind.Files = backend.HostFiles(nil)
 
-// Addr is a host's test address ("" for a host the topology lacks).
+// Addr is a host's test address, of the family the run's tests are over
+// ("" for a host the topology lacks).
 func (e *stepEnv) Addr(host string) string {
+	if ep, ok := e.hosts[host]; ok && ep.Addr != "" {
+		return ep.Addr
+	}
 	h, _ := e.topo.Host(host)
 	return h.Addr
 }

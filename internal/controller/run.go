@@ -49,6 +49,11 @@ type Options struct {
 	Progress func(Progress)
 	// CaptureDir is where the pcapng files of workloads' capture: go.
 	CaptureDir string
+	// Family is the address family the workloads test over where the
+	// hosts have both, measure.IPv4 or measure.IPv6 (Family chooses it for
+	// an emulated test-bed); "" lets the bed choose (real hosts: their
+	// inventory's family:). A resumed run keeps the one it started with.
+	Family string
 	// RunParams are stored with the run's own params (what a prediction
 	// was calibrated from); they do not replace those.
 	RunParams map[string]any
@@ -77,6 +82,9 @@ type Result struct {
 	// Backend is what ran the steps: emulated, real hosts, or
 	// BackendSimulated (the figures are predictions).
 	Backend string `json:"backend,omitempty"`
+	// Family is the address family the workloads tested over, "ipv4" or
+	// "ipv6" ("" for a prediction, or hosts of mixed families).
+	Family string `json:"family,omitempty"`
 	// The archive and what the run stored in it.
 	Archive     string `json:"archive"`
 	Samples     int64  `json:"samples"`
@@ -164,6 +172,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		params := map[string]any{}
 		maps.Copy(params, o.RunParams)
 		maps.Copy(params, map[string]any{"source": o.Source, "quick": o.Quick, "steps": len(plan), "backend": o.Backend})
+		if o.Family != "" && o.Simulate == nil {
+			params["family"] = o.Family
+		}
 		res.Run, err = a.StartRun(archive.NewRun{Kind: "run", Name: o.Source, Testbed: f.Testbed.Name, Version: o.Version,
 			Params: params, Scenario: string(o.Text), Machine: machineFacts()})
 		if err != nil {
@@ -204,6 +215,7 @@ func resumable(ctx context.Context, o *Options) (map[int]archive.Step, error) {
 		Source  string `json:"source"`
 		Quick   bool   `json:"quick"`
 		Backend string `json:"backend"`
+		Family  string `json:"family"`
 	}
 	if err := json.Unmarshal(prev.Params, &params); err != nil {
 		return nil, fmt.Errorf("run %d: reading its parameters: %w", prev.ID, err)
@@ -214,7 +226,10 @@ func resumable(ctx context.Context, o *Options) (map[int]archive.Step, error) {
 		}
 		return nil, fmt.Errorf("run %d ran on %s: a simulation cannot go on with it", prev.ID, params.Backend)
 	}
-	o.Source, o.Text, o.Quick = params.Source, []byte(prev.Scenario), params.Quick
+	if o.Family != "" && o.Family != params.Family {
+		return nil, fmt.Errorf("run %d tested over %s: a resumed run keeps its address family", prev.ID, orWord(params.Family, "the hosts' own family"))
+	}
+	o.Source, o.Text, o.Quick, o.Family = params.Source, []byte(prev.Scenario), params.Quick, params.Family
 	steps, err := o.Archive.Steps(ctx, prev.ID)
 	if err != nil {
 		return nil, err
@@ -266,11 +281,15 @@ func execute(ctx context.Context, o Options, f *scenario.File, plan []plannedSte
 	for _, h := range bed.Topology().Hosts {
 		names = append(names, h.Name)
 	}
-	hosts, err := endpoints.Dial(ctx, bed, names...)
+	hosts, err := endpoints.DialFamily(ctx, bed, o.Family, names...)
 	if err != nil {
 		return err
 	}
 	defer measure.CloseAll(hosts)
+	res.Family = testFamily(hosts)
+	if err := o.Archive.AddEvent(res.Run, 0, archive.Info, familyNote(res.Family, hosts)); err != nil {
+		return err
+	}
 	r := &runner{o: o, bed: bed, hosts: hosts, run: res.Run, steps: len(plan), start: time.Now(), seed: f.Testbed.Seed, recorded: time.Now()}
 	if len(f.Events) > 0 {
 		stop, err := r.timeline("run", f.Events, r.start)
@@ -320,4 +339,12 @@ func machineFacts() map[string]any {
 		}
 	}
 	return facts
+}
+
+// orWord is s, or word when s is empty.
+func orWord(s, word string) string {
+	if s == "" {
+		return word
+	}
+	return s
 }

@@ -162,7 +162,9 @@ func (r *runner) watches(ctx context.Context, p plannedStep) func() *outcome {
 	for i, w := range specs {
 		wg.Go(func() {
 			spec := tcpwatch.Spec{Port: w.Port, Peer: w.Peer, Cgroup: w.Cgroup, Interval: w.Interval}
-			if h, ok := r.bed.Topology().Host(w.Peer); ok {
+			if ep, ok := r.hosts[w.Peer]; ok && ep.Addr != "" {
+				spec.Peer = ep.Addr // of the family the run's tests are over
+			} else if h, ok := r.bed.Topology().Host(w.Peer); ok {
 				spec.Peer = h.Addr
 			}
 			got[i], errs[i] = measure.Watch(wctx, r.hosts[w.Host], spec, nil)

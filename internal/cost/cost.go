@@ -43,6 +43,20 @@ type Evidence struct {
 	// target of the monitoring configuration: TargetIperf3, TargetSTAMP,
 	// TargetPing); "" for a host.
 	Target string
+	// Twin is the twin of the path fitted from the same history (wanlab
+	// serve's twin download), if the caller can offer one: a prediction
+	// names it when the history holds what the twin needs of the path's
+	// way, a measured rate and round trip.
+	Twin *TwinRef
+}
+
+// TwinRef names the twin of a path fitted from the history a prediction
+// rests on: where to download it, and the span of history it is fitted
+// from.
+type TwinRef struct {
+	Href       string    `json:"href"`
+	FittedFrom time.Time `json:"fitted_from"`
+	To         time.Time `json:"to"`
 }
 
 // The kinds of target, far ends that run no agent: an iperf3 server has a
@@ -83,6 +97,10 @@ type Prediction struct {
 	// (a measured throughput, its disk, its CPU), each also a caveat.
 	Target        string   `json:"target,omitempty"`
 	CannotPredict []string `json:"cannot_predict,omitempty"`
+	// Twin is the twin of the path fitted from the same history, when it
+	// holds a measured rate (TCP tests or transfers) and round trip of the
+	// path: a scenario to rehearse the transfer on.
+	Twin *TwinRef `json:"twin,omitempty"`
 }
 
 // Basis is one input of a prediction.
@@ -159,6 +177,9 @@ func Predict(ev Evidence, bytes int64, disk bool, now time.Time) (Prediction, er
 		return Prediction{}, fmt.Errorf("%s->%s: %w of throughput, transfers or probes", ev.Src, ev.Dst, ErrNoData)
 	}
 	cannot(&p, ev, disk)
+	if ev.Twin != nil && ev.RTT > 0 && len(ev.Throughput)+len(ev.Transfers) > 0 {
+		p.Twin = ev.Twin
+	}
 	if disk && len(ev.Transfers) == 0 {
 		for _, d := range []struct {
 			what, host string

@@ -147,3 +147,31 @@ func TestRank(t *testing.T) {
 		t.Errorf("refused %v, want unknown", refused)
 	}
 }
+
+// TestPredictNamesTheTwin: a prediction names the twin of its history
+// only when the history holds a measured rate and round trip of the path.
+func TestPredictNamesTheTwin(t *testing.T) {
+	ref := &TwinRef{Href: "/api/v1/paths/a/b/twin?from=F&to=T", FittedFrom: now.Add(-24 * time.Hour), To: now}
+	for _, c := range []struct {
+		name string
+		ev   Evidence
+		want bool
+	}{
+		{"TCP tests and probes", Evidence{Throughput: samples(50e6), RTT: 10 * time.Millisecond, Probes: 100, Twin: ref}, true},
+		{"transfers and probes", Evidence{Transfers: samples(20e6), RTT: 10 * time.Millisecond, Probes: 100, Twin: ref}, true},
+		{"no round trip", Evidence{Throughput: samples(50e6), Twin: ref}, false},
+		{"probes alone: no measured rate", Evidence{RTT: 10 * time.Millisecond, Loss: 0.01, Probes: 100, ProbesAt: now, Twin: ref}, false},
+		{"none offered", Evidence{Throughput: samples(50e6), RTT: 10 * time.Millisecond}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.ev.Src, c.ev.Dst = "a", "b"
+			p, err := Predict(c.ev, 1e9, false, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Twin != nil; got != c.want || got && *p.Twin != *ref {
+				t.Errorf("twin %+v, want one: %v", p.Twin, c.want)
+			}
+		})
+	}
+}

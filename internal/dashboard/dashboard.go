@@ -33,6 +33,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"runURL": func(src, dst string) string {
 		return "/api/v1/paths/" + url.PathEscape(src) + "/" + url.PathEscape(dst) + "/run"
 	},
+	"twinURL": web.TwinURL,
 	"ifaceURL": func(device, iface string) string {
 		return "/interfaces/" + url.PathEscape(device) + "/" + url.PathEscape(iface)
 	},
@@ -193,7 +194,11 @@ type Grid struct {
 	Tests        []TestChoice
 	Test, Metric string
 	Metrics      []string
-	Srcs, Dsts   []string
+	// Families are the chosen test's runs where it runs once per family;
+	// Family the one shown.
+	Families   []string
+	Family     string
+	Srcs, Dsts []string
 	// Targets are the kinds of the destinations that run no agent (far
 	// ends: iperf3, stamp, ping), by name: columns, never rows.
 	Targets       map[string]string
@@ -227,11 +232,23 @@ func (d *dash) grid(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(g.Metrics, g.Metric) && len(g.Metrics) > 0 {
 		g.Metric = g.Metrics[0]
 	}
+	for _, p := range snap.Paths {
+		if p.Test == g.Test && p.PerFamily && !slices.Contains(g.Families, p.Family) {
+			g.Families = append(g.Families, p.Family)
+		}
+	}
+	slices.Sort(g.Families)
+	if g.Family = r.URL.Query().Get("family"); !slices.Contains(g.Families, g.Family) {
+		g.Family = ""
+		if len(g.Families) > 0 {
+			g.Family = g.Families[0]
+		}
+	}
 	cells := map[[2]string]core.PathView{}
 	g.Targets = map[string]string{}
 	var targets []string
 	for _, p := range snap.Paths {
-		if p.Test != g.Test {
+		if p.Test != g.Test || p.PerFamily && p.Family != g.Family {
 			continue
 		}
 		cells[[2]string{p.Src, p.Dst}] = p

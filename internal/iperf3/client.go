@@ -180,6 +180,7 @@ func (t *test) run(ctx context.Context, d *net.Dialer, streamAddr string) error 
 	if err := t.takePeer(ids, peer, &theirs); err != nil {
 		return err
 	}
+	t.res.capPeer(ids, ours, &theirs, t.spec.Reverse, linkBytes(t.opt.linkRate(), elapsed))
 	if err := c.expect(DisplayResults); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -412,4 +413,58 @@ func TestKeptIntervalsBounded(t *testing.T) {
 		t.Errorf("%d intervals handed on, %d kept, %d dropped: want at most %d kept and the rest counted", handed, len(res.Intervals), res.IntervalsDropped, MaxKeptIntervals)
 	}
 	t.Logf("%d intervals handed on, %d kept", handed, len(res.Intervals))
+}
+
+// hostileResults are a server's results claiming nearly 2^63 bytes on each
+// of three streams: their sum is past 2^64.
+const hostileResults = `{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[` +
+	`{"id":1,"bytes":9.2e18,"retransmits":0,"start_time":0,"end_time":0.3},` +
+	`{"id":3,"bytes":9.2e18,"retransmits":0,"start_time":0,"end_time":0.3},` +
+	`{"id":4,"bytes":9.2e18,"retransmits":0,"start_time":0,"end_time":0.3}]}`
+
+// TestFakeHostileCounts: a server's counts are summed without wrapping
+// around, and held to what can have moved: no more than the client sent
+// on a stream it sent, and no more than the link carries in the test's
+// time in all; each count lowered is a warning.
+func TestFakeHostileCounts(t *testing.T) {
+	const rate = 8e9 // bit/s
+	for _, reverse := range []bool{false, true} {
+		t.Run(map[bool]string{false: "forward", true: "reverse"}[reverse], func(t *testing.T) {
+			f := startFake(t, func(f *fakeServer, c net.Conn) {
+				if _, ok := f.start(c); ok {
+					f.finish(c, []byte(hostileResults))
+				}
+			})
+			start := time.Now()
+			res, err := Run(context.Background(), f.addr, Spec{Streams: 3, Duration: 200 * time.Millisecond, Reverse: reverse}, Options{LinkRate: rate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			most := uint64(rate / 8 * (time.Since(start) + linkSlack).Seconds())
+			peer, ours := res.Received, res.Sent
+			if reverse {
+				peer, ours = res.Sent, res.Received
+			}
+			if peer.Bytes > most || peer.Bytes == 0 {
+				t.Errorf("the server's %d bytes: want some, at most the link's %d", peer.Bytes, most)
+			}
+			for _, s := range res.Streams {
+				if !reverse && s.Received > s.Sent {
+					t.Errorf("stream %d received %d of the %d sent", s.ID, s.Received, s.Sent)
+				}
+			}
+			if ours.Bytes == 0 || len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "more than can have moved") {
+				t.Errorf("ours %+v, warnings %q", ours, res.Warnings)
+			}
+		})
+	}
+}
+
+func TestAddBytes(t *testing.T) {
+	if got := addBytes(math.MaxUint64-1, 5); got != math.MaxUint64 {
+		t.Errorf("saturated sum %d", got)
+	}
+	if got := addBytes(2, 3); got != 5 {
+		t.Errorf("2+3 = %d", got)
+	}
 }

@@ -1,6 +1,8 @@
 package iperf3
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/wanlab/wanlab/internal/workload/job"
@@ -125,11 +127,11 @@ func (r *Result) assemble(ids []int, sent, received side, tcp []*job.TCPInfo) {
 			if sumRetrans == nil {
 				sumRetrans = new(uint32)
 			}
-			*sumRetrans += *s.Retransmits
+			*sumRetrans = uint32(min(uint64(*sumRetrans)+uint64(*s.Retransmits), math.MaxUint32))
 		}
 		r.Streams[i] = s
-		r.Sent.Bytes += s.Sent
-		r.Received.Bytes += s.Received
+		r.Sent.Bytes = addBytes(r.Sent.Bytes, s.Sent)
+		r.Received.Bytes = addBytes(r.Received.Bytes, s.Received)
 		// iperf3's sums take one stream's time; the longest is as near.
 		r.Sent.Seconds = max(r.Sent.Seconds, s.SenderSeconds)
 		r.Received.Seconds = max(r.Received.Seconds, s.ReceiverSeconds)
@@ -137,4 +139,51 @@ func (r *Result) assemble(ids []int, sent, received side, tcp []*job.TCPInfo) {
 	r.Sent.Retransmits = sumRetrans
 	r.Sent.BitsPerSecond = bps(r.Sent.Bytes, r.Sent.Seconds)
 	r.Received.BitsPerSecond = bps(r.Received.Bytes, r.Received.Seconds)
+}
+
+// addBytes adds byte counts, saturating at the largest: a server's counts
+// (each under 2^63) summed over many streams do not wrap around.
+func addBytes(a, b uint64) uint64 {
+	if b > math.MaxUint64-a {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// DefaultLinkRate bounds what a server may say a test moved, when
+// Options.LinkRate gives no rate: 1.6 Tbit/s, more than any one host's
+// links carry.
+const DefaultLinkRate = 1.6e12
+
+// linkSlack is how much longer than the client a server may count: it
+// stops when it hears TEST_END.
+const linkSlack = time.Second
+
+// linkBytes is the most a link of rate bit/s carries in d (and
+// linkSlack).
+func linkBytes(rate float64, d time.Duration) uint64 {
+	b := rate / 8 * (max(d, 0) + linkSlack).Seconds()
+	if !(b < math.MaxInt64) { // also NaN
+		return math.MaxInt64
+	}
+	return uint64(b)
+}
+
+// capPeer holds the server's counts to what can have moved: in a test the
+// client sent, no stream was received more than the client sent; and all
+// streams together moved no more than most (what the link carries in the
+// test's time). Each count it lowers is said in a warning.
+func (r *Result) capPeer(ids []int, ours side, theirs *side, reverse bool, most uint64) {
+	left := most
+	for i, id := range ids {
+		was := theirs.bytes[i]
+		if !reverse {
+			theirs.bytes[i] = min(theirs.bytes[i], ours.bytes[i])
+		}
+		theirs.bytes[i] = min(theirs.bytes[i], left)
+		left -= theirs.bytes[i]
+		if was != theirs.bytes[i] {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("the server counts %d bytes on stream %d, more than can have moved: taken as %d", was, id, theirs.bytes[i]))
+		}
+	}
 }

@@ -149,6 +149,17 @@ type Options struct {
 	// OnInterval, if set, gets each interval as it ends, from the test's
 	// own goroutine: it must return quickly.
 	OnInterval func(Interval)
+	// LinkRate is the most the path can carry, in bit/s: the server's
+	// counts are held to what it carries in the test's time (0:
+	// DefaultLinkRate).
+	LinkRate float64
+}
+
+func (o Options) linkRate() float64 {
+	if !(o.LinkRate > 0) {
+		return DefaultLinkRate
+	}
+	return o.LinkRate
 }
 
 // DefaultMaxDuration is the longest a test ended by bytes may run.

@@ -30,12 +30,28 @@ func CloseAll(hosts map[string]Endpoint) {
 	}
 }
 
+// ErrTooManyTests means an agent refused a call because the caller's
+// identity runs as many tests at once as the agent's policy allows
+// (limits.tests): it may ask again once one of them has ended.
+var ErrTooManyTests = errors.New("the agent runs as many tests of the identity at once as its policy allows")
+
+// TooManyTestsError is an agent's refusal for its identity's tests at
+// once, in the agent's words; it is ErrTooManyTests.
+type TooManyTestsError struct{ Host, Words string }
+
+func (e *TooManyTestsError) Error() string        { return "agent on " + e.Host + ": " + e.Words }
+func (e *TooManyTestsError) Is(target error) bool { return target == ErrTooManyTests }
+
 // AgentError says which host's agent failed, in the agent's own words, or
-// that it stopped answering.
+// that it stopped answering. A refusal for the identity's tests at once
+// is a *TooManyTestsError.
 func AgentError(host string, err error) error {
 	if s, ok := status.FromError(err); ok {
 		if s.Code() == codes.Unavailable {
 			return fmt.Errorf("the agent on %s stopped answering (killed, or its host went away): %s", host, s.Message())
+		}
+		if agentapi.IsTooManyTests(err) {
+			return &TooManyTestsError{Host: host, Words: s.Message()}
 		}
 		return fmt.Errorf("agent on %s: %s", host, s.Message())
 	}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -48,23 +49,47 @@ func (s *Service) Ack(ref, who, note string) bool {
 }
 
 // RunNow queues one run of a throughput-class test of a pair now, through
-// the scheduler (never beside another on the same host). It is refused
-// with core.ErrNotConfigured, core.ErrElsewhere, or the scheduler's
-// error when the queue of runs on demand is full or holds this one.
-func (s *Service) RunNow(test, src, dst, who string) error {
+// the scheduler (never beside another on the same host): of family, where
+// the test runs once per family, or of each of its families if family is
+// "". It is refused with core.ErrNotConfigured, core.ErrElsewhere, or the
+// scheduler's error when the queue of runs on demand is full or holds
+// this one.
+func (s *Service) RunNow(test, family, src, dst, who string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := slices.IndexFunc(s.cfg.Tests, func(t core.Test) bool { return t.Name == test })
-	if i < 0 || !s.cfg.Tests[i].Exclusive() || !slices.Contains(s.cfg.Pairs(s.cfg.Tests[i]), [2]string{src, dst}) {
-		return refusal{core.ErrNotConfigured, fmt.Sprintf("no throughput, transfer or disk test %q of %s->%s in the configuration", test, src, dst)}
+	var runs []core.Test
+	if i >= 0 && s.cfg.Tests[i].Exclusive() {
+		for _, k := range s.cfg.Keys(s.cfg.Tests[i]) {
+			if k.Src == src && k.Dst == dst && (family == "" || k.Family == family) {
+				run, _ := s.cfg.Run(k)
+				runs = append(runs, run)
+			}
+		}
+	}
+	if len(runs) == 0 {
+		of := ""
+		if family != "" {
+			of = " over " + family
+		}
+		return refusal{core.ErrNotConfigured, fmt.Sprintf("no throughput, transfer or disk test %q of %s->%s%s in the configuration", test, src, dst, of)}
 	}
 	if !s.shares.Owns(src, dst) {
 		return refusal{core.ErrElsewhere, fmt.Sprintf("%s->%s is measured by another wanlab serve process sharing the archive: ask it", src, dst)}
 	}
-	if err := s.run.Add(&s.cfg.Tests[i], src, dst, who, maxOnDemand); err != nil {
-		return err
+	// Each family's run: refused only if none could be queued (each
+	// queued already, or the queue full).
+	var errs []error
+	for _, run := range runs {
+		if err := s.run.Add(&run, src, dst, who, maxOnDemand); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.logf("on demand: %s, asked by %s", core.PathKey{Src: src, Dst: dst, Test: test, Family: run.Family}, who)
 	}
-	s.logf("on demand: %s %s->%s, asked by %s", test, src, dst, who)
+	if len(errs) == len(runs) {
+		return errors.Join(errs...)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,8 @@ type PathState struct {
 	Hops []string `json:"hops,omitempty"`
 	// Family is the address family of the latest result's traffic.
 	Family string `json:"family,omitempty"`
+	// Loss are the latest probe summary's loss counts: incidents pool them.
+	Loss map[core.Name]core.LossCount `json:"-"`
 	// Failed is why the latest attempt gave nothing ("" if it did).
 	Failed   string    `json:"failed,omitempty"`
 	FailedAt time.Time `json:"failed_at,omitzero"`
@@ -115,6 +118,9 @@ func New(cfg *core.Config, opts Options) (*Service, error) {
 	if err := cfg.CheckHosts(known); err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckFamilies(runner.HostFamilies(opts.Bed)); err != nil {
+		return nil, err
+	}
 	if err := core.Impossible(cfg); err != nil {
 		return nil, err
 	}
@@ -141,8 +147,8 @@ func New(cfg *core.Config, opts Options) (*Service, error) {
 // the baselines, the alerts still active; it returns each path's latest
 // result, when each exclusive test last ran and the interfaces' latest
 // rates.
-func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[[3]string]time.Time, ifaces []core.IfaceState) {
-	latest, last = map[core.PathKey]*PathState{}, map[[3]string]time.Time{}
+func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[core.PathKey]time.Time, ifaces []core.IfaceState) {
+	latest, last = map[core.PathKey]*PathState{}, map[core.PathKey]time.Time{}
 	ar := s.opts.Store.Archive()
 	if ar == nil {
 		s.logf("archive unreachable at start: the schedule starts afresh and baselines are learnt anew")
@@ -151,7 +157,9 @@ func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[[3]stri
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if l, err := ar.LastStarts(ctx); err == nil {
-		last = l
+		for k, t := range l {
+			last[core.PathKey{Test: k[0], Src: k[1], Dst: k[2], Family: k[3]}] = t
+		}
 	} else {
 		s.logf("resuming the schedule: %v", err)
 	}
@@ -183,7 +191,7 @@ func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[[3]stri
 		}
 		// Each path's latest result is its state until a new one comes,
 		// shown while fresh: a restart does not blank the grid.
-		k := core.PathKey{Src: p.Src, Dst: p.Dst, Test: p.Test}
+		k := core.PathKey{Src: p.Src, Dst: p.Dst, Test: p.Test, Family: p.Family}
 		ps := latest[k]
 		if ps == nil || p.T.After(ps.At) {
 			ps = &PathState{At: p.T, Values: map[string]float64{}}
@@ -224,9 +232,8 @@ func (s *Service) resume() (latest map[core.PathKey]*PathState, last map[[3]stri
 
 func (s *Service) addPaths(cfg *core.Config) {
 	for _, t := range cfg.Tests {
-		for _, p := range cfg.Pairs(t) {
-			k := core.PathKey{Src: p[0], Dst: p[1], Test: t.Name}
-			tg, _ := cfg.Target(p[1])
+		for _, k := range cfg.Keys(t) {
+			tg, _ := cfg.Target(k.Dst)
 			if ps, ok := s.paths[k]; ok && ps.Type == t.Type && ps.Target == tg.Kind {
 				ps.Period = t.Period().Seconds()
 				continue
@@ -235,9 +242,7 @@ func (s *Service) addPaths(cfg *core.Config) {
 		}
 	}
 	for k := range s.paths {
-		if !slices.ContainsFunc(cfg.Tests, func(t core.Test) bool {
-			return t.Name == k.Test && slices.Contains(cfg.Pairs(t), [2]string{k.Src, k.Dst})
-		}) {
+		if _, ok := cfg.Run(k); !ok {
 			delete(s.paths, k)
 		}
 	}
@@ -312,6 +317,9 @@ func (s *Service) Reload(ctx context.Context, cfg *core.Config, apply ...func(*c
 	if err := cfg.CheckHosts(known); err != nil {
 		return err
 	}
+	if err := cfg.CheckFamilies(runner.HostFamilies(s.opts.Bed)); err != nil {
+		return err
+	}
 	if err := core.Impossible(cfg); err != nil {
 		return err
 	}
@@ -344,7 +352,7 @@ func (s *Service) Observe(o core.Observation, test *archive.TestRecord) {
 		// not judged.
 		ps.Busy, ps.BusyAt = o.Busy, o.At
 		s.counts[[2]string{o.Type, "busy"}]++
-		s.logf("%s->%s (%s): %s (tried again later; not a fault of the path)", o.Key.Src, o.Key.Dst, o.Key.Test, o.Busy)
+		s.logf("%s: %s (tried again later; not a fault of the path)", o.Key, o.Busy)
 		s.mu.Unlock()
 		if test != nil {
 			s.out.Put(record{At: o.At, Test: test})
@@ -357,22 +365,23 @@ func (s *Service) Observe(o core.Observation, test *archive.TestRecord) {
 		status = "failed"
 		ps.Failed, ps.FailedAt = o.Failed, o.At
 	} else {
-		ps.Failed, ps.At, ps.Hops, ps.Disturbed, ps.Family = "", o.At, o.Hops, o.Disturbed, o.Family
+		ps.Failed, ps.At, ps.Hops, ps.Disturbed, ps.Family, ps.Loss = "", o.At, o.Hops, o.Disturbed, o.Family, o.Loss
 		ps.Values = map[string]float64{}
 		for _, p := range o.Points {
 			ps.Values[p.Metric] = p.Value
 		}
 	}
 	s.counts[[2]string{o.Type, status}]++
+	labelFamily(o, test)
 	fired, resolved := s.det.Observe(o)
 	for _, a := range fired {
-		s.logf("ALERT %s on %s->%s (%s): %s", a.Rule, a.Src, a.Dst, a.Test, a.Message)
+		s.logf("ALERT %s on %s: %s", a.Rule, keyOf(a), a.Message)
 	}
 	for _, a := range resolved {
-		s.logf("resolved %s on %s->%s (%s) after %s", a.Rule, a.Src, a.Dst, a.Test, a.Ended.Sub(a.Started).Round(time.Second))
+		s.logf("resolved %s on %s after %s", a.Rule, keyOf(a), a.Ended.Sub(a.Started).Round(time.Second))
 	}
 	var opened, closedIncidents []core.Alert
-	if len(fired)+len(resolved) > 0 || s.incidents.Pending() {
+	if len(fired)+len(resolved) > 0 || s.incidents.Pending() || core.LossSuspect(o, s.cfg.For(o.Key.Src, o.Key.Dst).LossAbove) {
 		opened, closedIncidents = s.infer(o.At)
 	}
 	s.mu.Unlock()
@@ -409,7 +418,8 @@ func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
 	for k, ps := range s.paths {
 		_, oneWay := ps.Values[string(core.LossForward)]
 		fresh[k] = s.shares.Owns(k.Src, k.Dst) && ps.Fresh(now, budgets[k.Test])
-		paths = append(paths, core.PathStatus{Key: k, Type: ps.Type, OneWayLoss: oneWay, Usable: fresh[k] && ps.Disturbed == ""})
+		paths = append(paths, core.PathStatus{Key: k, Type: ps.Type, OneWayLoss: oneWay, Usable: fresh[k] && ps.Disturbed == "",
+			At: ps.At, Loss: ps.Loss})
 	}
 	via := func(src, dst string) []string { return s.via[[2]string{src, dst}] }
 	usable := func(k core.PathKey) bool { return fresh[k] }
@@ -599,15 +609,16 @@ func (s *Service) Snapshot() core.Snapshot {
 	}
 	alerting := map[core.PathKey]bool{}
 	for _, a := range snap.Alerts {
-		alerting[core.PathKey{Src: a.Src, Dst: a.Dst, Test: a.Test}] = true
+		alerting[keyOf(a)] = true
 	}
 	for _, ps := range s.paths {
-		v := core.PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At, Target: ps.Target}
+		v := core.PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At, Target: ps.Target,
+			Family: cmp.Or(ps.Key.Family, ps.Family), PerFamily: ps.Key.Family != ""}
 		switch {
 		case !s.shares.Owns(ps.Key.Src, ps.Key.Dst):
 			v.State, v.Reason = core.Elsewhere, "measured by another wanlab serve process sharing the archive"
 		case ps.Fresh(now, budgets[ps.Key.Test]):
-			v.State, v.Values, v.Hops, v.Family, v.Age = "ok", ps.Values, ps.Hops, ps.Family, now.Sub(ps.At).Seconds()
+			v.State, v.Values, v.Hops, v.Age = "ok", ps.Values, ps.Hops, now.Sub(ps.At).Seconds()
 			v.Note = s.oneway.Status(ps.Key, now)
 			if alerting[ps.Key] {
 				v.State = "alert"
@@ -624,7 +635,7 @@ func (s *Service) Snapshot() core.Snapshot {
 		snap.Paths = append(snap.Paths, v)
 	}
 	slices.SortFunc(snap.Paths, func(a, b core.PathView) int {
-		return strings.Compare(a.Test+"\x00"+a.Src+"\x00"+a.Dst, b.Test+"\x00"+b.Src+"\x00"+b.Dst)
+		return strings.Compare(a.Test+"\x00"+a.Src+"\x00"+a.Dst+"\x00"+a.Family, b.Test+"\x00"+b.Src+"\x00"+b.Dst+"\x00"+b.Family)
 	})
 	for k, n := range s.counts {
 		snap.Tests[k[0]+" "+k[1]] = n

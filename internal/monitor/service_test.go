@@ -109,7 +109,7 @@ func TestRunWithHostsAway(t *testing.T) {
 	// The shares are claimed at the start: the run is this process's to make.
 	var queued error
 	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if queued = s.RunNow("bulk", "cern", "cnaf", "tester"); queued == nil {
+		if queued = s.RunNow("bulk", "", "cern", "cnaf", "tester"); queued == nil {
 			break
 		}
 	}
@@ -191,13 +191,13 @@ func TestIncidentOfLossIntoOneSite(t *testing.T) {
 				if lossIntoD && dst == "d" {
 					fwd = lossy
 				}
-				rt := fwd
+				rt, back := fwd, clean
 				if lossIntoD && src == "d" {
-					rt = lossy // the replies into d are lost
+					rt, back = lossy, lossy // the replies into d are lost
 				}
 				s.Observe(core.Observation{Key: core.PathKey{Src: src, Dst: dst, Test: "lat"}, Type: core.Probe, At: at,
 					Points: []core.Point{{T: at, Src: src, Dst: dst, Test: "lat", Metric: string(core.LossForward), Value: float64(fwd.Lost) / 100}},
-					Loss:   map[core.Name]core.LossCount{core.LossRatio: rt, core.LossForward: fwd, core.LossBack: rt}}, nil)
+					Loss:   map[core.Name]core.LossCount{core.LossRatio: rt, core.LossForward: fwd, core.LossBack: back}}, nil)
 			}
 		}
 	}

@@ -310,14 +310,14 @@ func (s *Store) Location() string {
 func rowsOf(pts []core.Point) []archive.Point {
 	out := make([]archive.Point, len(pts))
 	for i, p := range pts {
-		out[i] = archive.Point{T: p.T, Src: p.Src, Dst: p.Dst, Test: p.Test, Metric: p.Metric, Value: p.Value}
+		out[i] = archive.Point{T: p.T, Src: p.Src, Dst: p.Dst, Test: p.Test, Metric: p.Metric, Value: p.Value, Family: p.Family}
 	}
 	return out
 }
 
 // pointOf is an archive's row as a point.
 func pointOf(p archive.Point) core.Point {
-	return core.Point{T: p.T, Src: p.Src, Dst: p.Dst, Test: p.Test, Metric: p.Metric, Value: p.Value}
+	return core.Point{T: p.T, Src: p.Src, Dst: p.Dst, Test: p.Test, Metric: p.Metric, Value: p.Value, Family: p.Family}
 }
 
 // alertsOf are the archive's alert rows as the core's alerts.

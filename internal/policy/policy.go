@@ -1,7 +1,8 @@
 // Package policy is an agent's authorisation: which controller identities
 // (names their certificates prove) may run which test kinds, toward which
-// peer networks, within which limits, and whether their throughput tests
-// may share the host with others. A policy is a YAML file, validated with
+// peer networks and which far ends without an agent (targets: networks,
+// with the kinds and ports each allows), within which limits, and whether
+// their throughput tests may share the host with others. A policy is a YAML file, validated with
 // file:line errors (docs/policy.md); with none, an agent serves every
 // controller its CA signed, with the default limits.
 package policy
@@ -13,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/wanlab/wanlab/internal/limits"
 	"github.com/wanlab/wanlab/internal/units"
@@ -70,8 +73,9 @@ type Rule struct {
 	Peers []netip.Prefix
 	// Targets are the far ends without an agent (an iperf3 server, a STAMP
 	// reflector, a host that answers ping) the agent may test toward for
-	// these identities; none means none (AllowsTarget).
-	Targets []netip.Prefix
+	// these identities, with the kinds and ports each entry allows; none
+	// means none (AllowsTarget).
+	Targets []Target
 	// Share lets these identities' throughput-class tests run while
 	// another runs on the host.
 	Share bool
@@ -157,14 +161,14 @@ type rawPolicy struct {
 }
 
 type rawRule struct {
-	Name       string    `yaml:"name"`
-	Identities []string  `yaml:"identities"`
-	Kinds      []string  `yaml:"kinds"`
-	Peers      []string  `yaml:"peers"`
-	Targets    []string  `yaml:"targets"`
-	Share      bool      `yaml:"share"`
-	Wait       string    `yaml:"wait"`
-	Limits     rawLimits `yaml:"limits"`
+	Name       string      `yaml:"name"`
+	Identities []string    `yaml:"identities"`
+	Kinds      []string    `yaml:"kinds"`
+	Peers      []string    `yaml:"peers"`
+	Targets    []yaml.Node `yaml:"targets"` // a network, or {network, kinds, ports}
+	Share      bool        `yaml:"share"`
+	Wait       string      `yaml:"wait"`
+	Limits     rawLimits   `yaml:"limits"`
 }
 
 type rawLimits struct {

@@ -81,13 +81,24 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("queue: 3\nrules: [{name: b, identities: [cn:x], kinds: [probe]}]\n"))
 	f.Add([]byte("rules:\n  - {name: t, identities: ['*'], targets: [192.0.2.0/24, '2001:db8::/48', 198.51.100.7]}\n"))
 	f.Add([]byte("rules:\n  - {name: t, identities: ['*'], targets: ['::ffff:203.0.113.0/120', 'fe80::1%eth0', '::/0', 224.0.0.1]}\n"))
+	f.Add([]byte("rules:\n  - {name: t, identities: ['*'], targets: [{network: '2001:db8::/64', kinds: [stamp], ports: [862, 8620-8629]}, 'fe80::/64%eth0']}\n"))
+	f.Add([]byte("rules:\n  - {name: t, identities: ['*'], targets: [{network: 'fe80::%eth0/64', kinds: [ping]}, {network: 192.0.2.1, ports: []}, {ports: [1]}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data, limits.Default)
 		if err != nil {
 			return
 		}
 		for _, r := range p.Rules {
-			for _, pf := range r.Targets {
+			for _, tg := range r.Targets {
+				pf := tg.Network
+				if linkLocal6.Overlaps(pf) != (tg.Zone != "") || tg.Ports != nil && len(tg.Ports) == 0 {
+					t.Fatalf("rule %q names a target it may not: %v", r.Name, tg)
+				}
+				for _, pr := range tg.Ports {
+					if pr.First == 0 || pr.Last < pr.First {
+						t.Fatalf("rule %q names ports it may not: %v", r.Name, tg)
+					}
+				}
 				least := MinTargetBits4
 				if pf.Addr().Is6() {
 					least = MinTargetBits6

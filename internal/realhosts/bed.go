@@ -89,7 +89,7 @@ func (b *Bed) Dial(ctx context.Context, host string) (*agentapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr, addr6, err := testAddresses(ctx, h, c.Info.GetTestAddress())
+	addr, addr6, err := testAddresses(ctx, h, c.Info.GetTestAddress(), c.Info.GetTestAddress6())
 	if err != nil {
 		c.Close()
 		return nil, err

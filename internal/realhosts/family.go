@@ -161,25 +161,21 @@ func (h Host) addressOf(family string) (string, bool) {
 }
 
 // testAddresses are where a host's peers reach its test listeners, IPv4
-// and IPv6: the inventory's word, else the agent's, else its control
-// address's (a name is resolved). The first is the one its tests use by
-// default (its family), the second its IPv6 one if known. A family the
-// host asks for that it lacks is backend.ErrFamily.
-func testAddresses(ctx context.Context, h Host, agentSays string) (addr, addr6 string, err error) {
+// and IPv6: the inventory's word, else the agent's (its Hello's test
+// address, and a dual-stack agent's IPv6 one, agentSays6), else its
+// control address's (a name is resolved). The first is the one its tests
+// use by default (its family), the second its IPv6 one if known. A family
+// the host asks for that it lacks is backend.ErrFamily.
+func testAddresses(ctx context.Context, h Host, agentSays, agentSays6 string) (addr, addr6 string, err error) {
 	var v4, v6 netip.Addr
-	switch a, aerr := parseTestAddr(agentSays); {
-	case h.Address != "":
+	if h.Address != "" {
 		v4, _ = netip.ParseAddr(h.Address)
 		if !v4.Is4() {
 			v4 = netip.Addr{}
 		}
 		v6, _ = netip.ParseAddr(h.Address6)
-	case aerr == nil && !a.IsUnspecified():
-		v4, v6 = pickFamily(a)
-	default:
-		if v4, v6, err = controlAddresses(ctx, h); err != nil {
-			return "", "", err
-		}
+	} else if v4, v6, err = agentAddresses(ctx, h, agentSays, agentSays6); err != nil {
+		return "", "", err
 	}
 	if v6.IsValid() {
 		addr6 = v6.String()
@@ -196,6 +192,31 @@ func testAddresses(ctx context.Context, h Host, agentSays string) (addr, addr6 s
 		return "", "", backend.FamilyErrorf("host %s: its tests are to be over IPv4, but its test address is %s (give address: in the inventory)", h.Name, v6)
 	}
 	return addr, addr6, nil
+}
+
+// agentAddresses are a host's test addresses as its agent names them: its
+// one, or a dual-stack agent's two; where it listens on every address,
+// the control address's stand for those it does not name.
+func agentAddresses(ctx context.Context, h Host, says, says6 string) (v4, v6 netip.Addr, err error) {
+	a, aerr := parseTestAddr(says)
+	everyAddress := aerr != nil || a.IsUnspecified()
+	if !everyAddress {
+		v4, v6 = pickFamily(a)
+	}
+	if a6, err := parseTestAddr(says6); err == nil && a6.Is6() && !a6.IsUnspecified() {
+		v6 = a6
+	}
+	if !everyAddress {
+		return v4, v6, nil
+	}
+	c4, c6, err := controlAddresses(ctx, h)
+	if err != nil && !v6.IsValid() {
+		return v4, v6, err
+	}
+	if !v6.IsValid() {
+		v6 = c6
+	}
+	return c4, v6, nil
 }
 
 // pickFamily puts an address in its family's place.

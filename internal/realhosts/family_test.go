@@ -134,24 +134,29 @@ func TestTestAddresses(t *testing.T) {
 		name       string
 		h          Host
 		agentSays  string
+		agentSays6 string
 		addr, six  string
 		familyFail bool
 	}{
-		{"inventory v4", Host{Agent: "h:1", Address: "10.0.0.1"}, "10.9.9.9", "10.0.0.1", "", false},
-		{"inventory dual", Host{Agent: "h:1", Address: "10.0.0.1", Address6: "2001:db8::1"}, "", "10.0.0.1", "2001:db8::1", false},
-		{"inventory dual, ipv6", Host{Agent: "h:1", Address: "10.0.0.1", Address6: "2001:db8::1", Family: scenario.FamilyIPv6}, "", "2001:db8::1", "2001:db8::1", false},
-		{"inventory v6", Host{Agent: "h:1", Address: "2001:db8::1", Address6: "2001:db8::1"}, "", "2001:db8::1", "2001:db8::1", false},
-		{"agent v6", Host{Agent: "h:1"}, "::1", "::1", "::1", false},
-		{"agent wildcard: control address", Host{Agent: "[::1]:7400"}, "::", "::1", "::1", false},
-		{"control v6", Host{Agent: "[2001:db8::7]:7400"}, "", "2001:db8::7", "2001:db8::7", false},
-		{"control mapped", Host{Agent: "[::ffff:10.0.0.7]:7400"}, "", "10.0.0.7", "", false},
-		{"v6 alone, ipv4 asked", Host{Agent: "[::1]:7400", Family: scenario.FamilyIPv4}, "::1", "", "", true},
-		{"v4 alone, ipv6 asked", Host{Agent: "127.0.0.1:7400", Family: scenario.FamilyIPv6}, "127.0.0.1", "", "", true},
+		{"inventory v4", Host{Agent: "h:1", Address: "10.0.0.1"}, "10.9.9.9", "", "10.0.0.1", "", false},
+		{"inventory dual", Host{Agent: "h:1", Address: "10.0.0.1", Address6: "2001:db8::1"}, "", "", "10.0.0.1", "2001:db8::1", false},
+		{"inventory dual, ipv6", Host{Agent: "h:1", Address: "10.0.0.1", Address6: "2001:db8::1", Family: scenario.FamilyIPv6}, "", "", "2001:db8::1", "2001:db8::1", false},
+		{"inventory v6", Host{Agent: "h:1", Address: "2001:db8::1", Address6: "2001:db8::1"}, "", "", "2001:db8::1", "2001:db8::1", false},
+		{"agent v6", Host{Agent: "h:1"}, "::1", "", "::1", "::1", false},
+		{"agent wildcard: control address", Host{Agent: "[::1]:7400"}, "::", "", "::1", "::1", false},
+		{"control v6", Host{Agent: "[2001:db8::7]:7400"}, "", "", "2001:db8::7", "2001:db8::7", false},
+		{"control mapped", Host{Agent: "[::ffff:10.0.0.7]:7400"}, "", "", "10.0.0.7", "", false},
+		{"dual-stack agent", Host{Agent: "h:1"}, "10.0.0.1", "2001:db8::1", "10.0.0.1", "2001:db8::1", false},
+		{"dual-stack agent, ipv6", Host{Agent: "h:1", Family: scenario.FamilyIPv6}, "10.0.0.1", "2001:db8::1", "2001:db8::1", "2001:db8::1", false},
+		{"agent names IPv6 alone, listens on every address", Host{Agent: "127.0.0.1:7400"}, "", "::1", "127.0.0.1", "::1", false},
+		{"agent names IPv6, inventory's IPv4 first", Host{Agent: "h:1", Address: "10.0.0.1"}, "", "2001:db8::1", "10.0.0.1", "", false},
+		{"v6 alone, ipv4 asked", Host{Agent: "[::1]:7400", Family: scenario.FamilyIPv4}, "::1", "", "", "", true},
+		{"v4 alone, ipv6 asked", Host{Agent: "127.0.0.1:7400", Family: scenario.FamilyIPv6}, "127.0.0.1", "", "", "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.Name = "h"
-			addr, six, err := testAddresses(context.Background(), tc.h, tc.agentSays)
+			addr, six, err := testAddresses(context.Background(), tc.h, tc.agentSays, tc.agentSays6)
 			if tc.familyFail {
 				if !errors.Is(err, backend.ErrFamily) {
 					t.Errorf("got %q %q %v, want backend.ErrFamily", addr, six, err)

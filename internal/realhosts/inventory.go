@@ -31,6 +31,9 @@ type Inventory struct {
 	// Family is the address family the hosts' tests use by default, where
 	// a host does not say (Host.Family): "" for none.
 	Family string
+	// Targets are far ends that run no agent, which the measure verbs
+	// test toward by name (--target NAME).
+	Targets []Target
 }
 
 // Host is one host of an inventory.
@@ -57,10 +60,11 @@ type Host struct {
 const DefaultWait = 30 * time.Second
 
 type rawInventory struct {
-	TLS    pki.Files                 `yaml:"tls"`
-	Wait   string                    `yaml:"wait"`
-	Family string                    `yaml:"family"`
-	Hosts  yamlfile.Ordered[rawHost] `yaml:"hosts"`
+	TLS     pki.Files                 `yaml:"tls"`
+	Wait    string                    `yaml:"wait"`
+	Family  string                    `yaml:"family"`
+	Hosts   yamlfile.Ordered[rawHost] `yaml:"hosts"`
+	Targets rawTargets                `yaml:"targets"`
 }
 
 type rawHost struct {
@@ -115,6 +119,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 		}
 		inv.Hosts = append(inv.Hosts, hostAddresses(c, f, h.Key, h.Value, inv.Family))
 	}
+	inv.Targets = checkTargets(c, raw.Targets, inv.Hosts)
 	if err := c.Err(); err != nil {
 		return nil, err
 	}

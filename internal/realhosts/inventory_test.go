@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wanlab/wanlab/internal/farend"
 )
 
 func TestParseInventory(t *testing.T) {
@@ -56,10 +58,16 @@ func FuzzParseInventory(f *testing.F) {
 	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nfamily: ipv6\nhosts:\n  c: {agent: \"[2001:db8::1]:7400\", address: 2001:db8::9}\n"))
 	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  d: {agent: 10.0.0.1:7400, address: 10.0.0.1, address6: \"[2001:db8::2]\", family: dual}\n"))
 	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  e: {agent: \"2001:db8::1\", address: \"::ffff:10.0.0.3\", family: ipv4}\n"))
+	f.Add([]byte("tls: {ca: a, cert: b, key: c}\nhosts:\n  a: {agent: h:1}\ntargets:\n  r: {stamp: \"[2001:db8::7]:862\"}\n  p: {ping: 192.0.2.1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		inv, err := Parse("fuzz.yaml", data)
 		if err != nil {
 			return
+		}
+		for _, tg := range inv.Targets {
+			if why := farend.CheckAddress(tg.Kind, tg.Address); why != "" || !farend.Known(tg.Kind) {
+				t.Fatalf("a target passed that is none: %+v (%s)", tg, why)
+			}
 		}
 		for _, h := range inv.Hosts {
 			if h.Name == "" || h.Agent == "" {

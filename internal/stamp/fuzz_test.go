@@ -60,7 +60,7 @@ func FuzzDecode(f *testing.F) {
 		if auth {
 			key = vectorKey
 		}
-		r, err := NewReflector(ReflectorConfig{Key: key, MaxRate: 1e12, Burst: 1 << 30, Clock: unsynced})
+		r, err := NewReflector(ReflectorConfig{Key: key, MaxRate: 1e12, Burst: 1 << 30, MaxTotalRate: 1e12, TotalBurst: 1 << 30, Clock: unsynced})
 		if err != nil {
 			f.Fatal(err)
 		}

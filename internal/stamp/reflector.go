@@ -2,6 +2,7 @@ package stamp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -17,6 +18,14 @@ const (
 	DefaultSessionIdle = time.Minute
 	DefaultMaxRate     = 1000 // packets a second from one source address
 	DefaultBurst       = 100
+	// DefaultMaxAddrSessions bounds the sessions of one source address
+	// (its ports): one sender cannot fill the table with its ports.
+	DefaultMaxAddrSessions = 16
+	// DefaultMaxTotalRate and DefaultTotalBurst bound the packets
+	// answered a second from all sources together: many sources, each
+	// within its own rate, do not make the reflector a flood.
+	DefaultMaxTotalRate = 10 * DefaultMaxRate
+	DefaultTotalBurst   = 10 * DefaultBurst
 	// twampLightMinLen is the shortest TWAMP-light test packet: its
 	// sequence number, timestamp and error estimate (RFC 5357 section
 	// 4.1.2). A reflector in unauthenticated mode answers one shorter
@@ -45,11 +54,19 @@ type ReflectorConfig struct {
 	// session with its next packet.
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxAddrSessions bounds the sessions of one source address, its
+	// ports' (default DefaultMaxAddrSessions, at most MaxSessions).
+	MaxAddrSessions int
 	// MaxRate is the most packets a second answered from one source
 	// address, Burst the most at once above that rate (defaults
 	// DefaultMaxRate, DefaultBurst).
 	MaxRate float64
 	Burst   int
+	// MaxTotalRate is the most packets a second answered from all sources
+	// together, TotalBurst the most at once above it (defaults
+	// DefaultMaxTotalRate, DefaultTotalBurst).
+	MaxTotalRate float64
+	TotalBurst   int
 	// Format is the format of the reflector's timestamps: NTP (the
 	// default, which TWAMP-light senders expect) or PTP.
 	Format Format
@@ -93,8 +110,11 @@ func NewReflector(cfg ReflectorConfig) (*Reflector, error) {
 	switch {
 	case cfg.MaxSessions < 0 || cfg.MaxSessions > MaxSessions:
 		return nil, fmt.Errorf("reflector: max sessions %d: give 1 to %d (0: %d)", cfg.MaxSessions, MaxSessions, DefaultMaxSessions)
-	case cfg.SessionIdle < 0 || cfg.MaxRate < 0 || cfg.Burst < 0:
-		return nil, fmt.Errorf("reflector: session idle %v, max rate %v, burst %d: none may be negative", cfg.SessionIdle, cfg.MaxRate, cfg.Burst)
+	case cfg.MaxAddrSessions < 0 || cfg.MaxAddrSessions > MaxSessions:
+		return nil, fmt.Errorf("reflector: max sessions of an address %d: give 1 to %d (0: %d)", cfg.MaxAddrSessions, MaxSessions, DefaultMaxAddrSessions)
+	case cfg.SessionIdle < 0 || !(cfg.MaxRate >= 0) || cfg.Burst < 0 || !(cfg.MaxTotalRate >= 0) || cfg.TotalBurst < 0:
+		return nil, fmt.Errorf("reflector: session idle %v, max rate %v, burst %d, max total rate %v, total burst %d: none may be negative",
+			cfg.SessionIdle, cfg.MaxRate, cfg.Burst, cfg.MaxTotalRate, cfg.TotalBurst)
 	case cfg.Format > PTP:
 		return nil, fmt.Errorf("reflector: timestamp format %v: give NTP or PTP", cfg.Format)
 	}
@@ -102,17 +122,25 @@ func NewReflector(cfg ReflectorConfig) (*Reflector, error) {
 	cfg.SessionIdle = orDefault(cfg.SessionIdle, DefaultSessionIdle)
 	cfg.MaxRate = orDefault(cfg.MaxRate, DefaultMaxRate)
 	cfg.Burst = orDefault(cfg.Burst, DefaultBurst)
+	cfg.MaxAddrSessions = orDefault(cfg.MaxAddrSessions, DefaultMaxAddrSessions)
+	cfg.MaxTotalRate = orDefault(cfg.MaxTotalRate, DefaultMaxTotalRate)
+	cfg.TotalBurst = orDefault(cfg.TotalBurst, DefaultTotalBurst)
 	if cfg.Clock == nil {
 		cfg.Clock = LocalErrorEstimate
 	}
 	return &Reflector{
 		cfg:      cfg,
-		sessions: newTable[netip.AddrPort, uint32](cfg.MaxSessions, cfg.SessionIdle),
-		limit:    limiter{rate: cfg.MaxRate, burst: float64(cfg.Burst), sources: newTable[netip.Addr, bucket](cfg.MaxSessions, cfg.SessionIdle)},
-		audit:    auditor{report: cfg.Audit, interval: time.Second, pending: map[error]*pendingRefusal{}},
-		clock:    cachedClock{read: cfg.Clock, format: cfg.Format},
+		sessions: newTable[netip.AddrPort, uint32](cfg.MaxSessions, cfg.SessionIdle).grouped(sessionAddr, cfg.MaxAddrSessions),
+		limit: limiter{rate: cfg.MaxRate, burst: float64(cfg.Burst), sources: newTable[netip.Addr, bucket](cfg.MaxSessions, cfg.SessionIdle),
+			totalRate: cfg.MaxTotalRate, totalBurst: float64(cfg.TotalBurst)},
+		audit: auditor{report: cfg.Audit, interval: time.Second, pending: map[error]*pendingRefusal{}},
+		clock: cachedClock{read: cfg.Clock, format: cfg.Format},
 	}, nil
 }
+
+// sessionAddr is the source address of a session (an IPv4 sender of a
+// dual-stack socket as the IPv4 address it is).
+func sessionAddr(a netip.AddrPort) netip.Addr { return a.Addr().Unmap() }
 
 func orDefault[T comparable](v, def T) T {
 	var zero T
@@ -173,8 +201,8 @@ func (r *Reflector) Serve(ctx context.Context, conn *net.UDPConn) error {
 
 // reflect turns the packet b, from a sender, into its reply, appended
 // to out; or says why it refuses it. The source's rate is checked first
-// and the HMAC next, so that neither a flood nor a forged packet makes
-// a session.
+// (then all sources') and the HMAC next, so that neither a flood nor a
+// forged packet makes a session.
 func (r *Reflector) reflect(out, b []byte, from netip.AddrPort, arr arrival) ([]byte, error) {
 	if r.cfg.Allow != nil && !r.cfg.Allow(from.Addr().Unmap()) {
 		return nil, fmt.Errorf("packet from %v: %w", from, ErrNotAllowed)
@@ -193,9 +221,13 @@ func (r *Reflector) reflect(out, b []byte, from netip.AddrPort, arr arrival) ([]
 	}
 	seq := p.Seq
 	if !r.cfg.Stateless {
-		next := r.sessions.get(from, arr.at)
-		if next == nil {
-			return nil, fmt.Errorf("new session from %v: %w (%d)", from, ErrSessionLimit, r.cfg.MaxSessions)
+		next, err := r.sessions.get(from, arr.at)
+		if err != nil {
+			most := r.cfg.MaxSessions
+			if errors.Is(err, ErrAddrSessionLimit) {
+				most = r.cfg.MaxAddrSessions
+			}
+			return nil, fmt.Errorf("new session from %v: %w (%d)", from, err, most)
 		}
 		seq = *next
 		*next++

@@ -218,6 +218,8 @@ func TestReflectorRefusals(t *testing.T) {
 		{"unauthenticated to authenticated", ReflectorConfig{Key: vectorKey}, nil, 1, 0, ErrTruncated},
 		{"rate", ReflectorConfig{MaxRate: 0.001, Burst: 2}, nil, 1, 2, ErrRateLimit},
 		{"sessions", ReflectorConfig{MaxSessions: 2}, nil, 3, 6, ErrSessionLimit},
+		{"sessions of one address", ReflectorConfig{MaxAddrSessions: 2}, nil, 3, 6, ErrAddrSessionLimit},
+		{"all sources' rate", ReflectorConfig{MaxTotalRate: 0.001, TotalBurst: 2}, nil, 2, 2, ErrTotalRateLimit},
 		{"source not allowed", ReflectorConfig{Allow: func(a netip.Addr) bool { return !a.IsLoopback() }}, nil, 1, 0, ErrNotAllowed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -276,17 +278,92 @@ func TestAuditorAggregates(t *testing.T) {
 func TestTableBounded(t *testing.T) {
 	tb := newTable[int, int](2, time.Minute)
 	t0 := time.Unix(1000, 0)
-	if tb.get(1, t0) == nil || tb.get(2, t0) == nil {
+	get := func(k int, at time.Time) error { _, err := tb.get(k, at); return err }
+	if get(1, t0) != nil || get(2, t0) != nil {
 		t.Fatal("no room for two")
 	}
-	if tb.get(3, t0.Add(time.Second)) != nil {
-		t.Fatal("a third while none is idle")
+	if err := get(3, t0.Add(time.Second)); !errors.Is(err, ErrSessionLimit) {
+		t.Fatalf("a third while none is idle: %v", err)
 	}
-	if tb.get(1, t0.Add(2*time.Second)) == nil {
+	if get(1, t0.Add(2*time.Second)) != nil {
 		t.Fatal("a known key refused")
 	}
-	if tb.get(3, t0.Add(61*time.Second)) == nil || len(tb.m) != 2 {
+	if get(3, t0.Add(61*time.Second)) != nil || len(tb.m) != 2 {
 		t.Fatalf("no room made of the idle entry: %d entries", len(tb.m))
+	}
+}
+
+// One address's sessions are bounded, whatever room the table has, and
+// those forgotten as idle make room again.
+func TestTableGroups(t *testing.T) {
+	tb := newTable[netip.AddrPort, uint32](100, time.Minute).grouped(sessionAddr, 2)
+	t0 := time.Unix(1000, 0)
+	get := func(s string, at time.Time) error { _, err := tb.get(netip.MustParseAddrPort(s), at); return err }
+	for _, s := range []string{"192.0.2.1:1000", "[::ffff:192.0.2.1]:1001", "192.0.2.2:1000"} {
+		if err := get(s, t0); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := get("192.0.2.1:1002", t0.Add(time.Second)); !errors.Is(err, ErrAddrSessionLimit) {
+		t.Fatalf("a third session of one address: %v", err)
+	}
+	if err := get("192.0.2.1:1002", t0.Add(2*time.Minute)); err != nil || tb.groups[netip.MustParseAddr("192.0.2.1")] != 1 {
+		t.Fatalf("after the idle ones went: %v, groups %v", err, tb.groups)
+	}
+}
+
+// The defaults bound one address's sessions below the table's: a sender
+// with many source ports does not fill it (the review's 1,024).
+func TestReflectorDefaults(t *testing.T) {
+	r, err := NewReflector(ReflectorConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cfg.MaxAddrSessions != DefaultMaxAddrSessions || DefaultMaxAddrSessions >= DefaultMaxSessions || r.cfg.MaxTotalRate != DefaultMaxTotalRate {
+		t.Errorf("config %+v", r.cfg)
+	}
+	now := time.Unix(1000, 0)
+	from := netip.MustParseAddr("192.0.2.1")
+	for port := range uint16(DefaultMaxSessions) {
+		_, err := r.sessions.get(netip.AddrPortFrom(from, 1024+port), now)
+		if port < DefaultMaxAddrSessions && err != nil || port >= DefaultMaxAddrSessions && !errors.Is(err, ErrAddrSessionLimit) {
+			t.Fatalf("session from port %d: %v", 1024+port, err)
+		}
+	}
+	if _, err := r.sessions.get(netip.MustParseAddrPort("192.0.2.2:1024"), now); err != nil {
+		t.Errorf("another sender refused: %v", err)
+	}
+}
+
+// A second source address still gets sessions when the first has all its
+// own, on the wire.
+func TestReflectorAddrSessions(t *testing.T) {
+	r, addr, a := serve(t, "udp4", "127.0.0.1", ReflectorConfig{MaxAddrSessions: 1})
+	first := client(t, "udp4", addr)
+	if exchange(t, first, senderPacket(t, 0, 0, nil, NTP), 10*time.Second) == nil {
+		t.Fatal("no reply to the first session")
+	}
+	if exchange(t, client(t, "udp4", addr), senderPacket(t, 0, 0, nil, NTP), 200*time.Millisecond) != nil {
+		t.Fatal("a second session of 127.0.0.1 answered")
+	}
+	raddr, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := net.DialUDP("udp4", &net.UDPAddr{IP: net.ParseIP("127.0.0.2")}, raddr)
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	defer other.Close()
+	if exchange(t, other, senderPacket(t, 0, 0, nil, NTP), 10*time.Second) == nil {
+		t.Fatal("no reply to another address")
+	}
+	waitFor(t, func() bool { return len(a.all()) > 0 }, "audit")
+	if got := a.all()[0]; !errors.Is(got.Err, ErrAddrSessionLimit) {
+		t.Errorf("audit %+v", got)
+	}
+	if s := r.Stats(); s.Reflected != 2 || s.Refused != 1 {
+		t.Errorf("stats %+v", s)
 	}
 }
 
@@ -294,6 +371,7 @@ func TestNewReflectorChecks(t *testing.T) {
 	for _, cfg := range []ReflectorConfig{
 		{Key: make([]byte, MaxKeyLen+1)}, {MaxSessions: -1}, {MaxSessions: MaxSessions + 1},
 		{MaxRate: -1}, {Burst: -1}, {SessionIdle: -time.Second}, {Format: 2},
+		{MaxAddrSessions: -1}, {MaxAddrSessions: MaxSessions + 1}, {MaxTotalRate: -1}, {TotalBurst: -1},
 	} {
 		if _, err := NewReflector(cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)

@@ -15,6 +15,13 @@ var (
 	// ErrSessionLimit is a packet of a new session (or source) when the
 	// reflector tracks as many as it may, none of them idle.
 	ErrSessionLimit = errors.New("the reflector tracks as many sessions as it may")
+	// ErrAddrSessionLimit is a packet of a new session from a source
+	// address that has as many sessions as one address may (its other
+	// ports'), none of them idle.
+	ErrAddrSessionLimit = errors.New("the source address has as many sessions as the reflector allows one address")
+	// ErrTotalRateLimit is a packet past the reflector's rate over all
+	// sources (MaxTotalRate).
+	ErrTotalRateLimit = errors.New("the reflector answers as many packets a second as it may, all sources together")
 	// ErrNotAllowed is a packet from a source the reflector's Allow
 	// refuses.
 	ErrNotAllowed = errors.New("the source is not among those the reflector answers")
@@ -23,11 +30,17 @@ var (
 // table is a bounded map whose entries are forgotten when unused for
 // idle: a new key finds room by sweeping the idle ones out, at most once
 // a second (so that a flood of new keys does not sweep at every packet).
+// With groupOf set, it also bounds the keys of one group (a source
+// address's sessions) at perGroup.
 type table[K comparable, V any] struct {
 	max   int
 	idle  time.Duration
 	m     map[K]*entry[V]
 	swept time.Time
+
+	groupOf  func(K) netip.Addr
+	perGroup int
+	groups   map[netip.Addr]int
 }
 
 type entry[V any] struct {
@@ -39,27 +52,60 @@ func newTable[K comparable, V any](max int, idle time.Duration) *table[K, V] {
 	return &table[K, V]{max: max, idle: idle, m: map[K]*entry[V]{}}
 }
 
-// get is k's value, a new one (zero) if k is new and there is room; nil
-// when there is none.
-func (t *table[K, V]) get(k K, now time.Time) *V {
+// grouped bounds the keys of each group of t at most.
+func (t *table[K, V]) grouped(of func(K) netip.Addr, most int) *table[K, V] {
+	t.groupOf, t.perGroup, t.groups = of, most, map[netip.Addr]int{}
+	return t
+}
+
+// get is k's value, a new one (zero) if k is new and there is room; or
+// why there is none: ErrSessionLimit (the table is full) or
+// ErrAddrSessionLimit (k's group is).
+func (t *table[K, V]) get(k K, now time.Time) (*V, error) {
 	e := t.m[k]
 	if e == nil {
-		if len(t.m) >= t.max && now.Sub(t.swept) >= time.Second {
+		err := t.room(k)
+		if err != nil && now.Sub(t.swept) >= time.Second {
 			t.swept = now
 			for k, e := range t.m {
 				if now.Sub(e.used) >= t.idle {
-					delete(t.m, k)
+					t.remove(k)
 				}
 			}
+			err = t.room(k)
 		}
-		if len(t.m) >= t.max {
-			return nil
+		if err != nil {
+			return nil, err
 		}
 		e = &entry[V]{}
 		t.m[k] = e
+		if t.groupOf != nil {
+			t.groups[t.groupOf(k)]++
+		}
 	}
 	e.used = now
-	return &e.v
+	return &e.v, nil
+}
+
+// room says whether a new key k may be added, or why not.
+func (t *table[K, V]) room(k K) error {
+	switch {
+	case len(t.m) >= t.max:
+		return ErrSessionLimit
+	case t.groupOf != nil && t.groups[t.groupOf(k)] >= t.perGroup:
+		return ErrAddrSessionLimit
+	}
+	return nil
+}
+
+func (t *table[K, V]) remove(k K) {
+	delete(t.m, k)
+	if t.groupOf != nil {
+		g := t.groupOf(k)
+		if t.groups[g]--; t.groups[g] <= 0 {
+			delete(t.groups, g)
+		}
+	}
 }
 
 // bucket is a token bucket: a source's allowance of packets.
@@ -68,36 +114,51 @@ type bucket struct {
 	at     time.Time
 }
 
-// limiter allows each source address rate packets a second, burst at
-// once.
-type limiter struct {
-	rate, burst float64
-	sources     *table[netip.Addr, bucket]
-}
-
-// allow takes a token of from's bucket: nil, or why not.
-func (l *limiter) allow(from netip.Addr, now time.Time) error {
-	b := l.sources.get(from, now)
-	if b == nil {
-		return ErrSessionLimit
-	}
+// take takes a token of the bucket, which fills at rate a second up to
+// burst: false when it has none.
+func (b *bucket) take(rate, burst float64, now time.Time) bool {
 	if b.at.IsZero() {
-		b.tokens = l.burst
+		b.tokens = burst
 	} else {
-		b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+		b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
 	}
 	b.at = now
 	if b.tokens < 1 {
-		return ErrRateLimit
+		return false
 	}
 	b.tokens--
+	return true
+}
+
+// limiter allows each source address rate packets a second, burst at
+// once, and all sources together totalRate a second, totalBurst at once.
+type limiter struct {
+	rate, burst           float64
+	sources               *table[netip.Addr, bucket]
+	totalRate, totalBurst float64
+	total                 bucket
+}
+
+// allow takes a token of from's bucket, then one of all sources': nil, or
+// why not. A source over its own rate takes nothing of the others'.
+func (l *limiter) allow(from netip.Addr, now time.Time) error {
+	b, err := l.sources.get(from, now)
+	if err != nil {
+		return err
+	}
+	if !b.take(l.rate, l.burst, now) {
+		return ErrRateLimit
+	}
+	if !l.total.take(l.totalRate, l.totalBurst, now) {
+		return ErrTotalRateLimit
+	}
 	return nil
 }
 
 // Refusal is what a reflector tells its audit of the packets it
 // refused: the last one's source and why (an error errors.Is matches to
-// ErrRateLimit, ErrSessionLimit, ErrTruncated, ErrTooLong, ErrAuth or
-// ErrMalformed), and Count, the refusals for the same reason since the
+// ErrRateLimit, ErrTotalRateLimit, ErrSessionLimit, ErrAddrSessionLimit,
+// ErrTruncated, ErrTooLong, ErrAuth or ErrMalformed), and Count, the refusals for the same reason since the
 // last report, this one included.
 type Refusal struct {
 	From  netip.AddrPort
@@ -146,7 +207,7 @@ func (a *auditor) flush() {
 }
 
 // reasons are the sentinels a refusal is counted under.
-var reasons = []error{ErrNotAllowed, ErrRateLimit, ErrSessionLimit, ErrTruncated, ErrTooLong, ErrAuth, ErrMalformed, ErrKey}
+var reasons = []error{ErrNotAllowed, ErrRateLimit, ErrTotalRateLimit, ErrSessionLimit, ErrAddrSessionLimit, ErrTruncated, ErrTooLong, ErrAuth, ErrMalformed, ErrKey}
 
 // reasonOf is err's sentinel (ErrMalformed when it has none, so that
 // the reasons stay few).

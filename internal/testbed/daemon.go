@@ -262,8 +262,11 @@ func (d *daemon) superviseAgent(exe string, h Host) error {
 		"--stamp", ":" + strconv.Itoa(STAMPPort), "--stamp-from", d.stampFrom}
 	if h.Addr6 == "" || h.Addr6 == h.Addr {
 		// One family: tests on its address. A dual-stack host's listen on
-		// both (its namespace has no other address but loopback).
+		// both (its namespace has no other address but loopback), and its
+		// agent names both.
 		argv = append(argv, "--test-address", h.Addr)
+	} else {
+		argv = append(argv, "--test-address", h.Addr, "--test-address6", h.Addr6)
 	}
 	if h.DiskCapped() {
 		argv = append(argv, "--disk-capped")

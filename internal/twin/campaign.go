@@ -8,8 +8,10 @@
 // and as a scenario (hosts A and B joined by one link) with a comment on
 // every value. Plan lists a campaign's measurements within a budget.
 //
-// It is pure: it measures nothing and reads nothing; the CLI runs the
-// campaign (or reads the archive) and fills the Campaign.
+// It is pure: it measures nothing and opens nothing. The CLI runs the
+// campaign and fills the Campaign; a monitoring archive's history is read
+// (ReadHistory) only through the HistoryReader interface the caller
+// passes, an archive the caller opened, or given as points (FromHistory).
 package twin
 
 import "time"
@@ -21,6 +23,9 @@ import "time"
 // from an archive's points (FromHistory).
 type Campaign struct {
 	A, B string
+	// Family is the address family measured over, "ipv4" or "ipv6" ("":
+	// the hosts' preference, unknown).
+	Family string
 	// Probes are rounds of probes with nothing else on the path: each
 	// gives both ways' one-way delays and losses (a probe round from A to
 	// B sees A->B on the way out and B->A on the way back).

@@ -1,6 +1,7 @@
 package twin
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -48,41 +49,156 @@ func detectChanges(c Campaign) []Change {
 	return out
 }
 
-// minSide is how many values each side of a step needs.
-const minSide = 2
+// Binary segmentation's bounds. Each side of a step holds at least
+// minSide values, and a minShare-th of the series: a level must persist
+// (in three days of 30 s summaries each way, about 20 minutes). The
+// values nearest a step (persistence each side, or a side's least if
+// more) must differ by spreads times their robust spread: jitter does
+// not pass. At
+// most maxDepth rounds of splits are made and the latest maxSteps steps
+// kept: the twin describes the part after the last one.
+const (
+	minSide     = 2
+	minShare    = 200
+	persistence = 10
+	spreads     = 3
+	maxDepth    = 4
+	maxSteps    = 8
+)
 
 // steps finds where a series changes level, by binary segmentation: the
 // split that leaves the least absolute deviation from each side's median,
-// if significant says its two sides differ, then each side again. It
-// returns the indices that begin a new level, in order.
+// if significant says its two sides differ and the values nearest it
+// differ beyond their spread, then each side again. It returns the
+// indices that begin a new level, in order. A split's scan takes
+// O(n log n).
 func steps(vs []float64, significant func(a, b []float64) bool) []int {
+	side := max(minSide, len(vs)/minShare)
+	near := max(side, persistence)
 	var out []int
-	var split func(lo, hi int)
-	split = func(lo, hi int) {
-		best, at := math.Inf(1), -1
-		for k := lo + minSide; k <= hi-minSide; k++ {
-			if c := deviation(vs[lo:k]) + deviation(vs[k:hi]); c < best {
-				best, at = c, k
-			}
-		}
-		if at < 0 || !significant(vs[lo:at], vs[at:hi]) {
+	var split func(lo, hi, depth int)
+	split = func(lo, hi, depth int) {
+		if depth == maxDepth {
 			return
 		}
-		split(lo, at)
+		at := bestSplit(vs[lo:hi], side)
+		if at < 0 {
+			return
+		}
+		at += lo
+		if !significant(vs[lo:at], vs[at:hi]) || !apart(vs[max(lo, at-near):at], vs[at:min(hi, at+near)]) {
+			return
+		}
+		split(lo, at, depth+1)
 		out = append(out, at)
-		split(at, hi)
+		split(at, hi, depth+1)
 	}
-	split(0, len(vs))
-	return out
+	split(0, len(vs), 0)
+	return out[max(0, len(out)-maxSteps):]
 }
 
-// deviation is the sum of vs's absolute deviations from their median.
-func deviation(vs []float64) float64 {
-	m, sum := median(vs), 0.0
-	for _, v := range vs {
-		sum += math.Abs(v - m)
+// bestSplit is the k, with at least side values each side of it, that
+// leaves the least sum of vs[:k]'s and vs[k:]'s absolute deviations from
+// their medians (-1 if there is none): running medians, each side's sums
+// for every k in one pass.
+func bestSplit(vs []float64, side int) int {
+	n := len(vs)
+	if n < 2*side {
+		return -1
 	}
-	return sum
+	left := make([]float64, n+1) // left[k] is vs[:k]'s, right[k] vs[k:]'s
+	right := make([]float64, n+1)
+	var h halves
+	for k, v := range vs {
+		h.add(v)
+		left[k+1] = h.deviation()
+	}
+	h = halves{}
+	for k := n - 1; k >= 0; k-- {
+		h.add(vs[k])
+		right[k] = h.deviation()
+	}
+	// The first of equal sums, as the running sums round them.
+	best, at := 0.0, -1
+	for k := side; k <= n-side; k++ {
+		if c := left[k] + right[k]; at < 0 || c < best-1e-9*best {
+			best, at = c, k
+		}
+	}
+	return at
+}
+
+// apart says the values each side of a step differ by more than spreads
+// times their robust spread: the step is not noise.
+func apart(a, b []float64) bool {
+	return math.Abs(median(a)-median(b)) > spreads*max(spread(a), spread(b))
+}
+
+// spread is the robust standard deviation of vs: 1.4826 x the median
+// absolute deviation from their median.
+func spread(vs []float64) float64 {
+	m := median(vs)
+	d := make([]float64, len(vs))
+	for i, v := range vs {
+		d[i] = math.Abs(v - m)
+	}
+	return 1.4826 * median(d)
+}
+
+// halves is a running median: the lower half of the values added in a
+// max-heap, the upper half in a min-heap, and each half's sum.
+type halves struct {
+	lo, hi       floatHeap // lo holds the values negated
+	sumLo, sumHi float64
+}
+
+// add adds v in O(log n); the lower half keeps as many values as the
+// upper or one more.
+func (h *halves) add(v float64) {
+	if len(h.lo) == 0 || v <= -h.lo[0] {
+		heap.Push(&h.lo, -v)
+		h.sumLo += v
+	} else {
+		heap.Push(&h.hi, v)
+		h.sumHi += v
+	}
+	switch {
+	case len(h.lo) > len(h.hi)+1:
+		v := -heap.Pop(&h.lo).(float64)
+		h.sumLo -= v
+		heap.Push(&h.hi, v)
+		h.sumHi += v
+	case len(h.hi) > len(h.lo):
+		v := heap.Pop(&h.hi).(float64)
+		h.sumHi -= v
+		heap.Push(&h.lo, -v)
+		h.sumLo += v
+	}
+}
+
+// deviation is the sum of the values' absolute deviations from their
+// median (the lower half's greatest: any value between the middle two
+// gives the same sum).
+func (h *halves) deviation() float64 {
+	if len(h.lo) == 0 {
+		return 0
+	}
+	m := -h.lo[0]
+	return max(0, m*float64(len(h.lo))-h.sumLo+h.sumHi-m*float64(len(h.hi)))
+}
+
+// floatHeap is a min-heap of float64 (container/heap's).
+type floatHeap []float64
+
+func (f floatHeap) Len() int           { return len(f) }
+func (f floatHeap) Less(i, j int) bool { return f[i] < f[j] }
+func (f floatHeap) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
+func (f *floatHeap) Push(x any)        { *f = append(*f, x.(float64)) }
+func (f *floatHeap) Pop() any {
+	old := *f
+	x := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return x
 }
 
 // noise is the standard deviation of a series' values about its levels,

@@ -54,6 +54,9 @@ func New(c Campaign) (*Twin, error) {
 		rho[i] = min(f.CrossBPS/f.RateBPS, 0.9)
 	}
 	t.Notes = append(hopChanges(c), fitDelay(seg, ways, fits, rho)...)
+	if c.Family != "" {
+		t.Notes = append(t.Notes, fmt.Sprintf("fitted from the path's %s measurements: over its other address family it may take another route", c.Family))
+	}
 	for i, w := range ways {
 		fits[i].fitQueue(seg, w, rho[i], fits[0].DelayS+fits[1].DelayS)
 	}
@@ -109,7 +112,7 @@ func (c Campaign) since(t time.Time) Campaign {
 	if t.IsZero() {
 		return c
 	}
-	out := Campaign{A: c.A, B: c.B, MTUs: c.MTUs,
+	out := Campaign{A: c.A, B: c.B, Family: c.Family, MTUs: c.MTUs,
 		Summaries:  from(c.Summaries, t, func(s ProbeSummary) time.Time { return s.At }),
 		Loads:      from(c.Loads, t, func(l LoadTest) time.Time { return l.Start }),
 		Capacity:   from(c.Capacity, t, func(s RateSample) time.Time { return s.At }),

@@ -55,7 +55,7 @@ func TestTooLittleData(t *testing.T) {
 		{"probes only", campaignOf(skip("loads", "capacity", "available")), []string{KeyRate, KeyQueue, KeyCross, KeySplit}},
 		{"no load", campaignOf(skip("loads")), []string{KeyQueue, KeySplit}},
 		{"no loss", campaignOf(knownTruth[5].tr), []string{KeyModel, KeySplit}},
-		{"archive", FromHistory("a", "b", historyOf(campaignOf(base)), time.Time{}, time.Time{}), []string{KeyQueue, KeyModel, KeySplit, KeyMTU}},
+		{"archive", FromHistory("a", "b", historyOf(campaignOf(base)), HistoryOptions{}), []string{KeyQueue, KeyModel, KeySplit, KeyMTU}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tw, err := New(tc.c)
@@ -127,7 +127,7 @@ func historyOf(c Campaign) []archive.Point {
 func TestHistory(t *testing.T) {
 	tr := knownTruth[0].tr
 	points := historyOf(campaignOf(tr))
-	c := FromHistory("a", "b", points, time.Time{}, time.Time{})
+	c := FromHistory("a", "b", points, HistoryOptions{})
 	if len(c.Summaries) == 0 || len(c.Capacity) == 0 || len(c.Available) == 0 {
 		t.Fatalf("campaign of the history: %d summaries, %d capacity, %d available", len(c.Summaries), len(c.Capacity), len(c.Available))
 	}
@@ -139,7 +139,7 @@ func TestHistory(t *testing.T) {
 	if !v.rate || !v.rtt || !v.cross {
 		t.Errorf("history's twin: %v", msgs)
 	}
-	late := FromHistory("a", "b", points, t0.Add(time.Hour), time.Time{})
+	late := FromHistory("a", "b", points, HistoryOptions{From: t0.Add(time.Hour)})
 	if len(late.Summaries)+len(late.Capacity) != 0 {
 		t.Errorf("points after the range: %+v", late)
 	}

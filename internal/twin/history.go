@@ -1,6 +1,7 @@
 package twin
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -22,39 +23,49 @@ const (
 	metricThroughput  = "throughput_bits_per_second"
 )
 
+// HistoryOptions choose the part of a path's history a twin is fitted
+// from.
+type HistoryOptions struct {
+	// From and To bound the span (either zero: unbounded).
+	From, To time.Time
+	// Limit bounds the probe summaries ReadHistory reads (0: no bound; it
+	// needs a From). FromHistory takes every point it is given.
+	Limit int
+	// Family is the address family fitted: "ipv4" or "ipv6" (a test run
+	// once per family), or "" for the one of the history's families
+	// (theirs, and that of the tests run once) with the most probe
+	// summaries.
+	Family string
+}
+
 // FromHistory builds the campaign of the path between a and b from an
 // archive's points (wanlab serve's history, SeriesStore.Points of both
-// ways) between from and to (either zero: unbounded). A probe test's
-// points of one time are one summary; throughput, capacity and available
-// bandwidth points are samples. An archive keeps no per-probe series and
-// no loaded test, so a twin of it names the loss model and the queue as
-// unknown.
-func FromHistory(a, b string, points []archive.Point, from, to time.Time) Campaign {
+// ways) between o.From and o.To, of one address family (o.Family). A
+// probe test's points of one family and time are one summary; throughput,
+// capacity and available bandwidth points are samples, of the family
+// fitted or of none (a test run once, a measure run's estimate). An
+// archive keeps no per-probe series and no loaded test, so a twin of it
+// names the loss model and the queue as unknown.
+func FromHistory(a, b string, points []archive.Point, o HistoryOptions) Campaign {
 	c := Campaign{A: a, B: b}
 	type key struct {
-		src, dst, test string
-		t              time.Time
+		src, dst, test, family string
+		t                      time.Time
 	}
 	sums := map[key]*ProbeSummary{}
 	var order []key
+	var rates []archive.Point
 	for _, p := range points {
 		if !(p.Src == a && p.Dst == b || p.Src == b && p.Dst == a) ||
-			!from.IsZero() && p.T.Before(from) || !to.IsZero() && p.T.After(to) {
+			!o.From.IsZero() && p.T.Before(o.From) || !o.To.IsZero() && p.T.After(o.To) {
 			continue
 		}
-		rate := RateSample{From: p.Src, To: p.Dst, At: p.T, BPS: p.Value, Low: p.Value, High: p.Value, N: 1}
 		switch p.Metric {
-		case results.BandwidthCapacity:
-			c.Capacity = append(c.Capacity, rate)
-			continue
-		case results.BandwidthAvailable:
-			c.Available = append(c.Available, rate)
-			continue
-		case metricThroughput:
-			c.Throughput = append(c.Throughput, ThroughputSample{From: p.Src, To: p.Dst, At: p.T, BPS: p.Value})
+		case results.BandwidthCapacity, results.BandwidthAvailable, metricThroughput:
+			rates = append(rates, p)
 			continue
 		}
-		k := key{p.Src, p.Dst, p.Test, p.T}
+		k := key{p.Src, p.Dst, p.Test, p.Family, p.T}
 		s := sums[k]
 		if s == nil {
 			s = &ProbeSummary{From: p.Src, To: p.Dst, At: p.T, Loss: -1, LossForward: -1, LossBack: -1}
@@ -79,11 +90,46 @@ func FromHistory(a, b string, points []archive.Point, from, to time.Time) Campai
 			s.LossBack = p.Value
 		}
 	}
+	// The family fitted: asked for, or the one with the most summaries
+	// (with none, rates; of a tie, the first by name).
+	count := map[string]int{}
 	for _, k := range order {
 		if s := sums[k]; s.MinRTT > 0 || s.Loss >= 0 {
+			count[k.family]++
+		}
+	}
+	if len(count) == 0 {
+		for _, p := range rates {
+			count[p.Family]++
+		}
+	}
+	c.Family = o.Family
+	if c.Family == "" {
+		for _, f := range slices.Sorted(maps.Keys(count)) {
+			if count[f] > count[c.Family] {
+				c.Family = f
+			}
+		}
+	}
+	for _, k := range order {
+		if s := sums[k]; k.family == c.Family && (s.MinRTT > 0 || s.Loss >= 0) {
 			c.Summaries = append(c.Summaries, *s)
 		}
 	}
 	slices.SortStableFunc(c.Summaries, func(x, y ProbeSummary) int { return x.At.Compare(y.At) })
+	for _, p := range rates {
+		if p.Family != c.Family && p.Family != "" {
+			continue
+		}
+		rate := RateSample{From: p.Src, To: p.Dst, At: p.T, BPS: p.Value, Low: p.Value, High: p.Value, N: 1}
+		switch p.Metric {
+		case results.BandwidthCapacity:
+			c.Capacity = append(c.Capacity, rate)
+		case results.BandwidthAvailable:
+			c.Available = append(c.Available, rate)
+		case metricThroughput:
+			c.Throughput = append(c.Throughput, ThroughputSample{From: p.Src, To: p.Dst, At: p.T, BPS: p.Value})
+		}
+	}
 	return c
 }

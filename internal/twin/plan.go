@@ -50,6 +50,8 @@ type Step struct {
 	// Load is a TCP load's (impact) or test's (throughput) length and streams.
 	Load    time.Duration `json:"load_ns,omitempty"`
 	Streams int           `json:"streams,omitempty"`
+	// Congestion is the load's congestion control, "" the sender's default.
+	Congestion string `json:"congestion,omitempty"`
 	// Phase is an impact's probing before and after its load.
 	Phase time.Duration `json:"phase_ns,omitempty"`
 	// Time and Bytes are what the step is expected to take and send (at
@@ -67,6 +69,13 @@ type Plan struct {
 	Time    time.Duration `json:"time_ns"`
 	Bytes   int64         `json:"bytes"`
 }
+
+// LoadCongestion is the congestion control of the load that finds the
+// queue: a loss-based one, which fills the queue up to its first drop.
+const LoadCongestion = "cubic"
+
+// QueueStreams is how many streams that load runs.
+const QueueStreams = 4
 
 // Costs of the measurements (from internal/measure and the verbs).
 const (
@@ -87,16 +96,16 @@ type shape struct {
 
 // The shapes NewPlan tries, in order.
 var shapes = []shape{
-	{probe: 15 * time.Second, load: 8 * time.Second, phase: 2 * time.Second, multi: 5 * time.Second, availables: 2},
-	{probe: 10 * time.Second, load: 6 * time.Second, phase: 2 * time.Second, multi: 4 * time.Second, availables: 2},
+	{probe: 12 * time.Second, load: 6 * time.Second, phase: 2 * time.Second, multi: 4 * time.Second, availables: 2},
+	{probe: 10 * time.Second, load: 5 * time.Second, phase: 2 * time.Second, multi: 3 * time.Second, availables: 2},
 	{probe: 5 * time.Second, load: 3 * time.Second, phase: time.Second, multi: 3 * time.Second, availables: 1},
 }
 
 // NewPlan lists the campaign of the path between a and b, whose rate is
 // about rateBPS, within budget: traces, capacity estimates at its start and
 // end, an unloaded round of probes each way, available bandwidth over
-// time, a single-stream load with probes before and during it (the queue)
-// and an 8-stream test each way. It shortens the probes and the loads
+// time, a loss-based load of QueueStreams streams with probes before and
+// during it (the queue), and 1- and 8-stream tests each way. It shortens the probes and the loads
 // (down to a floor) to fit, or says by how much it cannot.
 func NewPlan(a, b string, budget Budget, rateBPS float64) (*Plan, error) {
 	if rateBPS <= 0 {
@@ -152,14 +161,19 @@ func plan(a, b string, rate float64, s shape) *Plan {
 	both(available)
 	both(func(from, to string) {
 		pn := int(s.phase / probeInterval)
-		add(Step{Kind: StepImpact, From: from, To: to, Count: pn, Interval: probeInterval, Size: probeSize, Load: s.load, Streams: 1, Phase: s.phase,
+		// A loss-based congestion control fills the queue until it drops
+		// (BBR, many hosts' default, keeps it nearly empty), and several
+		// streams fill it where random losses keep one from doing so.
+		add(Step{Kind: StepImpact, From: from, To: to, Count: pn, Interval: probeInterval, Size: probeSize, Load: s.load, Streams: QueueStreams, Congestion: LoadCongestion, Phase: s.phase,
 			Time: 2*s.phase + s.load + 2*settle + 3*setup, Bytes: bytesIn(s.load) + int64(4*pn*(probeSize+headerBytes)),
-			Why: "the delay a single-stream load adds up to the point of loss: the queue; and single-stream throughput"})
+			Why: fmt.Sprintf("the delay a %d-stream %s load adds up to the point of loss: the queue", QueueStreams, LoadCongestion)})
 	})
-	both(func(from, to string) {
-		add(Step{Kind: StepThroughput, From: from, To: to, Load: s.multi, Streams: 8, Time: s.multi + setup, Bytes: bytesIn(s.multi),
-			Why: "8-stream throughput, which the twin's check replays"})
-	})
+	for _, n := range []int{1, 8} {
+		both(func(from, to string) {
+			add(Step{Kind: StepThroughput, From: from, To: to, Load: s.multi, Streams: n, Time: s.multi + setup, Bytes: bytesIn(s.multi),
+				Why: fmt.Sprintf("%d-stream throughput, which the twin's check replays", n)})
+		})
+	}
 	for range s.availables - 1 {
 		both(available)
 	}
@@ -190,4 +204,30 @@ func WritePlan(w io.Writer, p *Plan) error {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	return nil
+}
+
+// ForCheck is the part of the plan that --check replays on the twin: what
+// its figures compare (probes, the loads, the TCP tests, an available
+// bandwidth each way). Traces and the capacity estimates, which the
+// twin's scenario fixes, and the later available-bandwidth rounds are left
+// out.
+func (p *Plan) ForCheck() *Plan {
+	out := &Plan{RateBPS: p.RateBPS, Budget: p.Budget}
+	seen := map[string]bool{}
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case StepTrace, StepCapacity:
+			continue
+		case StepAvailable:
+			way := s.From + ">" + s.To
+			if seen[way] {
+				continue
+			}
+			seen[way] = true
+		}
+		out.Steps = append(out.Steps, s)
+		out.Time += s.Time
+		out.Bytes += s.Bytes
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package twin
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -81,7 +82,28 @@ func TestWritePlan(t *testing.T) {
 	if err := WritePlan(&b, p); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b.Bytes(), []byte("impact 1 stream(s) 8s")) || !bytes.Contains(b.Bytes(), []byte("total ")) {
+	if !bytes.Contains(b.Bytes(), []byte("impact 4 stream(s) 6s")) || !bytes.Contains(b.Bytes(), []byte("total ")) {
 		t.Errorf("plan:\n%s", b.String())
+	}
+}
+
+// The check's plan keeps what its figures compare, once each way for the
+// available bandwidth, and is shorter.
+func TestPlanForCheck(t *testing.T) {
+	p, err := NewPlan("a", "b", DefaultBudget(policy.DefaultBytesPerDay), 100e6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.ForCheck()
+	count := map[string]int{}
+	for _, s := range c.Steps {
+		count[s.Kind]++
+	}
+	want := map[string]int{StepProbe: 2, StepAvailable: 2, StepImpact: 2, StepThroughput: 4}
+	if !maps.Equal(count, want) {
+		t.Errorf("the check's steps %v, want %v", count, want)
+	}
+	if c.Time >= p.Time || c.Bytes >= p.Bytes {
+		t.Errorf("the check's plan takes %v and %d bytes, the campaign's %v and %d", c.Time, c.Bytes, p.Time, p.Bytes)
 	}
 }

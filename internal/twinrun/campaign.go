@@ -61,7 +61,7 @@ func addAvailable(c *twin.Campaign, at time.Time, r *measure.AvailableResult) {
 }
 
 // addImpact adds a load test whose probes before and during it came
-// back, and its load as a single-stream throughput sample.
+// back, and its load as a throughput sample (of its streams).
 func addImpact(c *twin.Campaign, from, to string, r *impact.Result) {
 	if r == nil || r.Before == nil || r.During == nil || len(r.Before.Probes) == 0 || len(r.During.Probes) == 0 {
 		return

@@ -234,7 +234,7 @@ func (o *Outcome) run(ctx context.Context, m Measures, s twin.Step, mtus []twin.
 		return r.Bytes, err
 	case twin.StepImpact:
 		spec := impact.Spec{Phase: s.Phase, Interval: s.Interval, Size: s.Size,
-			Load: throughput.Spec{Protocol: throughput.TCP, Streams: s.Streams, Duration: s.Load, Interval: time.Second}}
+			Load: throughput.Spec{Protocol: throughput.TCP, Streams: s.Streams, Duration: s.Load, Congestion: s.Congestion, Interval: time.Second}}
 		r, err := m.Impact(ctx, s.From, s.To, spec)
 		addImpact(c, s.From, s.To, r)
 		if r == nil {

@@ -310,7 +310,11 @@ type HelloReply struct {
 	Identity string `protobuf:"bytes,7,opt,name=identity,proto3" json:"identity,omitempty"`
 	Grant    *Grant `protobuf:"bytes,8,opt,name=grant,proto3" json:"grant,omitempty"`
 	// The address the agent's test listeners open on; empty for every address.
-	TestAddress   string `protobuf:"bytes,9,opt,name=test_address,json=testAddress,proto3" json:"test_address,omitempty"`
+	TestAddress string `protobuf:"bytes,9,opt,name=test_address,json=testAddress,proto3" json:"test_address,omitempty"`
+	// The agent's IPv6 test address, where its tests can also be over IPv6:
+	// test_address itself when that is IPv6, or the IPv6 address a
+	// dual-stack agent (listening on every address) names. Empty for none.
+	TestAddress6  string `protobuf:"bytes,10,opt,name=test_address6,json=testAddress6,proto3" json:"test_address6,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -404,6 +408,13 @@ func (x *HelloReply) GetGrant() *Grant {
 func (x *HelloReply) GetTestAddress() string {
 	if x != nil {
 		return x.TestAddress
+	}
+	return ""
+}
+
+func (x *HelloReply) GetTestAddress6() string {
+	if x != nil {
+		return x.TestAddress6
 	}
 	return ""
 }
@@ -3322,7 +3333,7 @@ const file_agent_proto_rawDesc = "" +
 	"\tspeed_bps\x18\x06 \x01(\x04R\bspeedBps\"/\n" +
 	"\fHelloRequest\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\rR\n" +
-	"apiVersion\"\xcd\x02\n" +
+	"apiVersion\"\xf2\x02\n" +
 	"\n" +
 	"HelloReply\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\rR\n" +
@@ -3334,7 +3345,9 @@ const file_agent_proto_rawDesc = "" +
 	"\x05clock\x18\x06 \x01(\v2\x16.wanlab.agent.v1.ClockR\x05clock\x12\x1a\n" +
 	"\bidentity\x18\a \x01(\tR\bidentity\x12,\n" +
 	"\x05grant\x18\b \x01(\v2\x16.wanlab.agent.v1.GrantR\x05grant\x12!\n" +
-	"\ftest_address\x18\t \x01(\tR\vtestAddress\"\x83\x01\n" +
+	"\ftest_address\x18\t \x01(\tR\vtestAddress\x12#\n" +
+	"\rtest_address6\x18\n" +
+	" \x01(\tR\ftestAddress6\"\x83\x01\n" +
 	"\x05Clock\x12\"\n" +
 	"\fsynchronised\x18\x01 \x01(\bR\fsynchronised\x12,\n" +
 	"\x12estimated_error_ns\x18\x02 \x01(\x03R\x10estimatedErrorNs\x12(\n" +

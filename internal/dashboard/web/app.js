@@ -78,7 +78,8 @@
         const m = spec.metrics[i], pts = all[i];
         const groups = new Map();
         for (const p of pts) {
-          const key = spec.byTest ? m.label + " " + p.test : m.label;
+          // A test run once per family draws each family's series apart.
+          const key = (spec.byTest ? m.label + " " + p.test : m.label) + (p.family ? " " + p.family : "");
           if (!groups.has(key)) groups.set(key, [[], []]);
           const g = groups.get(key);
           g[0].push(Date.parse(p.t) / 1000);

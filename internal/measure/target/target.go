@@ -14,22 +14,26 @@ import (
 	"io"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/binomial"
 	"github.com/wanlab/wanlab/internal/delay"
+	"github.com/wanlab/wanlab/internal/farend"
+	"github.com/wanlab/wanlab/internal/iperf3"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/results"
 	"github.com/wanlab/wanlab/internal/workload/probe"
 )
 
-// The kinds of far end, as a TargetRequest names them (and policy.Target*).
+// The kinds of far end, as a TargetRequest names them (package farend's
+// words).
 const (
-	Ping   = "ping"
-	STAMP  = "stamp"
-	Iperf3 = "iperf3"
+	Ping   = farend.Ping
+	STAMP  = farend.STAMP
+	Iperf3 = farend.Iperf3
 )
 
 var (
@@ -43,11 +47,43 @@ var (
 	// ErrSilent is a far end that answered none of the probes.
 	ErrSilent = errors.New("the far end did not answer")
 	// ErrBusy is an iperf3 server busy running another test (the agent
-	// answered Unavailable, and answers still): try again later. The
-	// agent's words say why; an agent that stopped answering is no
-	// ErrBusy.
-	ErrBusy = errors.New("the far end is busy")
+	// answered Unavailable saying so: farend.ReasonBusy): try again later.
+	// It is iperf3's own sentinel, so that errors.Is(err, iperf3.ErrBusy)
+	// holds through the agent. The agent's words say why; an agent that
+	// stopped answering is no ErrBusy.
+	ErrBusy = iperf3.ErrBusy
+	// ErrResolveTimeout is a far end whose name the agent could not
+	// resolve in time (farend.ReasonResolveTimeout): try again later, or
+	// give an address.
+	ErrResolveTimeout = errors.New("the agent's resolver did not answer in time")
 )
+
+// reasonError is an agent's refusal that says which failure it is: its
+// words, matched to the sentinel its reason names.
+type reasonError struct {
+	sentinel error
+	words    string
+}
+
+func (e *reasonError) Error() string { return e.words }
+func (e *reasonError) Unwrap() error { return e.sentinel }
+
+// sentinels are the errors the reasons of an agent's refusals name.
+var sentinels = map[string]error{farend.ReasonBusy: ErrBusy, farend.ReasonResolveTimeout: ErrResolveTimeout}
+
+// reasonOf is the reason an agent's refusal gives (farend's), or "".
+func reasonOf(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == farend.ErrorDomain {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
 
 // Run asks from's agent for a test toward a far end and returns its
 // result; onInterval, if set, gets each interval an iperf3 test reports.
@@ -77,8 +113,14 @@ func Run(ctx context.Context, from measure.Endpoint, req *agentpb.TargetRequest,
 	case codes.PermissionDenied, codes.ResourceExhausted:
 		return nil, fmt.Errorf("%w: %w", ErrRefused, measure.AgentError(from.Host, err))
 	case codes.Unavailable:
+		if sentinel, ok := sentinels[reasonOf(err)]; ok {
+			return nil, &reasonError{sentinel: sentinel, words: status.Convert(err).Message()} // the agent's words name it
+		}
+		// An agent that gives no reason (of issue 36's first version)
+		// answers Unavailable for a busy iperf3 server, and for a slow
+		// resolver too.
 		if req.GetKind() == Iperf3 && answers(ctx, from) {
-			return nil, fmt.Errorf("%w: %s", ErrBusy, status.Convert(err).Message()) // the agent's words name it
+			return nil, &reasonError{sentinel: ErrBusy, words: status.Convert(err).Message()}
 		}
 	}
 	return nil, measure.AgentError(from.Host, err)

@@ -25,10 +25,16 @@ const (
 // Unreached ends the hop list of a trace that did not reach its end.
 const Unreached = "(unreached)"
 
-// PathKey names one test of one path.
-type PathKey struct{ Src, Dst, Test string }
+// PathKey names one test of one path, and the address family of the
+// test's run when it runs once per family ("" for a test's one run).
+type PathKey struct{ Src, Dst, Test, Family string }
 
-func (k PathKey) String() string { return k.Src + "->" + k.Dst + " (" + k.Test + ")" }
+func (k PathKey) String() string {
+	if k.Family != "" {
+		return k.Src + "->" + k.Dst + " (" + k.Test + ", " + k.Family + ")"
+	}
+	return k.Src + "->" + k.Dst + " (" + k.Test + ")"
+}
 
 type alertKey struct {
 	PathKey
@@ -89,6 +95,9 @@ type Detector struct {
 	// seen in a row, learnt as the route once seen MinPoints times.
 	route     map[PathKey][]string
 	candidate map[PathKey]routeSeen
+	// gave says of each path seen whether its latest test gave a result
+	// (true) or failed: what an alert's Scope reads of the other family.
+	gave map[PathKey]bool
 }
 
 type routeSeen struct {
@@ -99,7 +108,7 @@ type routeSeen struct {
 // NewDetector starts with no baselines and no alerts.
 func NewDetector(cfg *Config) *Detector {
 	return &Detector{cfg: cfg, base: map[PathKey]map[Name]*window{}, breaches: map[alertKey][]float64{}, active: map[alertKey]Alert{},
-		route: map[PathKey][]string{}, candidate: map[PathKey]routeSeen{}}
+		route: map[PathKey][]string{}, candidate: map[PathKey]routeSeen{}, gave: map[PathKey]bool{}}
 }
 
 // SetConfig takes a reloaded configuration, keeping baselines and alerts.
@@ -108,14 +117,14 @@ func (d *Detector) SetConfig(cfg *Config) { d.cfg = cfg }
 // Learn adds a stored point to its path's baseline, as a restarted
 // service does with its recent history.
 func (d *Detector) Learn(p Point) {
-	d.window(PathKey{p.Src, p.Dst, p.Test}, Name(p.Metric)).add(p.T, p.Value, d.cfg.Baseline.Window)
+	d.window(PathKey{Src: p.Src, Dst: p.Dst, Test: p.Test, Family: p.Family}, Name(p.Metric)).add(p.T, p.Value, d.cfg.Baseline.Window)
 }
 
 // Resume takes alerts still active in the archive, so that a restart
 // neither forgets nor repeats them.
 func (d *Detector) Resume(alerts []Alert) {
 	for _, a := range alerts {
-		d.active[alertKey{PathKey{a.Src, a.Dst, a.Test}, a.Rule}] = a
+		d.active[alertKey{PathKey{Src: a.Src, Dst: a.Dst, Test: a.Test, Family: a.Family}, a.Rule}] = a
 	}
 }
 
@@ -215,6 +224,7 @@ func lossCheck(o Observation, threshold float64) (check, bool) {
 // it resolves.
 func (d *Detector) Observe(o Observation) (fired, resolved []Alert) {
 	th := d.cfg.For(o.Key.Src, o.Key.Dst)
+	d.gave[o.Key] = o.Failed == ""
 	value := func(metric Name) (float64, bool) {
 		i := slices.IndexFunc(o.Points, func(p Point) bool { return p.Metric == string(metric) })
 		if i < 0 {
@@ -297,9 +307,11 @@ func (d *Detector) Observe(o Observation) (fired, resolved []Alert) {
 			"baseline_points": n, "baseline_window_seconds": d.cfg.Baseline.Window.Seconds(), "threshold": c.threshold, "results_in_a_row": len(d.breaches[ak])}
 		maps.Copy(evidence, c.evidence)
 		ev, _ := json.Marshal(evidence)
-		a := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%d", c.rule, o.Key.Src, o.Key.Dst, o.Key.Test, o.At.UnixNano()),
+		scope := d.scope(o.Key)
+		a := Alert{Ref: alertRef(c.rule, o.Key, o.At),
 			Rule: c.rule, Src: o.Key.Src, Dst: o.Key.Dst, Test: o.Key.Test, Started: o.At,
-			Value: c.value, Baseline: c.baseline, Threshold: c.threshold, Message: c.message, Evidence: ev}
+			Value: c.value, Baseline: c.baseline, Threshold: c.threshold, Message: scopeWords(scope) + c.message, Evidence: ev,
+			Family: o.Key.Family, Scope: scope}
 		d.active[ak] = a
 		fired = append(fired, a)
 	}

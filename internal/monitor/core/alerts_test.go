@@ -35,7 +35,7 @@ var (
 // probeObs is a summary of 100 probes from a to b with no one-way loss
 // known: loss is 0, 0.05 or 0.5.
 func probeObs(at time.Time, rtt, loss float64) Observation {
-	k := PathKey{"a", "b", "lat"}
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
 	count := map[float64]LossCount{0: lost0, 0.05: lost5, 0.5: lost50}[loss]
 	return Observation{Key: k, Type: Probe, At: at, Points: []Point{
 		{T: at, Src: "a", Dst: "b", Test: "lat", Metric: string(RTTMin), Value: rtt},
@@ -53,7 +53,7 @@ func TestDetectorRTTStep(t *testing.T) {
 			t.Fatalf("minute %d of a quiet path fired %+v", i, fired)
 		}
 	}
-	if med, _, n := d.Baseline(PathKey{"a", "b", "lat"}, RTTMin); med != 0.010 || n != 20 {
+	if med, _, n := d.Baseline(PathKey{Src: "a", Dst: "b", Test: "lat"}, RTTMin); med != 0.010 || n != 20 {
 		t.Errorf("baseline %g over %d, want 0.010 over 20", med, n)
 	}
 	// The route changes: +40 ms. The first result breaks the threshold,
@@ -69,7 +69,7 @@ func TestDetectorRTTStep(t *testing.T) {
 	if fired, _ := d.Observe(probeObs(at(22), 0.050, 0)); len(fired) != 0 {
 		t.Errorf("fired again: %+v", fired)
 	}
-	if med, _, _ := d.Baseline(PathKey{"a", "b", "lat"}, RTTMin); med != 0.010 {
+	if med, _, _ := d.Baseline(PathKey{Src: "a", Dst: "b", Test: "lat"}, RTTMin); med != 0.010 {
 		t.Errorf("the baseline learnt the degraded path: %g", med)
 	}
 	if len(d.Active()) != 1 {
@@ -96,7 +96,7 @@ func TestDetectorLossThroughputNoDataClock(t *testing.T) {
 	if fired, resolved := d.Observe(o); len(fired)+len(resolved) != 0 {
 		t.Errorf("a disturbed summary fired %+v resolved %+v", fired, resolved)
 	}
-	k := PathKey{"a", "b", "bulk"}
+	k := PathKey{Src: "a", Dst: "b", Test: "bulk"}
 	tp := func(i int, v float64) Observation {
 		at := t0.Add(time.Duration(i) * 10 * time.Minute)
 		return Observation{Key: k, Type: Throughput, At: at, Points: []Point{{T: at, Metric: "throughput_bits_per_second", Value: v}}}
@@ -130,7 +130,7 @@ func TestDetectorLossThroughputNoDataClock(t *testing.T) {
 
 func TestDetectorHopChange(t *testing.T) {
 	d := NewDetector(detectorConfig(t)) // for: 2, min_points: 3
-	k := PathKey{"a", "b", "route"}
+	k := PathKey{Src: "a", Dst: "b", Test: "route"}
 	t0 := time.Unix(1e9, 0)
 	obs := func(i int, hops ...string) ([]Alert, []Alert) {
 		return d.Observe(Observation{Key: k, Type: Trace, At: t0.Add(time.Duration(i) * time.Minute), Hops: hops})

@@ -67,6 +67,12 @@ type Test struct {
 	// Trace: at most MaxHops, waiting Wait for each hop, every Every.
 	MaxHops int
 	Wait    time.Duration
+	// Families are the address families each pair is tested over, one
+	// run each (families: [ipv4, ipv6], or family: ipv6); none: one run
+	// over the hosts' preference. Family is the family of one run (Runs),
+	// "" for a test's one run.
+	Families []string
+	Family   string
 }
 
 // Exclusive says whether the test takes a host's network to itself:

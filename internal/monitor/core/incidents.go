@@ -40,27 +40,34 @@ type PathStatus struct {
 	// OneWayLoss says its latest summary counted loss each way (the
 	// reflector numbered what it received).
 	OneWayLoss bool
+	// At is when its latest summary ended, Loss are its loss counts
+	// (Observation.Loss): the pooled evidence of loss.
+	At   time.Time
+	Loss map[Name]LossCount
 }
 
 // Segments are segment.Infer's observations from the paths' latest
-// verdicts: each usable path's figures that a rule judges, affected while
-// the rule's alert is active. via gives a one-way path's link directions
+// results: the loss of each route between two hosts, judged by the
+// pooled counts of the routes crossing each direction (lossSegments), and
+// each usable path's other figures that a rule judges, affected while the
+// rule's alert is active. via gives a one-way path's link directions
 // (none: the path explains nothing; a target's, a far end without an
 // agent, is then left out), source says where they come from.
 // Paths still learning a baseline, and rules switched off, are left out;
 // so is a path part-way to its alert (it broke the threshold, fewer than
 // `for` times in a row so far): neither affected yet nor healthy. Counted
 // healthy, it would rule out the very segment at fault while a fault's
-// paths fire one after the other (issue 37's four-site mesh: the first
-// two paths into a lossy site named it only as a poor fit, with the
-// third, about to fire, as a healthy path crossing it).
+// paths fire one after the other.
 func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []string, source string) []segment.Observation {
-	var out []segment.Observation
+	out := lossSegments(d.lossRoutes(paths, via), source)
 	add := func(k PathKey, rule, figure, suffix string, dirs []string) {
 		ak := alertKey{k, rule}
 		_, active := d.active[ak]
 		if !active && len(d.breaches[ak]) > 0 {
 			return
+		}
+		if k.Family != "" {
+			suffix += ", " + k.Family // a test run once per family: one observation each
 		}
 		out = append(out, segment.Observation{Path: fmt.Sprintf("%s -> %s (%s%s)", k.Src, k.Dst, k.Test, suffix),
 			Dirs: dirs, Figure: figure, Affected: active, Source: source})
@@ -85,13 +92,6 @@ func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []stri
 		both := slices.Concat(there, via(k.Dst, k.Src))
 		switch p.Type {
 		case Probe:
-			if th.LossAbove > 0 {
-				if p.OneWayLoss {
-					add(k, RuleLossAbove, FigureLoss, "", there)
-				} else {
-					add(k, RuleLossAbove, FigureLossRoundTrip, ", round trip", both)
-				}
-			}
 			if th.RTTStep > 0 && learnt(k, RTTMin) {
 				add(k, RuleRTTStep, FigureDelay, ", round trip", both)
 			}
@@ -145,15 +145,16 @@ func IncidentKey(a Alert) string {
 
 // Incidents follows inferred incidents from one inference to the next:
 // one opens once its segment has been inferred in `for` inferences in a
-// row spanning at least a summary period (so that every path of a round
-// has been judged), and closes once it has been missing as long. An open
-// incident is not missing while an affected path that no incident
-// explains still crosses its segment: a fault's paths whose alerts flap
-// (a summary of a lossy path that happened to lose little ends its
-// alert, and `for` more must break the threshold to fire it again) leave
-// too few affected paths, for a while, to name the segment again, but
-// the evidence has not gone, and the incident neither closes nor opens
-// twice. It is not safe for concurrent use.
+// row spanning `for` summary periods (for - 1 periods between the first
+// and the last, at least one, so that every path of a round has been
+// judged), and closes once it has been missing as long. An open incident
+// is not missing while an affected path that no incident explains still
+// crosses its segment: a fault's paths whose alerts flap (a summary of a
+// lossy path that happened to lose little ends its alert, and `for` more
+// must break the threshold to fire it again) leave too few affected
+// paths, for a while, to name the segment again, but the evidence has
+// not gone, and the incident neither closes nor opens twice. It is not
+// safe for concurrent use.
 type Incidents struct {
 	held map[string]*heldIncident
 }
@@ -165,6 +166,9 @@ type heldIncident struct {
 	seen, missed        int
 	since, missingSince time.Time
 	open                *Alert
+	// narrowed is the segment it was first opened on, when it has been
+	// narrowed since ("" if not).
+	narrowed string
 }
 
 // ActiveIncident is an open incident as shown.
@@ -178,6 +182,14 @@ type ActiveIncident struct {
 	// marks its hosts' rows, its way in their columns (Marks).
 	Rows    []string `json:"rows,omitempty"`
 	Columns []string `json:"columns,omitempty"`
+	// NarrowedFrom is the segment it opened on, when later evidence
+	// narrowed it to fewer directions (Update).
+	NarrowedFrom string `json:"narrowed_from,omitempty"`
+	// AckedBy is who acknowledged it ("" nobody), when, and what they
+	// said (Ack).
+	AckedBy string    `json:"acked_by,omitempty"`
+	AckedAt time.Time `json:"acked_at,omitzero"`
+	AckNote string    `json:"ack_note,omitempty"`
 }
 
 // Marks are the hosts of paths whose every path out (rows) or every path
@@ -211,21 +223,35 @@ func Marks(segment []string, paths map[[2]string][]string) (rows, columns []stri
 const maxIncidents = 256
 
 // Update takes an inference at `at`; need is the rule's `for` and span
-// the summary period. It returns the alert records of the incidents it
+// the summary period. An incident opens once found in need inferences in
+// a row spanning need-1 periods (at least one, so that every path of a
+// round has been judged), and closes once missing as long. A segment
+// found that is a strict part of an open incident's, which is not found
+// itself, narrows that incident (the same alert, renamed) rather than
+// opening a second one: more evidence told apart directions that the
+// first could not. It returns the alert records of the incidents it
 // opens and of those it closes (Ended set).
 func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Duration) (opened, closed []Alert) {
 	if t.held == nil {
 		t.held = map[string]*heldIncident{}
 	}
 	need = max(need, 1)
+	hold := time.Duration(max(need-1, 1)) * span
 	now := map[string]bool{}
 	for _, inc := range found.Incidents {
+		now[inc.Key()] = true
+	}
+	done := map[string]bool{}
+	for _, inc := range found.Incidents {
 		key := inc.Key()
-		if now[key] || key == "" {
+		if done[key] || key == "" {
 			continue
 		}
-		now[key] = true
+		done[key] = true
 		h := t.held[key]
+		if h == nil {
+			h = t.narrow(inc, now)
+		}
 		if h == nil {
 			if len(t.held) >= maxIncidents {
 				continue
@@ -235,7 +261,7 @@ func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Du
 		}
 		h.inc, h.missed = inc, 0
 		h.seen++
-		if h.open == nil && h.seen >= need && at.Sub(h.since) >= span {
+		if h.open == nil && h.seen >= need && at.Sub(h.since) >= hold {
 			a := incidentAlert(key, inc, at)
 			h.open = &a
 			opened = append(opened, a)
@@ -260,7 +286,7 @@ func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Du
 			h.missingSince = at
 		}
 		h.missed++
-		if h.missed >= need && at.Sub(h.missingSince) >= span {
+		if h.missed >= need && at.Sub(h.missingSince) >= hold {
 			a := *h.open
 			a.Ended = at
 			closed = append(closed, a)
@@ -268,6 +294,32 @@ func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Du
 		}
 	}
 	return opened, closed
+}
+
+// narrow renames the open incident whose segment strictly holds inc's,
+// and which the inference (its keys: found) did not find, to inc's
+// segment; it returns it, or nil if there is none. The alert keeps its
+// ref, start and acknowledgement; its segment, evidence and message are
+// inc's.
+func (t *Incidents) narrow(inc segment.Incident, found map[string]bool) *heldIncident {
+	for _, key := range slices.Sorted(maps.Keys(t.held)) {
+		h := t.held[key]
+		if h.open == nil || found[key] || len(h.inc.Segment) <= len(inc.Segment) ||
+			slices.ContainsFunc(inc.Segment, func(d string) bool { return !slices.Contains(h.inc.Segment, d) }) {
+			continue
+		}
+		delete(t.held, key)
+		t.held[inc.Key()] = h
+		if h.narrowed == "" {
+			h.narrowed = key
+		}
+		ev, _ := json.Marshal(inc)
+		h.open.Src, h.open.Dst, h.open.Evidence = inc.Segment[0], inc.Segment[len(inc.Segment)-1], ev
+		h.open.Test = strings.Join(inc.Figures, ",")
+		h.seen, h.since = 0, h.open.Started
+		return h
+	}
+	return nil
 }
 
 // lingers says whether one of the paths (their directions) crosses the
@@ -302,7 +354,9 @@ func (t *Incidents) Active() []ActiveIncident {
 	var out []ActiveIncident
 	for _, key := range slices.Sorted(maps.Keys(t.held)) {
 		if h := t.held[key]; h.open != nil {
-			out = append(out, ActiveIncident{Key: key, Incident: h.inc, Ref: h.open.Ref, Started: h.open.Started})
+			a := h.open
+			out = append(out, ActiveIncident{Key: key, Incident: h.inc, Ref: a.Ref, Started: a.Started, NarrowedFrom: h.narrowed,
+				AckedBy: a.AckedBy, AckedAt: a.AckedAt, AckNote: a.AckNote})
 		}
 	}
 	return out

@@ -36,77 +36,95 @@ func starPaths(oneWay bool) []PathStatus {
 	for _, s := range starSites {
 		for _, d := range starSites {
 			if s != d {
-				out = append(out, PathStatus{Key: PathKey{s, d, "lat"}, Type: Probe, Usable: true, OneWayLoss: oneWay})
+				out = append(out, PathStatus{Key: PathKey{Src: s, Dst: d, Test: "lat"}, Type: Probe, Usable: true, OneWayLoss: oneWay})
 			}
 		}
 	}
 	return out
 }
 
-// lossAlerts are active loss alerts on the paths src -> dst.
-func lossAlerts(pairs ...[2]string) []Alert {
-	var out []Alert
-	for _, p := range pairs {
-		out = append(out, Alert{Ref: "x/" + p[0] + p[1], Rule: RuleLossAbove, Src: p[0], Dst: p[1], Test: "lat"})
+// summaryAt is when the synthetic summaries of these tests end.
+var summaryAt = time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
+
+// withLoss gives each path a summary of `of` probes ending at summaryAt,
+// lost(from, to) of them lost on the way from -> to: forward and back
+// counts where the path counts loss each way, the round trip otherwise.
+func withLoss(paths []PathStatus, of int, lost func(from, to string) int) []PathStatus {
+	for i := range paths {
+		p := &paths[i]
+		f, b := lost(p.Key.Src, p.Key.Dst), lost(p.Key.Dst, p.Key.Src)
+		p.At = summaryAt
+		p.Loss = map[Name]LossCount{LossRatio: {Lost: f + b, Of: of}}
+		if p.OneWayLoss {
+			p.Loss[LossForward], p.Loss[LossBack] = LossCount{Lost: f, Of: of}, LossCount{Lost: b, Of: of - f}
+		}
 	}
-	return out
+	return paths
 }
 
-func TestIncidentsFromVerdicts(t *testing.T) {
-	into := func(site string) [][2]string {
-		var out [][2]string
-		for _, s := range starSites {
-			if s != site {
-				out = append(out, [2]string{s, site})
-			}
+// lossOn loses n probes on the ways crossing one of dirs (starVia).
+func lossOn(n int, dirs ...string) func(from, to string) int {
+	return func(from, to string) int {
+		if slices.ContainsFunc(starVia(from, to), func(d string) bool { return slices.Contains(dirs, d) }) {
+			return n
 		}
-		return out
+		return 0
 	}
+}
+
+func TestIncidentsFromPooledLoss(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		oneWay  bool
-		alerts  []Alert
-		pending [][2]string // loss breaches, fewer than for in a row
+		of      int
+		lost    func(from, to string) int
 		paths   func([]PathStatus) []PathStatus
 		want    []string // segments' keys
 		figures []string
+		// evidence are the affected routes of the one incident.
+		evidence []string
 	}{
-		{name: "one-way loss into d", oneWay: true, alerts: lossAlerts(into("d")...), want: []string{"d.in"}, figures: []string{FigureLoss}},
-		{name: "round-trip loss into d", oneWay: false,
-			alerts: lossAlerts(append(into("d"), [2]string{"d", "a"}, [2]string{"d", "b"}, [2]string{"d", "c"})...),
-			want:   []string{"d.in + d.out"}, figures: []string{FigureLossRoundTrip}},
-		{name: "quiet", oneWay: true, want: nil},
-		{name: "failed and stale paths left out", oneWay: true, alerts: lossAlerts([2]string{"a", "d"}),
+		{name: "one-way loss into d", oneWay: true, of: 100, lost: lossOn(6, "d.in"), want: []string{"d.in"}, figures: []string{FigureLoss},
+			evidence: []string{"a -> d (lat)", "b -> d (lat)", "c -> d (lat)"}},
+		// 3 of 100 (3%) is no verdict on one path against 2%: pooled,
+		// the six paths crossing d's way in (forward and back) are.
+		{name: "pooled loss no path tells alone", oneWay: true, of: 100, lost: lossOn(4, "d.in"), want: []string{"d.in"}, figures: []string{FigureLoss}},
+		{name: "loss into two sites", oneWay: true, of: 100, lost: lossOn(6, "b.in", "d.in"), want: []string{"b.in", "d.in"}, figures: []string{FigureLoss}},
+		{name: "loss out of a and into d", oneWay: true, of: 100, lost: lossOn(6, "a.out", "d.in"), want: []string{"a.out", "d.in"}, figures: []string{FigureLoss}},
+		{name: "round-trip loss into d", oneWay: false, of: 100, lost: lossOn(6, "d.in"),
+			want: []string{"d.in + d.out"}, figures: []string{FigureLossRoundTrip}},
+		{name: "quiet", oneWay: true, of: 100, lost: lossOn(0), want: nil},
+		{name: "a little loss everywhere", oneWay: true, of: 100, lost: func(string, string) int { return 1 }, want: nil},
+		// The replies of d -> b and d -> c still count the ways into d.
+		{name: "failed and stale paths left out", oneWay: true, of: 100, lost: lossOn(6, "d.in"),
 			paths: func(ps []PathStatus) []PathStatus {
-				// b -> d and c -> d gave nothing usable: a -> d alone
-				// cannot tell a's way out from d's way in, and a -> b
-				// (healthy) rules out a's way out.
 				for i := range ps {
-					if ps[i].Key.Dst == "d" && ps[i].Key.Src != "a" {
+					switch {
+					case ps[i].Key.Dst == "d" && ps[i].Key.Src == "b":
 						ps[i].Usable = false
+					case ps[i].Key.Dst == "d" && ps[i].Key.Src == "c":
+						ps[i].At = summaryAt.Add(-time.Hour)
 					}
 				}
 				return ps
 			},
 			want: []string{"d.in"}, figures: []string{FigureLoss}},
-		// A fault's paths fire one after the other: those about to
-		// fire are no healthy paths crossing d's way in.
-		{name: "paths part-way to their alerts left out", oneWay: true, alerts: lossAlerts([2]string{"a", "d"}),
-			pending: [][2]string{{"b", "d"}, {"c", "d"}}, want: []string{"d.in"}, figures: []string{FigureLoss}},
-		{name: "one path alone does not name a segment", oneWay: true, alerts: lossAlerts([2]string{"a", "d"}), want: nil},
+		{name: "one way alone does not name a segment", oneWay: true, of: 100,
+			lost: func(from, to string) int { return map[bool]int{true: 6}[from == "a" && to == "d"] }, want: nil},
+		// 2 of the 30 probes into d (6.7%, counted by a -> d and the
+		// replies of d -> a): the interval reaches down to 1.9%.
+		{name: "too few probes", oneWay: true, of: 5,
+			lost: func(from, to string) int { return map[bool]int{true: 1}[from == "a" && to == "d"] }, want: nil},
+		{name: "enough probes", oneWay: true, of: 50,
+			lost: func(from, to string) int { return map[bool]int{true: 5}[to == "d" && from != "c"] }, want: []string{"d.in"}, figures: []string{FigureLoss}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := NewDetector(starConfig(t))
-			d.Resume(c.alerts)
-			for _, p := range c.pending {
-				d.breaches[alertKey{PathKey{p[0], p[1], "lat"}, RuleLossAbove}] = []float64{0.06}
-			}
-			paths := starPaths(c.oneWay)
+			paths := withLoss(starPaths(c.oneWay), c.of, c.lost)
 			if c.paths != nil {
 				paths = c.paths(paths)
 			}
-			obs := d.Segments(paths, starVia, SourceExpected)
-			res, err := segment.Infer(obs, segment.Options{})
+			res, err := d.Infer(paths, starVia, SourceExpected)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,12 +134,22 @@ func TestIncidentsFromVerdicts(t *testing.T) {
 				if !slices.Equal(inc.Figures, c.figures) {
 					t.Errorf("%s: figures %v, want %v", inc.Key(), inc.Figures, c.figures)
 				}
-				if !slices.Equal(inc.Sources, []string{SourceExpected}) || inc.Confidence != 1 {
-					t.Errorf("%s: sources %v, confidence %v", inc.Key(), inc.Sources, inc.Confidence)
+				if !slices.Equal(inc.Sources, []string{SourceExpected}) || inc.Confidence != 1 || len(inc.Healthy) > 0 {
+					t.Errorf("%s: sources %v, confidence %v, healthy %v", inc.Key(), inc.Sources, inc.Confidence, inc.Healthy)
 				}
 			}
+			slices.Sort(got)
 			if !slices.Equal(got, c.want) {
 				t.Errorf("incidents %v, want %v (unexplained %v, notes %v)", got, c.want, res.Unexplained, res.Notes)
+			}
+			if c.evidence != nil && len(res.Incidents) == 1 {
+				var paths []string
+				for _, e := range res.Incidents[0].Paths {
+					paths = append(paths, e.Path)
+				}
+				if !slices.Equal(paths, c.evidence) {
+					t.Errorf("evidence %v, want %v", paths, c.evidence)
+				}
 			}
 		})
 	}
@@ -130,8 +158,8 @@ func TestIncidentsFromVerdicts(t *testing.T) {
 // Rules switched off and baselines still learning are not verdicts.
 func TestSegmentsLeaveOutLearningPaths(t *testing.T) {
 	d := NewDetector(starConfig(t))
-	paths := []PathStatus{{Key: PathKey{"a", "b", "lat"}, Type: Probe, Usable: true},
-		{Key: PathKey{"a", "b", "bulk"}, Type: Throughput, Usable: true}}
+	paths := withLoss([]PathStatus{{Key: PathKey{Src: "a", Dst: "b", Test: "lat"}, Type: Probe, Usable: true},
+		{Key: PathKey{Src: "a", Dst: "b", Test: "bulk"}, Type: Throughput, Usable: true}}, 100, lossOn(0))
 	obs := d.Segments(paths, starVia, SourceExpected)
 	if len(obs) != 1 || obs[0].Figure != FigureLossRoundTrip || !slices.Equal(obs[0].Dirs, []string{"a.out", "b.in", "b.out", "a.in"}) {
 		t.Errorf("observations %+v: want the round-trip loss of a -> b alone", obs)
@@ -196,8 +224,10 @@ func TestIncidentsOpenAndClose(t *testing.T) {
 // An affected path that nothing explains lingers with its directions.
 func TestInferLingering(t *testing.T) {
 	d := NewDetector(starConfig(t))
-	d.Resume(lossAlerts([2]string{"a", "d"}))
-	inf, err := d.Infer(starPaths(true), starVia, SourceExpected)
+	// 16 of 200 (8%) is loss on the way a -> d alone: pooled, neither
+	// a's way out nor d's way in is lossy.
+	lost := func(from, to string) int { return map[bool]int{true: 8}[from == "a" && to == "d"] }
+	inf, err := d.Infer(withLoss(starPaths(true), 100, lost), starVia, SourceExpected)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +304,50 @@ func TestMarks(t *testing.T) {
 		if !slices.Equal(rows, c.rows) || !slices.Equal(cols, c.columns) {
 			t.Errorf("%v: rows %v columns %v, want %v %v", c.segment, rows, cols, c.rows, c.columns)
 		}
+	}
+}
+
+// A segment found that is a strict part of an open incident's narrows
+// that incident: the same alert (ref, start, acknowledgement), renamed,
+// and no second one opens.
+func TestIncidentsNarrow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	period := 10 * time.Second
+	wide := segment.Incident{Segment: []string{"r1->r2", "site cern up"}, Figures: []string{FigureLoss}, Confidence: 1}
+	narrow := segment.Incident{Segment: []string{"r1->r2"}, Figures: []string{FigureLoss}, Confidence: 1}
+	other := segment.Incident{Segment: []string{"site slac down"}, Figures: []string{FigureLoss}, Confidence: 1}
+	found := func(incs ...segment.Incident) Inference { return Inference{Result: segment.Result{Incidents: incs}} }
+	var tr Incidents
+	tr.Update(found(wide), t0, 2, period)
+	opened, _ := tr.Update(found(wide), t0.Add(period), 2, period)
+	if len(opened) != 1 {
+		t.Fatalf("opened %v", opened)
+	}
+	ref := opened[0].Ref
+	if !tr.Ack(ref, "alice", "looking", t0.Add(period+time.Second)) {
+		t.Fatal("the incident could not be acknowledged")
+	}
+	for i, step := range []Inference{found(narrow, other), found(narrow, other), found(narrow, other)} {
+		opened, closed := tr.Update(step, t0.Add(time.Duration(2+i)*period), 2, period)
+		if len(closed) > 0 || slices.ContainsFunc(opened, func(a Alert) bool { return IncidentKey(a) != "site slac down" }) {
+			t.Fatalf("step %d: opened %v, closed %v: want the wide incident narrowed, and only slac's opened", i, opened, closed)
+		}
+	}
+	got := tr.Active()
+	if len(got) != 2 {
+		t.Fatalf("active %+v, want the narrowed incident and slac's", got)
+	}
+	n := got[0]
+	if n.Key != "r1->r2" || n.Ref != ref || !n.Started.Equal(t0.Add(period)) || n.NarrowedFrom != "r1->r2 + site cern up" ||
+		n.AckedBy != "alice" || n.AckNote != "looking" || n.AckedAt.IsZero() {
+		t.Errorf("narrowed incident %+v", n)
+	}
+	if got[1].Key != "site slac down" || got[1].NarrowedFrom != "" || got[1].AckedBy != "" {
+		t.Errorf("slac's incident %+v", got[1])
+	}
+	// A wider segment than an open incident's opens one of its own.
+	tr.Update(found(wide, other), t0.Add(5*period), 2, period)
+	if keys := len(tr.Active()); keys != 2 {
+		t.Errorf("%d incidents open, want the same two while the wider segment waits its turn", keys)
 	}
 }

@@ -149,8 +149,8 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 			ev, _ := json.Marshal(map[string]any{"direction": directions[i], "steps": r.Steps, "change_seconds": r.Change.Seconds(),
 				"change_uncertainty_seconds": r.ChangeUncertainty.Seconds(), "uncertainty_seconds": r.Uncertainty.Seconds(),
 				string(ClockSkew): r.SkewPPM, "synchronised": r.Synchronised, "probed": k.String()})
-			na := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%s/%d", RuleOWDStep, k.Src, k.Dst, k.Test, directions[i], at.UnixNano()),
-				Rule: RuleOWDStep, Src: from, Dst: to, Test: k.Test, Started: at, Value: st.Size.Seconds(),
+			na := Alert{Ref: fmt.Sprintf("%s/%s/%s/%s/%s/%d", RuleOWDStep, k.Src, k.Dst, testRef(k), directions[i], at.UnixNano()),
+				Rule: RuleOWDStep, Src: from, Dst: to, Test: k.Test, Family: k.Family, Started: at, Value: st.Size.Seconds(),
 				Threshold: p.minStep.Seconds(), Evidence: ev,
 				Message: fmt.Sprintf("one-way delay %s -> %s (%s's probes): %s; %s", from, to, k.Src, st, r)}
 			p.active[i] = &na
@@ -173,7 +173,7 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 func oneWayPoints(k PathKey, at time.Time, fwd, back owd.Report) []Point {
 	var out []Point
 	add := func(n Name, v float64) {
-		out = append(out, Point{T: at, Src: k.Src, Dst: k.Dst, Test: k.Test, Metric: string(n), Value: v})
+		out = append(out, Point{T: at, Src: k.Src, Dst: k.Dst, Test: k.Test, Metric: string(n), Value: v, Family: k.Family})
 	}
 	var skews []float64
 	for i, r := range [2]owd.Report{fwd, back} {
@@ -297,7 +297,7 @@ func (w *OneWay) Active() []Alert {
 		if c := a.Started.Compare(b.Started); c != 0 {
 			return c
 		}
-		return compareKeys(PathKey{a.Src, a.Dst, a.Ref}, PathKey{b.Src, b.Dst, b.Ref})
+		return compareKeys(PathKey{Src: a.Src, Dst: a.Dst, Test: a.Ref}, PathKey{Src: b.Src, Dst: b.Dst, Test: b.Ref})
 	})
 	return out
 }

@@ -43,7 +43,7 @@ func pointValues(pts []Point) map[Name]float64 {
 // (drifting at 50 ppm); nothing while the windows learn, no skew with
 // synchronised clocks. Every figure is a registered probe metric.
 func TestOneWayPoints(t *testing.T) {
-	k := PathKey{"a", "b", "lat"}
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
 	for _, c := range []struct {
 		name              string
 		truth             owdTruth
@@ -99,7 +99,7 @@ func TestOneWayPoints(t *testing.T) {
 // owd_step: alone sets the smallest step; absent, rtt_step does, and 1 ms
 // without either.
 func TestOneWayStepThreshold(t *testing.T) {
-	k := PathKey{"a", "b", "lat"}
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
 	for _, c := range []struct {
 		name string
 		th   Thresholds
@@ -129,7 +129,7 @@ func TestOneWayStepThreshold(t *testing.T) {
 // step of the clocks, found by the pair or told (Restart): each event
 // reaches the path's status for a window's span.
 func TestOneWayRestartNotice(t *testing.T) {
-	k := PathKey{"a", "b", "lat"}
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
 	th := Thresholds{RTTStep: time.Millisecond}
 	end := owdT0.Add(300 * time.Second)
 	for _, c := range []struct {
@@ -192,7 +192,7 @@ func TestOneWayRestartNotice(t *testing.T) {
 // An owd_step alert is acknowledged like a path's alert: the ack shows
 // while it is active and stays with it when it ends.
 func TestOneWayAck(t *testing.T) {
-	k := PathKey{"a", "b", "lat"}
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
 	w := NewOneWay()
 	tr := owdTruth{at: 12, fwdStep: 5}
 	rng := rand.New(rand.NewPCG(7, 37))

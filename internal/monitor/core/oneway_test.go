@@ -38,7 +38,7 @@ func (tr owdTruth) summary(rng *rand.Rand, t0 time.Time, i int) OneWaySamples {
 
 func TestOneWayStepPerDirection(t *testing.T) {
 	const period = 10 * time.Second
-	k := PathKey{"a", "b", "lat"}
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
 	th := Thresholds{RTTStep: time.Millisecond}
 	for _, c := range []struct {
 		name          string

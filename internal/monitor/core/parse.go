@@ -66,6 +66,10 @@ type rawTest struct {
 	Bytes      string `yaml:"bytes"`
 	MaxHops    int    `yaml:"max_hops"`
 	Wait       string `yaml:"wait"`
+	// Families (families: [ipv4, ipv6]) or Family (family: ipv6): the
+	// address families each pair is tested over, a run each.
+	Families []string `yaml:"families"`
+	Family   string   `yaml:"family"`
 }
 
 type rawThresholds struct {
@@ -294,6 +298,7 @@ func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) T
 	if rt.Streams != 0 {
 		only("streams", strconv.Itoa(rt.Streams), Throughput, Transfer)
 	}
+	t.Families = v.families(f, rt)
 	switch rt.Type {
 	case Probe:
 		t.Rate, t.Summary, t.Size = DefaultProbeRate, DefaultSummary, 64
@@ -400,6 +405,38 @@ func (v checker) test(f string, rt rawTest, groups yamlfile.Ordered[[]string]) T
 		v.Fail(f+".type", "%q: give probe, throughput, transfer, trace or disk", rt.Type)
 	}
 	return t
+}
+
+// families checks a test's families: or family:, each ipv4 or ipv6,
+// once; a disk test, a host's own, has none.
+func (v checker) families(f string, rt rawTest) []string {
+	out := rt.Families
+	field := f + ".families"
+	switch {
+	case rt.Family != "" && len(rt.Families) > 0:
+		v.Fail(f+".family", "give family: (one) or families: (a list), not both")
+		return nil
+	case rt.Family != "":
+		out, field = []string{rt.Family}, f+".family"
+	case rt.Families != nil && len(rt.Families) == 0:
+		v.Fail(field, "an empty list: give [ipv4], [ipv6] or [ipv4, ipv6], or leave families: out (one run over the hosts' preference)")
+		return nil
+	}
+	if len(out) > 0 && rt.Type == Disk {
+		v.Fail(field, "a disk test measures a host's own disk: it has no address family")
+		return nil
+	}
+	for i, fam := range out {
+		if fam != IPv4 && fam != IPv6 {
+			v.Fail(field, "%q: give ipv4 or ipv6", fam)
+			return nil
+		}
+		if slices.Index(out, fam) != i {
+			v.Fail(field, "%s is listed twice", fam)
+			return nil
+		}
+	}
+	return out
 }
 
 func (v checker) thresholds(f string, r rawThresholds, base Thresholds) Thresholds {

@@ -15,6 +15,9 @@ type Point struct {
 	Test   string    `json:"test"`
 	Metric string    `json:"metric"`
 	Value  float64   `json:"value"`
+	// Family is the address family of a test run once per family, as the
+	// path's key says ("" for a test's one run).
+	Family string `json:"family,omitempty"`
 }
 
 // Alert is a path that left its baseline (or gave no data), from when it
@@ -39,4 +42,11 @@ type Alert struct {
 	AckedBy string    `json:"acked_by,omitempty"`
 	AckedAt time.Time `json:"acked_at,omitzero"`
 	AckNote string    `json:"ack_note,omitempty"`
+	// Family is the path's key's (a test run once per family); Scope, of
+	// such a run's alert, whether the other family's run alerts too
+	// (ScopeIPv4Only, ScopeIPv6Only, ScopePath; "" not known), as judged
+	// when it fired (the service's view says ScopePath once the other
+	// family's run alerts too).
+	Family string `json:"family,omitempty"`
+	Scope  string `json:"scope,omitempty"`
 }

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Job is one run of an exclusive test between a pair.
+// Job is one run of an exclusive test between a pair: Test is the run of
+// the test (Test.Runs: its Family set when it runs once per family).
 type Job struct {
 	Test *Test
 	Src  string
@@ -57,27 +58,37 @@ type Scheduler struct {
 	rng    *rand.Rand
 }
 
-// NewScheduler plans cfg's exclusive tests from start. last holds when each
-// (test, src, dst) last started, from the archive: those resume a period
-// after it.
-func NewScheduler(cfg *Config, start time.Time, last map[[3]string]time.Time, seed uint64) *Scheduler {
+// NewScheduler plans cfg's exclusive tests from start, a job per path
+// (Config.Keys: a run per family of a test that names families). last
+// holds when each path last started, from the archive: those resume a
+// period after it.
+func NewScheduler(cfg *Config, start time.Time, last map[PathKey]time.Time, seed uint64) *Scheduler {
 	s := &Scheduler{busy: map[string]time.Time{}, held: map[string]bool{}, waited: map[string]bool{}, rng: rand.New(rand.NewPCG(seed, seed^0x5eed))}
-	for i := range cfg.Tests {
-		t := &cfg.Tests[i]
+	for _, t := range cfg.Tests {
 		if !t.Exclusive() {
 			continue
 		}
-		pairs := cfg.Pairs(*t)
-		for k, p := range pairs {
-			due := start.Add(time.Duration(k) * t.Every / time.Duration(len(pairs)))
-			if l, ok := last[[3]string{t.Name, p[0], p[1]}]; ok {
+		runs := map[string]*Test{"": &t} // a target's one run
+		for _, r := range t.Runs() {
+			runs[r.Family] = &r
+		}
+		keys := cfg.Keys(t)
+		for i, k := range keys {
+			run := runs[k.Family]
+			due := start.Add(time.Duration(i) * t.Every / time.Duration(len(keys)))
+			if l, ok := last[k]; ok {
 				due = Later(l.Add(t.Every), start)
 			}
-			s.queue = append(s.queue, Job{Test: t, Src: p[0], Dst: p[1], Due: due.Add(s.slip(t))})
+			s.queue = append(s.queue, Job{Test: run, Src: k.Src, Dst: k.Dst, Due: due.Add(s.slip(run))})
 		}
 	}
 	heap.Init(&s.queue)
 	return s
+}
+
+// Key is the path a job tests.
+func (j Job) Key() PathKey {
+	return PathKey{Src: j.Src, Dst: j.Dst, Test: j.Test.Name, Family: j.Test.Family}
 }
 
 func (s *Scheduler) slip(t *Test) time.Duration {
@@ -139,8 +150,12 @@ func (s *Scheduler) Add(t *Test, src, dst, by string, now time.Time, max int) er
 			continue
 		}
 		n++
-		if q.Test.Name == t.Name && q.Src == src && q.Dst == dst {
-			return fmt.Errorf("%s %s->%s is already queued on demand (by %s)", t.Name, src, dst, q.By)
+		if q.Key() == (PathKey{Src: src, Dst: dst, Test: t.Name, Family: t.Family}) {
+			of := ""
+			if t.Family != "" {
+				of = " over " + t.Family
+			}
+			return fmt.Errorf("%s %s->%s%s is already queued on demand (by %s)", t.Name, src, dst, of, q.By)
 		}
 	}
 	if n >= max {
@@ -222,6 +237,7 @@ func (s *Scheduler) free(j Job, ended time.Time) {
 // Planned is one run in a dry run's plan.
 type Planned struct {
 	Test       string    `json:"test"`
+	Family     string    `json:"family,omitempty"`
 	Src        string    `json:"src"`
 	Dst        string    `json:"dst"`
 	Start      time.Time `json:"start"`
@@ -306,8 +322,8 @@ func Demand(cfg *Config) map[string]float64 {
 			continue
 		}
 		share := t.Budget().Seconds() / t.Every.Seconds()
-		for _, p := range cfg.Pairs(t) {
-			for _, h := range Ends(p[0], p[1]) {
+		for _, k := range cfg.Keys(t) {
+			for _, h := range Ends(k.Src, k.Dst) {
 				out[h] += share
 			}
 		}
@@ -339,7 +355,7 @@ func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]st
 		if late > j.Test.Slip+time.Second {
 			plan.Late++
 		}
-		plan.Runs = append(plan.Runs, Planned{Test: j.Test.Name, Src: j.Src, Dst: j.Dst, Start: now, End: now.Add(b), LateBySecs: late.Seconds()})
+		plan.Runs = append(plan.Runs, Planned{Test: j.Test.Name, Family: j.Test.Family, Src: j.Src, Dst: j.Dst, Start: now, End: now.Add(b), LateBySecs: late.Seconds()})
 		for _, h := range Ends(j.Src, j.Dst) {
 			busy[h] += b
 			runs[h]++
@@ -364,7 +380,8 @@ func DryRun(cfg *Config, start time.Time, horizon time.Duration, paths map[[2]st
 		if t.Type != Probe {
 			continue
 		}
-		for _, p := range cfg.Pairs(t) {
+		for _, k := range cfg.Keys(t) {
+			p := [2]string{k.Src, k.Dst}
 			probes[p[0]] += t.Rate
 			probes[p[1]] += t.Rate
 			if path, ok := paths[p]; ok {

@@ -85,7 +85,7 @@ func TestImpossibleSchedule(t *testing.T) {
 func TestSchedulerResumesAndBacksOff(t *testing.T) {
 	cfg := mesh(t, 2, "1h", "10s")
 	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	last := map[[3]string]time.Time{{"bulk", "h0", "h1"}: start.Add(-10 * time.Minute)}
+	last := map[PathKey]time.Time{{Src: "h0", Dst: "h1", Test: "bulk"}: start.Add(-10 * time.Minute)}
 	s := NewScheduler(cfg, start, last, 1)
 	// h0->h1 resumes 50 minutes from now; h1->h0 never ran: its first run
 	// is spread half a period on.
@@ -150,7 +150,7 @@ func TestSchedulerHoldsHostsUntilDone(t *testing.T) {
 func TestSchedulerOnDemand(t *testing.T) {
 	cfg := mesh(t, 2, "1h", "10s")
 	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	s := NewScheduler(cfg, start, map[[3]string]time.Time{{"bulk", "h0", "h1"}: start, {"bulk", "h1", "h0"}: start}, 1)
+	s := NewScheduler(cfg, start, map[PathKey]time.Time{{Src: "h0", Dst: "h1", Test: "bulk"}: start, {Src: "h1", Dst: "h0", Test: "bulk"}: start}, 1)
 	planned := s.Len()
 	bulk := &cfg.Tests[0]
 	now := start.Add(time.Minute)

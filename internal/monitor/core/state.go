@@ -45,9 +45,13 @@ type PathView struct {
 	Age    float64            `json:"age_seconds,omitempty"`
 	Values map[string]float64 `json:"values,omitempty"`
 	Hops   []string           `json:"hops,omitempty"`
-	// Family is the address family of the fresh result's traffic: "ipv4"
-	// or "ipv6" (absent when unknown).
-	Family string `json:"family,omitempty"`
+	// Family is the address family of the path's run, where its test runs
+	// once per family (PerFamily: its series and alerts are that family's,
+	// as /api/v1/paths/{src}/{dst}/series?family= reads them); else that
+	// of the latest result's traffic: "ipv4" or "ipv6" (absent when
+	// unknown). /metrics labels the path's series with it.
+	Family    string `json:"family,omitempty"`
+	PerFamily bool   `json:"per_family,omitempty"`
 	// Note is what to know of a fresh path's figures: why its one-way
 	// delay windows restarted (a clock step), for a window's span.
 	Note string `json:"note,omitempty"`

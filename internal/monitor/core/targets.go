@@ -2,12 +2,11 @@ package core
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/wanlab/wanlab/internal/farend"
 	"github.com/wanlab/wanlab/internal/scenario"
 	"github.com/wanlab/wanlab/internal/yamlfile"
 )
@@ -20,16 +19,16 @@ import (
 // (TargetReaches): a probe test toward stamp and ping targets, a
 // throughput test toward iperf3 targets. A target is never a source.
 
-// The kinds of target (as policy.Target* and the agent's Target call name
-// them).
+// The kinds of target (package farend's words, which policies and the
+// agent's Target call use).
 const (
-	TargetIperf3 = "iperf3"
-	TargetSTAMP  = "stamp"
-	TargetPing   = "ping"
+	TargetIperf3 = farend.Iperf3
+	TargetSTAMP  = farend.STAMP
+	TargetPing   = farend.Ping
 )
 
 // TargetKinds are the kinds of target, in the order messages list them.
-var TargetKinds = []string{TargetIperf3, TargetSTAMP, TargetPing}
+var TargetKinds = farend.Kinds
 
 // Bounds of a probe test toward a target, those of the agent's ICMP echo
 // and STAMP sender (package icmpecho, package stamp; the runner's tests
@@ -146,55 +145,7 @@ func (v checker) targets(raw rawTargets) []Target {
 // badTargetAddress says why addr is no address of a target of kind ("" if
 // it is one): a host (an IPv4 or IPv6 address, or a name) for ping; a
 // host, or a host and a port from 1 to 65535, for stamp and iperf3.
-func badTargetAddress(kind, addr string) string {
-	example := "give a host, or HOST:PORT, as 192.0.2.7:862, [2001:db8::7]:862 or refl.example.org"
-	if kind == TargetIperf3 {
-		example = "give a host, or HOST:PORT, as iperf.example.org:5201 or [2001:db8::9]:5201"
-	}
-	if kind == TargetPing {
-		example = "give a host without a port, as 192.0.2.1, 2001:db8::1 or router.example.org"
-	}
-	if addr == "" {
-		return "no address: " + example
-	}
-	host, port, hasPort := addr, "", false
-	switch {
-	case strings.HasPrefix(addr, "["):
-		// [IPv6] or [IPv6]:PORT
-		if h, p, ok := SplitHostPort(addr); ok {
-			host, port, hasPort = h, p, true
-		} else if strings.HasSuffix(addr, "]") {
-			host = addr[1 : len(addr)-1]
-		} else {
-			return example
-		}
-		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() {
-			return "brackets hold an IPv6 address: " + example
-		}
-	case strings.Count(addr, ":") == 1:
-		host, port, _ = strings.Cut(addr, ":")
-		hasPort = true
-	}
-	if hasPort {
-		if kind == TargetPing {
-			return "a ping target has no port: " + example
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Sprintf("port %q: give 1 to 65535", port)
-		}
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		if strings.Contains(host, "%") || a.IsUnspecified() || a.IsMulticast() {
-			return "not a unicast address: " + example
-		}
-		return ""
-	}
-	if strings.Contains(host, ":") || !ValidHost(host) {
-		return example
-	}
-	return ""
-}
+func badTargetAddress(kind, addr string) string { return farend.CheckAddress(kind, addr) }
 
 // checkGroupTargets checks what the groups and tests ask of the targets:
 // a group has a host to test from, and a test's group only targets of a

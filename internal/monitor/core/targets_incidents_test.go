@@ -23,12 +23,12 @@ baseline: {window: 1h, min_points: 3}
 	paths := starPaths(true)
 	for _, s := range starSites {
 		for _, tg := range []string{"refl", "gw"} {
-			paths = append(paths, PathStatus{Key: PathKey{s, tg, "lat"}, Type: Probe, Usable: true})
+			paths = append(paths, PathStatus{Key: PathKey{Src: s, Dst: tg, Test: "lat"}, Type: Probe, Usable: true})
 		}
 	}
 	// a's way out is lossy: its paths to the other sites and to both
-	// targets alert.
-	alerts := lossAlerts([2]string{"a", "b"}, [2]string{"a", "c"}, [2]string{"a", "d"}, [2]string{"a", "refl"}, [2]string{"a", "gw"})
+	// targets lose 6%.
+	paths = withLoss(paths, 100, func(from, _ string) int { return map[bool]int{true: 6}[from == "a"] })
 	for _, c := range []struct {
 		name string
 		via  func(src, dst string) []string
@@ -49,7 +49,6 @@ baseline: {window: 1h, min_points: 3}
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := NewDetector(cfg)
-			d.Resume(alerts)
 			obs := d.Segments(paths, c.via, SourceExpected)
 			if len(obs) != c.obs {
 				t.Errorf("%d observations, want %d: %+v", len(obs), c.obs, obs)

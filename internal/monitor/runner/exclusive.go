@@ -46,7 +46,7 @@ func (r *Runners) exclusive(ctx context.Context) {
 		if now.Sub(j.Due) > j.Test.Slip+10*time.Second {
 			r.late++
 		}
-		r.last[[3]string{j.Test.Name, j.Src, j.Dst}] = now
+		r.last[j.Key()] = now
 		r.running++
 		r.spans = append(r.spans, span{src: j.Src, dst: j.Dst, start: now})
 		// Spans older than any probe summary no longer matter.
@@ -82,9 +82,9 @@ func (r *Runners) runJob(ctx context.Context, j core.Job) (retry time.Time) {
 		return r.runTargetJob(ctx, j, tg)
 	}
 	t := j.Test
-	k := core.PathKey{Src: j.Src, Dst: j.Dst, Test: t.Name}
+	k := j.Key()
 	started := time.Now()
-	jctx, cancel := context.WithTimeout(ctx, t.Budget()+30*time.Second)
+	jctx, cancel := context.WithTimeout(withFamily(ctx, t.Family), t.Budget()+30*time.Second)
 	defer cancel()
 	var pts []core.Point
 	var result any

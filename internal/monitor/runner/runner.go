@@ -51,9 +51,9 @@ type Options struct {
 	// Via are the link directions of a path, either way (none where the
 	// topology does not know them).
 	Via func(src, dst string) []string
-	// Last is when each exclusive test (test, src, dst) last started: the
-	// schedule resumes from it.
-	Last map[[3]string]time.Time
+	// Last is when each exclusive test's path last started: the schedule
+	// resumes from it.
+	Last map[core.PathKey]time.Time
 	// Interfaces are the interfaces' latest rates, from the archive.
 	Interfaces []core.IfaceState
 	// Seed makes the schedule's slips repeatable.
@@ -69,7 +69,7 @@ type Runners struct {
 	mu    sync.Mutex
 	cfg   *core.Config
 	sched *core.Scheduler
-	last  map[[3]string]time.Time
+	last  map[core.PathKey]time.Time
 	// late counts the exclusive tests that started past their slip;
 	// running are those running now.
 	late    int64
@@ -105,7 +105,7 @@ func New(cfg *core.Config, opts Options) *Runners {
 	r := &Runners{opts: opts, wake: make(chan struct{}, 1), cfg: cfg, last: opts.Last, down: backoff{}, busy: map[[3]string]int{}, probes: func() {},
 		snmp: snmpPoller{ifaces: map[[2]string]core.IfaceState{}, errs: map[string]string{}}}
 	if r.last == nil {
-		r.last = map[[3]string]time.Time{}
+		r.last = map[core.PathKey]time.Time{}
 	}
 	for _, st := range opts.Interfaces {
 		r.snmp.ifaces[[2]string{st.Device, st.Interface}] = st
@@ -181,7 +181,8 @@ func (r *Runners) Down() map[string]core.HostDown {
 	return out
 }
 
-// startProbes starts one loop per probe test and pair, one per SNMP
+// startProbes starts one loop per probe test, pair and run (a run per
+// family of a test that names families: core.Config.Keys), one per SNMP
 // device, and that of the hosts' interfaces; r.mu is held.
 func (r *Runners) startProbes(ctx context.Context) {
 	pctx, cancel := context.WithCancel(ctx)
@@ -190,8 +191,10 @@ func (r *Runners) startProbes(ctx context.Context) {
 		if t.Exclusive() {
 			continue
 		}
-		pairs := r.cfg.Pairs(t)
-		for i, p := range pairs {
+		keys := r.cfg.Keys(t)
+		for i, k := range keys {
+			p, t := [2]string{k.Src, k.Dst}, t
+			t.Family = k.Family
 			r.probesWG.Add(1)
 			// Stagger the loops, so that a mesh's sessions do not start
 			// together: over one period, but probes (light) over at most
@@ -200,7 +203,7 @@ func (r *Runners) startProbes(ctx context.Context) {
 			if t.Type == core.Probe {
 				spread = min(spread, probeStagger)
 			}
-			delay := time.Duration(i) * spread / time.Duration(len(pairs))
+			delay := time.Duration(i) * spread / time.Duration(len(keys))
 			tg, toTarget := r.cfg.Target(p[1])
 			go func() {
 				defer r.probesWG.Done()

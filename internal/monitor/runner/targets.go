@@ -50,14 +50,7 @@ func (r *Runners) targetProbeLoop(ctx context.Context, t core.Test, src string, 
 	k := core.PathKey{Src: src, Dst: tg.Name, Test: t.Name}
 	req := TargetProbeRequest(t, tg)
 	refused := 0
-	for ctx.Err() == nil {
-		if wait, ok := r.turn(src, tg.Name, min(t.Summary, recheck)); !ok {
-			if !Sleep(ctx, wait) {
-				return
-			}
-			continue
-		}
-		start := time.Now()
+	r.rounds(ctx, src, tg.Name, t.Summary, crowdedHold, func(ctx context.Context, start time.Time) (func() time.Duration, error) {
 		var sum *target.Summary
 		sctx, cancel := context.WithTimeout(ctx, t.Summary+core.ProbeTimeout+30*time.Second)
 		err := r.session(sctx, src, src, func(ctx context.Context, a, _ measure.Endpoint) error {
@@ -67,39 +60,38 @@ func (r *Runners) targetProbeLoop(ctx context.Context, t core.Test, src string, 
 		})
 		cancel()
 		if ctx.Err() != nil {
-			return
+			return nil, err
 		}
-		o := core.Observation{Key: k, Type: core.Probe, At: time.Now()}
-		switch {
-		case errors.Is(err, target.ErrSilent):
-			o.Failed = fmt.Sprintf("target %s (%s %s) answered none of %d probes from %s: %v", tg.Name, tg.Kind, tg.Address, sum.Sent, src, err)
-		case sum != nil && sum.Sent > 0:
-			o.Points, o.Loss = TargetProbePoints(o.At, t.Name, tg.Name, sum), TargetProbeLoss(sum)
-			o.Family = measure.FamilyOf(sum.Address)
-			o.Disturbed, o.Covered = r.disturbance(src, tg.Name, start, o.At)
-		case err != nil:
-			o.Failed = targetFailure(tg, src, err)
-		default:
-			o.Failed = fmt.Sprintf("target %s (%s %s): the agent on %s sent no probe", tg.Name, tg.Kind, tg.Address, src)
-		}
-		r.opts.Service.Observe(o, nil)
-		wait := t.Summary - time.Since(start)
-		if errors.Is(err, target.ErrRefused) || errors.Is(err, target.ErrUnsupported) {
+		end := time.Now()
+		disturbed, covered := r.disturbance(src, tg.Name, start, end)
+		return func() time.Duration {
+			o := core.Observation{Key: k, Type: core.Probe, At: end}
+			switch {
+			case errors.Is(err, target.ErrSilent):
+				o.Failed = fmt.Sprintf("target %s (%s %s) answered none of %d probes from %s: %v", tg.Name, tg.Kind, tg.Address, sum.Sent, src, err)
+			case sum != nil && sum.Sent > 0:
+				o.Points, o.Loss = TargetProbePoints(o.At, t.Name, tg.Name, sum), TargetProbeLoss(sum)
+				o.Family = measure.FamilyOf(sum.Address)
+				o.Disturbed, o.Covered = disturbed, covered
+			case err != nil:
+				o.Failed = targetFailure(tg, src, err)
+			default:
+				o.Failed = fmt.Sprintf("target %s (%s %s): the agent on %s sent no probe", tg.Name, tg.Kind, tg.Address, src)
+			}
+			r.opts.Service.Observe(o, nil)
+			if !errors.Is(err, target.ErrRefused) && !errors.Is(err, target.ErrUnsupported) {
+				refused = 0
+				return 0
+			}
 			// The policy or the agent's version will not change soon: no
 			// retry storm, and a refusal audited each time.
 			if refused == 0 {
 				r.opts.Service.Logf("%s->%s (%s): %s (trying again with backoff)", src, tg.Name, t.Name, o.Failed)
 			}
-			wait = min(t.Summary<<min(refused, 6), max(maxRefusedWait, t.Summary))
 			refused++
-		} else {
-			refused = 0
-		}
-		// A failed round waits before the next, not in a tight loop.
-		if o.Failed != "" && wait > 0 && !Sleep(ctx, wait) {
-			return
-		}
-	}
+			return min(t.Summary<<min(refused-1, 6), max(maxRefusedWait, t.Summary))
+		}, err
+	})
 }
 
 // TargetProbeRequest is the agent's Target call of one round of a probe

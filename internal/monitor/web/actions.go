@@ -87,23 +87,29 @@ func (a *API) ack(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// POST /api/v1/paths/{src}/{dst}/run {"test": "bulk"}: one run of a
-// throughput-class test now, through the scheduler (never beside another
-// on the same host).
+// POST /api/v1/paths/{src}/{dst}/run {"test": "bulk", "family": "ipv6"}:
+// one run of a throughput-class test now, through the scheduler (never
+// beside another on the same host); of one family's run where the test
+// runs once per family (without family: each family's).
 func (a *API) runNow(w http.ResponseWriter, r *http.Request) {
 	src, dst := r.PathValue("src"), r.PathValue("dst")
 	var body struct {
-		Test string `json:"test"`
+		Test   string `json:"test"`
+		Family string `json:"family"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		a.Audit(r, Identity(r), "run", src+"->"+dst, err)
-		problem(w, http.StatusBadRequest, "body: give {\"test\": \"NAME\"}: "+err.Error())
+		problem(w, http.StatusBadRequest, "body: give {\"test\": \"NAME\"} (and \"family\": \"ipv4\" or \"ipv6\", if it runs once per family): "+err.Error())
 		return
 	}
-	a.act(w, r, "run", body.Test+" "+src+"->"+dst, func() (int, error) {
-		err := a.svc.RunNow(body.Test, src, dst, Identity(r))
+	target := body.Test + " " + src + "->" + dst
+	if body.Family != "" {
+		target += " " + body.Family
+	}
+	a.act(w, r, "run", target, func() (int, error) {
+		err := a.svc.RunNow(body.Test, body.Family, src, dst, Identity(r))
 		switch {
 		case err == nil:
 			return http.StatusOK, nil

@@ -62,6 +62,7 @@ func (a *API) Routes() []Route {
 		{"GET", "/api/v1/paths/{src}/{dst}/series", a.series},
 		{"GET", "/api/v1/paths/{src}/{dst}/tests", a.tests},
 		{"GET", "/api/v1/paths/{src}/{dst}/changes", a.changes},
+		{"GET", "/api/v1/paths/{src}/{dst}/twin", a.twin},
 		{"GET", "/api/v1/cost", costs{s}.cost},
 		{"POST", "/api/v1/rank", costs{s}.rank},
 		{"GET", "/api/v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
@@ -159,7 +160,9 @@ func intParam(r *http.Request, name string, def, lo, hi int) (int, bool) {
 	return n, true
 }
 
-// GET /api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T
+// GET /api/v1/paths/{src}/{dst}/series?metric=M&from=T&to=T[&family=F]:
+// of every family, each point saying its own, or of one (ipv4 or ipv6,
+// the runs of a test run once per family; none: a test's one run).
 func (a *API) series(w http.ResponseWriter, r *http.Request) {
 	metric := r.URL.Query().Get("metric")
 	if _, ok := core.ByName(metric); !ok {
@@ -182,7 +185,21 @@ func (a *API) series(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "max: give 10 to 100000 points")
 		return
 	}
-	pts, err := ar.Points(r.Context(), r.PathValue("src"), r.PathValue("dst"), metric, from, to)
+	var pts []archive.Point
+	var err error
+	switch family, one := r.URL.Query()["family"]; {
+	case !one:
+		pts, err = ar.Points(r.Context(), r.PathValue("src"), r.PathValue("dst"), metric, from, to)
+	case len(family) != 1 || !slices.Contains([]string{core.IPv4, core.IPv6, "", "none"}, family[0]):
+		problem(w, http.StatusBadRequest, "family: give ipv4 or ipv6 (a test's run of that family), or none (a test's one run); leave it out for every family")
+		return
+	default:
+		f := family[0]
+		if f == "none" {
+			f = ""
+		}
+		pts, err = ar.FamilyPoints(r.Context(), r.PathValue("src"), r.PathValue("dst"), f, metric, from, to)
+	}
 	if err != nil {
 		problem(w, http.StatusInternalServerError, err.Error())
 		return
@@ -258,7 +275,7 @@ func (a *API) alerts(w http.ResponseWriter, r *http.Request) {
 // Reduce keeps at most most points of a series for a chart: the time is cut
 // into most/2 equal intervals and each keeps its lowest and its highest
 // point, in time order, so that a dip or a spike still shows (each test's
-// points are kept apart).
+// and family's points are kept apart).
 func Reduce(pts []archive.Point, most int) []archive.Point {
 	if len(pts) <= most || most < 2 {
 		return pts
@@ -267,12 +284,12 @@ func Reduce(pts []archive.Point, most int) []archive.Point {
 	t0, t1 := pts[0].T, pts[len(pts)-1].T
 	span := t1.Sub(t0) + 1
 	type key struct {
-		b    int
-		test string
+		b            int
+		test, family string
 	}
 	lo, hi := map[key]int{}, map[key]int{}
 	for i, p := range pts {
-		k := key{int(int64(p.T.Sub(t0)) * int64(buckets) / int64(span)), p.Test}
+		k := key{int(int64(p.T.Sub(t0)) * int64(buckets) / int64(span)), p.Test, p.Family}
 		if j, ok := lo[k]; !ok || p.Value < pts[j].Value {
 			lo[k] = i
 		}

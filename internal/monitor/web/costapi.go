@@ -35,6 +35,7 @@ func (c costs) evidence(ctx context.Context, ar *archive.Archive, src, dst strin
 		ev.Target = tg.Kind // what the prediction cannot know of it, it says
 	}
 	from := now.Add(-cfg.Baseline.Window)
+	ev.Twin = twinRef(src, dst, from, now) // named if the history holds enough for one
 	tests := map[string]core.Test{}
 	for _, t := range cfg.Tests {
 		tests[t.Name] = t

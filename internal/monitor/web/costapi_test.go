@@ -114,6 +114,8 @@ func scrub(v any) any {
 				x[k] = "T"
 			case "age_seconds":
 				x[k] = "AGE"
+			case "twin":
+				x[k] = "TWIN" // its href and span are the clock's
 			default:
 				x[k] = scrub(e)
 			}

@@ -10,7 +10,9 @@ import (
 
 // collector exposes a snapshot of the service on each scrape: a path's
 // series exist only while its values are fresh, so a path with no data is
-// absent (and wanlab_path_up is 0), never a stale value.
+// absent (and wanlab_path_up is 0), never a stale value. A path's series
+// say its address family (label family: its run's, where its test runs
+// once per family, else its latest result's; "" unknown).
 type collector struct {
 	s      State
 	series map[string]*prometheus.Desc
@@ -26,15 +28,16 @@ func newCollector(s State) *collector {
 		if _, ok := c.series[m.Series]; ok {
 			continue
 		}
-		labels := []string{"src", "dst", "test", "nmwg"}
+		labels := []string{"src", "dst", "test", "family", "nmwg"}
 		for _, l := range m.Labels {
 			labels = append(labels, l[0])
 		}
 		c.series[m.Series] = prometheus.NewDesc(m.Series, m.Help, labels, nil)
 	}
 	d := prometheus.NewDesc
-	c.up = d(core.SeriesPathUp, "1 while the path's test gives fresh results, 0 when it has no data", []string{"src", "dst", "test", "type"}, nil)
-	c.alert = d(core.SeriesAlertActive, "1 for each active alert", []string{"src", "dst", "test", "rule"}, nil)
+	c.up = d(core.SeriesPathUp, "1 while the path's test gives fresh results, 0 when it has no data", []string{"src", "dst", "test", "family", "type"}, nil)
+	c.alert = d(core.SeriesAlertActive, "1 for each active alert; scope, of a test run once per family: ipv4-only, ipv6-only (the other family's run is healthy) or path (it alerts too)",
+		[]string{"src", "dst", "test", "family", "rule", "scope"}, nil)
 	c.tests = d(core.SeriesTests, "Tests run, by type and outcome", []string{"type", "status"}, nil)
 	c.late = d(core.SeriesTestsLate, "Throughput-class tests that started later than their slip allows", nil, nil)
 	c.running = d(core.SeriesTestsRunning, "Throughput-class tests running now", nil, nil)
@@ -75,13 +78,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if p.Values != nil {
 			up = 1
 		}
-		gauge(c.up, up, p.Src, p.Dst, p.Test, p.Type)
+		gauge(c.up, up, p.Src, p.Dst, p.Test, p.Family, p.Type)
 		for name, v := range p.Values {
 			m, ok := core.PathMetric(name)
 			if !ok {
 				continue
 			}
-			labels := []string{p.Src, p.Dst, p.Test, m.NMWG}
+			labels := []string{p.Src, p.Dst, p.Test, p.Family, m.NMWG}
 			for _, l := range m.Labels {
 				labels = append(labels, l[1])
 			}
@@ -89,7 +92,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, a := range snap.Alerts {
-		gauge(c.alert, 1, a.Src, a.Dst, a.Test, a.Rule)
+		gauge(c.alert, 1, a.Src, a.Dst, a.Test, a.Family, a.Rule, a.Scope)
 	}
 	for k, n := range snap.Tests {
 		typ, status, _ := strings.Cut(k, " ")

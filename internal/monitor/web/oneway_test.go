@@ -53,7 +53,7 @@ func TestOneWayFiguresExposed(t *testing.T) {
 
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, viaListener(httptest.NewRequest("GET", "/metrics", nil), ""))
-	labels := `dst="cnaf",nmwg="delay.oneway",src="cern",test="latency"`
+	labels := `dst="cnaf",family="",nmwg="delay.oneway",src="cern",test="latency"`
 	for _, want := range []string{
 		"# HELP wanlab_path_one_way_delay_change_seconds Change of the one-way delay",
 		"# HELP wanlab_path_one_way_delay_change_uncertainty_seconds How far",
@@ -61,7 +61,7 @@ func TestOneWayFiguresExposed(t *testing.T) {
 		`wanlab_path_one_way_delay_change_seconds{direction="forward",` + labels + `} 0.005`,
 		`wanlab_path_one_way_delay_change_seconds{direction="back",` + labels + `} 0`,
 		`wanlab_path_one_way_delay_change_uncertainty_seconds{direction="back",` + labels + `} 0.0004`,
-		`wanlab_path_clock_skew_ppm{dst="cnaf",nmwg="clock.skew",src="cern",test="latency"} 50`,
+		`wanlab_path_clock_skew_ppm{dst="cnaf",family="",nmwg="clock.skew",src="cern",test="latency"} 50`,
 	} {
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)

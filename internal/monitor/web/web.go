@@ -41,7 +41,8 @@ type Actions interface {
 	Ack(ref, who, note string) bool
 	// RunNow queues a run of a throughput-class test on demand
 	// (core.ErrNotConfigured, core.ErrElsewhere, or a full queue).
-	RunNow(test, src, dst, who string) error
+	// family: that family's run of a test run once per family; "": each.
+	RunNow(test, family, src, dst, who string) error
 	// Audit records what a caller did: an event for identities, and the
 	// archive's entry if e is not nil.
 	Audit(message string, e *audit.Entry)
