@@ -49,8 +49,8 @@ test: deps build
 	@# The integration tests run alone: their cross-checks against ping, irtt
 	@# and iperf3 compare timings that other tests' CPU load would disturb.
 	@# Only those that mostly wait (TestServe, TestServeShared,
-	@# TestRealHostsFaults, TestObjectivityNetworkBound, TestIncidents,
-	@# TestIncidentTruth) run side by side, after the others.
+	@# TestServeFamilies, TestRealHostsFaults, TestObjectivityNetworkBound,
+	@# TestIncidents, TestIncidentTruth) run side by side, after the others.
 	-$(GO) test -json -count=1 -timeout 30m ./e2e | $(TESTSUM) -record $(EVENTS)
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a
 	@# duration-bound run at its deadline with "context deadline exceeded"
