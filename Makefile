@@ -50,12 +50,13 @@ test: deps build
 	@# and iperf3 compare timings that other tests' CPU load would disturb.
 	@# Only those that mostly wait (TestServe, TestServeShared,
 	@# TestServeFamilies, TestRealHostsFaults, TestObjectivityNetworkBound,
-	@# TestIncidents, TestIncidentTruth) run side by side, after the others.
+	@# TestIncidents, TestIncidentTruth, TestRunArchiveDiskFull) run side by
+	@# side, after the others.
 	-$(GO) test -json -count=1 -timeout 30m ./e2e | $(TESTSUM) -record $(EVENTS)
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a
 	@# duration-bound run at its deadline with "context deadline exceeded"
 	@# and no crasher (golang/go#75804, fixed in Go 1.27).
-	-$(MAKE) --no-print-directory fuzz FUZZTIME=20000x FUZZJSON="-json" FUZZPIPE="| $(TESTSUM) -record $(EVENTS)"
+	-$(MAKE) --no-print-directory fuzz FUZZTIME=10000x FUZZJSON="-json" FUZZPIPE="| $(TESTSUM) -record $(EVENTS)"
 	@echo; $(TESTSUM) -summary $(EVENTS)
 
 # Known vulnerabilities in the code paths wanlab uses, from govulncheck

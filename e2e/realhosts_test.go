@@ -401,14 +401,41 @@ func TestRealHostsFaults(t *testing.T) {
 	l.ip("link", "set", l.host("a").veth, "up")
 }
 
-// TestRealHostsRun runs a built-in scenario unchanged on real hosts: its
+// slacCernShort is the slac-cern built-in's test-bed, as written for
+// emulation, with two of its workloads: a sweep of streams and the
+// impact of a load on probes from a third host.
+const slacCernShort = `name: slac-cern-short
+hosts:
+  slac:  {site: slac, cpus: 0.5, sysctl: &reno {net.ipv4.tcp_congestion_control: reno}}
+  cern:  {site: cern, cpus: 0.5, sysctl: *reno}
+  probe: {site: slac, sysctl: *reno}
+sites:
+  slac:
+    up:   {rate: 16Mbit, delay: 45ms, loss: 0.05%}
+    down: {rate: 27Mbit, delay: 45ms, loss: 0.05%}
+  cern:
+    rate: 1000Mbit
+    delay: 45ms
+workloads:
+  - name: streams
+    throughput: {from: cern, to: slac, window: 256KiB, duration: 30s}
+    sweep: {streams: [1, 2, 4, 8, 10, 16]}
+    quick: {duration: 4s, sweep: {streams: [1, 10]}}
+  - name: impact
+    impact: {probe_from: probe, probe_to: cern, from: slac, to: cern, streams: 15, window: 256KiB, duration: 60s, phase: 20s, interval: 200ms}
+    quick: {duration: 15s, phase: 3s}
+`
+
+// TestRealHostsRun runs a scenario written for the emulated test-bed
+// (slac-cern's, with two of its workloads) unchanged on real hosts: its
 // links are the expected path, and the analysis audits every path.
 func TestRealHostsRun(t *testing.T) {
 	l := labUp(t, "slac", "cern", "probe")
 	inv := l.inventory("ctl", "", "slac", "cern", "probe")
+	scen := l.file("slac-cern-short.yaml", slacCernShort)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, wanlabBin, "run", "slac-cern", "--quick", "--inventory", inv, "--db", l.path("run.db"), "--json").Output()
+	out, err := exec.CommandContext(ctx, wanlabBin, "run", scen, "--quick", "--inventory", inv, "--db", l.path("run.db"), "--json").Output()
 	if err != nil {
 		t.Fatalf("run on real hosts: %v\n%s", err, out)
 	}

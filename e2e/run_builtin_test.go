@@ -274,6 +274,9 @@ func TestAliceDisks(t *testing.T) {
 // tmpfs). wanlab stops with an error naming the archive, exit 1, tears the
 // test-bed down, and the steps stored before stay readable.
 func TestRunArchiveDiskFull(t *testing.T) {
+	// Mostly waiting on a slow link (10 Mbit/s): it runs beside the
+	// other tests that do.
+	t.Parallel()
 	testsupport.NeedRoot(t)
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")

@@ -171,7 +171,7 @@ func (s guard) admit(method string) (release func(), err error) {
 	case s.tests <- struct{}{}:
 		return func() { <-s.tests }, nil
 	default:
-		return nil, status.Errorf(codes.ResourceExhausted, "agent on %s is busy: it runs %d tests at once, its limit (try again later)", s.Host, s.Limits.MaxTests)
+		return nil, agentapi.TooManyTests("agent on %s is busy: it runs %d tests at once, its limit (try again later)", s.Host, s.Limits.MaxTests)
 	}
 }
 

@@ -138,9 +138,21 @@ func NewReflector(cfg ReflectorConfig) (*Reflector, error) {
 	}, nil
 }
 
-// sessionAddr is the source address of a session (an IPv4 sender of a
-// dual-stack socket as the IPv4 address it is).
-func sessionAddr(a netip.AddrPort) netip.Addr { return a.Addr().Unmap() }
+// sessionAddr is the source a session counts against: an IPv4 address
+// (a sender of a dual-stack socket as the IPv4 address it is), or an IPv6
+// address's /64, which one host holds whole and may rotate through.
+func sessionAddr(a netip.AddrPort) netip.Addr { return sourceOf(a.Addr()) }
+
+// sourceOf is the source an address's packets count against (sessionAddr).
+func sourceOf(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() {
+		if p, err := a.WithZone("").Prefix(64); err == nil {
+			return p.Addr()
+		}
+	}
+	return a
+}
 
 func orDefault[T comparable](v, def T) T {
 	var zero T
@@ -207,7 +219,7 @@ func (r *Reflector) reflect(out, b []byte, from netip.AddrPort, arr arrival) ([]
 	if r.cfg.Allow != nil && !r.cfg.Allow(from.Addr().Unmap()) {
 		return nil, fmt.Errorf("packet from %v: %w", from, ErrNotAllowed)
 	}
-	if err := r.limit.allow(from.Addr(), arr.at); err != nil {
+	if err := r.limit.allow(sourceOf(from.Addr()), arr.at); err != nil {
 		return nil, fmt.Errorf("packet from %v: %w", from, err)
 	}
 	if len(r.cfg.Key) == 0 && len(b) >= twampLightMinLen && len(b) < BaseLen {

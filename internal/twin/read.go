@@ -142,10 +142,15 @@ func ofFamily(p archive.Point, family string) bool {
 	return family == "" || p.Family == family || p.Family == "" && slices.Contains(rateMetrics, p.Metric)
 }
 
+// maxChunk is the longest chunk readProbes reads at once: a gap in the
+// history doubles the chunks up to it, and no further.
+const maxChunk = 6 * time.Hour
+
 // readProbes reads the probe series between lo and hi: at once if limit
 // is 0, else newest first, a chunk at a time, until they hold more than
 // limit summaries. A chunk is firstChunk, then as long as the summaries
-// so far say the rest needs (twice the last if there were none).
+// so far say the rest needs (twice the last if there were none, at most
+// maxChunk).
 func readProbes(read func([]string, time.Time, time.Time) ([]archive.Point, error), lo, hi time.Time, limit int) ([]archive.Point, error) {
 	if limit <= 0 {
 		return read(probeMetrics, lo, hi)
@@ -166,7 +171,8 @@ func readProbes(read func([]string, time.Time, time.Time) ([]archive.Point, erro
 		if n > limit || !start.After(lo) {
 			return out, nil
 		}
-		chunk *= 2
+		// Doubling over a gap must not land a chunk of days on dense data.
+		chunk = min(2*chunk, maxChunk)
 		if n > 0 {
 			// At the density so far, the rest of the limit and a little more.
 			chunk = min(chunk, time.Duration(float64(hi.Sub(start))*float64(limit+1-n)/float64(n))+time.Minute)

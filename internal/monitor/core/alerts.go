@@ -307,7 +307,7 @@ func (d *Detector) Observe(o Observation) (fired, resolved []Alert) {
 			"baseline_points": n, "baseline_window_seconds": d.cfg.Baseline.Window.Seconds(), "threshold": c.threshold, "results_in_a_row": len(d.breaches[ak])}
 		maps.Copy(evidence, c.evidence)
 		ev, _ := json.Marshal(evidence)
-		scope := d.scope(o.Key)
+		scope := d.scope(o.Key, c.rule)
 		a := Alert{Ref: alertRef(c.rule, o.Key, o.At),
 			Rule: c.rule, Src: o.Key.Src, Dst: o.Key.Dst, Test: o.Key.Test, Started: o.At,
 			Value: c.value, Baseline: c.baseline, Threshold: c.threshold, Message: scopeWords(scope) + c.message, Evidence: ev,

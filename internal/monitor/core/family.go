@@ -150,21 +150,24 @@ func scopeWords(scope string) string {
 	return ""
 }
 
-// scope is Scope of an alert firing on k, from what the detector knows of
-// the other family's run; an alert of the other run that said its family
-// alone is at fault says ScopePath from now on.
-func (d *Detector) scope(k PathKey) string {
+// scope is Scope of an alert of rule firing on k, from what the detector
+// knows of the other family's run: only an alert of the same rule there
+// makes it path-wide (an rtt_step on IPv4 says nothing of IPv6's loss).
+// An alert of the other run that said its family alone is at fault says
+// ScopePath from now on, in its message too.
+func (d *Detector) scope(k PathKey, rule string) string {
 	other, ok := k.Other()
 	if !ok {
 		return ""
 	}
 	alerts := false
 	for ak, a := range d.active {
-		if ak.PathKey != other {
+		if ak.PathKey != other || ak.Rule != rule {
 			continue
 		}
 		alerts = true
 		if a.Scope == ScopeIPv4Only || a.Scope == ScopeIPv6Only {
+			a.Message = scopeWords(ScopePath) + strings.TrimPrefix(a.Message, scopeWords(a.Scope))
 			a.Scope = ScopePath
 			d.active[ak] = a
 		}

@@ -190,8 +190,8 @@ func TestDetectorScope(t *testing.T) {
 		t.Fatalf("fired %+v; want the ipv4 run's alert, scope path", fired)
 	}
 	for _, a := range d.Active() {
-		if a.Scope != ScopePath {
-			t.Errorf("active %s on %s: scope %q, want path", a.Rule, a.Family, a.Scope)
+		if a.Scope != ScopePath || !strings.HasPrefix(a.Message, "both IPv4 and IPv6: ") || strings.Contains(a.Message, "healthy") {
+			t.Errorf("active %s on %s: scope %q, message %q; want path, said so", a.Rule, a.Family, a.Scope, a.Message)
 		}
 	}
 	// A run without families is judged as before: no scope.

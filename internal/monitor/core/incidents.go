@@ -316,6 +316,7 @@ func (t *Incidents) narrow(inc segment.Incident, found map[string]bool) *heldInc
 		ev, _ := json.Marshal(inc)
 		h.open.Src, h.open.Dst, h.open.Evidence = inc.Segment[0], inc.Segment[len(inc.Segment)-1], ev
 		h.open.Test = strings.Join(inc.Figures, ",")
+		h.open.Message = incidentMessage(inc.Key(), inc)
 		h.seen, h.since = 0, h.open.Started
 		return h
 	}
