@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wanlab/wanlab/internal/agent/agentpb"
+	"github.com/wanlab/wanlab/internal/farend"
 	"github.com/wanlab/wanlab/internal/icmpecho"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/measure/target"
@@ -156,17 +157,13 @@ func farTarget(where hosts, far, kind string) (addr, name string, err error) {
 		return far, far, nil
 	case tg.Kind != kind:
 		return "", "", usagef("--target %s: the inventory %s names it %s (%s: %s): wanlab measure %s tests toward it",
-			far, inv.Source, farWords[tg.Kind][0], tg.Kind, tg.Address, farWords[tg.Kind][1])
+			far, inv.Source, farend.KindWords(tg.Kind), tg.Kind, tg.Address, farVerb[tg.Kind])
 	}
 	return tg.Address, tg.Name, nil
 }
 
-// farWords name a kind of far end, and the measure verb that tests it.
-var farWords = map[string][2]string{
-	target.Iperf3: {"an iperf3 server", "throughput"},
-	target.STAMP:  {"a STAMP reflector", "stamp"},
-	target.Ping:   {"a ping target", "ping"},
-}
+// farVerb is the measure verb that tests a kind of far end.
+var farVerb = map[string]string{target.Iperf3: "throughput", target.STAMP: "stamp", target.Ping: "ping"}
 
 // familyOf is the IP family -4 and -6 ask for: 4, 6, or 0 for either.
 func familyOf(v4, v6 bool) (int, error) {

@@ -15,13 +15,7 @@ import (
 // {NAME: {ping: HOST}} (as a monitor configuration names them). A measure
 // verb's --target NAME tests toward it from a host's agent, which
 // resolves its address and tests it only if its policy names it.
-type Target struct {
-	Name string
-	// Kind is farend.Iperf3, farend.STAMP or farend.Ping.
-	Kind string
-	// Address is as written: HOST, HOST:PORT or [IPv6]:PORT.
-	Address string
-}
+type Target = farend.Target
 
 // MaxTargets is the most targets an inventory names.
 const MaxTargets = 1000
@@ -69,10 +63,4 @@ func checkTargets(c *yamlfile.Checker, raw rawTargets, hosts []Host) []Target {
 }
 
 // Target returns the inventory's target of that name.
-func (inv *Inventory) Target(name string) (Target, bool) {
-	i := slices.IndexFunc(inv.Targets, func(t Target) bool { return t.Name == name })
-	if i < 0 {
-		return Target{}, false
-	}
-	return inv.Targets[i], true
-}
+func (inv *Inventory) Target(name string) (Target, bool) { return farend.Find(inv.Targets, name) }

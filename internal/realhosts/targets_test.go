@@ -20,7 +20,7 @@ targets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Target{{"iperf", "iperf3", "[2001:db8::9]:5201"}, {"refl", "stamp", "refl.example.org"}, {"gw", "ping", "192.0.2.1"}}
+	want := []Target{{Name: "iperf", Kind: "iperf3", Address: "[2001:db8::9]:5201"}, {Name: "refl", Kind: "stamp", Address: "refl.example.org"}, {Name: "gw", Kind: "ping", Address: "192.0.2.1"}}
 	if fmt.Sprint(inv.Targets) != fmt.Sprint(want) {
 		t.Errorf("targets %v, want %v", inv.Targets, want)
 	}

@@ -51,15 +51,9 @@ const (
 )
 
 // Target is a far end that runs no agent: the agents of a group's hosts
-// test toward it.
-type Target struct {
-	Name string
-	// Kind is TargetIperf3, TargetSTAMP or TargetPing; Address is as
-	// written (HOST, HOST:PORT or [IPv6]:PORT), which the testing host's
-	// agent resolves.
-	Kind    string
-	Address string
-}
+// test toward it (farend.Target, the one home of what an inventory and a
+// configuration name).
+type Target = farend.Target
 
 // TargetReaches says whether a test of type testType tests toward a
 // target of kind: probes toward STAMP reflectors and ping targets,
@@ -75,13 +69,7 @@ func TargetReaches(testType, kind string) bool {
 }
 
 // Target returns the target of that name.
-func (c *Config) Target(name string) (Target, bool) {
-	i := slices.IndexFunc(c.Targets, func(t Target) bool { return t.Name == name })
-	if i < 0 {
-		return Target{}, false
-	}
-	return c.Targets[i], true
-}
+func (c *Config) Target(name string) (Target, bool) { return farend.Find(c.Targets, name) }
 
 // IsTarget says whether name is a target's.
 func (c *Config) IsTarget(name string) bool {
@@ -164,7 +152,7 @@ func (v checker) checkGroupTargets(cfg *Config) {
 			}
 			if !TargetReaches(t.Type, tg.Kind) {
 				v.Fail(fmt.Sprintf("tests[%d].group", i), "test %s (%s) cannot test toward target %s of group %s, %s: probe tests reach stamp and ping targets, throughput tests iperf3 targets; give the test a group without it",
-					t.Name, t.Type, tg.Name, t.Group, kindWords(tg.Kind))
+					t.Name, t.Type, tg.Name, t.Group, farend.KindWords(tg.Kind))
 				continue
 			}
 			if t.Type == Probe {
@@ -204,17 +192,3 @@ func (v checker) checkTargetProbes(f string, t Test, tg Target) {
 		}
 	}
 }
-
-// kindWords names a kind of target in a sentence.
-func kindWords(kind string) string {
-	switch kind {
-	case TargetIperf3:
-		return "an iperf3 server"
-	case TargetSTAMP:
-		return "a STAMP reflector"
-	}
-	return "a ping target"
-}
-
-// KindWords names a target's kind in a sentence ("an iperf3 server").
-func (t Target) KindWords() string { return kindWords(t.Kind) }

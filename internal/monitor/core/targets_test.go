@@ -29,8 +29,8 @@ func TestParseTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Target{{"refl", TargetSTAMP, "192.0.2.7:862"}, {"refl6", TargetSTAMP, "[2001:db8::7]"}, {"gw", TargetPing, "router.example.org"},
-		{"gw6", TargetPing, "2001:db8::1"}, {"iperf", TargetIperf3, "iperf.example.org:5201"}}
+	want := []Target{{Name: "refl", Kind: TargetSTAMP, Address: "192.0.2.7:862"}, {Name: "refl6", Kind: TargetSTAMP, Address: "[2001:db8::7]"}, {Name: "gw", Kind: TargetPing, Address: "router.example.org"},
+		{Name: "gw6", Kind: TargetPing, Address: "2001:db8::1"}, {Name: "iperf", Kind: TargetIperf3, Address: "iperf.example.org:5201"}}
 	if !slices.Equal(cfg.Targets, want) {
 		t.Errorf("targets %+v, want %+v", cfg.Targets, want)
 	}
