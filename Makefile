@@ -134,7 +134,7 @@ bench: build
 	@[ "$$(id -u)" = 0 ] || { echo "make bench: the test-bed benchmarks need root: run sudo make bench"; exit 1; }
 	$(GO) run ./bench/testbed -wanlab $(BIN)
 	$(GO) run ./bench/workloads -wanlab $(BIN)
-	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch|Incidents|QuietHour|TwinKnownTruth' -benchtime 1x -timeout 240m ./e2e
+	$(GO) test -run '^$$' -bench 'RealHosts|Serve20Hosts|CostAccuracy|TimedChange|TraceReplay|CrossTraffic|Capture|BandwidthEstimates|Watch|Incidents|QuietHour|TwinKnownTruth|TwinInventory' -benchtime 1x -timeout 240m ./e2e
 
 # Regenerates the agent API's Go code (committed, so builds need no protoc).
 # Needs: apt-get install protobuf-compiler; go install

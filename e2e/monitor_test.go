@@ -54,13 +54,23 @@ func startServe(t testing.TB, args ...string) *server {
 	cmd := exec.Command(wanlabBin, append([]string{"serve", "--http", addr}, args...)...)
 	s := &server{t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, base: "http://" + addr}
 	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	if err := cmd.Start(); err != nil {
+	// Should this test binary die (a -timeout panic runs no cleanup), the
+	// service shuts down and takes its test-bed with it.
+	if err := testsupport.StartBound(cmd, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Signal(syscall.SIGINT)
-			cmd.Wait()
+			exited := make(chan struct{})
+			go func() { cmd.Wait(); close(exited) }()
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				t.Errorf("wanlab serve did not exit within a minute of Ctrl-C: killed")
+				cmd.Process.Kill()
+				<-exited
+			}
 		}
 	})
 	if !waitFor(2*time.Minute, func() bool { return strings.Contains(s.stdout.String(), "monitoring ") || cmd.ProcessState != nil }) {

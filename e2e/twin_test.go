@@ -142,10 +142,10 @@ func scoreWay(f fitted, d pathTruth, rtt, fittedRTT float64) (score, string) {
 // A known-truth path, 20 Mbit/s one way and 10 the other, 30 ms round
 // trip, a queue of one BDP each way, 0.5% Bernoulli loss on the way back:
 // wanlab twin fits it within the targets, and --check replays it.
-// The campaign's load (4 cubic streams) fills the queue of the lossy way
-// too, where one stream would not (Mathis: about 6.7 Mbit/s at 0.5% and
-// 30 ms), and the available bandwidth's upper bounds keep a clean path's
-// estimates from reading as cross traffic.
+// The campaign's UDP load above the capacity fills the queue of the lossy
+// way too, where one TCP stream would not (Mathis: about 6.7 Mbit/s at
+// 0.5% and 30 ms), and what gets through of it says the clean path
+// carries no cross traffic.
 func TestTwinKnownTruth(t *testing.T) {
 	fwd := pathTruth{rateBPS: 20e6, delayS: 0.015, queueBDP: 1}
 	rev := pathTruth{rateBPS: 10e6, delayS: 0.015, queueBDP: 1, loss: 0.005}

@@ -46,8 +46,8 @@ cross traffic (mean and pattern) and MTU, every value with a comment giving its 
 and 95% interval, and what could not be fitted listed as unknown with the default used.
 
 With --testbed or --inventory, twin runs a campaign through the agents first: the plan
-(traces, capacity, probes, available bandwidth, a 4-stream cubic load with probes, 1- and 8-stream
-TCP, each way) is printed to stderr, sized to --budget (default 110s) and to 1% of a day's
+(traces, capacity, probes, available bandwidth, a UDP load at 1.25x the capacity with probes,
+1- and 8-stream TCP, each way) is printed to stderr, sized to --budget (default 110s) and to 1% of a day's
 bytes_per_day of the agents' policy; a budget too small for the least campaign is refused
 (exit 2). Ctrl-C stops it: the twin is written from what was measured, the rest unknown
 (exit 1). A step the agents' policy refuses is named with its rule, and the campaign
@@ -239,7 +239,7 @@ func (v *twinVerb) run(ctx context.Context, stdout, stderr io.Writer) error {
 			outcome.Interrupted, outcome.Ran(), len(outcome.Steps), v.out)}
 	}
 	if v.check && stopped == nil {
-		replay, err := v.replay(ctx, stderr, p.ForCheck(), mtus)
+		replay, err := v.replay(ctx, stderr, p.ForCheck(), mtus, checkLoadRates(c, tw))
 		if err != nil {
 			return err
 		}
@@ -285,6 +285,22 @@ func (v *twinVerb) budgetRefused(stderr io.Writer, p *twin.Plan, err error) erro
 		return usageError{fmt.Errorf("%w: give a longer --budget", err)}
 	}
 	return err
+}
+
+// checkLoadRates are the rates of the check's UDP loads: the path's
+// campaign's, so that both see the same load; the twin's fitted rates
+// times the overload where it ran none (a history).
+func checkLoadRates(c twin.Campaign, tw *twin.Twin) map[[2]string]float64 {
+	rates := twinrun.LoadRates(c)
+	for _, w := range []struct {
+		way [2]string
+		bps float64
+	}{{[2]string{tw.A, tw.B}, tw.Forward.RateBPS}, {[2]string{tw.B, tw.A}, tw.Reverse.RateBPS}} {
+		if rates[w.way] == 0 {
+			rates[w.way] = twin.Overload * w.bps
+		}
+	}
+	return rates
 }
 
 // campaign runs the plan through the agents of the test-bed or the
@@ -333,7 +349,7 @@ func (v *twinVerb) campaign(ctx context.Context, stderr io.Writer) (*twinrun.Out
 	if err := twin.WritePlan(stderr, p); err != nil {
 		return nil, nil, err
 	}
-	o := v.measure(ctx, stderr, "twin campaign", p, twinrun.AgentMeasures(eps), mtus)
+	o := v.measure(ctx, stderr, "twin campaign", p, twinrun.AgentMeasures(eps), twinrun.Options{MTUs: mtus, MaxLoadBPS: maxPacedRate(eps)})
 	if o.Ran() == 0 && o.Interrupted == nil {
 		return nil, nil, fmt.Errorf("no step of the campaign of %s<->%s measured anything (the first one: %v)", v.from, v.to, firstError(o))
 	}
@@ -345,11 +361,12 @@ func (v *twinVerb) campaign(ctx context.Context, stderr io.Writer) (*twinrun.Out
 
 // measure runs the plan with a progress bar and reports each step that
 // failed or did not run.
-func (v *twinVerb) measure(ctx context.Context, stderr io.Writer, what string, p *twin.Plan, m twinrun.Measures, mtus []twin.MTU) *twinrun.Outcome {
+func (v *twinVerb) measure(ctx context.Context, stderr io.Writer, what string, p *twin.Plan, m twinrun.Measures, opts twinrun.Options) *twinrun.Outcome {
 	prog := newProgress(stderr, len(p.Steps), what)
-	o := twinrun.Run(ctx, p, m, twinrun.Options{MTUs: mtus, Progress: func(i, n int, s twin.Step) {
+	opts.Progress = func(i, n int, s twin.Step) {
 		prog.step(fmt.Sprintf("%s %s->%s (%.0fs)", s.Kind, s.From, s.To, s.Time.Seconds()))
-	}})
+	}
+	o := twinrun.Run(ctx, p, m, opts)
 	prog.done()
 	for i, s := range o.Steps {
 		switch {
@@ -389,9 +406,21 @@ func bytesPerDay(eps map[string]measure.Endpoint) int64 {
 	return least
 }
 
+// maxPacedRate is the least rate of paced (UDP) tests the agents' grants
+// allow (0: none said).
+func maxPacedRate(eps map[string]measure.Endpoint) float64 {
+	least := 0.0
+	for _, ep := range eps {
+		if r := float64(ep.Agent.Info.GetGrant().GetLimits().GetMaxRateBps()); r > 0 && (least == 0 || r < least) {
+			least = r
+		}
+	}
+	return least
+}
+
 // replay brings the written twin up as a test-bed, runs the plan on it
 // and takes it down (also on an error or Ctrl-C).
-func (v *twinVerb) replay(ctx context.Context, stderr io.Writer, p *twin.Plan, mtus []twin.MTU) (*twinrun.Outcome, error) {
+func (v *twinVerb) replay(ctx context.Context, stderr io.Writer, p *twin.Plan, mtus []twin.MTU, rates map[[2]string]float64) (*twinrun.Outcome, error) {
 	sp, err := loadPlan(v.out, false)
 	if err != nil {
 		return nil, fmt.Errorf("the twin %s: %w", v.out, err)
@@ -425,7 +454,7 @@ func (v *twinVerb) replay(ctx context.Context, stderr io.Writer, p *twin.Plan, m
 			}
 		}
 	}
-	return v.measure(ctx, stderr, "twin check", p, twinrun.AgentMeasures(eps), mtus), nil
+	return v.measure(ctx, stderr, "twin check", p, twinrun.AgentMeasures(eps), twinrun.Options{MTUs: mtus, LoadRates: rates, MaxLoadBPS: maxPacedRate(eps)}), nil
 }
 
 // history builds the campaign of the path from a serve archive's points

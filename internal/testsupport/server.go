@@ -151,6 +151,17 @@ func (in *instance) start(cmd *exec.Cmd) error {
 	return nil
 }
 
+// StartBound starts cmd so that it gets sig if this test binary dies (a
+// go test -timeout panic runs no cleanup): a service a test started
+// shuts down, and takes its test-bed down, with the test.
+func StartBound(cmd *exec.Cmd, sig syscall.Signal) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = sig
+	return spawn(cmd)
+}
+
 // spawnRequests carries commands to the one thread that starts servers.
 var (
 	spawnOnce     sync.Once

@@ -33,8 +33,8 @@ type Campaign struct {
 	// Summaries are rounds of probes of which only the summary is known
 	// (an archive's points): no per-probe series, so no loss runs.
 	Summaries []ProbeSummary
-	// Loads are impact tests: probes before and during a bulk TCP load on
-	// one direction.
+	// Loads are impact tests: probes before and during a bulk load (UDP
+	// above the capacity, or TCP) on one direction.
 	Loads []LoadTest
 	// Capacity are measure capacity's estimates (and those measure
 	// available makes first); Available measure available's.
@@ -89,17 +89,31 @@ type ProbeSummary struct {
 	OWDForward, OWDBack time.Duration
 }
 
-// LoadTest is an impact test (impact.Result): probes before a bulk TCP
-// load from LoadFrom to LoadTo and during it.
+// LoadTest is an impact test (impact.Result): probes before a bulk load
+// from LoadFrom to LoadTo and during it.
 type LoadTest struct {
 	LoadFrom, LoadTo string
 	Start            time.Time
 	Before, During   ProbeRound
-	Streams          int
-	// Retransmits are the load's: more than none says it reached the
+	// UDP says the load was UDP at TargetBPS (a TCP one otherwise).
+	UDP       bool
+	TargetBPS float64
+	Streams   int
+	// Retransmits are a TCP load's: more than none says it reached the
 	// point of loss, where the bottleneck queue is full.
-	Retransmits   int
-	ThroughputBPS float64
+	Retransmits int
+	// SentBPS is what the load's sender sent (0 unknown), ThroughputBPS
+	// what its receiver got.
+	SentBPS, ThroughputBPS float64
+}
+
+// Overloaded says a UDP load sent a tenth more than got through, with
+// the path's random loss (a ratio) put back: the bottleneck dropped the
+// rest, so the queue was full and what got through is what the cross
+// traffic left. It is judged by the receiver, not by a capacity estimate
+// that may be off.
+func (l LoadTest) Overloaded(loss float64) bool {
+	return l.UDP && l.ThroughputBPS > 0 && l.SentBPS > 1.1*l.ThroughputBPS/max(1-loss, 0.5)
 }
 
 // RateSample is one estimate of a rate in bit/s, with the spread the

@@ -37,8 +37,9 @@ func (f *Fit) fitCross(c Campaign, w way) {
 			ss = append(ss, sample{s.At, max(0, f.RateBPS-s.BPS), (s.High - s.Low) / 2, max(0, f.RateBPS-high)})
 		}
 	}
-	if len(ss) == 0 {
-		f.set(KeyCross, Estimate{Default: true, Evidence: "no available-bandwidth estimate: none assumed"})
+	over, overN := f.overloadCross(c, w)
+	if len(ss) == 0 && overN == 0 {
+		f.set(KeyCross, Estimate{Default: true, Evidence: "no available-bandwidth estimate and no load above the capacity: none assumed"})
 		f.unknown(KeyCross, "no available-bandwidth estimate of this direction", "no cross traffic")
 		return
 	}
@@ -46,6 +47,15 @@ func (f *Fit) fitCross(c Campaign, w way) {
 	vs, halves, leasts := make([]float64, len(ss)), make([]float64, len(ss)), make([]float64, len(ss))
 	for i, s := range ss {
 		vs[i], halves[i], leasts[i] = s.v, s.half, s.least
+	}
+	// A load above the capacity sees the cross traffic's mean over its
+	// seconds, which for one level is the mean, and reads right where the
+	// available-bandwidth trains cannot keep up with a fast path; two
+	// levels (onoff) change over seconds, which the samples spread over
+	// the campaign follow better than one load does.
+	if overN > 0 && !trainsAgree(vs, over, f.RateBPS) {
+		f.fitCrossOverload(over, overN)
+		return
 	}
 	mean, sd := meanSD(vs)
 	least, _ := meanSD(leasts)
@@ -103,4 +113,62 @@ func twoLevels(vs []float64, capacity float64) (on []float64, rate float64, ok b
 		return nil, 0, false
 	}
 	return high, hm, true
+}
+
+// trainsAgree says the available-bandwidth samples vs show two levels
+// (onoff, whose periods one load's seconds do not average) and the loads
+// saw cross traffic over at their busy level or their mean, within 15% of
+// the capacity. Two levels beside loads that saw next to none are trains
+// reading short at random (a sender that cannot keep up with a fast
+// path), not trusted for the pattern either.
+func trainsAgree(vs []float64, over, capacity float64) bool {
+	_, busy, two := twoLevels(vs, capacity)
+	if !two {
+		return false
+	}
+	mean, _ := meanSD(vs)
+	return math.Abs(busy-over) <= 0.15*capacity || math.Abs(mean-over) <= 0.15*capacity
+}
+
+// overloadCross is the mean cross traffic the way's UDP loads above the
+// capacity saw: the capacity less what got through, which the path's
+// random loss had thinned (the cross traffic does not yield to the load,
+// so the load gets the rest); n counts the loads.
+func (f *Fit) overloadCross(c Campaign, w way) (mean float64, n int) {
+	var sum float64
+	for _, l := range c.Loads {
+		if w.is(l.LoadFrom, l.LoadTo) && l.Overloaded(f.Loss) {
+			got := l.ThroughputBPS / max(1-f.Loss, 0.5)
+			sum, n = sum+max(0, f.RateBPS-got), n+1
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
+}
+
+// overloadNone is the least cross traffic, over the capacity, that loads
+// above it say is there: less is within the capacity estimate's error.
+const overloadNone = 0.03
+
+// fitCrossOverload fits the cross traffic, of one level, from n loads
+// above the capacity that saw mean of it.
+func (f *Fit) fitCrossOverload(mean float64, n int) {
+	rate := f.Evidence[KeyRate]
+	// The capacity's interval bounds the mean's.
+	half := max(rate.High-rate.Value, rate.Value-rate.Low, 0.01*f.RateBPS)
+	e := Estimate{Value: mean, Low: max(0, mean-half), High: min(f.RateBPS, mean+half), Samples: n,
+		Evidence: fmt.Sprintf("the capacity less what %d UDP load(s) at %gx it got through (with the path's random loss put back): the cross traffic that does not yield", n, Overload)}
+	if mean < overloadNone*f.RateBPS {
+		e.Evidence += fmt.Sprintf(": none to speak of (under %g%% of the capacity, its estimate's error)", 100*overloadNone)
+		e.Value, e.Low = 0, 0
+		f.CrossBPS = 0
+		f.set(KeyCross, e)
+		return
+	}
+	f.CrossBPS = mean
+	f.Cross = &Cross{Pattern: Poisson, RateBPS: mean}
+	e.Evidence += "; poisson, the scenario's default pattern (no two levels in the available-bandwidth samples that the load agrees with)"
+	f.set(KeyCross, e)
 }

@@ -48,8 +48,8 @@ func New(c Campaign) (*Twin, error) {
 	for i, w := range ways {
 		f := fits[i]
 		f.fitRate(seg, w)
-		f.fitCross(seg, w)
 		f.fitLoss(seg, w)
+		f.fitCross(seg, w)
 		f.fitMTU(seg, w)
 		rho[i] = min(f.CrossBPS/f.RateBPS, 0.9)
 	}
@@ -198,7 +198,10 @@ func (f *Fit) fitMTU(c Campaign, w way) {
 }
 
 // fitQueue fits the bottleneck queue from the loads: the delay a load
-// adds to the direction, up to the point of loss, times the rate.
+// adds to the direction with the queue full, times the rate. A load
+// fills it when a TCP one loses (at the point of loss), or a UDP one
+// sends more than gets through and its delays stop growing; else the
+// queue is at least what the load added.
 func (f *Fit) fitQueue(c Campaign, w way, rho, rttS float64) {
 	var qs, los, his []float64
 	atLeast, n := false, 0
@@ -215,7 +218,12 @@ func (f *Fit) fitQueue(c Campaign, w way, rho, rttS float64) {
 		q := func(d float64) float64 { return max(0, d-base) * f.RateBPS / 8 }
 		qs, los, his = append(qs, q(quantile(during, 0.99))), append(los, q(quantile(during, 0.9))), append(his, q(quantile(during, 1)))
 		n += len(during)
-		atLeast = atLeast || l.Retransmits == 0 && !anyLost(l.During.Probes)
+		added := make([]float64, len(during))
+		for k, d := range during {
+			added[k] = d - base
+		}
+		full := !l.UDP && (l.Retransmits > 0 || anyLost(l.During.Probes)) || l.Overloaded(f.Loss) && plateaued(added, f.JitterS)
+		atLeast = atLeast || !full
 	}
 	bdp := f.RateBPS * rttS / 8
 	if len(qs) == 0 {
@@ -231,8 +239,8 @@ func (f *Fit) fitQueue(c Campaign, w way, rho, rttS float64) {
 		Evidence: fmt.Sprintf("the delay %d loads added to %s at their peak (p99 of %d probes; p90-max as the interval), times the rate", len(qs), w, n)}
 	if atLeast {
 		e.AtLeast, e.High = true, 0
-		e.Evidence += "; no load reached loss, so the queue is at least this"
-		f.unknown(KeyQueue, "no load reached the point of loss", "the largest delay a load added (a lower bound)")
+		e.Evidence += "; no load filled it, so the queue is at least this"
+		f.unknown(KeyQueue, "no load filled the queue", "the largest delay a load added (a lower bound)")
 	}
 	f.QueueBytes = int64(math.Round(e.Value))
 	if min1 := int64(f.MTU); f.QueueBytes < min1 {
@@ -247,6 +255,19 @@ func (f *Fit) fitQueue(c Campaign, w way, rho, rttS float64) {
 		e.Evidence += fmt.Sprintf("; %.3f BDP: a very small buffer, or the load did not fill it", f.QueueBDP)
 	}
 	f.set(KeyQueue, e)
+}
+
+// plateaued says the delays a load added (in seconds, in the order sent)
+// stopped growing: the median of their last fifth is within twice the
+// jitter, or 5%, of the fifth's before (a queue still filling at the end
+// of its load was not full).
+func plateaued(added []float64, jitterS float64) bool {
+	k := len(added) / 5
+	if k < 3 {
+		return false
+	}
+	last, before := median(added[len(added)-k:]), median(added[len(added)-2*k:len(added)-k])
+	return last-before <= max(2*jitterS, 0.05*before)
 }
 
 func anyLost(ps []Probe) bool {

@@ -97,6 +97,15 @@ var knownTruth = []struct {
 	{"route-change", truth{seed: 8, mtu: 1500, stepAt: 25e9, routeStep: 0.015, dir: [2]dirTruth{
 		{rate: 50e6, delay: 0.02, jitter: 0.2e-3, queue: 1, loss: 0.01},
 		{rate: 50e6, delay: 0.02, jitter: 0.2e-3, queue: 1, loss: 0.01}}}},
+	// A fast path whose available-bandwidth trains read 40% short: the
+	// loads above the capacity see no cross traffic.
+	{"1Gbit-trains-short", truth{seed: 10, mtu: 1500, availLow: 0.4, dir: [2]dirTruth{
+		{rate: 1e9, delay: 0.02, jitter: 0.1e-3, queue: 1, loss: 0.002},
+		{rate: 600e6, delay: 0.02, jitter: 0.1e-3, queue: 2, cross: 0.2}}}},
+	// An older campaign's TCP loads: the cross traffic from the trains.
+	{"tcp-loads", truth{seed: 11, mtu: 1500, tcpLoads: true, dir: [2]dirTruth{
+		{rate: 100e6, delay: 0.02, jitter: 0.2e-3, queue: 1, loss: 0.005, cross: 0.3},
+		{rate: 50e6, delay: 0.02, jitter: 0.2e-3, queue: 0.5}}}},
 	{"onoff-cross", truth{seed: 9, mtu: 1500, availables: 12, dir: [2]dirTruth{
 		{rate: 100e6, delay: 0.03, jitter: 0.2e-3, queue: 1, loss: 0.01, cross: 0.3, onoff: true},
 		{rate: 100e6, delay: 0.03, jitter: 0.2e-3, queue: 1, loss: 0.01}}}},

@@ -47,11 +47,14 @@ type Step struct {
 	Count    int           `json:"count,omitempty"`
 	Interval time.Duration `json:"interval_ns,omitempty"`
 	Size     int           `json:"size,omitempty"`
-	// Load is a TCP load's (impact) or test's (throughput) length and streams.
+	// Load is a load's (impact) or TCP test's (throughput) length and streams.
 	Load    time.Duration `json:"load_ns,omitempty"`
 	Streams int           `json:"streams,omitempty"`
-	// Congestion is the load's congestion control, "" the sender's default.
-	Congestion string `json:"congestion,omitempty"`
+	// Overload is an impact's UDP load as a multiple of its direction's
+	// capacity (the campaign's estimates, else RateBPS).
+	Overload float64 `json:"overload,omitempty"`
+	// RateBPS is the rate the plan expects the step's direction to have.
+	RateBPS float64 `json:"rate_bps,omitempty"`
 	// Phase is an impact's probing before and after its load.
 	Phase time.Duration `json:"phase_ns,omitempty"`
 	// Time and Bytes are what the step is expected to take and send (at
@@ -70,12 +73,18 @@ type Plan struct {
 	Bytes   int64         `json:"bytes"`
 }
 
-// LoadCongestion is the congestion control of the load that finds the
-// queue: a loss-based one, which fills the queue up to its first drop.
-const LoadCongestion = "cubic"
+// Overload is the rate of the load that finds the queue and the cross
+// traffic, over the direction's capacity: a UDP load above the capacity
+// fills the bottleneck queue whatever the path's random loss (which keeps
+// TCP from filling a large one), so the delay it adds at its peak is the
+// queue; what gets through is the capacity less the cross traffic, which
+// does not yield to it. A quarter above fills 4 BDP of a 300 ms path
+// within a 6 s load.
+const Overload = 1.25
 
-// QueueStreams is how many streams that load runs.
-const QueueStreams = 4
+// QueueStreams is how many UDP streams that load runs (a sender's cores
+// share the rate).
+const QueueStreams = 2
 
 // Costs of the measurements (from internal/measure and the verbs).
 const (
@@ -104,9 +113,10 @@ var shapes = []shape{
 // NewPlan lists the campaign of the path between a and b, whose rate is
 // about rateBPS, within budget: traces, capacity estimates at its start and
 // end, an unloaded round of probes each way, available bandwidth over
-// time, a loss-based load of QueueStreams streams with probes before and
-// during it (the queue), and 1- and 8-stream tests each way. It shortens the probes and the loads
-// (down to a floor) to fit, or says by how much it cannot.
+// time, a UDP load of Overload times the capacity with probes before and
+// during it (the queue and the cross traffic), and 1- and 8-stream tests
+// each way. It shortens the probes and the loads (down to a floor) to
+// fit, or says by how much it cannot.
 func NewPlan(a, b string, budget Budget, rateBPS float64) (*Plan, error) {
 	if rateBPS <= 0 {
 		return nil, fmt.Errorf("planning a campaign: the path's rough rate must be above 0, not %g", rateBPS)
@@ -161,12 +171,9 @@ func plan(a, b string, rate float64, s shape) *Plan {
 	both(available)
 	both(func(from, to string) {
 		pn := int(s.phase / probeInterval)
-		// A loss-based congestion control fills the queue until it drops
-		// (BBR, many hosts' default, keeps it nearly empty), and several
-		// streams fill it where random losses keep one from doing so.
-		add(Step{Kind: StepImpact, From: from, To: to, Count: pn, Interval: probeInterval, Size: probeSize, Load: s.load, Streams: QueueStreams, Congestion: LoadCongestion, Phase: s.phase,
-			Time: 2*s.phase + s.load + 2*settle + 3*setup, Bytes: bytesIn(s.load) + int64(4*pn*(probeSize+headerBytes)),
-			Why: fmt.Sprintf("the delay a %d-stream %s load adds up to the point of loss: the queue", QueueStreams, LoadCongestion)})
+		add(Step{Kind: StepImpact, From: from, To: to, Count: pn, Interval: probeInterval, Size: probeSize, Load: s.load, Streams: QueueStreams, Overload: Overload, RateBPS: rate, Phase: s.phase,
+			Time: 2*s.phase + s.load + 2*settle + 3*setup, Bytes: int64(Overload*float64(bytesIn(s.load))) + int64(4*pn*(probeSize+headerBytes)),
+			Why: fmt.Sprintf("a UDP load at %gx the capacity: the delay it adds with the queue full (the queue), what gets through (the cross traffic)", Overload)})
 	})
 	for _, n := range []int{1, 8} {
 		both(func(from, to string) {

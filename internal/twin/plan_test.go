@@ -82,7 +82,7 @@ func TestWritePlan(t *testing.T) {
 	if err := WritePlan(&b, p); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(b.Bytes(), []byte("impact 4 stream(s) 6s")) || !bytes.Contains(b.Bytes(), []byte("total ")) {
+	if !bytes.Contains(b.Bytes(), []byte("impact 2 stream(s) 6s")) || !bytes.Contains(b.Bytes(), []byte("a UDP load at 1.25x the capacity")) || !bytes.Contains(b.Bytes(), []byte("total ")) {
 		t.Errorf("plan:\n%s", b.String())
 	}
 }

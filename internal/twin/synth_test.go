@@ -39,6 +39,12 @@ type truth struct {
 	skip map[string]bool
 	// availables are the available-bandwidth estimates each way (2 unless set).
 	availables int
+	// tcpLoads makes the loads TCP ones (a campaign before the UDP
+	// overload), whose received rate says nothing of the cross traffic.
+	tcpLoads bool
+	// availLow is the share of the rate the available-bandwidth trains
+	// read short (a sender that cannot keep up with a fast path).
+	availLow float64
 }
 
 // queueBytes is the direction's queue in bytes, as the test-bed would
@@ -259,7 +265,7 @@ func (s *synth) available(i int) {
 	}
 	from, to := s.way(i)
 	c := s.rate(i)
-	a := min(c, max(0, c*(1-s.crossNow(i))+0.02*c*s.rng.NormFloat64()))
+	a := min(c, max(0, c*(1-s.crossNow(i)-s.tr.availLow)+0.02*c*s.rng.NormFloat64()))
 	s.c.Available = append(s.c.Available, RateSample{From: from, To: to, At: s.now, BPS: a, Low: a - 0.02*c, High: a + 0.02*c, N: 8})
 }
 
@@ -269,6 +275,10 @@ func (s *synth) available(i int) {
 func (s *synth) load(i int) {
 	if s.tr.skip["loads"] {
 		s.now = s.now.Add(15 * time.Second)
+		return
+	}
+	if !s.tr.tcpLoads {
+		s.overload(i)
 		return
 	}
 	from, to := s.way(i)
@@ -291,6 +301,42 @@ func (s *synth) load(i int) {
 	l.ThroughputBPS = rate * (1 - s.tr.dir[i].cross) * 0.9
 	s.c.Loads = append(s.c.Loads, l)
 	s.c.Throughput = append(s.c.Throughput, ThroughputSample{From: from, To: to, At: l.Start, Streams: 1, BPS: l.ThroughputBPS, Retransmits: 40, Seconds: 8})
+}
+
+// overload is an impact test of way i under a UDP load at Overload
+// times the rate for 6 s: the queue fills at what the load and the cross
+// traffic bring above the rate, then stays full (probes drop in
+// proportion); what gets through is the rate less the cross traffic,
+// thinned by the random loss.
+func (s *synth) overload(i int) {
+	from, to := s.way(i)
+	l := LoadTest{LoadFrom: from, LoadTo: to, Start: s.now, UDP: true, Streams: 2}
+	l.Before = s.probes(i, 200, none, true)
+	rate := s.rate(i)
+	full := s.tr.queueBytes(i) * 8 / rate
+	l.TargetBPS = Overload * rate * (1 + 0.01*s.rng.NormFloat64())
+	var crossSum float64
+	var elapsed time.Duration
+	queued := func(w int, at time.Duration) float64 {
+		if w != i {
+			return -1
+		}
+		cross := s.crossNow(i)
+		crossSum, elapsed = crossSum+cross, elapsed+1
+		// Seconds of queue gained a second: the excess arrival over the rate.
+		return min(full, (at+time.Second).Seconds()*max(l.TargetBPS/rate+cross-1, 0.01))
+	}
+	s.now = s.now.Add(time.Second)
+	l.During = s.probes(i, 450, queued, true)
+	for k := range l.During.Probes {
+		// A full queue drops what arrives above the rate.
+		if s.rng.Float64() < 1-1/(l.TargetBPS/rate+s.tr.dir[i].cross) {
+			l.During.Probes[k] = Probe{Sent: l.During.Probes[k].Sent, Lost: true}
+		}
+	}
+	l.SentBPS = l.TargetBPS * 0.995
+	l.ThroughputBPS = rate * (1 - crossSum/max(float64(elapsed), 1)) * (1 - s.tr.dir[i].meanLoss()) * (1 + 0.005*s.rng.NormFloat64())
+	s.c.Loads = append(s.c.Loads, l)
 }
 
 func (s *synth) throughput(i int) {

@@ -61,19 +61,25 @@ func addAvailable(c *twin.Campaign, at time.Time, r *measure.AvailableResult) {
 }
 
 // addImpact adds a load test whose probes before and during it came
-// back, and its load as a throughput sample (of its streams).
-func addImpact(c *twin.Campaign, from, to string, r *impact.Result) {
-	if r == nil || r.Before == nil || r.During == nil || len(r.Before.Probes) == 0 || len(r.During.Probes) == 0 {
+// back: a UDP load (udpRate above 0) with what it sent and got through,
+// a TCP one also as a throughput sample (of its streams).
+//
+// A load that did not run (refused: a policy's rate under the overload's)
+// or a UDP one cut short leaves its probes unloaded, or loaded for an
+// unknown part: it is no load test.
+func addImpact(c *twin.Campaign, from, to string, udpRate float64, r *impact.Result) {
+	if r == nil || r.Before == nil || r.During == nil || len(r.Before.Probes) == 0 || len(r.During.Probes) == 0 ||
+		r.Load == nil || udpRate > 0 && r.Load.Partial {
 		return
 	}
-	l := twin.LoadTest{LoadFrom: from, LoadTo: to, Start: r.LoadStart, Before: Round(r.Before), During: Round(r.During)}
-	if r.Load != nil {
-		l.Streams = r.Load.Start.Streams
-		l.Retransmits = int(retransmits(r.Load))
-		l.ThroughputBPS = r.Load.End.SumReceived.BitsPerSecond
-		if s, ok := throughputSample(r.LoadStart, r.Load); ok {
-			c.Throughput = append(c.Throughput, s)
-		}
+	l := twin.LoadTest{LoadFrom: from, LoadTo: to, Start: r.LoadStart, Before: Round(r.Before), During: Round(r.During), UDP: udpRate > 0, TargetBPS: udpRate}
+	l.Streams = r.Load.Start.Streams
+	l.Retransmits = int(retransmits(r.Load))
+	if !r.Load.Partial {
+		l.SentBPS, l.ThroughputBPS = r.Load.End.SumSent.BitsPerSecond, r.Load.End.SumReceived.BitsPerSecond
+	}
+	if s, ok := throughputSample(r.LoadStart, r.Load); ok && !l.UDP {
+		c.Throughput = append(c.Throughput, s)
 	}
 	c.Loads = append(c.Loads, l)
 }

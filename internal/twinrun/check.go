@@ -241,7 +241,7 @@ func rttWhy(fit *twin.Fit, m, r float64) string {
 	case q.Default:
 		return "queue: no loaded test, so the twin has the default queue"
 	case q.AtLeast && r < m:
-		return "queue: a lower bound (no load reached loss), and the path's filled further"
+		return "queue: a lower bound (no load filled it: no loss under load, or a sender that could not send above the capacity), and the path's filled further"
 	case r < m:
 		return "queue: the path's delay under load grew past what the fitted drop-tail queue holds (a queue in packets, or delay added elsewhere under load)"
 	}

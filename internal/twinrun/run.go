@@ -89,6 +89,14 @@ type Options struct {
 	// Grace is how far past the budget's time a step may still begin
 	// (the plan's times are estimates); 0: a tenth of the budget.
 	Grace time.Duration
+	// LoadRates are the UDP loads' rates by direction ({from, to}): a
+	// check replays the path's (LoadRates); unset, a load runs at its
+	// step's Overload times the direction's capacity estimates so far.
+	LoadRates map[[2]string]float64
+	// MaxLoadBPS caps the UDP loads (the agents' grants' rate for paced
+	// tests, 0 none): a load at the cap may not fill the queue, which its
+	// fit then judges by what got through.
+	MaxLoadBPS float64
 }
 
 // StepResult is what became of one step of the plan.
@@ -169,7 +177,7 @@ func Run(ctx context.Context, p *twin.Plan, m Measures, o Options) *Outcome {
 			o.Progress(i, len(p.Steps), s)
 		}
 		r.Start = time.Now()
-		sent, err := out.run(hard, m, s, o.MTUs)
+		sent, err := out.run(hard, m, s, o)
 		r.Took, r.Err = time.Since(r.Start), err
 		switch {
 		case ctx.Err() != nil:
@@ -206,7 +214,8 @@ const (
 
 // run runs one step and adds what it measured to the campaign; it
 // returns the bytes it sent.
-func (o *Outcome) run(ctx context.Context, m Measures, s twin.Step, mtus []twin.MTU) (int64, error) {
+func (o *Outcome) run(ctx context.Context, m Measures, s twin.Step, opts Options) (int64, error) {
+	mtus := opts.MTUs
 	at := time.Now()
 	c := &o.Campaign
 	switch s.Kind {
@@ -233,10 +242,15 @@ func (o *Outcome) run(ctx context.Context, m Measures, s twin.Step, mtus []twin.
 		}
 		return r.Bytes, err
 	case twin.StepImpact:
-		spec := impact.Spec{Phase: s.Phase, Interval: s.Interval, Size: s.Size,
-			Load: throughput.Spec{Protocol: throughput.TCP, Streams: s.Streams, Duration: s.Load, Congestion: s.Congestion, Interval: time.Second}}
-		r, err := m.Impact(ctx, s.From, s.To, spec)
-		addImpact(c, s.From, s.To, r)
+		load := throughput.Spec{Protocol: throughput.TCP, Streams: s.Streams, Duration: s.Load, Interval: time.Second}
+		if s.Overload > 0 {
+			load.Protocol, load.UDPRate, load.UDPLength = throughput.UDP, loadRate(c, s, opts.LoadRates), bandwidthSize(mtus)
+			if opts.MaxLoadBPS > 0 {
+				load.UDPRate = min(load.UDPRate, opts.MaxLoadBPS)
+			}
+		}
+		r, err := m.Impact(ctx, s.From, s.To, impact.Spec{Phase: s.Phase, Interval: s.Interval, Size: s.Size, Load: load})
+		addImpact(c, s.From, s.To, load.UDPRate, r)
 		if r == nil {
 			return 0, err
 		}
@@ -247,6 +261,37 @@ func (o *Outcome) run(ctx context.Context, m Measures, s twin.Step, mtus []twin.
 		return sentBytes(r), err
 	}
 	return 0, fmt.Errorf("a campaign step of kind %q: no such measurement", s.Kind)
+}
+
+// loadRate is a UDP load's rate: the one given for its direction, else
+// the step's Overload times the median of the direction's capacity
+// estimates so far, else times the rate the plan expects.
+func loadRate(c *twin.Campaign, s twin.Step, given map[[2]string]float64) float64 {
+	if r := given[[2]string{s.From, s.To}]; r > 0 {
+		return r
+	}
+	var caps []float64
+	for _, r := range c.Capacity {
+		if r.From == s.From && r.To == s.To && r.BPS > 0 {
+			caps = append(caps, r.BPS)
+		}
+	}
+	if m, ok := medianOf(caps); ok {
+		return s.Overload * m
+	}
+	return s.Overload * s.RateBPS
+}
+
+// LoadRates are the rates of a campaign's UDP loads by direction, which
+// its check replays.
+func LoadRates(c twin.Campaign) map[[2]string]float64 {
+	out := map[[2]string]float64{}
+	for _, l := range c.Loads {
+		if l.UDP && l.TargetBPS > 0 {
+			out[[2]string{l.LoadFrom, l.LoadTo}] = l.TargetBPS
+		}
+	}
+	return out
 }
 
 // probeBytes are what a round of probes sent, both ways, on the IP layer.

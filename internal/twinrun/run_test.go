@@ -21,6 +21,8 @@ type fake struct {
 	asked  []string
 	refuse string // a kind the policy refuses
 	onStep func(kind string)
+	// udpRates are the rates the UDP loads asked for.
+	udpRates []float64
 }
 
 var errRefused = errors.New(`agent on b refuses a throughput test: rule "lab" of policy.yaml does not allow it`)
@@ -73,8 +75,13 @@ func (f *fake) measures() Measures {
 		},
 		Impact: func(ctx context.Context, from, to string, spec impact.Spec) (*impact.Result, error) {
 			ps := probe.Spec{Count: max(5, int(spec.Phase/spec.Interval)), Interval: spec.Interval, Size: spec.Size, Timeout: time.Second}
+			load := tcp(from, to, spec.Load.Streams, 18e6)
+			if spec.Load.Protocol == throughput.UDP {
+				f.udpRates = append(f.udpRates, spec.Load.UDPRate)
+				load.Start.Protocol, load.End.SumSent.BitsPerSecond = "udp", spec.Load.UDPRate
+			}
 			return &impact.Result{Before: summary(from, to, ps), During: summary(from, to, ps), LoadStart: time.Now(),
-				Load: tcp(from, to, spec.Load.Streams, 18e6)}, f.ask("impact", from, to)
+				Load: load}, f.ask("impact", from, to)
 		},
 		Throughput: func(ctx context.Context, from, to string, spec throughput.Spec) (*throughput.Result, error) {
 			if err := f.ask("throughput", from, to); err != nil {
@@ -118,12 +125,24 @@ func TestRunFillsTheCampaign(t *testing.T) {
 	if c.A != "a" || c.B != "b" || len(c.Traces) != count(twin.StepTrace) || len(c.Probes) != count(twin.StepProbe) ||
 		len(c.Loads) != count(twin.StepImpact) || len(c.Available) != count(twin.StepAvailable) ||
 		len(c.Capacity) != count(twin.StepCapacity)+count(twin.StepAvailable) ||
-		len(c.Throughput) != count(twin.StepImpact)+count(twin.StepThroughput) || !slices.Equal(c.MTUs, mtus) {
+		len(c.Throughput) != count(twin.StepThroughput) || !slices.Equal(c.MTUs, mtus) {
 		t.Errorf("campaign %d traces, %d probe rounds, %d loads, %d available, %d capacity, %d throughput, MTUs %v; not what the plan's steps give",
 			len(c.Traces), len(c.Probes), len(c.Loads), len(c.Available), len(c.Capacity), len(c.Throughput), c.MTUs)
 	}
 	if o.Bytes <= 0 {
 		t.Errorf("bytes %d, want what the steps sent", o.Bytes)
+	}
+	// The loads run at 1.25x the capacity the campaign measured first.
+	if len(f.udpRates) != count(twin.StepImpact) || slices.ContainsFunc(f.udpRates, func(r float64) bool { return r != twin.Overload*20e6 }) {
+		t.Errorf("UDP loads at %v bit/s, want each at %g", f.udpRates, twin.Overload*20e6)
+	}
+	if got := LoadRates(c); got[[2]string{"a", "b"}] != twin.Overload*20e6 || got[[2]string{"b", "a"}] != twin.Overload*20e6 {
+		t.Errorf("LoadRates %v, want both ways' %g", got, twin.Overload*20e6)
+	}
+	for _, l := range c.Loads {
+		if !l.UDP || !l.Overloaded(0) {
+			t.Errorf("load %s->%s: UDP %v, overloaded %v; want a UDP load above the capacity", l.LoadFrom, l.LoadTo, l.UDP, l.Overloaded(0))
+		}
 	}
 	tw, err := twin.New(c)
 	if err != nil {
@@ -237,5 +256,36 @@ func TestAgentMeasuresNeedTheHosts(t *testing.T) {
 	}
 	if _, err := m.Trace(context.Background(), "c", "a"); !errors.Is(err, measure.ErrNoHost) {
 		t.Errorf("trace from a host with no endpoint: %v, want ErrNoHost", err)
+	}
+}
+
+// A UDP load the policy refuses leaves its probes unloaded: no load test;
+// a check's loads run at the rates given.
+func TestRunUDPLoads(t *testing.T) {
+	p := testPlan(t, twin.DefaultDuration)
+	f := &fake{}
+	m := f.measures()
+	m.Impact = func(ctx context.Context, from, to string, spec impact.Spec) (*impact.Result, error) {
+		f.udpRates = append(f.udpRates, spec.Load.UDPRate)
+		ps := probe.Spec{Count: 10, Interval: spec.Interval, Size: spec.Size, Timeout: time.Second}
+		// As impact.Measure: the probes ran, the load was refused.
+		return &impact.Result{Before: summary(from, to, ps), During: summary(from, to, ps), LoadStart: time.Now(), Partial: true}, errRefused
+	}
+	rates := map[[2]string]float64{{"a", "b"}: 31e6, {"b", "a"}: 17e6}
+	o := Run(context.Background(), p, m, Options{LoadRates: rates})
+	if len(o.Campaign.Loads) != 0 {
+		t.Errorf("%d load tests from refused loads, want none", len(o.Campaign.Loads))
+	}
+	if !slices.Equal(f.udpRates, []float64{31e6, 17e6}) {
+		t.Errorf("loads at %v bit/s, want the rates given (31e6, 17e6)", f.udpRates)
+	}
+}
+
+// The agents' rate for paced tests caps the loads.
+func TestRunUDPLoadsCapped(t *testing.T) {
+	f := &fake{}
+	Run(context.Background(), testPlan(t, twin.DefaultDuration), f.measures(), Options{MaxLoadBPS: 22e6})
+	if !slices.Equal(f.udpRates, []float64{22e6, 22e6}) {
+		t.Errorf("loads at %v bit/s, want both at the cap of 22e6 (not 1.25x the 20e6 capacity)", f.udpRates)
 	}
 }

@@ -112,7 +112,8 @@ func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []stri
 type Inference struct {
 	segment.Result
 	// Lingering are the directions of the Unexplained paths (those with
-	// none left out).
+	// none left out), and of the loss routes above their threshold that
+	// their counts do not prove: evidence that has not gone.
 	Lingering [][]string
 }
 
@@ -129,6 +130,16 @@ func (d *Detector) Infer(paths []PathStatus, via func(src, dst string) []string,
 		i := slices.IndexFunc(obs, func(o segment.Observation) bool { return o.Path == e.Path && o.Figure == e.Figure })
 		if i >= 0 && len(obs[i].Dirs) > 0 {
 			out.Lingering = append(out.Lingering, obs[i].Dirs)
+		}
+	}
+	// A route losing more than its threshold, though too few probes prove
+	// it, still crosses an open incident's segment: a direction that only
+	// one route crosses (a point-to-point link's) leaves its incident
+	// missing whenever that route's summary falls short of proof, and the
+	// incident would close and open twice for one fault.
+	for _, r := range d.lossRoutes(paths, via) {
+		if float64(r.lost) > r.threshold*float64(r.of) && !slices.ContainsFunc(out.Lingering, func(dirs []string) bool { return slices.Equal(dirs, r.dirs) }) {
+			out.Lingering = append(out.Lingering, r.dirs)
 		}
 	}
 	return out, nil

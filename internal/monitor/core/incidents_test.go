@@ -236,6 +236,21 @@ func TestInferLingering(t *testing.T) {
 	}
 }
 
+// A route losing more than its threshold that its counts do not prove (6
+// of 200 against 2%: no judgement, so not Unexplained) lingers too: a
+// direction only it crosses keeps its open incident.
+func TestInferLingeringUnproven(t *testing.T) {
+	d := NewDetector(starConfig(t))
+	lost := func(from, to string) int { return map[bool]int{true: 3}[from == "a" && to == "d"] }
+	inf, err := d.Infer(withLoss(starPaths(true), 100, lost), starVia, SourceExpected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inf.Incidents) != 0 || len(inf.Unexplained) != 0 || len(inf.Lingering) != 1 || !slices.Equal(inf.Lingering[0], []string{"a.out", "d.in"}) {
+		t.Errorf("incidents %+v, unexplained %v, lingering %v: want none, none, and a -> d's directions", inf.Incidents, inf.Unexplained, inf.Lingering)
+	}
+}
+
 // An open incident whose paths' alerts flap is not missing while an
 // affected path that nothing explains still crosses its segment; it
 // closes once none does.
