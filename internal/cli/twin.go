@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wanlab/wanlab/internal/agent/agentpb"
 	"github.com/wanlab/wanlab/internal/archive"
 	"github.com/wanlab/wanlab/internal/measure"
 	"github.com/wanlab/wanlab/internal/measure/endpoints"
@@ -394,25 +395,24 @@ func firstError(o *twinrun.Outcome) error {
 // bytesPerDay is the least bytes_per_day the agents' policies grant this
 // controller (the default policy's where they grant nothing: a test-bed's).
 func bytesPerDay(eps map[string]measure.Endpoint) int64 {
-	least := int64(0)
-	for _, ep := range eps {
-		if b := int64(ep.Agent.Info.GetGrant().GetBytesPerDay()); b > 0 && (least == 0 || b < least) {
-			least = b
-		}
+	if least := leastGrant(eps, func(g *agentpb.Grant) uint64 { return g.GetBytesPerDay() }); least > 0 {
+		return int64(least)
 	}
-	if least == 0 {
-		return policy.DefaultBytesPerDay
-	}
-	return least
+	return policy.DefaultBytesPerDay
 }
 
 // maxPacedRate is the least rate of paced (UDP) tests the agents' grants
 // allow (0: none said).
 func maxPacedRate(eps map[string]measure.Endpoint) float64 {
-	least := 0.0
+	return float64(leastGrant(eps, func(g *agentpb.Grant) uint64 { return g.GetLimits().GetMaxRateBps() }))
+}
+
+// leastGrant is the least value of the agents' grants above 0 (0: none).
+func leastGrant(eps map[string]measure.Endpoint, value func(*agentpb.Grant) uint64) uint64 {
+	least := uint64(0)
 	for _, ep := range eps {
-		if r := float64(ep.Agent.Info.GetGrant().GetLimits().GetMaxRateBps()); r > 0 && (least == 0 || r < least) {
-			least = r
+		if v := value(ep.Agent.Info.GetGrant()); v > 0 && (least == 0 || v < least) {
+			least = v
 		}
 	}
 	return least

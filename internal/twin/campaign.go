@@ -113,7 +113,14 @@ type LoadTest struct {
 // traffic left. It is judged by the receiver, not by a capacity estimate
 // that may be off.
 func (l LoadTest) Overloaded(loss float64) bool {
-	return l.UDP && l.ThroughputBPS > 0 && l.SentBPS > 1.1*l.ThroughputBPS/max(1-loss, 0.5)
+	return l.UDP && l.ThroughputBPS > 0 && l.SentBPS > 1.1*l.Through(loss)
+}
+
+// Through is what the bottleneck let through of the load: what its
+// receiver got, with the path's random loss (a ratio, at most a half
+// counted) put back.
+func (l LoadTest) Through(loss float64) float64 {
+	return l.ThroughputBPS / max(1-loss, 0.5)
 }
 
 // RateSample is one estimate of a rate in bit/s, with the spread the

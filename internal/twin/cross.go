@@ -138,8 +138,7 @@ func (f *Fit) overloadCross(c Campaign, w way) (mean float64, n int) {
 	var sum float64
 	for _, l := range c.Loads {
 		if w.is(l.LoadFrom, l.LoadTo) && l.Overloaded(f.Loss) {
-			got := l.ThroughputBPS / max(1-f.Loss, 0.5)
-			sum, n = sum+max(0, f.RateBPS-got), n+1
+			sum, n = sum+max(0, f.RateBPS-l.Through(f.Loss)), n+1
 		}
 	}
 	if n == 0 {

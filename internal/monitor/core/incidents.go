@@ -59,7 +59,12 @@ type PathStatus struct {
 // healthy, it would rule out the very segment at fault while a fault's
 // paths fire one after the other.
 func (d *Detector) Segments(paths []PathStatus, via func(src, dst string) []string, source string) []segment.Observation {
-	out := lossSegments(d.lossRoutes(paths, via), source)
+	return d.segments(paths, via, source, d.lossRoutes(paths, via))
+}
+
+// segments are Segments with the paths' loss routes already counted.
+func (d *Detector) segments(paths []PathStatus, via func(src, dst string) []string, source string, routes []*lossRoute) []segment.Observation {
+	out := lossSegments(routes, source)
 	add := func(k PathKey, rule, figure, suffix string, dirs []string) {
 		ak := alertKey{k, rule}
 		_, active := d.active[ak]
@@ -120,7 +125,8 @@ type Inference struct {
 // Infer explains the paths' verdicts (Segments), and more observations
 // (OneWay.Segments), by faulty segments.
 func (d *Detector) Infer(paths []PathStatus, via func(src, dst string) []string, source string, more ...segment.Observation) (Inference, error) {
-	obs := append(d.Segments(paths, via, source), more...)
+	routes := d.lossRoutes(paths, via)
+	obs := append(d.segments(paths, via, source, routes), more...)
 	res, err := segment.Infer(obs, segment.Options{})
 	if err != nil {
 		return Inference{}, fmt.Errorf("inferring incidents from %d paths: %w", len(paths), err)
@@ -137,7 +143,7 @@ func (d *Detector) Infer(paths []PathStatus, via func(src, dst string) []string,
 	// one route crosses (a point-to-point link's) leaves its incident
 	// missing whenever that route's summary falls short of proof, and the
 	// incident would close and open twice for one fault.
-	for _, r := range d.lossRoutes(paths, via) {
+	for _, r := range routes {
 		if float64(r.lost) > r.threshold*float64(r.of) && !slices.ContainsFunc(out.Lingering, func(dirs []string) bool { return slices.Equal(dirs, r.dirs) }) {
 			out.Lingering = append(out.Lingering, r.dirs)
 		}
