@@ -103,6 +103,17 @@ func (p *PathState) Fresh(now time.Time, budget time.Duration) bool {
 	return now.Sub(p.At) <= time.Duration(2*p.Period*float64(time.Second))+budget+30*time.Second
 }
 
+// downEnd names the end of k whose agent does not answer ("" if neither):
+// its paths show no data, whatever a round in flight handed over since.
+func downEnd(k core.PathKey, down map[string]core.HostDown) string {
+	for _, h := range core.Ends(k.Src, k.Dst) {
+		if _, ok := down[h]; ok {
+			return h
+		}
+	}
+	return ""
+}
+
 // maxEvents bounds the events kept.
 const maxEvents = 500
 
@@ -415,9 +426,10 @@ func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
 	}
 	var paths []core.PathStatus
 	fresh := map[core.PathKey]bool{}
+	down := s.run.Down()
 	for k, ps := range s.paths {
 		_, oneWay := ps.Values[string(core.LossForward)]
-		fresh[k] = s.shares.Owns(k.Src, k.Dst) && ps.Fresh(now, budgets[k.Test])
+		fresh[k] = s.shares.Owns(k.Src, k.Dst) && downEnd(k, down) == "" && ps.Fresh(now, budgets[k.Test])
 		paths = append(paths, core.PathStatus{Key: k, Type: ps.Type, OneWayLoss: oneWay, Usable: fresh[k] && ps.Disturbed == "",
 			At: ps.At, Loss: ps.Loss})
 	}
@@ -614,9 +626,15 @@ func (s *Service) Snapshot() core.Snapshot {
 	for _, ps := range s.paths {
 		v := core.PathView{Src: ps.Key.Src, Dst: ps.Key.Dst, Test: ps.Key.Test, Type: ps.Type, State: "no data", At: ps.At, Target: ps.Target,
 			Family: cmp.Or(ps.Key.Family, ps.Family), PerFamily: ps.Key.Family != ""}
+		downHost := downEnd(ps.Key, snap.Down)
 		switch {
 		case !s.shares.Owns(ps.Key.Src, ps.Key.Dst):
 			v.State, v.Reason = core.Elsewhere, "measured by another wanlab serve process sharing the archive"
+		case downHost != "":
+			// A round in flight when the host went down may still hand
+			// over a result: the path has no data all the same.
+			d := snap.Down[downHost]
+			v.Reason = fmt.Sprintf("host %s is down since %s: %s", downHost, d.Since.UTC().Format(time.RFC3339), d.Reason)
 		case ps.Fresh(now, budgets[ps.Key.Test]):
 			v.State, v.Values, v.Hops, v.Age = "ok", ps.Values, ps.Hops, now.Sub(ps.At).Seconds()
 			v.Note = s.oneway.Status(ps.Key, now)

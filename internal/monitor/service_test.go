@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +135,20 @@ func TestRunWithHostsAway(t *testing.T) {
 	})
 	if i < 0 {
 		t.Errorf("no probed path says why it has no data: %+v", snap.Paths)
+	}
+	// A round in flight when its host went down hands over a result after
+	// that: the path has no data all the same, and says which host is down.
+	var h string
+	for h = range snap.Down {
+		break
+	}
+	k := core.PathKey{Src: h, Dst: slices.DeleteFunc(slices.Clone(s.cfg.Hosts()), func(x string) bool { return x == h })[0], Test: "latency"}
+	s.Observe(core.Observation{Key: k, Type: core.Probe, At: time.Now(),
+		Points: []core.Point{{T: time.Now(), Src: k.Src, Dst: k.Dst, Test: k.Test, Metric: string(core.RTTMedian), Value: 0.01}}}, nil)
+	for _, p := range s.Snapshot().Paths {
+		if p.Src == k.Src && p.Dst == k.Dst && p.Test == k.Test && (p.State != "no data" || !strings.Contains(p.Reason, "host "+h+" is down")) {
+			t.Errorf("%s after a result from a round in flight, with %s down: %s (%s), want no data naming %s", k, h, p.State, p.Reason, h)
+		}
 	}
 }
 
