@@ -509,6 +509,9 @@ func (s *Service) OneWay(k core.PathKey, at time.Time, in core.OneWaySamples) []
 	for _, a := range got.Fired {
 		s.logf("ALERT %s on %s->%s (%s): %s", a.Rule, a.Src, a.Dst, a.Test, a.Message)
 	}
+	for _, a := range got.Resolved {
+		s.logf("resolved %s on %s->%s (%s) after %s", a.Rule, a.Src, a.Dst, a.Test, a.Ended.Sub(a.Started).Round(time.Second))
+	}
 	var opened, ended []core.Alert
 	if len(got.Fired)+len(got.Resolved) > 0 || s.incidents.Pending() {
 		opened, ended = s.infer(at)

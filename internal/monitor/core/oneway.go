@@ -155,7 +155,10 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 				Message: fmt.Sprintf("one-way delay %s -> %s (%s's probes): %s; %s", from, to, k.Src, st, r)}
 			p.active[i] = &na
 			res.Fired = append(res.Fired, na)
-		case a != nil && (r.Change.Abs() <= r.Uncertainty || at.Sub(a.Started) >= window):
+		case a != nil && (r.Change.Abs() <= max(r.Uncertainty, p.minStep/2) || at.Sub(a.Started) >= window):
+			// Back within half the smallest step of where the window
+			// started: the delay seldom comes back to the microsecond
+			// (a few tens of them of drift on a quiet path).
 			done := *a
 			done.Ended = at
 			p.active[i] = nil

@@ -12,10 +12,14 @@ import (
 
 // owdTruth is a path a -> b probed 10 times a second, summarised every
 // 10 s, with clocks offset by 300 ms and drifting at 50 ppm: fwdStep ms
-// on the forward delay and clockStep ms on the offset from summary at on.
+// on the forward delay and clockStep ms on the offset from summary at on;
+// from summary lifted on (if later than at), the forward step is gone but
+// for left ms.
 type owdTruth struct {
 	at                 int
 	fwdStep, clockStep float64
+	lifted             int
+	left               float64
 }
 
 func (tr owdTruth) summary(rng *rand.Rand, t0 time.Time, i int) OneWaySamples {
@@ -27,6 +31,9 @@ func (tr owdTruth) summary(rng *rand.Rand, t0 time.Time, i int) OneWaySamples {
 		if i >= tr.at {
 			f += tr.fwdStep
 			theta += tr.clockStep
+		}
+		if tr.lifted > tr.at && i >= tr.lifted {
+			f += tr.left - tr.fwdStep
 		}
 		d := func(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
 		sent := t0.Add(time.Duration(t * float64(time.Second)))
@@ -104,5 +111,42 @@ func TestOneWayStepPerDirection(t *testing.T) {
 				t.Errorf("observations %+v", obs)
 			}
 		})
+	}
+}
+
+// A step lifted ends its alert within two summaries, though the delay does
+// not come back to the microsecond: what is left (10-50 us here; a
+// namespace path's CPU drift) is well under half the smallest step.
+func TestOneWayStepLifted(t *testing.T) {
+	const period = 10 * time.Second
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
+	th := Thresholds{RTTStep: time.Millisecond}
+	for _, left := range []float64{0, 0.01, 0.05, -0.03} {
+		rng := rand.New(rand.NewPCG(7, 37))
+		t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+		truth := owdTruth{at: 12, fwdStep: 15, lifted: 20, left: left}
+		w := NewOneWay()
+		firedAt, endedAt := -1, -1
+		for i := range 30 {
+			res, err := w.Observe(k, t0.Add(time.Duration(i+1)*period), truth.summary(rng, t0, i), th, period, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Fired) > 0 && firedAt < 0 {
+				firedAt = i
+			}
+			if len(res.Resolved) > 0 && endedAt < 0 {
+				endedAt = i
+			}
+		}
+		if firedAt < truth.at || firedAt > truth.at+2 {
+			t.Errorf("%.2f ms left: fired at summary %d, the step came at %d", left, firedAt, truth.at)
+		}
+		if endedAt < truth.lifted || endedAt > truth.lifted+2 {
+			t.Errorf("%.2f ms left: ended at summary %d, the step was lifted at %d: want within 2 summaries", left, endedAt, truth.lifted)
+		}
+		if len(w.Active()) != 0 {
+			t.Errorf("%.2f ms left: still active: %+v", left, w.Active())
+		}
 	}
 }
