@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ sites:
 // /metrics with its family label. Then a tenth of the IPv6 packets into
 // cnaf are dropped (ip6tables in cnaf's namespace; IPv4 untouched): loss
 // alerts fire on the IPv6 paths into cnaf alone, each saying it is an
-// IPv6-only degradation, and end once the drop is lifted.
+// IPv6-only degradation, one incident names cnaf's way in for IPv6 alone,
+// and all end once the drop is lifted.
 func TestServeFamilies(t *testing.T) {
 	// Mostly waiting for summaries and alerts: it runs beside the others
 	// that do.
@@ -117,13 +119,29 @@ alerts: {loss_above: 2%, for: 2}
 			t.Errorf("alert %s %s->%s does not say IPv6 only: %s", a.Rule, a.Src, a.Dst, a.Message)
 		}
 	}
+	// One incident names cnaf's way in, for IPv6 alone: the IPv4 runs
+	// crossing it are healthy.
+	incidents := func() []core.ActiveIncident {
+		var doc struct{ Incidents []core.ActiveIncident }
+		s.get("/api/v1/incidents", &doc)
+		return doc.Incidents
+	}
+	named := func() bool {
+		inc := incidents()
+		return len(inc) == 1 && strings.Contains(inc[0].Key, "cnaf") && inc[0].Family == "ipv6" && inc[0].Scope == core.ScopeIPv6Only
+	}
+	if !waitFor(60*time.Second, named) {
+		t.Errorf("incidents %+v: want one on cnaf's way in, IPv6 only", incidents())
+	} else if inc := incidents()[0]; !slices.Equal(inc.Columns, []string{"cnaf"}) || len(inc.Rows) != 0 {
+		t.Errorf("incident %s marks rows %v and columns %v, want cnaf's column", inc.Key, inc.Rows, inc.Columns)
+	}
 	if p := paths(); p["cern->cnaf ipv4"].State != "ok" {
 		t.Errorf("cern->cnaf over IPv4 while IPv6 drops: %+v", p["cern->cnaf ipv4"])
 	}
 	if out, err := runner("e2e-fam").Command(ctx, "cnaf", append([]string{"ip6tables", "-D"}, drop...)...).CombinedOutput(); err != nil {
 		t.Fatalf("ip6tables -D in cnaf: %v: %s", err, out)
 	}
-	if !waitFor(90*time.Second, func() bool { return len(s.alerts()) == 0 }) {
-		t.Errorf("alerts still active after the drop was lifted: %s", alertList(s.alerts()))
+	if !waitFor(90*time.Second, func() bool { return len(s.alerts()) == 0 && len(incidents()) == 0 }) {
+		t.Errorf("alerts or incidents still active after the drop was lifted: %s %+v", alertList(s.alerts()), incidents())
 	}
 }

@@ -435,7 +435,7 @@ func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
 	}
 	via := func(src, dst string) []string { return s.via[[2]string{src, dst}] }
 	usable := func(k core.PathKey) bool { return fresh[k] }
-	res, err := s.det.Infer(paths, via, core.SourceExpected, s.oneway.Segments(usable, via, core.SourceExpected)...)
+	res, err := s.det.InferFamilies(paths, via, core.SourceExpected, s.oneway, usable)
 	if err != nil {
 		s.logf("%v", err)
 		return nil, nil

@@ -29,8 +29,11 @@ const maxPooledFaults = 8
 // that numbers nothing) is a route of both ways' directions.
 type lossRoute struct {
 	name, figure string
-	dirs         []string
-	lost, of     int
+	// family is the route's address family when its test runs once per
+	// family ("" otherwise): each family's routes are pooled apart.
+	family   string
+	dirs     []string
+	lost, of int
 	// threshold is the largest loss_above of the paths counted.
 	threshold float64
 }
@@ -76,10 +79,13 @@ func (d *Detector) lossRoutes(paths []PathStatus, via func(src, dst string) []st
 		}
 	}
 	byName := map[string]*lossRoute{}
-	route := func(name, figure string, dirs []string) *lossRoute {
+	route := func(k PathKey, name, figure string, dirs []string) *lossRoute {
+		if k.Family != "" {
+			name = strings.TrimSuffix(name, ")") + ", " + k.Family + ")"
+		}
 		r := byName[name]
 		if r == nil {
-			r = &lossRoute{name: name, figure: figure, dirs: dirs}
+			r = &lossRoute{name: name, figure: figure, family: k.Family, dirs: dirs}
 			byName[name] = r
 		}
 		return r
@@ -97,12 +103,12 @@ func (d *Detector) lossRoutes(paths []PathStatus, via func(src, dst string) []st
 		fwd, okF := p.Loss[LossForward]
 		back, okB := p.Loss[LossBack]
 		if p.OneWayLoss && okF && okB {
-			route(fmt.Sprintf("%s -> %s (%s)", k.Src, k.Dst, k.Test), FigureLoss, there).add(fwd, th)
-			route(fmt.Sprintf("%s -> %s (%s)", k.Dst, k.Src, k.Test), FigureLoss, via(k.Dst, k.Src)).add(back, th)
+			route(k, fmt.Sprintf("%s -> %s (%s)", k.Src, k.Dst, k.Test), FigureLoss, there).add(fwd, th)
+			route(k, fmt.Sprintf("%s -> %s (%s)", k.Dst, k.Src, k.Test), FigureLoss, via(k.Dst, k.Src)).add(back, th)
 			continue
 		}
 		if rt, ok := p.Loss[LossRatio]; ok {
-			route(fmt.Sprintf("%s -> %s (%s, round trip)", k.Src, k.Dst, k.Test), FigureLossRoundTrip,
+			route(k, fmt.Sprintf("%s -> %s (%s, round trip)", k.Src, k.Dst, k.Test), FigureLossRoundTrip,
 				slices.Concat(there, via(k.Dst, k.Src))).add(rt, th)
 		}
 	}
@@ -162,7 +168,9 @@ func crosses(dirs []string, set map[string]bool) bool {
 }
 
 // lossSegments are segment.Infer's observations of loss, one per route,
-// judged by the pooled evidence of each figure (lossyDirections): a route
+// judged by the pooled evidence of each figure and address family
+// (lossyDirections; one family's fault does not show in the other's
+// counts, nor do the other's clean counts hide it): a route
 // crossing a lossy direction is affected unless its own counts are
 // clearly below its threshold (the whole interval under it), and one
 // whose own interval is wholly above its threshold is affected whatever
@@ -172,11 +180,12 @@ func crosses(dirs []string, set map[string]bool) bool {
 func lossSegments(routes []*lossRoute, source string) []segment.Observation {
 	byFigure := map[string][]*lossRoute{}
 	for _, r := range routes {
-		byFigure[r.figure] = append(byFigure[r.figure], r)
+		byFigure[r.figure+"\x00"+r.family] = append(byFigure[r.figure+"\x00"+r.family], r)
 	}
 	var out []segment.Observation
-	for _, fig := range slices.Sorted(maps.Keys(byFigure)) {
-		rs := byFigure[fig]
+	for _, key := range slices.Sorted(maps.Keys(byFigure)) {
+		rs := byFigure[key]
+		fig := rs[0].figure
 		lossy := lossyDirections(rs)
 		for _, r := range rs {
 			lo, hi := r.interval()

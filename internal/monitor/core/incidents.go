@@ -120,6 +120,10 @@ type Inference struct {
 	// none left out), and of the loss routes above their threshold that
 	// their counts do not prove: evidence that has not gone.
 	Lingering [][]string
+	// Family names the address family of an incident (by its key) that
+	// only that family's paths show (InferFamilies); not there for one
+	// all the paths show.
+	Family map[string]string
 }
 
 // Infer explains the paths' verdicts (Segments), and more observations
@@ -186,6 +190,9 @@ type heldIncident struct {
 	// narrowed is the segment it was first opened on, when it has been
 	// narrowed since ("" if not).
 	narrowed string
+	// family is the address family only whose paths show it ("" all);
+	// once open, it only widens to all (Update).
+	family string
 }
 
 // ActiveIncident is an open incident as shown.
@@ -202,6 +209,11 @@ type ActiveIncident struct {
 	// NarrowedFrom is the segment it opened on, when later evidence
 	// narrowed it to fewer directions (Update).
 	NarrowedFrom string `json:"narrowed_from,omitempty"`
+	// Family and Scope say an incident only one address family's paths
+	// show (ipv4, ipv4-only), or one that did and now both do ("",
+	// path): as an alert's (Alert.Family, Alert.Scope).
+	Family string `json:"family,omitempty"`
+	Scope  string `json:"scope,omitempty"`
 	// AckedBy is who acknowledged it ("" nobody), when, and what they
 	// said (Ack).
 	AckedBy string    `json:"acked_by,omitempty"`
@@ -278,12 +290,23 @@ func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Du
 		}
 		h.inc, h.missed = inc, 0
 		h.seen++
+		switch fam := found.Family[key]; {
+		case h.open == nil:
+			h.family = fam
+		case h.family != "" && fam != h.family:
+			// Both families show it now: the scope widens, and never
+			// narrows again while open.
+			h.family = ""
+			h.open.Family, h.open.Scope = "", ScopePath
+		}
 		if h.open == nil && h.seen >= need && at.Sub(h.since) >= hold {
 			a := incidentAlert(key, inc, at)
+			a.Family, a.Scope = h.family, familyScope(h.family)
+			a.Message = scopeWords(a.Scope) + a.Message
 			h.open = &a
 			opened = append(opened, a)
 		} else if h.open != nil {
-			h.open.Value, h.open.Message = inc.Confidence, incidentMessage(key, inc)
+			h.open.Value, h.open.Message = inc.Confidence, scopeWords(h.open.Scope)+incidentMessage(key, inc)
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(t.held)) {
@@ -333,7 +356,7 @@ func (t *Incidents) narrow(inc segment.Incident, found map[string]bool) *heldInc
 		ev, _ := json.Marshal(inc)
 		h.open.Src, h.open.Dst, h.open.Evidence = inc.Segment[0], inc.Segment[len(inc.Segment)-1], ev
 		h.open.Test = strings.Join(inc.Figures, ",")
-		h.open.Message = incidentMessage(inc.Key(), inc)
+		h.open.Message = scopeWords(h.open.Scope) + incidentMessage(inc.Key(), inc)
 		h.seen, h.since = 0, h.open.Started
 		return h
 	}
@@ -363,7 +386,7 @@ func (t *Incidents) Resume(alerts []Alert) {
 			continue
 		}
 		a := a
-		t.held[inc.Key()] = &heldIncident{inc: inc, since: a.Started, open: &a}
+		t.held[inc.Key()] = &heldIncident{inc: inc, since: a.Started, open: &a, family: a.Family}
 	}
 }
 
@@ -374,7 +397,7 @@ func (t *Incidents) Active() []ActiveIncident {
 		if h := t.held[key]; h.open != nil {
 			a := h.open
 			out = append(out, ActiveIncident{Key: key, Incident: h.inc, Ref: a.Ref, Started: a.Started, NarrowedFrom: h.narrowed,
-				AckedBy: a.AckedBy, AckedAt: a.AckedAt, AckNote: a.AckNote})
+				Family: a.Family, Scope: a.Scope, AckedBy: a.AckedBy, AckedAt: a.AckedAt, AckNote: a.AckNote})
 		}
 	}
 	return out
