@@ -45,16 +45,15 @@ test: deps build
 	@[ "$$(id -u)" = 0 ] || echo "make test: not root: the integration tests will be skipped (they need CAP_NET_ADMIN; run sudo make test)"
 	@rm -f $(EVENTS)
 	@$(GO) build -o $(TESTSUM) ./tools/testsum
-	@# Four packages at once: most unit tests wait on sockets and timers, and
-	@# none times what it measures.
+	@# Four packages at once: most unit tests wait on sockets and timers;
+	@# those that measure time (a cgroup's CPU quota) bound it from one side.
 	-$(GO) test -json -p 4 -count=1 -timeout 10m $$($(GO) list ./... | grep -v /e2e) | $(TESTSUM) -record $(EVENTS)
 	@# The integration tests run alone: their cross-checks against ping, irtt
 	@# and iperf3 compare timings that other tests' CPU load would disturb.
 	@# Only those that mostly wait (TestServe, TestServeShared,
-	@# TestServeFamilies, TestServeRealHosts, TestRealHostsFaults,
-	@# TestObjectivityNetworkBound, TestIncidents, TestIncidentTruth,
-	@# TestRunArchiveDiskFull) run side by side, four at once, after the
-	@# others.
+	@# TestServeFamilies, TestRealHostsFaults, TestObjectivityNetworkBound,
+	@# TestIncidents, TestIncidentTruth, TestRunArchiveDiskFull) run side by
+	@# side, four at once, after the others.
 	-$(GO) test -json -parallel 4 -count=1 -timeout 30m ./e2e | $(TESTSUM) -record $(EVENTS)
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a
 	@# duration-bound run at its deadline with "context deadline exceeded"

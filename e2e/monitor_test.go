@@ -643,7 +643,6 @@ tests:
 // inventory of agents over TLS: probes, throughput and traces land, and an
 // agent that dies leaves its paths with no data and its host down.
 func TestServeRealHosts(t *testing.T) {
-	t.Parallel()
 	l := labUp(t, "a", "b", "c")
 	inv := l.inventory("ctl", "wait: 0s\n", "a", "b", "c")
 	cfg := l.file("monitor.yaml", fmt.Sprintf(`inventory: %s

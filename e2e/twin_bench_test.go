@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -19,7 +21,9 @@ import (
 // no loss, 0-60% cross traffic of each pattern, asymmetric rates and
 // delays) are brought up, twinned with --check, and scored: each fitted
 // value against the truth by the issue's targets, and the replay's
-// figures against the path's. WANLAB_TWIN_PATHS sets how many paths (20),
+// figures against the path's; the path's own 1- and 8-stream TCP tests,
+// run again after the campaign, say how far the path is from itself (the
+// replay's noise floor). WANLAB_TWIN_PATHS sets how many paths (20),
 // WANLAB_TWIN_SEED the first seed (1), WANLAB_TWIN_MAX_RATE the fastest
 // rate in bit/s (1e9). docs/benchmarks.md, "Path twins".
 func BenchmarkTwinKnownTruth(b *testing.B) {
@@ -29,6 +33,7 @@ func BenchmarkTwinKnownTruth(b *testing.B) {
 	for range b.N {
 		var ways, rate, rtt, queue, loss, cross, model, geWays, geRight int
 		var met, compared, allMet, allCompared, longest int
+		var selfMet, selfCompared, selfTwinMet int
 		var campaign time.Duration
 		for i := range paths {
 			rng := rand.New(rand.NewPCG(uint64(seed+i), 35))
@@ -36,7 +41,7 @@ func BenchmarkTwinKnownTruth(b *testing.B) {
 			name := fmt.Sprintf("e2e-twin-%d", seed+i)
 			yaml := twinScenario(name, fwd, rev)
 			b.Logf("path %d:\n%s", seed+i, yaml)
-			doc, ok := twinOf(b, name, yaml)
+			doc, again, ok := twinOf(b, name, yaml)
 			if !ok {
 				continue
 			}
@@ -67,6 +72,13 @@ func BenchmarkTwinKnownTruth(b *testing.B) {
 				if !f.Met {
 					b.Logf("path %d: replay miss: %s %s: path %.4g, twin %.4g (%+.1f%%): %s", seed+i, f.Name, f.Way, f.Measured, f.Twin, 100*f.Error, f.Why)
 				}
+				// The path against itself: the same TCP test again,
+				// after the campaign, is the replay's noise floor.
+				if v, ok := again[f.Name+" "+f.Way]; ok && f.Measured > 0 {
+					e := (v - f.Measured) / f.Measured
+					selfCompared, selfMet, selfTwinMet = selfCompared+1, selfMet+b2i(math.Abs(e) <= 0.1), selfTwinMet+b2i(f.Met)
+					b.Logf("path %d: %s %s: path %.4g, again %.4g (%+.1f%%), twin %.4g (%+.1f%%)", seed+i, f.Name, f.Way, f.Measured, v, 100*e, f.Twin, 100*f.Error)
+				}
 			}
 		}
 		if ways == 0 {
@@ -82,6 +94,8 @@ func BenchmarkTwinKnownTruth(b *testing.B) {
 		b.ReportMetric(share(geRight, geWays), "gilbert_elliott_found_pct")
 		b.ReportMetric(share(met, compared), "replay_within_target_pct")
 		b.ReportMetric(share(allMet, allCompared), "replay_all_figures_pct")
+		b.ReportMetric(share(selfMet, selfCompared), "path_again_within_10%_pct")
+		b.ReportMetric(share(selfTwinMet, selfCompared), "twin_tcp_within_10%_pct")
 		b.ReportMetric(campaign.Seconds()/float64(ways/2), "campaign_s")
 		b.ReportMetric(float64(longest), "longest_campaign_s")
 	}
@@ -92,22 +106,47 @@ func BenchmarkTwinKnownTruth(b *testing.B) {
 // replay_all_figures_pct.
 var replayTargets = map[string]bool{twinrun.FigThroughput1: true, twinrun.FigThroughput8: true, twinrun.FigRTTLoaded: true}
 
-// twinOf brings a truth's scenario up, twins it with --check and takes it
+// twinOf brings a truth's scenario up, twins it with --check, runs the
+// campaign's 1- and 8-stream TCP tests on the path again (again, by
+// check figure and way: how far the path is from itself), and takes it
 // down; a twin that fails is logged (and counts as no path).
-func twinOf(b *testing.B, name, yaml string) (twinDoc, bool) {
+func twinOf(b *testing.B, name, yaml string) (twinDoc, map[string]float64, bool) {
 	path := filepath.Join(b.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	if r := wanlab(b, "testbed", "up", path); r.code != 0 {
 		b.Errorf("%s: testbed up: exit %d: %s", name, r.code, r.stderr)
-		return twinDoc{}, false
+		return twinDoc{}, nil, false
 	}
 	defer wanlab(b, "testbed", "down", name)
 	out := filepath.Join(b.TempDir(), "twin.yaml")
 	doc, stderr := runTwin(b, 15*time.Minute, "--testbed", name, "--from", "a", "--to", "b", "-o", out, "--name", name+"-tw", "--check")
 	b.Logf("%s: campaign %.0f s, %d bytes\n%s", name, doc.Campaign.Seconds, doc.Campaign.Bytes, stderr)
-	return doc, true
+	again := map[string]float64{}
+	// The campaign's TCP tests last what its plan (on stderr) says.
+	secs := "4s"
+	if m := regexp.MustCompile(`throughput \d+ stream\(s\) (\d+s)`).FindStringSubmatch(stderr); m != nil {
+		secs = m[1]
+	}
+	for _, way := range [][2]string{{"a", "b"}, {"b", "a"}} {
+		for n, fig := range map[int]string{1: twinrun.FigThroughput1, 8: twinrun.FigThroughput8} {
+			r := wanlab(b, "measure", "throughput", "--testbed", name, "--from", way[0], "--to", way[1], "-P", strconv.Itoa(n), "-t", secs, "--json")
+			var res struct {
+				End struct {
+					SumReceived struct {
+						BitsPerSecond float64 `json:"bits_per_second"`
+					} `json:"sum_received"`
+				} `json:"end"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.End.SumReceived.BitsPerSecond <= 0 {
+				b.Logf("%s: %s again %s: exit %d: %v %s", name, fig, way, r.code, err, r.stderr)
+				continue
+			}
+			again[fig+" "+way[0]+"->"+way[1]] = res.End.SumReceived.BitsPerSecond
+		}
+	}
+	return doc, again, true
 }
 
 // randomTruth is one direction of a random path.

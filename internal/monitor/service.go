@@ -343,6 +343,9 @@ func (s *Service) Reload(ctx context.Context, cfg *core.Config, apply ...func(*c
 	s.det.SetConfig(cfg)
 	s.addPaths(cfg)
 	ended = s.oneway.Forget(func(k core.PathKey) bool { return s.paths[k] != nil }, time.Now())
+	for _, a := range ended {
+		s.logf("resolved %s on %s->%s (%s): its path left the configuration", a.Rule, a.Src, a.Dst, a.Test)
+	}
 	// Tests still running hold their hosts in the new plan too.
 	s.run.Reload(ctx, cfg)
 	s.logf("configuration %s reloaded: %d tests over %d hosts", cfg.Source, len(cfg.Tests), len(cfg.Hosts()))
@@ -427,19 +430,27 @@ func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
 	var paths []core.PathStatus
 	fresh := map[core.PathKey]bool{}
 	down := s.run.Down()
+	via := func(src, dst string) []string { return s.via[[2]string{src, dst}] }
+	var cutOff [][]string // the directions of paths with an end down
 	for k, ps := range s.paths {
 		_, oneWay := ps.Values[string(core.LossForward)]
 		fresh[k] = s.shares.Owns(k.Src, k.Dst) && downEnd(k, down) == "" && ps.Fresh(now, budgets[k.Test])
 		paths = append(paths, core.PathStatus{Key: k, Type: ps.Type, OneWayLoss: oneWay, Usable: fresh[k] && ps.Disturbed == "",
 			At: ps.At, Loss: ps.Loss})
+		if s.shares.Owns(k.Src, k.Dst) && downEnd(k, down) != "" {
+			cutOff = append(cutOff, slices.Concat(via(k.Src, k.Dst), via(k.Dst, k.Src)))
+		}
 	}
-	via := func(src, dst string) []string { return s.via[[2]string{src, dst}] }
 	usable := func(k core.PathKey) bool { return fresh[k] }
 	res, err := s.det.InferFamilies(paths, via, core.SourceExpected, s.oneway, usable)
 	if err != nil {
 		s.logf("%v", err)
 		return nil, nil
 	}
+	// A host that no longer answers (a site cut off takes its agent with
+	// it, on real hosts) leaves its paths with no evidence either way: an
+	// open incident they cross stays open until they speak again.
+	res.Lingering = append(res.Lingering, cutOff...)
 	opened, ended = s.incidents.Update(res, at, s.cfg.Alerts.For, span)
 	for _, a := range opened {
 		s.logf("INCIDENT %s", a.Message)

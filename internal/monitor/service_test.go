@@ -156,7 +156,10 @@ func TestRunWithHostsAway(t *testing.T) {
 // paths cross the source's way out ("x.out") and the destination's way in
 // ("x.in"), probed every 10 s and alerting on 2% loss at once (and
 // one-way delay steps of 2 ms).
-func starService(t *testing.T) *Service {
+func starService(t *testing.T) *Service { return starServiceWith(t, Options{Viewer: true}) }
+
+// starServiceWith is starService with opts (its bed and store set).
+func starServiceWith(t *testing.T, opts Options) *Service {
 	t.Helper()
 	cfg, err := Parse(filepath.Join(t.TempDir(), "monitor.yaml"), []byte(`testbed: star
 groups: {sites: [a, b, c, d]}
@@ -181,11 +184,43 @@ alerts: {loss_above: 2%, rtt_step: 2ms, for: 1}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	s, err := New(cfg, Options{Bed: backend.Offline(topo), Store: store, Viewer: true})
+	opts.Bed, opts.Store = backend.Offline(topo), store
+	s, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// A site cut off takes its agent with it (on real hosts): its paths have
+// no evidence either way, and an open incident they cross stays open
+// until they speak again.
+func TestIncidentLingersWhileHostDown(t *testing.T) {
+	s := starServiceWith(t, Options{Logf: t.Logf})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// The offline bed's agents never answer: every host goes down.
+	for end := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, ok := s.Snapshot().Down["d"]; ok {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("d never down: %+v", s.Snapshot().Down)
+		}
+	}
+	at := time.Now()
+	s.mu.Lock()
+	s.incidents.Resume([]core.Alert{{Ref: "incident/d.in/1", Rule: core.RuleIncident, Src: "d.in", Dst: "d.in", Started: at.Add(-time.Minute),
+		Evidence: []byte(`{"segment":["d.in"],"figures":["loss"],"paths":[],"confidence":1,"reason":"loss: 3 affected paths"}`)}})
+	for i := range 4 {
+		s.infer(at.Add(time.Duration(i) * 10 * time.Second))
+	}
+	s.mu.Unlock()
+	if got := s.Incidents(); len(got) != 1 || got[0].Key != "d.in" {
+		t.Errorf("incidents %+v four summary periods on with d down: want d.in's still open", got)
+	}
 }
 
 // Loss into one site of the star raises loss alerts on its three paths in

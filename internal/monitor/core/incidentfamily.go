@@ -18,9 +18,13 @@ import (
 // InferFamilies is Infer over all the paths, with the one-way delays'
 // observations of ow (OneWay.Segments) of the paths usable says, and,
 // where both address families' runs of a test are usable
-// (PathKey.Family), over each family's alone. An incident only one
-// family's paths show is added to the result with Inference.Family
-// saying which; a fault both show is the one incident Infer names.
+// (PathKey.Family), over each family's alone. Inference.Family then says
+// what is known of each incident's family, by its key: f for one only
+// family f's inference finds (added to the result: the inference over
+// all ruled it out, so the other family's paths cross it healthy); ""
+// for one each family's inference finds as well. An incident of neither
+// kind (the other family's paths cross it, but none has been judged)
+// is not in the map: its family is not known.
 func (d *Detector) InferFamilies(paths []PathStatus, via func(src, dst string) []string, source string, ow *OneWay, usable func(PathKey) bool) (Inference, error) {
 	more := func(family string) []segment.Observation {
 		return ow.Segments(func(k PathKey) bool { return usable(k) && (family == "" || k.Family == family) }, via, source)
@@ -40,7 +44,10 @@ func (d *Detector) InferFamilies(paths []PathStatus, via func(src, dst string) [
 	if !groups[IPv4] || !groups[IPv6] {
 		return res, nil
 	}
-	for _, f := range []string{IPv4, IPv6} {
+	all := len(res.Incidents)
+	res.Family = map[string]string{}
+	seen := make([]int, all) // which families' inferences found each of all's (bits)
+	for bit, f := range []string{IPv4, IPv6} {
 		var own []PathStatus
 		for _, p := range paths {
 			if p.Key.Family == f {
@@ -52,16 +59,21 @@ func (d *Detector) InferFamilies(paths []PathStatus, via func(src, dst string) [
 			return res, err
 		}
 		for _, inc := range fr.Incidents {
-			if slices.ContainsFunc(res.Incidents, func(o segment.Incident) bool { return overlaps(o.Segment, inc.Segment) }) {
-				continue
+			i := slices.IndexFunc(res.Incidents, func(o segment.Incident) bool { return overlaps(o.Segment, inc.Segment) })
+			switch {
+			case i < 0:
+				res.Incidents = append(res.Incidents, inc)
+				res.Family[inc.Key()] = f
+			case i < all:
+				seen[i] |= 1 << bit
 			}
-			res.Incidents = append(res.Incidents, inc)
-			if res.Family == nil {
-				res.Family = map[string]string{}
-			}
-			res.Family[inc.Key()] = f
 		}
 		res.Lingering = append(res.Lingering, fr.Lingering...)
+	}
+	for i, inc := range res.Incidents[:all] {
+		if seen[i] == 3 {
+			res.Family[inc.Key()] = ""
+		}
 	}
 	return res, nil
 }

@@ -28,24 +28,42 @@ func familyPaths(lost map[string]func(from, to string) int) []PathStatus {
 // noOneWay follows no one-way delay: InferFamilies' loss alone.
 func noOneWay() (*OneWay, func(PathKey) bool) { return NewOneWay(), func(PathKey) bool { return true } }
 
+// unjudged leaves the IPv4 paths' latest summaries without loss counts
+// (read back from an archive after a restart): usable, but no verdict.
+func unjudged(paths []PathStatus) []PathStatus {
+	for i := range paths {
+		if paths[i].Key.Family == IPv4 {
+			paths[i].Loss = nil
+		}
+	}
+	return paths
+}
+
 // A fault only one family's traffic meets is named with that family; one
-// both meet is the one incident of the segment, with none.
+// both meet is the one incident of the segment, with none; one the other
+// family's paths have not judged has no family known.
 func TestInferFamilies(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		lost   map[string]func(from, to string) int
+		prep   func([]PathStatus) []PathStatus
 		want   []string
 		family string
+		known  bool
 	}{
-		{"IPv6 loss into d", map[string]func(from, to string) int{IPv6: lossOn(6, "d.in")}, []string{"d.in"}, IPv6},
-		{"IPv4 loss out of a", map[string]func(from, to string) int{IPv4: lossOn(6, "a.out")}, []string{"a.out"}, IPv4},
-		{"both families' loss into d", map[string]func(from, to string) int{IPv4: lossOn(6, "d.in"), IPv6: lossOn(6, "d.in")}, []string{"d.in"}, ""},
-		{"quiet", nil, nil, ""},
+		{"IPv6 loss into d", map[string]func(from, to string) int{IPv6: lossOn(6, "d.in")}, nil, []string{"d.in"}, IPv6, true},
+		{"IPv4 loss out of a", map[string]func(from, to string) int{IPv4: lossOn(6, "a.out")}, nil, []string{"a.out"}, IPv4, true},
+		{"both families' loss into d", map[string]func(from, to string) int{IPv4: lossOn(6, "d.in"), IPv6: lossOn(6, "d.in")}, nil, []string{"d.in"}, "", true},
+		{"IPv6 loss into d, IPv4 not judged", map[string]func(from, to string) int{IPv6: lossOn(6, "d.in")}, unjudged, []string{"d.in"}, "", false},
+		{"quiet", nil, nil, nil, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := NewDetector(starConfig(t))
 			ow, usable := noOneWay()
 			paths := familyPaths(c.lost)
+			if c.prep != nil {
+				paths = c.prep(paths)
+			}
 			// Infer over both families pools them apart too: an IPv6
 			// fault is no fault of both.
 			both, err := d.Infer(paths, starVia, SourceExpected)
@@ -59,8 +77,8 @@ func TestInferFamilies(t *testing.T) {
 			var got []string
 			for _, inc := range res.Incidents {
 				got = append(got, inc.Key())
-				if f := res.Family[inc.Key()]; f != c.family {
-					t.Errorf("%s: family %q, want %q", inc.Key(), f, c.family)
+				if f, known := res.Family[inc.Key()]; f != c.family || known != c.known {
+					t.Errorf("%s: family %q (known %v), want %q (known %v)", inc.Key(), f, known, c.family, c.known)
 				}
 				for _, e := range inc.Paths {
 					if c.family != "" && !strings.HasSuffix(e.Path, ", "+c.family+")") {
@@ -71,15 +89,16 @@ func TestInferFamilies(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Errorf("incidents %v, want %v (unexplained %v)", got, c.want, res.Unexplained)
 			}
-			if c.family != "" && len(both.Incidents) > 0 {
+			if c.family != "" && c.prep == nil && len(both.Incidents) > 0 {
 				t.Errorf("both families' inference named %s for a fault of %s alone", both.Incidents[0].Key(), c.family)
 			}
 		})
 	}
 }
 
-// An incident only IPv6 shows opens so; once both families show it, it
-// widens to both, and does not narrow back while open.
+// An incident only IPv6 shows opens so; IPv4 paths not judged leave it so;
+// once both families show it, it widens to both, and does not narrow back
+// while open.
 func TestIncidentsFamilyWidens(t *testing.T) {
 	d := NewDetector(starConfig(t))
 	ow, usable := noOneWay()
@@ -87,7 +106,8 @@ func TestIncidentsFamilyWidens(t *testing.T) {
 	v6 := familyPaths(map[string]func(from, to string) int{IPv6: lossOn(6, "d.in")})
 	bothLossy := familyPaths(map[string]func(from, to string) int{IPv4: lossOn(6, "d.in"), IPv6: lossOn(6, "d.in")})
 	var opened []Alert
-	for i, paths := range [][]PathStatus{v6, v6, bothLossy, v6} {
+	v6Unjudged := unjudged(familyPaths(map[string]func(from, to string) int{IPv6: lossOn(6, "d.in")}))
+	for i, paths := range [][]PathStatus{v6, v6, v6Unjudged, bothLossy, v6} {
 		res, err := d.InferFamilies(paths, starVia, SourceExpected, ow, usable)
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +126,11 @@ func TestIncidentsFamilyWidens(t *testing.T) {
 			if len(act) != 1 || act[0].Family != IPv6 {
 				t.Errorf("active %+v", act)
 			}
-		case i >= 2:
+		case i == 2:
+			if len(act) != 1 || act[0].Family != IPv6 || act[0].Scope != ScopeIPv6Only {
+				t.Errorf("inference %d: active %+v, want it still IPv6-only", i, act)
+			}
+		case i >= 3:
 			if len(act) != 1 || act[0].Family != "" || act[0].Scope != ScopePath {
 				t.Errorf("inference %d: active %+v, want the incident widened to both families", i, act)
 			}

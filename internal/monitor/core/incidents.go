@@ -120,9 +120,10 @@ type Inference struct {
 	// none left out), and of the loss routes above their threshold that
 	// their counts do not prove: evidence that has not gone.
 	Lingering [][]string
-	// Family names the address family of an incident (by its key) that
-	// only that family's paths show (InferFamilies); not there for one
-	// all the paths show.
+	// Family says what is known of an incident's address family, by its
+	// key (InferFamilies): "ipv4" or "ipv6" for one only that family's
+	// paths show, "" for one both families' show; not there when
+	// unknown.
 	Family map[string]string
 }
 
@@ -290,7 +291,8 @@ func (t *Incidents) Update(found Inference, at time.Time, need int, span time.Du
 		}
 		h.inc, h.missed = inc, 0
 		h.seen++
-		switch fam := found.Family[key]; {
+		switch fam, known := found.Family[key]; {
+		case !known:
 		case h.open == nil:
 			h.family = fam
 		case h.family != "" && fam != h.family:

@@ -74,8 +74,11 @@ type oneWayPath struct {
 	window time.Duration
 	last   [2]owd.Report
 	// active are the directions' owd_step alerts (nil: none), since when
-	// the new level held.
+	// the new level held; before is each one's level before its steps
+	// (the report's Change less them): it ends back there. A restart
+	// forgets it (0: the new window's start).
 	active [2]*Alert
+	before [2]time.Duration
 	// restarted says why the windows last restarted, and when ("" never).
 	restarted   string
 	restartedAt time.Time
@@ -154,11 +157,15 @@ func (w *OneWay) Observe(k PathKey, at time.Time, s OneWaySamples, th Thresholds
 				Threshold: p.minStep.Seconds(), Evidence: ev,
 				Message: fmt.Sprintf("one-way delay %s -> %s (%s's probes): %s; %s", from, to, k.Src, st, r)}
 			p.active[i] = &na
+			p.before[i] = r.Change
+			for _, st := range r.Steps {
+				p.before[i] -= st.Size
+			}
 			res.Fired = append(res.Fired, na)
-		case a != nil && (r.Change.Abs() <= max(r.Uncertainty, p.minStep/2) || at.Sub(a.Started) >= window):
-			// Back within half the smallest step of where the window
-			// started: the delay seldom comes back to the microsecond
-			// (a few tens of them of drift on a quiet path).
+		case a != nil && ((r.Change-p.before[i]).Abs() <= max(r.Uncertainty, p.minStep/2) || at.Sub(a.Started) >= window):
+			// Back within half the smallest step of the level before the
+			// alert's steps: the delay seldom comes back to the
+			// microsecond (a few tens of them of drift on a quiet path).
 			done := *a
 			done.Ended = at
 			p.active[i] = nil

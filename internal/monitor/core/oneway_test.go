@@ -150,3 +150,32 @@ func TestOneWayStepLifted(t *testing.T) {
 		}
 	}
 }
+
+// A step whose alert ended with the window (the new level lasted), then
+// lifted, is a step of its own: its alert lasts while the delay stays back
+// at the old level, though that is where the tracking window started.
+func TestOneWayStepBackAfterWindow(t *testing.T) {
+	const period = 10 * time.Second
+	k := PathKey{Src: "a", Dst: "b", Test: "lat"}
+	th := Thresholds{RTTStep: time.Millisecond}
+	rng := rand.New(rand.NewPCG(7, 37))
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	truth := owdTruth{at: 12, fwdStep: 15, lifted: 24}
+	w := NewOneWay()
+	var fired []int
+	for i := range 30 {
+		res, err := w.Observe(k, t0.Add(time.Duration(i+1)*period), truth.summary(rng, t0, i), th, period, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Fired) > 0 {
+			fired = append(fired, i)
+		}
+		if len(fired) == 2 && i <= fired[1]+3 && len(w.Active()) != 1 {
+			t.Fatalf("summary %d: the step back found at %d is no longer active", i, fired[1])
+		}
+	}
+	if len(fired) != 2 || fired[1] < truth.lifted || fired[1] > truth.lifted+2 {
+		t.Fatalf("alerts fired at summaries %v, want the step at %d and the step back at %d", fired, truth.at, truth.lifted)
+	}
+}
