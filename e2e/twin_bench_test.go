@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wanlab/wanlab/internal/twinrun"
+	"github.com/wanlab/wanlab/internal/workload/throughput"
 )
 
 // BenchmarkTwinKnownTruth is issue 35's known-truth suite: random paths
@@ -132,13 +133,7 @@ func twinOf(b *testing.B, name, yaml string) (twinDoc, map[string]float64, bool)
 	for _, way := range [][2]string{{"a", "b"}, {"b", "a"}} {
 		for n, fig := range map[int]string{1: twinrun.FigThroughput1, 8: twinrun.FigThroughput8} {
 			r := wanlab(b, "measure", "throughput", "--testbed", name, "--from", way[0], "--to", way[1], "-P", strconv.Itoa(n), "-t", secs, "--json")
-			var res struct {
-				End struct {
-					SumReceived struct {
-						BitsPerSecond float64 `json:"bits_per_second"`
-					} `json:"sum_received"`
-				} `json:"end"`
-			}
+			var res throughput.Result
 			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.End.SumReceived.BitsPerSecond <= 0 {
 				b.Logf("%s: %s again %s: exit %d: %v %s", name, fig, way, r.code, err, r.stderr)
 				continue

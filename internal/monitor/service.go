@@ -434,10 +434,11 @@ func (s *Service) infer(at time.Time) (opened, ended []core.Alert) {
 	var cutOff [][]string // the directions of paths with an end down
 	for k, ps := range s.paths {
 		_, oneWay := ps.Values[string(core.LossForward)]
-		fresh[k] = s.shares.Owns(k.Src, k.Dst) && downEnd(k, down) == "" && ps.Fresh(now, budgets[k.Test])
+		owned, isDown := s.shares.Owns(k.Src, k.Dst), downEnd(k, down) != ""
+		fresh[k] = owned && !isDown && ps.Fresh(now, budgets[k.Test])
 		paths = append(paths, core.PathStatus{Key: k, Type: ps.Type, OneWayLoss: oneWay, Usable: fresh[k] && ps.Disturbed == "",
 			At: ps.At, Loss: ps.Loss})
-		if s.shares.Owns(k.Src, k.Dst) && downEnd(k, down) != "" {
+		if owned && isDown {
 			cutOff = append(cutOff, slices.Concat(via(k.Src, k.Dst), via(k.Dst, k.Src)))
 		}
 	}

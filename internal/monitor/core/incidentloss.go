@@ -80,9 +80,6 @@ func (d *Detector) lossRoutes(paths []PathStatus, via func(src, dst string) []st
 	}
 	byName := map[string]*lossRoute{}
 	route := func(k PathKey, name, figure string, dirs []string) *lossRoute {
-		if k.Family != "" {
-			name = strings.TrimSuffix(name, ")") + ", " + k.Family + ")"
-		}
 		r := byName[name]
 		if r == nil {
 			r = &lossRoute{name: name, figure: figure, family: k.Family, dirs: dirs}
@@ -100,15 +97,19 @@ func (d *Detector) lossRoutes(paths []PathStatus, via func(src, dst string) []st
 		if len(there) == 0 && d.cfg.IsTarget(k.Dst) {
 			continue // see Segments
 		}
+		fam := "" // a test run once per family: each family's routes apart
+		if k.Family != "" {
+			fam = ", " + k.Family
+		}
 		fwd, okF := p.Loss[LossForward]
 		back, okB := p.Loss[LossBack]
 		if p.OneWayLoss && okF && okB {
-			route(k, fmt.Sprintf("%s -> %s (%s)", k.Src, k.Dst, k.Test), FigureLoss, there).add(fwd, th)
-			route(k, fmt.Sprintf("%s -> %s (%s)", k.Dst, k.Src, k.Test), FigureLoss, via(k.Dst, k.Src)).add(back, th)
+			route(k, fmt.Sprintf("%s -> %s (%s%s)", k.Src, k.Dst, k.Test, fam), FigureLoss, there).add(fwd, th)
+			route(k, fmt.Sprintf("%s -> %s (%s%s)", k.Dst, k.Src, k.Test, fam), FigureLoss, via(k.Dst, k.Src)).add(back, th)
 			continue
 		}
 		if rt, ok := p.Loss[LossRatio]; ok {
-			route(k, fmt.Sprintf("%s -> %s (%s, round trip)", k.Src, k.Dst, k.Test), FigureLossRoundTrip,
+			route(k, fmt.Sprintf("%s -> %s (%s, round trip%s)", k.Src, k.Dst, k.Test, fam), FigureLossRoundTrip,
 				slices.Concat(there, via(k.Dst, k.Src))).add(rt, th)
 		}
 	}
